@@ -1,0 +1,176 @@
+//! Per-connection state (selected database, protocol, name …) and the registry of
+//! connected clients that `CLIENT LIST`, `CLIENT KILL` and `INFO clients` read.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+/// The part of a client's state other threads may read (`CLIENT LIST`) or act on
+/// (`CLIENT KILL`).
+#[derive(Default)]
+pub struct ClientShared {
+    /// Client id.
+    pub id: u64,
+    /// Peer address (`ip:port`), empty for embedded sessions.
+    pub addr: String,
+    /// Local address.
+    pub laddr: String,
+    /// Socket descriptor, or -1.
+    pub fd: i64,
+    /// Creation time (Unix ms).
+    pub created_ms: i64,
+    /// Last command time (Unix ms).
+    pub last_interaction_ms: AtomicI64,
+    /// Selected database.
+    pub db: AtomicUsize,
+    /// Protocol version (2 or 3).
+    pub resp: AtomicUsize,
+    /// Name, library name and version, and the last command (lower-case full name).
+    pub text: Mutex<ClientText>,
+    /// Set by `CLIENT KILL`: the connection closes as soon as its thread sees it.
+    pub killed: AtomicBool,
+    /// Commands processed.
+    pub commands: AtomicU64,
+    /// Wakes the connection's event loop (so a kill takes effect at once).
+    pub waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+/// Text fields of a client, under one lock.
+#[derive(Debug, Default, Clone)]
+pub struct ClientText {
+    /// `CLIENT SETNAME`.
+    pub name: Vec<u8>,
+    /// `CLIENT SETINFO LIB-NAME`.
+    pub lib_name: Vec<u8>,
+    /// `CLIENT SETINFO LIB-VER`.
+    pub lib_ver: Vec<u8>,
+    /// The last command run.
+    pub last_cmd: String,
+}
+
+impl ClientShared {
+    /// Asks the client's connection to close.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        if let Some(wake) = self.waker.lock().as_ref() {
+            wake();
+        }
+    }
+}
+
+/// A connection's (or embedded session's) state while it runs commands.
+pub struct ClientState {
+    /// Fields visible to other clients.
+    pub shared: Arc<ClientShared>,
+    /// Selected database.
+    pub db: usize,
+    /// Protocol version (2 or 3).
+    pub resp: u8,
+    /// Whether the client passed `AUTH` (or no password is set).
+    pub authenticated: bool,
+    /// The authenticated user name.
+    pub user: String,
+    /// Set by `QUIT`: close after this reply.
+    pub close_after_reply: bool,
+    /// Send no reply to this command (`SHUTDOWN` closes without one).
+    pub suppress_reply: bool,
+    /// `CLIENT NO-EVICT`.
+    pub no_evict: bool,
+    /// `CLIENT NO-TOUCH`.
+    pub no_touch: bool,
+    /// Randomness for `SPOP`, `RANDOMKEY` …, seeded per client.
+    pub rng: SmallRng,
+}
+
+impl ClientState {
+    /// A new client registered in `registry`.
+    pub fn new(
+        registry: &ClientRegistry,
+        addr: String,
+        laddr: String,
+        fd: i64,
+        now_ms: i64,
+    ) -> ClientState {
+        let id = registry.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let shared = Arc::new(ClientShared {
+            id,
+            addr,
+            laddr,
+            fd,
+            created_ms: now_ms,
+            last_interaction_ms: AtomicI64::new(now_ms),
+            resp: AtomicUsize::new(2),
+            ..ClientShared::default()
+        });
+        registry.clients.lock().insert(id, Arc::clone(&shared));
+        ClientState {
+            shared,
+            db: 0,
+            resp: 2,
+            authenticated: false,
+            user: "default".into(),
+            close_after_reply: false,
+            suppress_reply: false,
+            no_evict: false,
+            no_touch: false,
+            rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),
+        }
+    }
+
+    /// The client id.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Selects a database (already validated).
+    pub fn select(&mut self, db: usize) {
+        self.db = db;
+        self.shared.db.store(db, Ordering::Relaxed);
+    }
+
+    /// Sets the protocol version.
+    pub fn set_resp(&mut self, resp: u8) {
+        self.resp = resp;
+        self.shared.resp.store(usize::from(resp), Ordering::Relaxed);
+    }
+}
+
+/// Every connected client, by id.
+#[derive(Default)]
+pub struct ClientRegistry {
+    next_id: AtomicU64,
+    clients: Mutex<BTreeMap<u64, Arc<ClientShared>>>,
+    /// Connections accepted since start.
+    pub total_connections: AtomicU64,
+}
+
+impl ClientRegistry {
+    /// Removes a client when its connection closes.
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// A snapshot of the connected clients, in id order.
+    pub fn snapshot(&self) -> Vec<Arc<ClientShared>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    /// Number of connected clients.
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    /// Whether no client is connected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The client with this id.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientShared>> {
+        self.clients.lock().get(&id).cloned()
+    }
+}

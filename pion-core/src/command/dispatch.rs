@@ -1,0 +1,205 @@
+//! From an argument vector to a reply: resolve the command in the table, check arity
+//! and authentication, lock the shards of its keys, run the handler, settle the keys.
+
+use std::time::Instant;
+
+use super::{table, CommandSpec};
+use crate::client::ClientState;
+use crate::engine::Engine;
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::keyspace::{shard_of, LockSet};
+use crate::reply::Reply;
+
+/// A command found in the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolved {
+    /// The (sub)command.
+    pub spec: &'static CommandSpec,
+    /// Full name, `container|sub` for subcommands.
+    pub full_name: &'static str,
+    /// Index into the engine's per-command counters.
+    pub stat: usize,
+}
+
+/// Lower-cases a command name into a small buffer without allocating.
+fn lower<'b>(name: &[u8], buf: &'b mut [u8; 64]) -> Option<&'b [u8]> {
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    Some(&buf[..name.len()])
+}
+
+fn check_arity(spec: &CommandSpec, full_name: &str, argc: usize) -> OpResult<()> {
+    let arity = spec.arity;
+    let ok = if arity >= 0 {
+        argc == arity as usize
+    } else {
+        argc >= arity.unsigned_abs() as usize
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(OpError::WrongArity(full_name.to_string()))
+    }
+}
+
+/// Finds the command for `argv` and checks its arity.
+pub fn resolve(argv: &[Vec<u8>]) -> OpResult<Resolved> {
+    let name = argv
+        .first()
+        .ok_or_else(|| OpError::custom("ERR empty command"))?;
+    let unknown = || OpError::UnknownCommand {
+        name: String::from_utf8_lossy(name).into_owned(),
+        args: argv[1..]
+            .iter()
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    };
+    let mut buf = [0u8; 64];
+    let lname = lower(name, &mut buf).ok_or_else(unknown)?;
+    let t = table();
+    let (spec, stat) = t.lookup(lname).ok_or_else(unknown)?;
+    if spec.subcommands.is_empty() {
+        check_arity(spec, spec.name, argv.len())?;
+        return Ok(Resolved {
+            spec,
+            full_name: spec.name,
+            stat,
+        });
+    }
+    let Some(sub) = argv.get(1) else {
+        // A container that also runs alone (`COMMAND`) accepts no subcommand.
+        if spec.arity == -1 {
+            return Ok(Resolved {
+                spec,
+                full_name: spec.name,
+                stat,
+            });
+        }
+        return Err(OpError::WrongArity(spec.name.to_string()));
+    };
+    let mut subbuf = [0u8; 64];
+    let found = lower(sub, &mut subbuf).and_then(|s| t.lookup_sub(spec, s));
+    let Some((sub_spec, full_name, stat)) = found else {
+        return Err(OpError::UnknownSubcommand {
+            sub: String::from_utf8_lossy(sub).into_owned(),
+            command: spec.name.to_ascii_uppercase(),
+        });
+    };
+    check_arity(sub_spec, full_name, argv.len())?;
+    Ok(Resolved {
+        spec: sub_spec,
+        full_name,
+        stat,
+    })
+}
+
+/// The argument positions of a command's keys.
+pub fn key_indices(spec: &CommandSpec, argv: &[Vec<u8>]) -> OpResult<Vec<usize>> {
+    if let Some(find) = spec.keys.find {
+        return find(argv);
+    }
+    let k = spec.keys;
+    if k.first <= 0 {
+        return Ok(Vec::new());
+    }
+    let argc = argv.len() as i32;
+    let last = if k.last < 0 { argc + k.last } else { k.last };
+    let step = k.step.max(1);
+    let mut out = Vec::new();
+    let mut i = k.first;
+    while i <= last && i < argc {
+        out.push(i as usize);
+        i += step;
+    }
+    Ok(out)
+}
+
+/// The shards a command must lock for these arguments.
+pub fn lock_set_for(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> LockSet {
+    if spec.whole_keyspace {
+        LockSet::All
+    } else if keys.is_empty() {
+        LockSet::None
+    } else {
+        LockSet::Keys(keys.iter().map(|&i| shard_of(&argv[i])).collect())
+    }
+}
+
+/// Runs one command for a client and returns its reply. Never panics on input: every
+/// failure becomes an error reply with Redis's text.
+pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply {
+    let resolved = match resolve(argv) {
+        Ok(r) => r,
+        Err(e) => {
+            if let OpError::WrongArity(_) | OpError::UnknownSubcommand { .. } = e {
+                if let Ok(r) = table_stat_for_name(argv) {
+                    engine.command_stats().reject(r);
+                }
+            }
+            return e.into();
+        }
+    };
+    let spec = resolved.spec;
+    if !client.authenticated && engine.requires_auth() && !spec.has(super::flags::NO_AUTH) {
+        engine.command_stats().reject(resolved.stat);
+        return Reply::error("NOAUTH Authentication required.");
+    }
+    let keys = match key_indices(spec, argv) {
+        Ok(k) => k,
+        Err(e) => {
+            engine.command_stats().reject(resolved.stat);
+            return e.into();
+        }
+    };
+    let lock = lock_set_for(spec, argv, &keys);
+    let started = Instant::now();
+    let now = engine.now_ms();
+    let result = {
+        let mut ctx = Ctx {
+            engine,
+            client,
+            ks: engine.keyspace().lock(&lock, now),
+        };
+        let result = (spec.handler)(&mut ctx, argv);
+        if spec.has(super::flags::WRITE) {
+            let db = ctx.db();
+            for &i in &keys {
+                // Settling only fails for keys outside the lock, which cannot happen here.
+                let _ = ctx.ks.settle(db, &argv[i]);
+            }
+        }
+        result
+    };
+    let usec = started.elapsed().as_micros() as u64;
+    engine
+        .command_stats()
+        .record(resolved.stat, usec, result.is_err());
+    client
+        .shared
+        .commands
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    {
+        let mut text = client.shared.text.lock();
+        if text.last_cmd != resolved.full_name {
+            text.last_cmd.clear();
+            text.last_cmd.push_str(resolved.full_name);
+        }
+    }
+    match result {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
+}
+
+/// The counter slot of a top-level command name, for rejected calls.
+fn table_stat_for_name(argv: &[Vec<u8>]) -> Result<usize, ()> {
+    let mut buf = [0u8; 64];
+    let name = argv.first().ok_or(())?;
+    let lname = lower(name, &mut buf).ok_or(())?;
+    table().lookup(lname).map(|(_, stat)| stat).ok_or(())
+}

@@ -1,0 +1,67 @@
+//! Command flags, as `COMMAND INFO` names them, and the ACL categories derived from them.
+
+/// Writes to the keyspace.
+pub const WRITE: u64 = 1 << 0;
+/// Only reads the keyspace.
+pub const READONLY: u64 = 1 << 1;
+/// May grow memory use (refused under `maxmemory` with no eviction possible).
+pub const DENYOOM: u64 = 1 << 2;
+/// Administrative.
+pub const ADMIN: u64 = 1 << 3;
+/// Pub/Sub.
+pub const PUBSUB: u64 = 1 << 4;
+/// Not allowed from scripts.
+pub const NOSCRIPT: u64 = 1 << 5;
+/// May block the client.
+pub const BLOCKING: u64 = 1 << 6;
+/// Allowed while loading the dataset.
+pub const LOADING: u64 = 1 << 7;
+/// Allowed on a stale replica.
+pub const STALE: u64 = 1 << 8;
+/// Not shown by `MONITOR`.
+pub const SKIP_MONITOR: u64 = 1 << 9;
+/// Not logged by `SLOWLOG`.
+pub const SKIP_SLOWLOG: u64 = 1 << 10;
+/// O(1) or O(log N).
+pub const FAST: u64 = 1 << 11;
+/// Allowed before authentication.
+pub const NO_AUTH: u64 = 1 << 12;
+/// May replicate even though it is not a write.
+pub const MAY_REPLICATE: u64 = 1 << 13;
+/// Keys may be absent from the arguments.
+pub const NO_MANDATORY_KEYS: u64 = 1 << 14;
+/// Not allowed while loading asynchronously.
+pub const NO_ASYNC_LOADING: u64 = 1 << 15;
+/// Not allowed inside `MULTI`.
+pub const NO_MULTI: u64 = 1 << 16;
+/// Keys are found by parsing the arguments.
+pub const MOVABLE_KEYS: u64 = 1 << 17;
+/// Allowed while a script is busy.
+pub const ALLOW_BUSY: u64 = 1 << 18;
+/// In `@dangerous` (for commands that are not admin but still dangerous).
+pub const DANGEROUS: u64 = 1 << 40;
+/// In `@keyspace` in addition to its group.
+pub const KEYSPACE: u64 = 1 << 41;
+
+/// Flag names in the order `COMMAND INFO` lists them.
+pub const NAMES: &[(u64, &str)] = &[
+    (WRITE, "write"),
+    (READONLY, "readonly"),
+    (DENYOOM, "denyoom"),
+    (ADMIN, "admin"),
+    (PUBSUB, "pubsub"),
+    (NOSCRIPT, "noscript"),
+    (BLOCKING, "blocking"),
+    (LOADING, "loading"),
+    (STALE, "stale"),
+    (SKIP_MONITOR, "skip_monitor"),
+    (SKIP_SLOWLOG, "skip_slowlog"),
+    (FAST, "fast"),
+    (NO_AUTH, "no_auth"),
+    (MAY_REPLICATE, "may_replicate"),
+    (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (NO_ASYNC_LOADING, "no_async_loading"),
+    (NO_MULTI, "no_multi"),
+    (MOVABLE_KEYS, "movablekeys"),
+    (ALLOW_BUSY, "allow_busy"),
+];

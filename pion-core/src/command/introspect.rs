@@ -1,0 +1,341 @@
+//! `COMMAND` and its subcommands, answered from the command table itself.
+
+use super::flags::{self, *};
+use super::{dispatch, table, CommandSpec, Group};
+use crate::commands::util::{is_kw, text};
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::glob::glob_match;
+use crate::reply::Reply;
+
+/// `COMMAND`'s subcommands.
+pub static SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("count", 2, LOADING | STALE, Group::Connection, count)
+        .doc("Returns a count of commands.", "2.8.13"),
+    CommandSpec::new("info", -2, LOADING | STALE, Group::Connection, info).doc(
+        "Returns information about one, multiple or all commands.",
+        "2.8.13",
+    ),
+    CommandSpec::new("docs", -2, LOADING | STALE, Group::Connection, docs).doc(
+        "Returns documentary information about one, multiple or all commands.",
+        "7.0.0",
+    ),
+    CommandSpec::new("list", -2, LOADING | STALE, Group::Connection, list)
+        .doc("Returns a list of command names.", "7.0.0"),
+    CommandSpec::new("getkeys", -4, LOADING | STALE, Group::Connection, getkeys).doc(
+        "Extracts the key names from an arbitrary command.",
+        "2.8.13",
+    ),
+    CommandSpec::new("help", 2, LOADING | STALE, Group::Connection, help).doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+    ),
+];
+
+/// ACL categories in Redis's bit order, which is the order `COMMAND INFO` lists them.
+const CATEGORIES: &[&str] = &[
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// The ACL categories of a command, derived from its flags and group.
+pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
+    let mut on = [false; 21];
+    let idx = |name: &str| CATEGORIES.iter().position(|c| *c == name).unwrap_or(0);
+    match spec.group {
+        Group::Keyspace => on[idx("keyspace")] = true,
+        Group::String => on[idx("string")] = true,
+        Group::Hash => on[idx("hash")] = true,
+        Group::List => on[idx("list")] = true,
+        Group::Set => on[idx("set")] = true,
+        Group::SortedSet => on[idx("sortedset")] = true,
+        Group::Connection => on[idx("connection")] = true,
+        Group::Server => {}
+    }
+    let rules: &[(u64, &str)] = &[
+        (flags::KEYSPACE, "keyspace"),
+        (WRITE, "write"),
+        (READONLY, "read"),
+        (ADMIN, "admin"),
+        (ADMIN, "dangerous"),
+        (DANGEROUS, "dangerous"),
+        (PUBSUB, "pubsub"),
+        (FAST, "fast"),
+        (BLOCKING, "blocking"),
+    ];
+    for (flag, cat) in rules {
+        if spec.has(*flag) {
+            on[idx(cat)] = true;
+        }
+    }
+    if !spec.has(FAST) {
+        on[idx("slow")] = true;
+    }
+    CATEGORIES
+        .iter()
+        .zip(on)
+        .filter(|(_, on)| *on)
+        .map(|(c, _)| *c)
+        .collect()
+}
+
+fn flag_names(spec: &CommandSpec) -> Vec<Reply> {
+    flags::NAMES
+        .iter()
+        .filter(|(f, _)| spec.has(*f))
+        .map(|(_, n)| Reply::status(n))
+        .collect()
+}
+
+fn key_specs(spec: &CommandSpec) -> Vec<Reply> {
+    let k = spec.keys;
+    if k.first <= 0 {
+        return Vec::new();
+    }
+    let s = |t: &'static str| Reply::bulk(t);
+    let access = if spec.has(WRITE) { "RW" } else { "RO" };
+    let lastkey = if k.last < 0 { k.last } else { k.last - k.first };
+    vec![Reply::Map(vec![
+        (s("flags"), Reply::Set(vec![Reply::status(access)])),
+        (
+            s("begin_search"),
+            Reply::Map(vec![
+                (s("type"), s("index")),
+                (
+                    s("spec"),
+                    Reply::Map(vec![(s("index"), Reply::Integer(i64::from(k.first)))]),
+                ),
+            ]),
+        ),
+        (
+            s("find_keys"),
+            Reply::Map(vec![
+                (s("type"), s("range")),
+                (
+                    s("spec"),
+                    Reply::Map(vec![
+                        (s("lastkey"), Reply::Integer(i64::from(lastkey))),
+                        (s("keystep"), Reply::Integer(i64::from(k.step))),
+                        (s("limit"), Reply::Integer(0)),
+                    ]),
+                ),
+            ]),
+        ),
+    ])]
+}
+
+/// The `COMMAND INFO` entry of a command (subcommands nested).
+pub fn command_info(
+    spec: &'static CommandSpec,
+    full_name: &str,
+    container: Option<&'static CommandSpec>,
+) -> Reply {
+    let subs = spec
+        .subcommands
+        .iter()
+        .map(|sub| command_info(sub, table().sub_full_name(spec, sub), Some(spec)))
+        .collect();
+    let _ = container;
+    Reply::Array(vec![
+        Reply::bulk(full_name),
+        Reply::Integer(i64::from(spec.arity)),
+        Reply::Set(flag_names(spec)),
+        Reply::Integer(i64::from(spec.keys.first)),
+        Reply::Integer(i64::from(spec.keys.last)),
+        Reply::Integer(i64::from(spec.keys.step)),
+        Reply::Set(
+            categories(spec)
+                .into_iter()
+                .map(|c| Reply::status_owned(format!("@{c}")))
+                .collect(),
+        ),
+        Reply::Set(vec![]),
+        Reply::Array(key_specs(spec)),
+        Reply::Array(subs),
+    ])
+}
+
+/// `COMMAND` with no arguments: every command's info.
+pub fn command(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Array(
+        table()
+            .all()
+            .iter()
+            .map(|s| command_info(s, s.name, None))
+            .collect(),
+    ))
+}
+
+fn count(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Integer(table().all().len() as i64))
+}
+
+/// Finds a command or `container|sub` by name.
+fn find(name: &[u8]) -> Option<(&'static CommandSpec, &'static str)> {
+    let lower = name.to_ascii_lowercase();
+    let t = table();
+    if let Some(pos) = lower.iter().position(|&c| c == b'|') {
+        let (container, _) = t.lookup(&lower[..pos])?;
+        let (sub, full, _) = t.lookup_sub(container, &lower[pos + 1..])?;
+        return Some((sub, full));
+    }
+    t.lookup(&lower).map(|(s, _)| (s, s.name))
+}
+
+fn info(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() == 2 {
+        return Ok(Reply::Array(
+            table()
+                .all()
+                .iter()
+                .map(|s| command_info(s, s.name, None))
+                .collect(),
+        ));
+    }
+    Ok(Reply::Array(
+        argv[2..]
+            .iter()
+            .map(|name| match find(name) {
+                Some((spec, full)) => command_info(spec, full, None),
+                None => Reply::NullArray,
+            })
+            .collect(),
+    ))
+}
+
+fn doc_entry(spec: &'static CommandSpec) -> Reply {
+    let s = |t: &'static str| Reply::bulk(t);
+    let mut fields = vec![
+        (s("summary"), s(spec.summary)),
+        (s("since"), s(spec.since)),
+        (s("group"), s(spec.group.doc_name())),
+    ];
+    if !spec.subcommands.is_empty() {
+        fields.push((
+            s("subcommands"),
+            Reply::Map(
+                spec.subcommands
+                    .iter()
+                    .map(|sub| {
+                        (
+                            Reply::bulk(table().sub_full_name(spec, sub)),
+                            doc_entry(sub),
+                        )
+                    })
+                    .collect(),
+            ),
+        ));
+    }
+    Reply::Map(fields)
+}
+
+fn docs(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let entries: Vec<(Reply, Reply)> = if argv.len() == 2 {
+        table()
+            .all()
+            .iter()
+            .map(|s| (Reply::bulk(s.name), doc_entry(s)))
+            .collect()
+    } else {
+        argv[2..]
+            .iter()
+            .filter_map(|name| find(name).map(|(spec, full)| (Reply::bulk(full), doc_entry(spec))))
+            .collect()
+    };
+    Ok(Reply::Map(entries))
+}
+
+fn list(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let mut names: Vec<(&'static CommandSpec, &'static str)> = Vec::new();
+    for spec in table().all() {
+        names.push((spec, spec.name));
+        for sub in spec.subcommands {
+            names.push((sub, table().sub_full_name(spec, sub)));
+        }
+    }
+    match argv.len() {
+        2 => {}
+        5 if is_kw(&argv[2], "filterby") => {
+            let (kind, value) = (&argv[3], &argv[4]);
+            if is_kw(kind, "module") {
+                names.clear();
+            } else if is_kw(kind, "aclcat") {
+                let cat = text(value).to_ascii_lowercase();
+                names.retain(|(s, _)| categories(s).contains(&cat.as_str()));
+            } else if is_kw(kind, "pattern") {
+                names.retain(|(_, n)| glob_match(value, n.as_bytes(), true));
+            } else {
+                return Err(OpError::Syntax);
+            }
+        }
+        _ => return Err(OpError::Syntax),
+    }
+    Ok(Reply::Array(
+        names.into_iter().map(|(_, n)| Reply::bulk(n)).collect(),
+    ))
+}
+
+fn getkeys(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let args = &argv[2..];
+    let resolved = dispatch::resolve(args).map_err(|e| match e {
+        OpError::WrongArity(_) => {
+            OpError::custom("ERR Invalid number of arguments specified for command")
+        }
+        _ => OpError::custom("ERR Invalid command specified"),
+    })?;
+    let keys = dispatch::key_indices(resolved.spec, args)?;
+    if keys.is_empty() {
+        return Err(OpError::custom("ERR The command has no key arguments"));
+    }
+    Ok(Reply::Array(
+        keys.into_iter().map(|i| Reply::bulk(&args[i])).collect(),
+    ))
+}
+
+fn help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Array(
+        [
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "HELP",
+            "    Print this help.",
+        ]
+        .iter()
+        .map(|l| Reply::status(l))
+        .collect(),
+    ))
+}

@@ -1,0 +1,291 @@
+//! The command table: one [`CommandSpec`] per command, declared as `const` slices beside
+//! each family's handlers. The table drives dispatch, arity errors, key locking,
+//! `COMMAND` and its subcommands; nothing else in the engine matches command names.
+
+mod dispatch;
+pub mod flags;
+pub mod introspect;
+
+pub use dispatch::{execute, lock_set_for, resolve};
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::error::OpResult;
+use crate::exec::Ctx;
+use crate::reply::Reply;
+
+/// A command handler: gets the context and the whole argument vector (the command name
+/// first), returns the reply or a typed error.
+pub type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> OpResult<Reply>;
+
+/// Finds the key positions of a command whose keys move (`ZUNIONSTORE … numkeys …`).
+pub type KeyFinder = fn(&[Vec<u8>]) -> OpResult<Vec<usize>>;
+
+/// The ACL category and documentation group of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Generic key commands (`@keyspace`).
+    Keyspace,
+    /// String commands.
+    String,
+    /// Hash commands.
+    Hash,
+    /// List commands.
+    List,
+    /// Set commands.
+    Set,
+    /// Sorted-set commands.
+    SortedSet,
+    /// Connection commands.
+    Connection,
+    /// Server commands.
+    Server,
+}
+
+impl Group {
+    /// The name `COMMAND DOCS` reports as the group.
+    pub fn doc_name(self) -> &'static str {
+        match self {
+            Group::Keyspace => "generic",
+            Group::String => "string",
+            Group::Hash => "hash",
+            Group::List => "list",
+            Group::Set => "set",
+            Group::SortedSet => "sorted-set",
+            Group::Connection => "connection",
+            Group::Server => "server",
+        }
+    }
+}
+
+/// Where a command's keys are, in Redis's legacy (first, last, step) form plus an
+/// optional finder for commands whose keys move.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySpec {
+    /// Index of the first key (0 = no keys).
+    pub first: i32,
+    /// Index of the last key; negative counts from the end.
+    pub last: i32,
+    /// Distance between keys.
+    pub step: i32,
+    /// For commands with movable keys: finds them in the actual arguments.
+    pub find: Option<KeyFinder>,
+}
+
+/// One command (or subcommand) of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name (for subcommands: the subcommand alone, e.g. `encoding`).
+    pub name: &'static str,
+    /// Redis arity: exact argument count when positive, minimum when negative.
+    pub arity: i32,
+    /// [`flags`] bits.
+    pub flags: u64,
+    /// Key positions.
+    pub keys: KeySpec,
+    /// Whether the command locks the whole keyspace (`KEYS`, `FLUSHDB`, …).
+    pub whole_keyspace: bool,
+    /// Group, for ACL categories and `COMMAND DOCS`.
+    pub group: Group,
+    /// One-line summary for `COMMAND DOCS`.
+    pub summary: &'static str,
+    /// The Redis version that introduced the command.
+    pub since: &'static str,
+    /// The handler (containers with subcommands have one that is never called).
+    pub handler: Handler,
+    /// Subcommands, for container commands (`CLIENT`, `CONFIG`, `OBJECT`, …).
+    pub subcommands: &'static [CommandSpec],
+}
+
+fn container_handler(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Err(crate::error::OpError::Syntax)
+}
+
+impl CommandSpec {
+    /// A command with no keys; refine it with the builder methods.
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u64,
+        group: Group,
+        handler: Handler,
+    ) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            keys: KeySpec {
+                first: 0,
+                last: 0,
+                step: 0,
+                find: None,
+            },
+            whole_keyspace: false,
+            group,
+            summary: "",
+            since: "1.0.0",
+            handler,
+            subcommands: &[],
+        }
+    }
+
+    /// A container command whose work is done by its subcommands.
+    pub const fn container(
+        name: &'static str,
+        group: Group,
+        subcommands: &'static [CommandSpec],
+    ) -> Self {
+        let mut c = CommandSpec::new(name, -2, 0, group, container_handler);
+        c.subcommands = subcommands;
+        c
+    }
+
+    /// Attaches subcommands to a command that also runs on its own (`COMMAND`).
+    pub const fn with_subcommands(mut self, subcommands: &'static [CommandSpec]) -> Self {
+        self.subcommands = subcommands;
+        self
+    }
+
+    /// Sets the legacy key range.
+    pub const fn keys(mut self, first: i32, last: i32, step: i32) -> Self {
+        self.keys.first = first;
+        self.keys.last = last;
+        self.keys.step = step;
+        self
+    }
+
+    /// Declares movable keys, found by `find` (the legacy range stays as set).
+    pub const fn movable(mut self, find: KeyFinder) -> Self {
+        self.keys.find = Some(find);
+        self.flags |= flags::MOVABLE_KEYS;
+        self
+    }
+
+    /// Declares that the command locks the whole keyspace.
+    pub const fn whole_keyspace(mut self) -> Self {
+        self.whole_keyspace = true;
+        self
+    }
+
+    /// Sets the summary and the version that introduced the command.
+    pub const fn doc(mut self, summary: &'static str, since: &'static str) -> Self {
+        self.summary = summary;
+        self.since = since;
+        self
+    }
+
+    /// Whether the command has this flag.
+    pub const fn has(&self, flag: u64) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// The whole command table, built once: lookups by name, and a counter slot for every
+/// command and subcommand.
+pub struct CommandTable {
+    by_name: HashMap<&'static [u8], (&'static CommandSpec, usize)>,
+    subs: HashMap<(usize, &'static [u8]), (&'static CommandSpec, &'static str, usize)>,
+    ordered: Vec<&'static CommandSpec>,
+    full_names: Vec<&'static str>,
+}
+
+impl CommandTable {
+    /// The top-level command with this lower-case name, and its counter slot.
+    pub fn lookup(&self, lower_name: &[u8]) -> Option<(&'static CommandSpec, usize)> {
+        self.by_name.get(lower_name).copied()
+    }
+
+    /// A subcommand of `container` by lower-case name: spec, full name, counter slot.
+    pub fn lookup_sub(
+        &self,
+        container: &'static CommandSpec,
+        lower_sub: &[u8],
+    ) -> Option<(&'static CommandSpec, &'static str, usize)> {
+        self.subs
+            .get(&(container as *const CommandSpec as usize, lower_sub))
+            .copied()
+    }
+
+    /// The top-level command with this name (any case).
+    pub fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.lookup(&name.to_ascii_lowercase()).map(|(s, _)| s)
+    }
+
+    /// Every top-level command, in table order.
+    pub fn all(&self) -> &[&'static CommandSpec] {
+        &self.ordered
+    }
+
+    /// Number of counter slots (commands plus subcommands).
+    pub fn stat_slots(&self) -> usize {
+        self.full_names.len()
+    }
+
+    /// The full name (`container|sub` for subcommands) of a counter slot.
+    pub fn full_name(&self, slot: usize) -> &'static str {
+        self.full_names[slot]
+    }
+
+    /// The full name of a subcommand of `container`.
+    pub fn sub_full_name(
+        &self,
+        container: &'static CommandSpec,
+        sub: &'static CommandSpec,
+    ) -> &'static str {
+        self.lookup_sub(container, sub.name.as_bytes())
+            .map_or(sub.name, |(_, n, _)| n)
+    }
+}
+
+/// The families whose `const` slices make up the table.
+fn families() -> [&'static [CommandSpec]; 8] {
+    use crate::commands::*;
+    [
+        strings::COMMANDS,
+        keys::COMMANDS,
+        hashes::COMMANDS,
+        lists::COMMANDS,
+        sets::COMMANDS,
+        zsets::COMMANDS,
+        connection::COMMANDS,
+        server::COMMANDS,
+    ]
+}
+
+/// The global command table.
+pub fn table() -> &'static CommandTable {
+    static TABLE: OnceLock<CommandTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut by_name = HashMap::new();
+        let mut subs = HashMap::new();
+        let mut ordered = Vec::new();
+        let mut full_names: Vec<&'static str> = Vec::new();
+        for family in families() {
+            for spec in family {
+                by_name.insert(spec.name.as_bytes(), (spec, full_names.len()));
+                full_names.push(spec.name);
+                ordered.push(spec);
+                for sub in spec.subcommands {
+                    // Built once for the life of the process: leaking gives 'static names.
+                    let full: &'static str =
+                        Box::leak(format!("{}|{}", spec.name, sub.name).into_boxed_str());
+                    subs.insert(
+                        (spec as *const CommandSpec as usize, sub.name.as_bytes()),
+                        (sub, full, full_names.len()),
+                    );
+                    full_names.push(full);
+                }
+            }
+        }
+        CommandTable {
+            by_name,
+            subs,
+            ordered,
+            full_names,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,474 @@
+//! Connection commands: PING, ECHO, SELECT, HELLO, AUTH, QUIT, RESET and CLIENT.
+
+use std::sync::atomic::Ordering;
+
+use crate::client::ClientShared;
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Group};
+use crate::commands::util::{int, is_kw, text};
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::reply::Reply;
+
+const CONN: u64 = NOSCRIPT | LOADING | STALE;
+
+/// This family's part of the command table.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("ping", -1, FAST, Group::Connection, ping)
+        .doc("Returns the server's liveliness response.", "1.0.0"),
+    CommandSpec::new("echo", 2, FAST, Group::Connection, echo)
+        .doc("Returns the given string.", "1.0.0"),
+    CommandSpec::new(
+        "select",
+        2,
+        LOADING | STALE | FAST,
+        Group::Connection,
+        select,
+    )
+    .doc("Changes the selected database.", "1.0.0"),
+    CommandSpec::new(
+        "hello",
+        -1,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        Group::Connection,
+        hello,
+    )
+    .doc("Handshakes with the Redis server.", "6.0.0"),
+    CommandSpec::new(
+        "auth",
+        -2,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        Group::Connection,
+        auth,
+    )
+    .doc("Authenticates the connection.", "1.0.0"),
+    CommandSpec::new(
+        "quit",
+        -1,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        Group::Connection,
+        quit,
+    )
+    .doc("Closes the connection.", "1.0.0"),
+    CommandSpec::new(
+        "reset",
+        1,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        Group::Connection,
+        reset,
+    )
+    .doc("Resets the connection.", "6.2.0"),
+    CommandSpec::container("client", Group::Connection, CLIENT_SUBCOMMANDS)
+        .doc("A container for client connection commands.", "2.4.0"),
+];
+
+static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("id", 2, CONN, Group::Connection, client_id)
+        .doc("Returns the unique client ID of the connection.", "5.0.0"),
+    CommandSpec::new("setname", 3, CONN, Group::Connection, client_setname)
+        .doc("Sets the connection name.", "2.6.9"),
+    CommandSpec::new("getname", 2, CONN, Group::Connection, client_getname)
+        .doc("Returns the name of the connection.", "2.6.9"),
+    CommandSpec::new("list", -2, ADMIN | CONN, Group::Connection, client_list)
+        .doc("Lists open connections.", "2.4.0"),
+    CommandSpec::new("info", 2, CONN, Group::Connection, client_info)
+        .doc("Returns information about the connection.", "6.2.0"),
+    CommandSpec::new("kill", -3, ADMIN | CONN, Group::Connection, client_kill)
+        .doc("Terminates open connections.", "2.4.0"),
+    CommandSpec::new("setinfo", 4, CONN, Group::Connection, client_setinfo).doc(
+        "Sets information specific to the client or connection.",
+        "7.2.0",
+    ),
+    CommandSpec::new(
+        "no-evict",
+        3,
+        ADMIN | CONN,
+        Group::Connection,
+        client_no_evict,
+    )
+    .doc("Sets the client eviction mode of the connection.", "7.0.0"),
+    CommandSpec::new("no-touch", 3, CONN, Group::Connection, client_no_touch).doc(
+        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+        "7.2.0",
+    ),
+    CommandSpec::new("help", 2, LOADING | STALE, Group::Connection, client_help).doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+    ),
+];
+
+fn ping(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    match argv.len() {
+        1 => Ok(Reply::status("PONG")),
+        2 => Ok(Reply::bulk(&argv[1])),
+        _ => Err(OpError::WrongArity("ping".into())),
+    }
+}
+
+fn echo(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::bulk(&argv[1]))
+}
+
+fn select(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let db = int(&argv[1])?;
+    if db < 0 || db as usize >= ctx.engine.keyspace().databases() {
+        return Err(OpError::DbIndexOutOfRange);
+    }
+    ctx.client.select(db as usize);
+    Ok(Reply::ok())
+}
+
+/// Checks a user name and password against `requirepass` (only the `default` user
+/// exists until ACLs arrive).
+fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    let required = ctx.engine.config().with(|c| c.requirepass.clone());
+    user == b"default" && (required.is_empty() || required.as_bytes() == pass)
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+fn auth(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() > 3 {
+        return Err(OpError::Syntax);
+    }
+    let (user, pass): (&[u8], &[u8]) = if argv.len() == 2 {
+        (b"default", &argv[1])
+    } else {
+        (&argv[1], &argv[2])
+    };
+    if argv.len() == 2 && !ctx.engine.requires_auth() {
+        return Err(OpError::custom(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        ));
+    }
+    if check_password(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        ctx.client.user = text(user);
+        Ok(Reply::ok())
+    } else {
+        Err(OpError::custom(WRONGPASS))
+    }
+}
+
+fn hello(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let mut proto = None;
+    let mut j = 1;
+    if argv.len() >= 2 {
+        let v = crate::num::parse_i64(&argv[1]).ok_or_else(|| {
+            OpError::custom("ERR Protocol version is not an integer or out of range")
+        })?;
+        if !(2..=3).contains(&v) {
+            return Err(OpError::custom("NOPROTO unsupported protocol version"));
+        }
+        proto = Some(v as u8);
+        j = 2;
+    }
+    let mut creds: Option<(&[u8], &[u8])> = None;
+    let mut name: Option<&[u8]> = None;
+    while j < argv.len() {
+        let more = argv.len() - j - 1;
+        if is_kw(&argv[j], "auth") && more >= 2 {
+            creds = Some((&argv[j + 1], &argv[j + 2]));
+            j += 3;
+        } else if is_kw(&argv[j], "setname") && more >= 1 {
+            name = Some(&argv[j + 1]);
+            j += 2;
+        } else {
+            return Err(OpError::custom(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                text(&argv[j])
+            )));
+        }
+    }
+    if let Some((user, pass)) = creds {
+        if !check_password(ctx, user, pass) {
+            return Err(OpError::custom(WRONGPASS));
+        }
+        ctx.client.authenticated = true;
+        ctx.client.user = text(user);
+    }
+    if !ctx.client.authenticated {
+        return Err(OpError::custom(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        set_name(ctx, name)?;
+    }
+    if let Some(p) = proto {
+        ctx.client.set_resp(p);
+    }
+    let s = |t: &'static str| Reply::bulk(t);
+    Ok(Reply::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(crate::REDIS_VERSION)),
+        (s("proto"), Reply::Integer(i64::from(ctx.client.resp))),
+        (s("id"), Reply::Integer(ctx.client.id() as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Reply::Array(vec![])),
+    ]))
+}
+
+fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.client.close_after_reply = true;
+    Ok(Reply::ok())
+}
+
+fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.client.select(0);
+    ctx.client.set_resp(2);
+    ctx.client.no_evict = false;
+    ctx.client.no_touch = false;
+    ctx.client.authenticated = !ctx.engine.requires_auth();
+    ctx.client.user = "default".into();
+    ctx.client.shared.text.lock().name.clear();
+    Ok(Reply::status("RESET"))
+}
+
+fn client_id(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Integer(ctx.client.id() as i64))
+}
+
+fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> OpResult<()> {
+    if name.iter().any(|&c| c < b'!' || c > b'~') {
+        return Err(OpError::custom(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    ctx.client.shared.text.lock().name = name.to_vec();
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    set_name(ctx, &argv[2])?;
+    Ok(Reply::ok())
+}
+
+fn client_getname(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = ctx.client.shared.text.lock().name.clone();
+    Ok(if name.is_empty() {
+        Reply::Null
+    } else {
+        Reply::Bulk(name)
+    })
+}
+
+fn client_setinfo(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let value = &argv[3];
+    if value.iter().any(|&c| c < b'!' || c > b'~') {
+        return Err(OpError::custom(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            text(&argv[2]).to_ascii_uppercase()
+        )));
+    }
+    let mut t = ctx.client.shared.text.lock();
+    if is_kw(&argv[2], "lib-name") {
+        t.lib_name = value.clone();
+    } else if is_kw(&argv[2], "lib-ver") {
+        t.lib_ver = value.clone();
+    } else {
+        return Err(OpError::custom(format!(
+            "ERR Unrecognized option '{}'",
+            text(&argv[2])
+        )));
+    }
+    Ok(Reply::ok())
+}
+
+fn on_off(arg: &[u8]) -> OpResult<bool> {
+    if is_kw(arg, "on") {
+        Ok(true)
+    } else if is_kw(arg, "off") {
+        Ok(false)
+    } else {
+        Err(OpError::Syntax)
+    }
+}
+
+fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.client.no_evict = on_off(&argv[2])?;
+    Ok(Reply::ok())
+}
+
+fn client_no_touch(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.client.no_touch = on_off(&argv[2])?;
+    Ok(Reply::ok())
+}
+
+/// One `CLIENT LIST` line for a client.
+pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
+    let t = c.text.lock().clone();
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        String::from_utf8_lossy(&t.name),
+        (now_ms - c.created_ms).max(0) / 1000,
+        (now_ms - c.last_interaction_ms.load(Ordering::Relaxed)).max(0) / 1000,
+        c.db.load(Ordering::Relaxed),
+        if t.last_cmd.is_empty() { "NULL" } else { &t.last_cmd },
+        c.resp.load(Ordering::Relaxed),
+        String::from_utf8_lossy(&t.lib_name),
+        String::from_utf8_lossy(&t.lib_ver),
+    )
+}
+
+fn client_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut j = 2;
+    while j < argv.len() {
+        if is_kw(&argv[j], "type") && j + 1 < argv.len() {
+            let t = &argv[j + 1];
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|k| is_kw(t, k))
+            {
+                return Err(OpError::custom(format!(
+                    "ERR Unknown client type '{}'",
+                    text(t)
+                )));
+            }
+            if !is_kw(t, "normal") {
+                ids = Some(Vec::new());
+            }
+            j += 2;
+        } else if is_kw(&argv[j], "id") && j + 1 < argv.len() {
+            let mut v = ids.take().unwrap_or_default();
+            for a in &argv[j + 1..] {
+                let id = crate::num::parse_i64(a)
+                    .filter(|&i| i > 0)
+                    .ok_or_else(|| OpError::custom("ERR Invalid client ID"))?;
+                v.push(id as u64);
+            }
+            ids = Some(v);
+            j = argv.len();
+        } else {
+            return Err(OpError::Syntax);
+        }
+    }
+    let now = ctx.now_ms();
+    let mut out = String::new();
+    for c in ctx.engine.clients().snapshot() {
+        if ids.as_ref().is_some_and(|v| !v.contains(&c.id)) {
+            continue;
+        }
+        out.push_str(&client_line(&c, now));
+        out.push('\n');
+    }
+    Ok(Reply::Verbatim("txt", out.into_bytes()))
+}
+
+fn client_info(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    let mut line = client_line(&ctx.client.shared, ctx.now_ms());
+    line.push('\n');
+    Ok(Reply::Verbatim("txt", line.into_bytes()))
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let clients = ctx.engine.clients().snapshot();
+    if argv.len() == 3 {
+        // Old form: CLIENT KILL addr:port.
+        let target = text(&argv[2]);
+        let victim = clients
+            .iter()
+            .find(|c| c.addr == target)
+            .ok_or_else(|| OpError::custom("ERR No such client"))?;
+        victim.kill();
+        return Ok(Reply::ok());
+    }
+    let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
+    let mut j = 2;
+    while j < argv.len() {
+        let Some(value) = argv.get(j + 1) else {
+            return Err(OpError::Syntax);
+        };
+        let opt = &argv[j];
+        if is_kw(opt, "id") {
+            let v = crate::num::parse_i64(value)
+                .filter(|&i| i > 0)
+                .ok_or_else(|| OpError::custom("ERR client-id should be greater than 0"))?;
+            id = Some(v as u64);
+        } else if is_kw(opt, "addr") {
+            addr = Some(text(value));
+        } else if is_kw(opt, "laddr") {
+            laddr = Some(text(value));
+        } else if is_kw(opt, "user") {
+            user = Some(text(value));
+        } else if is_kw(opt, "type") {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|k| is_kw(value, k))
+            {
+                return Err(OpError::custom(format!(
+                    "ERR Unknown client type '{}'",
+                    text(value)
+                )));
+            }
+        } else if is_kw(opt, "skipme") {
+            skipme = if is_kw(value, "yes") {
+                true
+            } else if is_kw(value, "no") {
+                false
+            } else {
+                return Err(OpError::Syntax);
+            };
+        } else {
+            return Err(OpError::Syntax);
+        }
+        j += 2;
+    }
+    let me = ctx.client.id();
+    let mut killed = 0;
+    for c in clients {
+        let matches = id.is_none_or(|i| i == c.id)
+            && addr.as_ref().is_none_or(|a| *a == c.addr)
+            && laddr.as_ref().is_none_or(|a| *a == c.laddr)
+            && user.as_ref().is_none_or(|u| u == "default")
+            && !(skipme && c.id == me);
+        if matches {
+            if c.id == me {
+                ctx.client.close_after_reply = true;
+            } else {
+                c.kill();
+            }
+            killed += 1;
+        }
+    }
+    Ok(Reply::Integer(killed))
+}
+
+fn client_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Array(
+        [
+            "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are: ID, ADDR, LADDR, USER, TYPE, SKIPME.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options: TYPE, ID.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <LIB-NAME|LIB-VER> <value>",
+            "    Set client library name or version.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Commands of this client do not change keys' access time.",
+            "HELP",
+            "    Print this help.",
+        ]
+        .iter()
+        .map(|l| Reply::status(l))
+        .collect(),
+    ))
+}

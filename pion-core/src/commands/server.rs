@@ -1,0 +1,263 @@
+//! Server commands: DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, TIME, CONFIG, INFO, COMMAND and
+//! SHUTDOWN.
+
+use crate::command::flags::*;
+use crate::command::introspect;
+use crate::command::{CommandSpec, Group};
+use crate::commands::util::{int, is_kw, text};
+use crate::config::ConfigError;
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::reply::Reply;
+
+const INTRO: u64 = LOADING | STALE;
+
+/// This family's part of the command table.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new(
+        "dbsize",
+        1,
+        READONLY | FAST | KEYSPACE,
+        Group::Server,
+        dbsize,
+    )
+    .whole_keyspace()
+    .doc("Returns the number of keys in the database.", "1.0.0"),
+    CommandSpec::new(
+        "flushdb",
+        -1,
+        WRITE | KEYSPACE | DANGEROUS,
+        Group::Server,
+        flushdb,
+    )
+    .whole_keyspace()
+    .doc("Removes all keys from the current database.", "1.0.0"),
+    CommandSpec::new(
+        "flushall",
+        -1,
+        WRITE | KEYSPACE | DANGEROUS,
+        Group::Server,
+        flushall,
+    )
+    .whole_keyspace()
+    .doc("Removes all keys from all databases.", "1.0.0"),
+    CommandSpec::new(
+        "swapdb",
+        3,
+        WRITE | FAST | KEYSPACE | DANGEROUS,
+        Group::Server,
+        swapdb,
+    )
+    .whole_keyspace()
+    .doc("Swaps two Redis databases.", "4.0.0"),
+    CommandSpec::new("time", 1, LOADING | STALE | FAST, Group::Server, time)
+        .doc("Returns the server time.", "2.6.0"),
+    CommandSpec::new(
+        "shutdown",
+        -1,
+        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY,
+        Group::Server,
+        shutdown,
+    )
+    .doc(
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "1.0.0",
+    ),
+    CommandSpec::new(
+        "info",
+        -1,
+        LOADING | STALE | DANGEROUS,
+        Group::Server,
+        crate::info::info,
+    )
+    .doc(
+        "Returns information and statistics about the server.",
+        "1.0.0",
+    ),
+    CommandSpec::container("config", Group::Server, CONFIG_SUBCOMMANDS)
+        .doc("A container for server configuration commands.", "2.0.0"),
+    CommandSpec::new("command", -1, INTRO, Group::Connection, introspect::command)
+        .with_subcommands(introspect::SUBCOMMANDS)
+        .doc("Returns detailed information about all commands.", "2.8.13"),
+];
+
+static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new(
+        "get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Group::Server,
+        config_get,
+    )
+    .doc(
+        "Returns the effective values of configuration parameters.",
+        "2.0.0",
+    ),
+    CommandSpec::new(
+        "set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Group::Server,
+        config_set,
+    )
+    .doc("Sets configuration parameters in-flight.", "2.0.0"),
+    CommandSpec::new(
+        "resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Group::Server,
+        config_resetstat,
+    )
+    .doc("Resets the server's statistics.", "2.0.0"),
+    CommandSpec::new("help", 2, LOADING | STALE, Group::Server, config_help).doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+    ),
+];
+
+fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    let db = ctx.db();
+    Ok(Reply::Integer(ctx.ks.db_len(db)? as i64))
+}
+
+/// FLUSHDB/FLUSHALL accept one optional ASYNC or SYNC.
+fn flush_mode(argv: &[Vec<u8>]) -> OpResult<()> {
+    match argv.len() {
+        1 => Ok(()),
+        2 if is_kw(&argv[1], "async") || is_kw(&argv[1], "sync") => Ok(()),
+        _ => Err(OpError::Syntax),
+    }
+}
+
+fn flushdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    flush_mode(argv)?;
+    let db = ctx.db();
+    ctx.ks.flush_db(db)?;
+    Ok(Reply::ok())
+}
+
+fn flushall(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    flush_mode(argv)?;
+    for db in 0..ctx.engine.keyspace().databases() {
+        ctx.ks.flush_db(db)?;
+    }
+    Ok(Reply::ok())
+}
+
+fn swapdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let a = crate::num::parse_i64(&argv[1])
+        .ok_or_else(|| OpError::custom("ERR invalid first DB index"))?;
+    let b = crate::num::parse_i64(&argv[2])
+        .ok_or_else(|| OpError::custom("ERR invalid second DB index"))?;
+    let n = ctx.engine.keyspace().databases() as i64;
+    if a < 0 || a >= n || b < 0 || b >= n {
+        return Err(OpError::DbIndexOutOfRange);
+    }
+    ctx.ks.swap_db(a as usize, b as usize)?;
+    Ok(Reply::ok())
+}
+
+fn time(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Ok(Reply::Array(vec![
+        Reply::bulk(now.as_secs().to_string()),
+        Reply::bulk(now.subsec_micros().to_string()),
+    ]))
+}
+
+fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let mut abort = false;
+    for a in &argv[1..] {
+        if is_kw(a, "abort") {
+            abort = true;
+        } else if !["nosave", "save", "now", "force"]
+            .iter()
+            .any(|k| is_kw(a, k))
+        {
+            return Err(OpError::Syntax);
+        }
+    }
+    if abort {
+        return Err(OpError::custom("ERR No shutdown in progress."));
+    }
+    ctx.engine.request_shutdown();
+    ctx.client.close_after_reply = true;
+    ctx.client.suppress_reply = true;
+    Ok(Reply::ok())
+}
+
+fn config_get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let patterns: Vec<&[u8]> = argv[2..].iter().map(Vec::as_slice).collect();
+    let pairs = ctx.engine.config().get_matching(&patterns);
+    Ok(Reply::Map(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (Reply::bulk(k), Reply::bulk(v)))
+            .collect(),
+    ))
+}
+
+fn config_set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() % 2 != 0 {
+        return Err(OpError::custom(format!(
+            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+            text(&argv[2])
+        )));
+    }
+    let owned: Vec<(String, String)> = argv[2..]
+        .chunks(2)
+        .map(|p| (text(&p[0]), text(&p[1])))
+        .collect();
+    for (i, (name, _)) in owned.iter().enumerate() {
+        if owned[..i].iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Err(OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter")));
+        }
+    }
+    let pairs: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    ctx.engine.config().set_many(&pairs).map_err(|e| match e {
+        ConfigError::Unknown(n) => OpError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{n}'")),
+        ConfigError::Immutable(n) => {
+            OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - can't set immutable config"))
+        }
+        ConfigError::Invalid(n, why) => OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - {why}")),
+    })?;
+    Ok(Reply::ok())
+}
+
+fn config_resetstat(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.engine.reset_stats();
+    Ok(Reply::ok())
+}
+
+fn config_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Array(
+        [
+            "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "HELP",
+            "    Print this help.",
+        ]
+        .iter()
+        .map(|l| Reply::status(l))
+        .collect(),
+    ))
+}
+
+/// Parses a database index argument (`SELECT`, `MOVE`, `COPY … DB`).
+pub(crate) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> OpResult<usize> {
+    let db = int(arg)?;
+    if db < 0 || db as usize >= ctx.engine.keyspace().databases() {
+        return Err(OpError::DbIndexOutOfRange);
+    }
+    Ok(db as usize)
+}

@@ -1,0 +1,437 @@
+//! Runtime configuration: the parameters `CONFIG GET` and `CONFIG SET` expose, one
+//! table row each (name, aliases, how to read it, how to parse a new value).
+
+use parking_lot::RwLock;
+
+use crate::glob::glob_match;
+use crate::value::EncodingLimits;
+
+/// The values of every parameter.
+#[derive(Debug, Clone)]
+pub struct ConfigValues {
+    /// `port`.
+    pub port: u16,
+    /// `bind` addresses, space separated.
+    pub bind: String,
+    /// `dir`: the data directory.
+    pub dir: String,
+    /// `databases` (immutable).
+    pub databases: usize,
+    /// `maxclients`.
+    pub maxclients: usize,
+    /// `requirepass` (empty: none).
+    pub requirepass: String,
+    /// `proto-max-bulk-len`.
+    pub proto_max_bulk_len: u64,
+    /// `client-query-buffer-limit`.
+    pub client_query_buffer_limit: u64,
+    /// `timeout` (idle seconds before closing a client; 0 = never).
+    pub timeout: u64,
+    /// `tcp-keepalive` seconds.
+    pub tcp_keepalive: u64,
+    /// `hz`.
+    pub hz: u64,
+    /// `maxmemory` in bytes (0 = unlimited).
+    pub maxmemory: u64,
+    /// `maxmemory-policy`.
+    pub maxmemory_policy: String,
+    /// `loglevel`.
+    pub loglevel: String,
+    /// `slowlog-log-slower-than` (µs).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: u64,
+    /// `list-max-listpack-size`.
+    pub list_max_listpack_size: i64,
+    /// `list-compress-depth`.
+    pub list_compress_depth: i64,
+    /// Compact-encoding thresholds.
+    pub limits: EncodingLimits,
+    /// `threads` (immutable; Pion's executing threads).
+    pub threads: usize,
+}
+
+impl Default for ConfigValues {
+    fn default() -> Self {
+        ConfigValues {
+            port: 1974,
+            bind: "127.0.0.1".into(),
+            dir: ".".into(),
+            databases: 16,
+            maxclients: 10000,
+            requirepass: String::new(),
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            timeout: 0,
+            tcp_keepalive: 300,
+            hz: 10,
+            maxmemory: 0,
+            maxmemory_policy: "noeviction".into(),
+            loglevel: "notice".into(),
+            slowlog_log_slower_than: 10000,
+            slowlog_max_len: 128,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
+            limits: EncodingLimits::default(),
+            threads: 1,
+        }
+    }
+}
+
+type Getter = fn(&ConfigValues) -> String;
+type Setter = fn(&mut ConfigValues, &str) -> Result<(), String>;
+
+/// One configuration parameter.
+pub struct Param {
+    /// Canonical name.
+    pub name: &'static str,
+    /// Other accepted names (Redis's old `ziplist` spellings).
+    pub aliases: &'static [&'static str],
+    /// Reads the current value as text.
+    pub get: Getter,
+    /// Parses and applies a new value; `None` for immutable parameters.
+    pub set: Option<Setter>,
+}
+
+fn parse_int<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+    v: &str,
+    min: T,
+    max: T,
+) -> Result<T, String> {
+    let n: T = v
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(n)
+}
+
+/// Parses a memory amount with Redis's units (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`).
+pub fn parse_memory(v: &str) -> Option<u64> {
+    let lower = v.to_ascii_lowercase();
+    let units: [(&str, u64); 7] = [
+        ("gb", 1 << 30),
+        ("mb", 1 << 20),
+        ("kb", 1 << 10),
+        ("g", 1_000_000_000),
+        ("m", 1_000_000),
+        ("k", 1_000),
+        ("b", 1),
+    ];
+    for (suffix, mul) in units {
+        if let Some(num) = lower.strip_suffix(suffix) {
+            return num.parse::<u64>().ok()?.checked_mul(mul);
+        }
+    }
+    lower.parse().ok()
+}
+
+fn parse_mem_arg(v: &str) -> Result<u64, String> {
+    parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())
+}
+
+macro_rules! int_param {
+    ($name:expr, $aliases:expr, $($field:ident).+, $ty:ty, $min:expr, $max:expr) => {
+        Param {
+            name: $name,
+            aliases: $aliases,
+            get: |c| c.$($field).+.to_string(),
+            set: Some(|c, v| {
+                c.$($field).+ = parse_int::<$ty>(v, $min, $max)?;
+                Ok(())
+            }),
+        }
+    };
+}
+
+const POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
+
+/// Every supported parameter.
+pub static PARAMS: &[Param] = &[
+    Param {
+        name: "port",
+        aliases: &[],
+        get: |c| c.port.to_string(),
+        set: None,
+    },
+    Param {
+        name: "bind",
+        aliases: &[],
+        get: |c| c.bind.clone(),
+        set: None,
+    },
+    Param {
+        name: "dir",
+        aliases: &[],
+        get: |c| c.dir.clone(),
+        set: None,
+    },
+    Param {
+        name: "databases",
+        aliases: &[],
+        get: |c| c.databases.to_string(),
+        set: None,
+    },
+    Param {
+        name: "io-threads",
+        aliases: &[],
+        get: |c| c.threads.to_string(),
+        set: None,
+    },
+    int_param!("maxclients", &[], maxclients, usize, 1, 1_000_000),
+    Param {
+        name: "requirepass",
+        aliases: &[],
+        get: |c| c.requirepass.clone(),
+        set: Some(|c, v| {
+            c.requirepass = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "proto-max-bulk-len",
+        aliases: &[],
+        get: |c| c.proto_max_bulk_len.to_string(),
+        set: Some(|c, v| {
+            let n = parse_mem_arg(v)?;
+            if !(1024 * 1024..=i64::MAX as u64).contains(&n) {
+                return Err(format!(
+                    "argument must be between 1048576 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.proto_max_bulk_len = n;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-query-buffer-limit",
+        aliases: &[],
+        get: |c| c.client_query_buffer_limit.to_string(),
+        set: Some(|c, v| {
+            let n = parse_mem_arg(v)?;
+            if !(1024 * 1024..=i64::MAX as u64).contains(&n) {
+                return Err(format!(
+                    "argument must be between 1048576 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.client_query_buffer_limit = n;
+            Ok(())
+        }),
+    },
+    int_param!("timeout", &[], timeout, u64, 0, i32::MAX as u64),
+    int_param!("tcp-keepalive", &[], tcp_keepalive, u64, 0, i32::MAX as u64),
+    int_param!("hz", &[], hz, u64, 0, i32::MAX as u64),
+    Param {
+        name: "maxmemory",
+        aliases: &[],
+        get: |c| c.maxmemory.to_string(),
+        set: Some(|c, v| {
+            c.maxmemory = parse_mem_arg(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "maxmemory-policy",
+        aliases: &[],
+        get: |c| c.maxmemory_policy.clone(),
+        set: Some(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !POLICIES.contains(&v.as_str()) {
+                return Err(
+                    "argument(s) must be one of the following: ".to_string() + &POLICIES.join(", ")
+                );
+            }
+            c.maxmemory_policy = v;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "loglevel",
+        aliases: &[],
+        get: |c| c.loglevel.clone(),
+        set: Some(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !LOGLEVELS.contains(&v.as_str()) {
+                return Err("argument(s) must be one of the following: ".to_string()
+                    + &LOGLEVELS.join(", "));
+            }
+            c.loglevel = v;
+            Ok(())
+        }),
+    },
+    int_param!(
+        "slowlog-log-slower-than",
+        &[],
+        slowlog_log_slower_than,
+        i64,
+        -1,
+        i64::MAX
+    ),
+    int_param!(
+        "slowlog-max-len",
+        &[],
+        slowlog_max_len,
+        u64,
+        0,
+        i64::MAX as u64
+    ),
+    int_param!(
+        "list-max-listpack-size",
+        &["list-max-ziplist-size"],
+        list_max_listpack_size,
+        i64,
+        i32::MIN as i64,
+        i32::MAX as i64
+    ),
+    int_param!(
+        "list-compress-depth",
+        &[],
+        list_compress_depth,
+        i64,
+        0,
+        i32::MAX as i64
+    ),
+    int_param!(
+        "hash-max-listpack-entries",
+        &["hash-max-ziplist-entries"],
+        limits.hash_max_listpack_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "hash-max-listpack-value",
+        &["hash-max-ziplist-value"],
+        limits.hash_max_listpack_value,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "set-max-intset-entries",
+        &[],
+        limits.set_max_intset_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "zset-max-listpack-entries",
+        &["zset-max-ziplist-entries"],
+        limits.zset_max_listpack_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "zset-max-listpack-value",
+        &["zset-max-ziplist-value"],
+        limits.zset_max_listpack_value,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+];
+
+/// Why `CONFIG SET` refused a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// No such parameter.
+    Unknown(String),
+    /// The parameter cannot change at run time.
+    Immutable(String),
+    /// The value is invalid: (parameter, reason).
+    Invalid(String, String),
+}
+
+/// The live configuration.
+pub struct Config {
+    values: RwLock<ConfigValues>,
+}
+
+impl Config {
+    /// A configuration with these values.
+    pub fn new(values: ConfigValues) -> Config {
+        Config {
+            values: RwLock::new(values),
+        }
+    }
+
+    /// A copy of every value.
+    pub fn snapshot(&self) -> ConfigValues {
+        self.values.read().clone()
+    }
+
+    /// Reads values under the lock.
+    pub fn with<T>(&self, f: impl FnOnce(&ConfigValues) -> T) -> T {
+        f(&self.values.read())
+    }
+
+    /// The compact-encoding thresholds.
+    pub fn encoding_limits(&self) -> EncodingLimits {
+        self.values.read().limits
+    }
+
+    /// The parameter with this name or alias.
+    pub fn param(name: &str) -> Option<&'static Param> {
+        let lower = name.to_ascii_lowercase();
+        PARAMS
+            .iter()
+            .find(|p| p.name == lower || p.aliases.contains(&lower.as_str()))
+    }
+
+    /// `CONFIG GET` for several glob patterns: (name, value) pairs, each parameter once.
+    pub fn get_matching(&self, patterns: &[&[u8]]) -> Vec<(String, String)> {
+        let values = self.values.read();
+        let mut out: Vec<(String, String)> = Vec::new();
+        for pattern in patterns {
+            for p in PARAMS {
+                for name in std::iter::once(&p.name).chain(p.aliases.iter()) {
+                    let exact = !pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+                    // Aliases only answer when asked for by their exact name, as in Redis.
+                    let alias = *name != p.name;
+                    let hit = if exact {
+                        pattern.eq_ignore_ascii_case(name.as_bytes())
+                    } else {
+                        !alias && glob_match(pattern, name.as_bytes(), true)
+                    };
+                    if hit && !out.iter().any(|(n, _)| n == name) {
+                        out.push((name.to_string(), (p.get)(&values)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// `CONFIG SET` of several parameters, atomically: all apply or none.
+    pub fn set_many(&self, pairs: &[(&str, &str)]) -> Result<(), ConfigError> {
+        let mut values = self.values.write();
+        let mut next = values.clone();
+        for (name, value) in pairs {
+            let p = Config::param(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+            let set = p
+                .set
+                .ok_or_else(|| ConfigError::Immutable(name.to_string()))?;
+            set(&mut next, value).map_err(|e| ConfigError::Invalid(name.to_string(), e))?;
+        }
+        *values = next;
+        Ok(())
+    }
+}

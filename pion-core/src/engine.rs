@@ -1,0 +1,316 @@
+//! The engine: keyspace, configuration, clients and counters, usable in-process with no
+//! socket. `pion-server` is a thin event loop over the same [`Engine`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::client::{ClientRegistry, ClientState};
+use crate::command;
+use crate::config::{Config, ConfigValues};
+use crate::keyspace::Keyspace;
+use crate::reply::Reply;
+
+/// How to open an engine.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Initial configuration (`databases`, limits, `requirepass` …).
+    pub config: ConfigValues,
+    /// Run the background active-expiry cycle (on by default in [`Engine::open`]).
+    pub disable_active_expiry: bool,
+}
+
+/// Per-command counters for `INFO commandstats`.
+pub struct CommandStats {
+    calls: Vec<AtomicU64>,
+    usec: Vec<AtomicU64>,
+    failed: Vec<AtomicU64>,
+    rejected: Vec<AtomicU64>,
+}
+
+/// One command's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommandStat {
+    /// Calls that ran.
+    pub calls: u64,
+    /// Total microseconds spent.
+    pub usec: u64,
+    /// Calls whose reply was an error.
+    pub failed: u64,
+    /// Calls refused before running (arity, authentication).
+    pub rejected: u64,
+}
+
+impl CommandStats {
+    fn new(slots: usize) -> CommandStats {
+        let v = || (0..slots).map(|_| AtomicU64::new(0)).collect();
+        CommandStats {
+            calls: v(),
+            usec: v(),
+            failed: v(),
+            rejected: v(),
+        }
+    }
+
+    pub(crate) fn record(&self, slot: usize, usec: u64, failed: bool) {
+        self.calls[slot].fetch_add(1, Ordering::Relaxed);
+        self.usec[slot].fetch_add(usec, Ordering::Relaxed);
+        if failed {
+            self.failed[slot].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn reject(&self, slot: usize) {
+        self.rejected[slot].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters of one slot.
+    pub fn get(&self, slot: usize) -> CommandStat {
+        CommandStat {
+            calls: self.calls[slot].load(Ordering::Relaxed),
+            usec: self.usec[slot].load(Ordering::Relaxed),
+            failed: self.failed[slot].load(Ordering::Relaxed),
+            rejected: self.rejected[slot].load(Ordering::Relaxed),
+        }
+    }
+
+    /// Resets every counter (`CONFIG RESETSTAT`).
+    pub fn reset(&self) {
+        for v in [&self.calls, &self.usec, &self.failed, &self.rejected] {
+            for a in v {
+                a.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Server-wide counters for `INFO stats`.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Connections refused (`maxclients`).
+    pub rejected_connections: AtomicU64,
+}
+
+pub(crate) struct EngineInner {
+    keyspace: Keyspace,
+    config: Config,
+    clients: ClientRegistry,
+    command_stats: CommandStats,
+    server_stats: ServerStats,
+    started_ms: i64,
+    run_id: String,
+    shutdown: std::sync::atomic::AtomicBool,
+    shutdown_waker: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+/// A handle to an engine; cheap to clone, shared by every thread.
+///
+/// ```
+/// use pion_core::{Engine, EngineOptions, Reply};
+/// let engine = Engine::open(EngineOptions::default());
+/// engine.set(0, b"greeting", b"hello").unwrap();
+/// assert_eq!(engine.get(0, b"greeting").unwrap(), Some(b"hello".to_vec()));
+/// assert_eq!(engine.execute(0, &["INCRBY", "n", "5"]), Reply::Integer(5));
+/// ```
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<EngineInner>,
+}
+
+/// The current time in Unix milliseconds.
+pub fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Engine {
+    /// Opens an engine with these options and starts its background expiry cycle.
+    pub fn open(options: EngineOptions) -> Engine {
+        let databases = options.config.databases.max(1);
+        let started_ms = unix_ms();
+        let run_id = {
+            use rand::Rng;
+            let mut rng = rand::thread_rng();
+            (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)]))
+                .collect()
+        };
+        let inner = Arc::new(EngineInner {
+            keyspace: Keyspace::new(databases),
+            config: Config::new(options.config),
+            clients: ClientRegistry::default(),
+            command_stats: CommandStats::new(command::table().stat_slots()),
+            server_stats: ServerStats::default(),
+            started_ms,
+            run_id,
+            shutdown: std::sync::atomic::AtomicBool::new(false),
+            shutdown_waker: parking_lot::Mutex::new(None),
+        });
+        if !options.disable_active_expiry {
+            spawn_expiry_cycle(Arc::downgrade(&inner));
+        }
+        Engine { inner }
+    }
+
+    /// The keyspace.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.inner.keyspace
+    }
+
+    /// The live configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Connected clients.
+    pub fn clients(&self) -> &ClientRegistry {
+        &self.inner.clients
+    }
+
+    /// Per-command counters.
+    pub fn command_stats(&self) -> &CommandStats {
+        &self.inner.command_stats
+    }
+
+    /// Server-wide counters.
+    pub fn server_stats(&self) -> &ServerStats {
+        &self.inner.server_stats
+    }
+
+    /// Start time (Unix ms).
+    pub fn started_ms(&self) -> i64 {
+        self.inner.started_ms
+    }
+
+    /// This run's random 40-hex-digit id.
+    pub fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// Asks the server around this engine to shut down (`SHUTDOWN`).
+    pub fn request_shutdown(&self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        if let Some(wake) = self.inner.shutdown_waker.lock().as_ref() {
+            wake();
+        }
+    }
+
+    /// Whether `SHUTDOWN` was requested.
+    pub fn shutdown_requested(&self) -> bool {
+        self.inner.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// Registers the callback that wakes the server when `SHUTDOWN` is requested.
+    pub fn on_shutdown(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        *self.inner.shutdown_waker.lock() = Some(wake);
+    }
+
+    /// Resets the counters `CONFIG RESETSTAT` resets.
+    pub fn reset_stats(&self) {
+        self.inner.command_stats.reset();
+        let ks = self.inner.keyspace.stats();
+        for c in [&ks.expired_keys, &ks.keyspace_hits, &ks.keyspace_misses] {
+            c.store(0, Ordering::Relaxed);
+        }
+        let s = &self.inner.server_stats;
+        for c in [
+            &s.net_input_bytes,
+            &s.net_output_bytes,
+            &s.rejected_connections,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The current time in Unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        unix_ms()
+    }
+
+    /// Whether clients must authenticate (`requirepass` is set).
+    pub fn requires_auth(&self) -> bool {
+        self.inner.config.with(|c| !c.requirepass.is_empty())
+    }
+
+    /// A new client session (registered, as `CLIENT LIST` shows it).
+    pub fn client(&self, addr: String, laddr: String, fd: i64) -> ClientState {
+        self.inner
+            .clients
+            .total_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let mut c = ClientState::new(&self.inner.clients, addr, laddr, fd, unix_ms());
+        c.authenticated = !self.requires_auth();
+        c
+    }
+
+    /// An embedded session: a client with its own selected database and protocol.
+    pub fn session(&self) -> Session {
+        Session {
+            engine: self.clone(),
+            client: self.client(String::new(), String::new(), -1),
+        }
+    }
+
+    /// Runs any command against database `db` and returns its reply.
+    ///
+    /// ```
+    /// use pion_core::{Engine, EngineOptions, Reply};
+    /// let engine = Engine::open(EngineOptions::default());
+    /// assert_eq!(engine.execute(0, &["SET", "k", "v"]), Reply::ok());
+    /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
+    /// ```
+    pub fn execute<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) -> Reply {
+        let mut session = self.session();
+        session.client.select(db);
+        session.client.authenticated = true;
+        session.execute(args)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.engine.clients().unregister(self.client.id());
+    }
+}
+
+/// A client of an embedded engine: keeps its selected database and protocol between
+/// commands, like a connection does.
+pub struct Session {
+    engine: Engine,
+    /// The session's client state.
+    pub client: ClientState,
+}
+
+impl Session {
+    /// Runs a command in this session.
+    pub fn execute<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
+        command::execute(&self.engine, &mut self.client, &argv)
+    }
+
+    /// Runs a command given as owned arguments (no copy).
+    pub fn execute_argv(&mut self, argv: &[Vec<u8>]) -> Reply {
+        command::execute(&self.engine, &mut self.client, argv)
+    }
+}
+
+fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
+    let spawned = std::thread::Builder::new()
+        .name("pion-expire".into())
+        .spawn(move || loop {
+            let Some(inner) = engine.upgrade() else {
+                return;
+            };
+            let hz = inner.config.with(|c| c.hz).clamp(1, 500);
+            inner.keyspace.expire_cycle(unix_ms(), 200);
+            drop(inner);
+            std::thread::sleep(Duration::from_millis(1000 / hz));
+        });
+    // Without the thread, keys still expire lazily on access; nothing else depends on it.
+    drop(spawned);
+}

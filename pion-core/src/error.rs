@@ -1,0 +1,133 @@
+//! Typed errors for engine operations, and the one place that maps them to the exact
+//! error text a Redis client expects on the wire.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::reply::Reply;
+
+/// Why an engine operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpError {
+    /// The key holds a value of another type.
+    WrongType,
+    /// A syntax error in the arguments.
+    Syntax,
+    /// An argument that should be an integer is not one (or is out of range).
+    NotInteger,
+    /// An argument that should be a float is not one.
+    NotFloat,
+    /// An increment or decrement would overflow.
+    Overflow,
+    /// The key does not exist where the command needs it.
+    NoSuchKey,
+    /// An index is outside the value.
+    IndexOutOfRange,
+    /// The database index is not valid.
+    DbIndexOutOfRange,
+    /// Source and destination are the same object where that is refused.
+    SameObject,
+    /// A float operation produced NaN or infinity.
+    NanOrInfinity,
+    /// The wrong number of arguments for a command (the command name, lower-case).
+    WrongArity(String),
+    /// An unknown command.
+    UnknownCommand {
+        /// The command name as sent.
+        name: String,
+        /// The arguments that followed, for the error text.
+        args: Vec<String>,
+    },
+    /// An unknown subcommand of a container command (`CLIENT FOO`).
+    UnknownSubcommand {
+        /// The subcommand as sent.
+        sub: String,
+        /// The container command, upper-case.
+        command: String,
+    },
+    /// Any other error, with its complete wire text (prefix included).
+    Custom(Cow<'static, str>),
+}
+
+impl OpError {
+    /// An error with a complete Redis error text (for example `"ERR invalid expire time in 'set' command"`).
+    pub fn custom(text: impl Into<Cow<'static, str>>) -> OpError {
+        OpError::Custom(text.into())
+    }
+
+    /// The exact text Redis sends for this error (without the leading `-`).
+    pub fn wire_text(&self) -> Cow<'static, str> {
+        match self {
+            OpError::WrongType => {
+                Cow::Borrowed("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+            OpError::Syntax => Cow::Borrowed("ERR syntax error"),
+            OpError::NotInteger => Cow::Borrowed("ERR value is not an integer or out of range"),
+            OpError::NotFloat => Cow::Borrowed("ERR value is not a valid float"),
+            OpError::Overflow => Cow::Borrowed("ERR increment or decrement would overflow"),
+            OpError::NoSuchKey => Cow::Borrowed("ERR no such key"),
+            OpError::IndexOutOfRange => Cow::Borrowed("ERR index out of range"),
+            OpError::DbIndexOutOfRange => Cow::Borrowed("ERR DB index is out of range"),
+            OpError::SameObject => Cow::Borrowed("ERR source and destination objects are the same"),
+            OpError::NanOrInfinity => Cow::Borrowed("ERR increment would produce NaN or Infinity"),
+            OpError::WrongArity(name) => Cow::Owned(format!(
+                "ERR wrong number of arguments for '{name}' command"
+            )),
+            OpError::UnknownCommand { name, args } => {
+                // Redis quotes the arguments until their text reaches 128 bytes.
+                let mut quoted = String::new();
+                for a in args {
+                    if quoted.len() >= 128 {
+                        break;
+                    }
+                    quoted.push('\'');
+                    quoted.push_str(&clip(a, 128 - quoted.len()));
+                    quoted.push_str("' ");
+                }
+                Cow::Owned(sanitize(format!(
+                    "ERR unknown command '{}', with args beginning with: {quoted}",
+                    clip(name, 128)
+                )))
+            }
+            OpError::UnknownSubcommand { sub, command } => Cow::Owned(sanitize(format!(
+                "ERR unknown subcommand '{}'. Try {command} HELP.",
+                clip(sub, 128)
+            ))),
+            OpError::Custom(text) => text.clone(),
+        }
+    }
+}
+
+/// Redis quotes at most `max` bytes of a user-supplied name in an error message.
+fn clip(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// An error line may not contain CR or LF: Redis replaces them with spaces.
+fn sanitize(mut s: String) -> String {
+    if s.contains(['\r', '\n']) {
+        s = s.replace(['\r', '\n'], " ");
+    }
+    s
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.wire_text())
+    }
+}
+
+impl std::error::Error for OpError {}
+
+impl From<OpError> for Reply {
+    fn from(e: OpError) -> Reply {
+        Reply::Error(e.wire_text())
+    }
+}
+
+/// The result of an engine operation.
+pub type OpResult<T> = Result<T, OpError>;

@@ -1,0 +1,239 @@
+//! `INFO`: the sections operators and client libraries read.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use crate::command::table;
+use crate::commands::util::text;
+use crate::error::OpResult;
+use crate::exec::Ctx;
+use crate::reply::Reply;
+
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+const ALL_EXTRA: &[&str] = &["commandstats"];
+
+/// The `INFO [section …]` handler.
+pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let mut wanted: Vec<String> = Vec::new();
+    for a in &argv[1..] {
+        let s = text(a).to_ascii_lowercase();
+        match s.as_str() {
+            "default" => wanted.extend(DEFAULT.iter().map(|s| s.to_string())),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT.iter().map(|s| s.to_string()));
+                wanted.extend(ALL_EXTRA.iter().map(|s| s.to_string()));
+            }
+            _ => wanted.push(s),
+        }
+    }
+    if argv.len() == 1 {
+        wanted.extend(DEFAULT.iter().map(|s| s.to_string()));
+    }
+    let mut out = String::new();
+    let order = DEFAULT.iter().chain(ALL_EXTRA);
+    for section in order {
+        if !wanted.iter().any(|w| w == section) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        render(ctx, section, &mut out);
+    }
+    Ok(Reply::Verbatim("txt", out.into_bytes()))
+}
+
+fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
+    let e = ctx.engine;
+    let now = e.now_ms();
+    let cfg = e.config().snapshot();
+    let mut line = |k: &str, v: &dyn std::fmt::Display| {
+        let _ = write!(out, "{k}:{v}\r\n");
+    };
+    match section {
+        "server" => {
+            line("# Server", &"");
+            line("redis_version", &crate::REDIS_VERSION);
+            line("pion_version", &crate::VERSION);
+            line("redis_git_sha1", &"00000000");
+            line("redis_git_dirty", &0);
+            line("redis_mode", &"standalone");
+            line("os", &std::env::consts::OS);
+            line("arch_bits", &(usize::BITS));
+            line("multiplexing_api", &"epoll");
+            line("process_id", &std::process::id());
+            line("run_id", &e.run_id());
+            line("tcp_port", &cfg.port);
+            line("server_time_usec", &(now * 1000));
+            let up = (now - e.started_ms()).max(0) / 1000;
+            line("uptime_in_seconds", &up);
+            line("uptime_in_days", &(up / 86400));
+            line("hz", &cfg.hz);
+            line("io_threads_active", &u8::from(cfg.threads > 1));
+            line("pion_threads", &cfg.threads);
+            line(
+                "executable",
+                &std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            );
+        }
+        "clients" => {
+            line("# Clients", &"");
+            line("connected_clients", &e.clients().len());
+            line("maxclients", &cfg.maxclients);
+            line("blocked_clients", &0);
+        }
+        "memory" => {
+            line("# Memory", &"");
+            let used = e.keyspace().used_memory();
+            line("used_memory", &used);
+            line("used_memory_human", &human_bytes(used as u64));
+            line("used_memory_dataset", &used);
+            line("maxmemory", &cfg.maxmemory);
+            line("maxmemory_human", &human_bytes(cfg.maxmemory));
+            line("maxmemory_policy", &cfg.maxmemory_policy);
+        }
+        "persistence" => {
+            line("# Persistence", &"");
+            line("loading", &0);
+            line("pion_wal_enabled", &0);
+            line("rdb_bgsave_in_progress", &0);
+            line("aof_enabled", &0);
+        }
+        "stats" => {
+            line("# Stats", &"");
+            let s = e.server_stats();
+            let ks = e.keyspace().stats();
+            line(
+                "total_connections_received",
+                &e.clients().total_connections.load(Ordering::Relaxed),
+            );
+            let total: u64 = (0..table().stat_slots())
+                .map(|i| e.command_stats().get(i).calls)
+                .sum();
+            line("total_commands_processed", &total);
+            line(
+                "total_net_input_bytes",
+                &s.net_input_bytes.load(Ordering::Relaxed),
+            );
+            line(
+                "total_net_output_bytes",
+                &s.net_output_bytes.load(Ordering::Relaxed),
+            );
+            line(
+                "rejected_connections",
+                &s.rejected_connections.load(Ordering::Relaxed),
+            );
+            line("expired_keys", &ks.expired_keys.load(Ordering::Relaxed));
+            line("evicted_keys", &0);
+            line("keyspace_hits", &ks.keyspace_hits.load(Ordering::Relaxed));
+            line(
+                "keyspace_misses",
+                &ks.keyspace_misses.load(Ordering::Relaxed),
+            );
+        }
+        "replication" => {
+            line("# Replication", &"");
+            line("role", &"master");
+            line("connected_slaves", &0);
+        }
+        "cpu" => {
+            line("# CPU", &"");
+            let (user, sys) = cpu_times();
+            line("used_cpu_sys", &format!("{sys:.6}"));
+            line("used_cpu_user", &format!("{user:.6}"));
+        }
+        "modules" => line("# Modules", &""),
+        "errorstats" => line("# Errorstats", &""),
+        "cluster" => {
+            line("# Cluster", &"");
+            line("cluster_enabled", &0);
+        }
+        "keyspace" => {
+            line("# Keyspace", &"");
+            for db in 0..e.keyspace().databases() {
+                let (keys, expires) = e.keyspace().db_counts(db);
+                if keys > 0 {
+                    line(
+                        &format!("db{db}"),
+                        &format!("keys={keys},expires={expires},avg_ttl=0"),
+                    );
+                }
+            }
+        }
+        "commandstats" => {
+            line("# Commandstats", &"");
+            let t = table();
+            for slot in 0..t.stat_slots() {
+                let st = e.command_stats().get(slot);
+                if st.calls == 0 && st.rejected == 0 {
+                    continue;
+                }
+                let per = if st.calls > 0 {
+                    st.usec as f64 / st.calls as f64
+                } else {
+                    0.0
+                };
+                line(
+                    &format!("cmdstat_{}", t.full_name(slot)),
+                    &format!(
+                        "calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}",
+                        st.calls, st.usec, st.rejected, st.failed
+                    ),
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Formats bytes like Redis's `bytesToHuman` (`1.50M`).
+pub fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    let units = [
+        ("B", 1.0),
+        ("K", 1024.0),
+        ("M", 1048576.0),
+        ("G", 1073741824.0),
+        ("T", 1099511627776.0),
+    ];
+    for w in units.windows(2) {
+        if n < w[1].1 {
+            return if w[0].0 == "B" {
+                format!("{n}B")
+            } else {
+                format!("{:.2}{}", n / w[0].1, w[0].0)
+            };
+        }
+    }
+    format!("{:.2}T", n / 1099511627776.0)
+}
+
+fn cpu_times() -> (f64, f64) {
+    // /proc/self/stat fields 14 and 15 are user and system time in clock ticks.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = 100.0;
+    let get = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / tick
+    };
+    (get(11), get(12))
+}

@@ -1,0 +1,440 @@
+//! The view a running command has of the keyspace: the shards it locked, and the key
+//! operations (with lazy expiry, memory accounting and the expiry index kept right).
+
+use std::sync::atomic::Ordering;
+
+use parking_lot::MutexGuard;
+
+use super::shard::{lru_clock, Entry, Shard};
+use super::{locate, Keyspace, Location, LockSet, SHARDS};
+use crate::error::{OpError, OpResult};
+use crate::value::Value;
+
+enum Guards<'a> {
+    None,
+    One(usize, MutexGuard<'a, Shard>),
+    /// Sorted by shard index; for [`LockSet::All`] index `i` holds shard `i`.
+    Many(Vec<(usize, MutexGuard<'a, Shard>)>),
+}
+
+/// The shards a command holds while it runs, and the key operations on them.
+pub struct Locked<'a> {
+    ks: &'a Keyspace,
+    guards: Guards<'a>,
+    all: bool,
+    now_ms: i64,
+}
+
+fn not_locked() -> OpError {
+    OpError::custom("ERR internal error: key outside the command's declared keys")
+}
+
+impl<'a> Locked<'a> {
+    pub(super) fn acquire(ks: &'a Keyspace, set: &LockSet, now_ms: i64) -> Locked<'a> {
+        let (guards, all) = match set {
+            LockSet::None => (Guards::None, false),
+            LockSet::All => (
+                Guards::Many(
+                    ks.shards
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| (i, m.lock()))
+                        .collect(),
+                ),
+                true,
+            ),
+            LockSet::Keys(shards) if shards.len() == 1 => {
+                (Guards::One(shards[0], ks.shards[shards[0]].lock()), false)
+            }
+            LockSet::Keys(shards) => {
+                let mut order = shards.clone();
+                order.sort_unstable();
+                order.dedup();
+                if order.len() == 1 {
+                    (Guards::One(order[0], ks.shards[order[0]].lock()), false)
+                } else {
+                    (
+                        Guards::Many(
+                            order
+                                .into_iter()
+                                .map(|i| (i, ks.shards[i].lock()))
+                                .collect(),
+                        ),
+                        false,
+                    )
+                }
+            }
+        };
+        Locked {
+            ks,
+            guards,
+            all,
+            now_ms,
+        }
+    }
+
+    /// The time this command runs at (Unix milliseconds), fixed for the whole command.
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// The keyspace these locks belong to.
+    pub fn keyspace(&self) -> &'a Keyspace {
+        self.ks
+    }
+
+    /// Whether every shard is held.
+    pub fn holds_all(&self) -> bool {
+        self.all
+    }
+
+    fn check_db(&self, db: usize) -> OpResult<()> {
+        if db < self.ks.databases {
+            Ok(())
+        } else {
+            Err(OpError::DbIndexOutOfRange)
+        }
+    }
+
+    fn shard(&mut self, idx: usize) -> OpResult<&mut Shard> {
+        match &mut self.guards {
+            Guards::One(i, g) if *i == idx => Ok(g),
+            Guards::Many(v) => {
+                if self.all {
+                    return Ok(&mut v[idx].1);
+                }
+                let pos = v
+                    .binary_search_by_key(&idx, |(i, _)| *i)
+                    .map_err(|_| not_locked())?;
+                Ok(&mut v[pos].1)
+            }
+            _ => Err(not_locked()),
+        }
+    }
+
+    /// Drops the key if its time to live has passed; returns whether it still exists.
+    fn expire_if_due(&mut self, db: usize, key: &[u8], loc: Location) -> OpResult<bool> {
+        let now = self.now_ms;
+        let shard = self.shard(loc.shard)?;
+        let Some(d) = shard.db(db) else {
+            return Ok(false);
+        };
+        match d.slots[loc.local].get(key) {
+            None => Ok(false),
+            Some(e) if e.is_expired(now) => {
+                shard.remove(db, loc.local, key);
+                self.ks.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
+                Ok(false)
+            }
+            Some(_) => Ok(true),
+        }
+    }
+
+    /// The entry of a live key, touching its access time.
+    pub fn entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Entry>> {
+        self.check_db(db)?;
+        let loc = locate(key);
+        if !self.expire_if_due(db, key, loc)? {
+            return Ok(None);
+        }
+        let lru = lru_clock(self.now_ms);
+        let shard = self.shard(loc.shard)?;
+        let entry = shard
+            .db_mut(db)
+            .and_then(|d| d.slots[loc.local].get_mut(key));
+        Ok(entry.map(|e| {
+            e.lru_secs = lru;
+            e
+        }))
+    }
+
+    /// The entry of a live key without touching its access time (`OBJECT`, `TTL`).
+    pub fn peek(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Entry>> {
+        self.check_db(db)?;
+        let loc = locate(key);
+        if !self.expire_if_due(db, key, loc)? {
+            return Ok(None);
+        }
+        let shard = self.shard(loc.shard)?;
+        Ok(shard.db(db).and_then(|d| d.slots[loc.local].get(key)))
+    }
+
+    /// The value of a live key, for reading. Counts a keyspace hit or miss.
+    pub fn get(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Value>> {
+        let stats = &self.ks.stats;
+        let found = self.entry(db, key)?;
+        if found.is_some() {
+            stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(found.map(|e| &e.value))
+    }
+
+    /// The value of a live key, for writing.
+    pub fn get_mut(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Value>> {
+        Ok(self.entry(db, key)?.map(|e| &mut e.value))
+    }
+
+    /// Whether a live key exists (no access-time update, no hit/miss count).
+    pub fn exists(&mut self, db: usize, key: &[u8]) -> OpResult<bool> {
+        Ok(self.peek(db, key)?.is_some())
+    }
+
+    /// The value of a key, inserting `make()` first if the key is missing.
+    pub fn get_or_insert_with(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        make: impl FnOnce() -> Value,
+    ) -> OpResult<&mut Value> {
+        if self.entry(db, key)?.is_none() {
+            self.set(db, key, make())?;
+        }
+        let loc = locate(key);
+        let shard = self.shard(loc.shard)?;
+        shard
+            .db_mut(db)
+            .and_then(|d| d.slots[loc.local].get_mut(key))
+            .map(|e| &mut e.value)
+            .ok_or_else(not_locked)
+    }
+
+    /// Stores a value, replacing any old one and clearing its time to live.
+    pub fn set(&mut self, db: usize, key: &[u8], value: Value) -> OpResult<()> {
+        self.store(db, key, value, false)
+    }
+
+    /// Stores a value, keeping the old key's time to live if it had one (`KEEPTTL`).
+    pub fn set_keep_ttl(&mut self, db: usize, key: &[u8], value: Value) -> OpResult<()> {
+        self.store(db, key, value, true)
+    }
+
+    fn store(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) -> OpResult<()> {
+        self.check_db(db)?;
+        let loc = locate(key);
+        self.expire_if_due(db, key, loc)?;
+        let now = self.now_ms;
+        let shard = self.shard(loc.shard)?;
+        let mut entry = Entry::new(value, now);
+        entry.accounted = entry.value.mem_usage() + key.len();
+        let d = shard.db_or_create(db);
+        let old = d.slots[loc.local].get_mut(key);
+        let mut stale_deadline = None;
+        match old {
+            Some(old) => {
+                let freed = old.accounted;
+                if keep_ttl {
+                    entry.expire_at = old.expire_at;
+                } else {
+                    stale_deadline = old.expire_at;
+                }
+                let added = entry.accounted;
+                *old = entry;
+                shard.used_memory = shard.used_memory.saturating_sub(freed) + added;
+            }
+            None => {
+                let added = entry.accounted;
+                d.slots[loc.local].insert(key.to_vec(), entry);
+                d.keys += 1;
+                shard.used_memory += added;
+            }
+        }
+        if let Some(at) = stale_deadline {
+            if let Some(d) = shard.db_mut(db) {
+                d.expires.remove(&(at, key.to_vec()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a key; returns its value if it was live.
+    pub fn remove(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Value>> {
+        self.check_db(db)?;
+        let loc = locate(key);
+        if !self.expire_if_due(db, key, loc)? {
+            return Ok(None);
+        }
+        let shard = self.shard(loc.shard)?;
+        Ok(shard.remove(db, loc.local, key).map(|e| e.value))
+    }
+
+    /// Removes a key with its metadata; returns the entry if it was live.
+    pub fn take_entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Entry>> {
+        self.check_db(db)?;
+        let loc = locate(key);
+        if !self.expire_if_due(db, key, loc)? {
+            return Ok(None);
+        }
+        let shard = self.shard(loc.shard)?;
+        Ok(shard.remove(db, loc.local, key))
+    }
+
+    /// Inserts a whole entry (value and deadline), replacing any old key.
+    pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> OpResult<()> {
+        let deadline = entry.expire_at;
+        self.set(db, key, entry.value)?;
+        self.set_expire_at(db, key, deadline)?;
+        Ok(())
+    }
+
+    /// The absolute deadline of a live key: `None` if the key is missing,
+    /// `Some(None)` if it has no time to live.
+    pub fn expire_at(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Option<i64>>> {
+        Ok(self.peek(db, key)?.map(|e| e.expire_at))
+    }
+
+    /// Sets (or with `None` clears) a live key's deadline; returns false if the key is
+    /// missing. A deadline in the past is stored as given: the caller decides whether
+    /// to delete instead, as Redis's `EXPIRE` does.
+    pub fn set_expire_at(&mut self, db: usize, key: &[u8], at: Option<i64>) -> OpResult<bool> {
+        if self.peek(db, key)?.is_none() {
+            return Ok(false);
+        }
+        let loc = locate(key);
+        let shard = self.shard(loc.shard)?;
+        let d = shard.db_or_create(db);
+        let Some(entry) = d.slots[loc.local].get_mut(key) else {
+            return Ok(false);
+        };
+        let old = std::mem::replace(&mut entry.expire_at, at);
+        if let Some(old) = old {
+            d.expires.remove(&(old, key.to_vec()));
+        }
+        if let Some(at) = at {
+            d.expires.insert((at, key.to_vec()));
+        }
+        Ok(true)
+    }
+
+    /// After a write: re-estimates the key's memory and deletes it if it became an
+    /// empty collection (Redis never keeps empty hashes, lists, sets or sorted sets).
+    pub fn settle(&mut self, db: usize, key: &[u8]) -> OpResult<()> {
+        if db >= self.ks.databases {
+            return Ok(());
+        }
+        let loc = locate(key);
+        let shard = self.shard(loc.shard)?;
+        let Some(d) = shard.db_mut(db) else {
+            return Ok(());
+        };
+        let Some(entry) = d.slots[loc.local].get_mut(key) else {
+            return Ok(());
+        };
+        if entry.value.is_empty_collection() {
+            shard.remove(db, loc.local, key);
+            return Ok(());
+        }
+        let now = entry.value.mem_usage() + key.len();
+        let before = std::mem::replace(&mut entry.accounted, now);
+        shard.used_memory = shard.used_memory.saturating_sub(before) + now;
+        Ok(())
+    }
+
+    fn all_shards(&mut self) -> OpResult<impl Iterator<Item = &mut Shard> + use<'_, 'a>> {
+        if !self.all {
+            return Err(not_locked());
+        }
+        match &mut self.guards {
+            Guards::Many(v) => Ok(v.iter_mut().map(|(_, g)| &mut **g)),
+            _ => Err(not_locked()),
+        }
+    }
+
+    /// Every live key of a database (needs all shards). Expired keys are skipped.
+    pub fn keys(&mut self, db: usize) -> OpResult<Vec<Vec<u8>>> {
+        self.check_db(db)?;
+        let now = self.now_ms;
+        let mut out = Vec::new();
+        for shard in self.all_shards()? {
+            if let Some(d) = shard.db(db) {
+                for slot in &d.slots {
+                    out.extend(
+                        slot.iter()
+                            .filter(|(_, e)| !e.is_expired(now))
+                            .map(|(k, _)| k.clone()),
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Number of keys in a database (needs all shards).
+    pub fn db_len(&mut self, db: usize) -> OpResult<usize> {
+        self.check_db(db)?;
+        Ok(self.all_shards()?.map(|s| s.db_len(db)).sum())
+    }
+
+    /// Deletes every key of a database (needs all shards).
+    pub fn flush_db(&mut self, db: usize) -> OpResult<()> {
+        self.check_db(db)?;
+        for shard in self.all_shards()? {
+            if let Some(d) = shard.dbs[db].take() {
+                let freed: usize = d
+                    .slots
+                    .iter()
+                    .flat_map(|s| s.values())
+                    .map(|e| e.accounted)
+                    .sum();
+                shard.used_memory = shard.used_memory.saturating_sub(freed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Swaps two databases (needs all shards).
+    pub fn swap_db(&mut self, a: usize, b: usize) -> OpResult<()> {
+        self.check_db(a)?;
+        self.check_db(b)?;
+        for shard in self.all_shards()? {
+            shard.dbs.swap(a, b);
+        }
+        Ok(())
+    }
+
+    /// A uniformly chosen live key of a database, if any (needs all shards).
+    pub fn random_key(&mut self, db: usize, rng: &mut impl rand::Rng) -> OpResult<Option<Vec<u8>>> {
+        self.check_db(db)?;
+        let now = self.now_ms;
+        // Retry a few times when the pick is an expired key, as Redis does.
+        for _ in 0..100 {
+            let total = self.db_len(db)?;
+            if total == 0 {
+                return Ok(None);
+            }
+            let mut pick = rng.gen_range(0..total);
+            let mut found = None;
+            for shard in self.all_shards()? {
+                let len = shard.db_len(db);
+                if pick >= len {
+                    pick -= len;
+                    continue;
+                }
+                if let Some(d) = shard.db(db) {
+                    for slot in &d.slots {
+                        if pick < slot.len() {
+                            found = slot
+                                .iter()
+                                .nth(pick)
+                                .map(|(k, e)| (k.clone(), e.is_expired(now)));
+                            break;
+                        }
+                        pick -= slot.len();
+                    }
+                }
+                break;
+            }
+            match found {
+                Some((key, false)) => return Ok(Some(key)),
+                Some((key, true)) => {
+                    self.remove(db, &key)?;
+                }
+                None => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+}
+
+const _: () = assert!(SHARDS.is_power_of_two());

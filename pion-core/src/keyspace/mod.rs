@@ -1,0 +1,183 @@
+//! The keyspace: 16 logical databases of keys to [`Value`]s, shared by every thread.
+//!
+//! Keys hash to the 16,384 cluster slots ([`key_slot`]); a fixed number of shards each
+//! own a stripe of slots behind their own mutex. A command locks the shards of the keys
+//! it declares in the command table, in ascending shard order, so any number of
+//! executing threads see one coherent keyspace and multi-key commands are atomic.
+//!
+//! Each slot is its own small hash table: resizing never stalls the whole keyspace, and
+//! `SCAN` cursors walk slots, which gives Redis's guarantee (every key present for the
+//! whole iteration is returned) without Redis's reverse-binary cursor trick.
+
+mod locked;
+mod shard;
+mod slot;
+
+pub use locked::Locked;
+pub use shard::Entry;
+pub use slot::{crc16, key_slot, SLOTS};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use shard::Shard;
+
+/// Number of lock shards; a power of two that divides [`SLOTS`].
+pub const SHARDS: usize = 64;
+
+/// Slots owned by each shard.
+const SLOTS_PER_SHARD: usize = SLOTS / SHARDS;
+
+/// Counters the keyspace keeps for `INFO stats`.
+#[derive(Debug, Default)]
+pub struct KeyspaceStats {
+    /// Keys removed because their time to live passed.
+    pub expired_keys: AtomicU64,
+    /// Successful key lookups by read commands.
+    pub keyspace_hits: AtomicU64,
+    /// Failed key lookups by read commands.
+    pub keyspace_misses: AtomicU64,
+}
+
+/// The shared keyspace.
+pub struct Keyspace {
+    shards: Box<[Mutex<Shard>]>,
+    databases: usize,
+    stats: KeyspaceStats,
+}
+
+/// Which shards a command must hold while it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockSet {
+    /// No keyspace access.
+    None,
+    /// The shards of these keys.
+    Keys(Vec<usize>),
+    /// Every shard (commands that read or write the whole keyspace).
+    All,
+}
+
+/// Where a key lives: its shard and its slot's index within that shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub shard: usize,
+    pub local: usize,
+}
+
+pub(crate) fn locate(key: &[u8]) -> Location {
+    let slot = key_slot(key);
+    Location {
+        shard: slot % SHARDS,
+        local: slot / SHARDS,
+    }
+}
+
+/// The shard index a key belongs to.
+pub fn shard_of(key: &[u8]) -> usize {
+    locate(key).shard
+}
+
+impl Keyspace {
+    /// An empty keyspace with `databases` logical databases.
+    pub fn new(databases: usize) -> Keyspace {
+        let shards = (0..SHARDS)
+            .map(|_| Mutex::new(Shard::new(databases)))
+            .collect();
+        Keyspace {
+            shards,
+            databases,
+            stats: KeyspaceStats::default(),
+        }
+    }
+
+    /// Number of logical databases.
+    pub fn databases(&self) -> usize {
+        self.databases
+    }
+
+    /// The keyspace counters.
+    pub fn stats(&self) -> &KeyspaceStats {
+        &self.stats
+    }
+
+    /// Locks the shards a command needs, in ascending order (deadlock-free).
+    pub fn lock(&self, set: &LockSet, now_ms: i64) -> Locked<'_> {
+        Locked::acquire(self, set, now_ms)
+    }
+
+    /// Locks the shards of the given keys.
+    pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K], now_ms: i64) -> Locked<'_> {
+        let shards = keys.iter().map(|k| shard_of(k.as_ref())).collect();
+        self.lock(&LockSet::Keys(shards), now_ms)
+    }
+
+    /// Number of keys in a database (expired keys not yet reclaimed included, as in Redis).
+    pub fn db_size(&self, db: usize) -> usize {
+        self.shards.iter().map(|s| s.lock().db_len(db)).sum()
+    }
+
+    /// Number of keys and of keys with a time to live, per database.
+    pub fn db_counts(&self, db: usize) -> (usize, usize) {
+        self.shards.iter().fold((0, 0), |(k, e), s| {
+            let s = s.lock();
+            (k + s.db_len(db), e + s.db_expires(db))
+        })
+    }
+
+    /// Approximate bytes used by keys and values.
+    pub fn used_memory(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().used_memory()).sum()
+    }
+
+    /// One step of a `SCAN`-style walk over the slots of a database. `cursor` 0 starts;
+    /// the returned cursor is 0 when the walk is complete. Visits whole slots until at
+    /// least `count` keys were seen, and calls `visit` for each live key.
+    pub fn scan(
+        &self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        now_ms: i64,
+        mut visit: impl FnMut(&[u8], &shard::Entry),
+    ) -> u64 {
+        let total = SLOTS as u64;
+        let mut pos = cursor;
+        if pos >= total {
+            return 0;
+        }
+        let mut seen = 0usize;
+        while pos < total && seen < count.max(1) {
+            let shard_idx = (pos as usize) / SLOTS_PER_SHARD;
+            let mut shard = self.shards[shard_idx].lock();
+            while pos < total
+                && (pos as usize) / SLOTS_PER_SHARD == shard_idx
+                && seen < count.max(1)
+            {
+                let local = (pos as usize) % SLOTS_PER_SHARD;
+                seen += shard.visit_slot(db, local, now_ms, &mut visit);
+                pos += 1;
+            }
+        }
+        if pos >= total {
+            0
+        } else {
+            pos
+        }
+    }
+
+    /// Removes up to `budget` keys per shard whose time to live has passed; returns how
+    /// many were removed. This is the active half of expiry (reads expire lazily too).
+    pub fn expire_cycle(&self, now_ms: i64, budget: usize) -> usize {
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            removed += shard.lock().expire_due(now_ms, budget);
+        }
+        if removed > 0 {
+            self.stats
+                .expired_keys
+                .fetch_add(removed as u64, Ordering::Relaxed);
+        }
+        removed
+    }
+}

@@ -1,0 +1,46 @@
+//! # pion-core
+//!
+//! Pion's engine, usable in-process with no socket: a keyspace of Redis values in 16
+//! logical databases, expiry, and a data-driven command table that runs any command
+//! with Redis 7 semantics. `pion-server` puts the Redis wire in front of it; the same
+//! handlers answer embedded callers and network clients.
+//!
+//! It is not a network server (no sockets here) and not a Redis fork: values, commands
+//! and replies are re-implemented and checked against a real `redis-server`.
+//!
+//! ```
+//! use pion_core::{Engine, EngineOptions, Reply};
+//!
+//! let engine = Engine::open(EngineOptions::default());
+//! engine.set(0, b"user:1", b"ada").unwrap();
+//! assert_eq!(engine.get(0, b"user:1").unwrap().as_deref(), Some(&b"ada"[..]));
+//!
+//! // Any command runs through `execute`.
+//! assert_eq!(engine.execute(0, &["RPUSH", "queue", "a", "b"]), Reply::Integer(2));
+//! ```
+
+pub mod client;
+pub mod command;
+pub mod commands;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod exec;
+pub mod glob;
+pub mod info;
+pub mod keyspace;
+mod long_double;
+pub mod num;
+pub mod reply;
+pub mod typed;
+pub mod value;
+
+pub use engine::{Engine, EngineOptions, Session};
+pub use error::{OpError, OpResult};
+pub use reply::Reply;
+
+/// The Redis version whose behaviour Pion matches (reported as `redis_version`).
+pub const REDIS_VERSION: &str = "7.0.15";
+
+/// Pion's own version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

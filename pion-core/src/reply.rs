@@ -1,0 +1,98 @@
+//! The semantic reply a command produces.
+//!
+//! Handlers never see the wire: they return a [`Reply`] that says *what* the answer is
+//! (a map, a double, a null …). Only the encoder in the server decides how it looks in
+//! RESP2 or RESP3, so the embedded engine and the wire share every handler.
+
+use std::borrow::Cow;
+
+/// One reply value, independent of the protocol version.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A simple status line such as `OK` or `PONG`.
+    Status(Cow<'static, str>),
+    /// An error line; the text includes its code prefix (`ERR …`, `WRONGTYPE …`).
+    Error(Cow<'static, str>),
+    /// A signed 64-bit integer.
+    Integer(i64),
+    /// A binary-safe bulk string.
+    Bulk(Vec<u8>),
+    /// The null bulk string (RESP2 `$-1`, RESP3 `_`).
+    Null,
+    /// The null array (RESP2 `*-1`, RESP3 `_`).
+    NullArray,
+    /// An ordered array.
+    Array(Vec<Reply>),
+    /// A map (RESP3 `%`); RESP2 flattens it into an array of key, value, ….
+    Map(Vec<(Reply, Reply)>),
+    /// A set (RESP3 `~`); RESP2 sends an array.
+    Set(Vec<Reply>),
+    /// A double (RESP3 `,`); RESP2 sends it as a bulk string formatted like `%.17g`.
+    Double(f64),
+    /// A boolean (RESP3 `#`); RESP2 sends the integer 1 or 0.
+    Bool(bool),
+    /// Verbatim text (RESP3 `=` with a three-letter format); RESP2 sends a bulk string.
+    Verbatim(&'static str, Vec<u8>),
+    /// An out-of-band push message (RESP3 `>`); RESP2 sends an array.
+    Push(Vec<Reply>),
+}
+
+impl Reply {
+    /// The `+OK` status.
+    pub const fn ok() -> Reply {
+        Reply::Status(Cow::Borrowed("OK"))
+    }
+
+    /// A status line from a static string.
+    pub const fn status(s: &'static str) -> Reply {
+        Reply::Status(Cow::Borrowed(s))
+    }
+
+    /// A bulk string copied from bytes.
+    pub fn bulk(b: impl AsRef<[u8]>) -> Reply {
+        Reply::Bulk(b.as_ref().to_vec())
+    }
+
+    /// A bulk string, or null when absent.
+    pub fn bulk_or_null(b: Option<impl AsRef<[u8]>>) -> Reply {
+        match b {
+            Some(b) => Reply::bulk(b),
+            None => Reply::Null,
+        }
+    }
+
+    /// An array of bulk strings.
+    pub fn bulks<I, B>(items: I) -> Reply
+    where
+        I: IntoIterator<Item = B>,
+        B: AsRef<[u8]>,
+    {
+        Reply::Array(items.into_iter().map(Reply::bulk).collect())
+    }
+
+    /// An error reply with the full Redis text (prefix included).
+    pub fn error(text: impl Into<Cow<'static, str>>) -> Reply {
+        Reply::Error(text.into())
+    }
+
+    /// Whether this reply is an error.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// The bytes of a bulk or status reply, if it is one.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Reply::Bulk(b) | Reply::Verbatim(_, b) => Some(b),
+            Reply::Status(s) => Some(s.as_bytes()),
+            _ => None,
+        }
+    }
+}
+
+impl Reply {
+    /// A status line from an owned string.
+    pub fn status_owned(s: String) -> Reply {
+        Reply::Status(Cow::Owned(s))
+    }
+}

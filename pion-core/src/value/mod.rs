@@ -1,0 +1,211 @@
+//! Redis values: the five core types, their encodings and their memory estimate.
+//!
+//! Small collections keep Redis's compact encodings (insertion-ordered `listpack`,
+//! sorted `intset`) because clients observe them: `HGETALL` on a small hash returns
+//! fields in insertion order, `SMEMBERS` of an intset is sorted, and `OBJECT ENCODING`
+//! names the encoding. Large ones switch to hash tables at Redis's thresholds.
+
+pub mod hash;
+pub mod list;
+pub mod set;
+pub mod string;
+pub mod zset;
+
+pub use hash::HashValue;
+pub use list::ListValue;
+pub use set::SetValue;
+pub use string::StrValue;
+pub use zset::ZSetValue;
+
+use crate::error::{OpError, OpResult};
+
+/// Thresholds at which compact encodings convert to their large forms
+/// (`hash-max-listpack-entries` and friends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodingLimits {
+    /// `hash-max-listpack-entries`.
+    pub hash_max_listpack_entries: usize,
+    /// `hash-max-listpack-value`.
+    pub hash_max_listpack_value: usize,
+    /// `set-max-intset-entries`.
+    pub set_max_intset_entries: usize,
+    /// `zset-max-listpack-entries`.
+    pub zset_max_listpack_entries: usize,
+    /// `zset-max-listpack-value`.
+    pub zset_max_listpack_value: usize,
+}
+
+impl Default for EncodingLimits {
+    fn default() -> Self {
+        EncodingLimits {
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+        }
+    }
+}
+
+/// A value stored under a key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A binary-safe string.
+    Str(StrValue),
+    /// A hash of fields to values.
+    Hash(HashValue),
+    /// A list.
+    List(ListValue),
+    /// A set of distinct members.
+    Set(SetValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
+}
+
+/// Fixed per-key overhead counted by the memory estimate (dict entry, object header).
+pub const ENTRY_OVERHEAD: usize = 56;
+
+impl Value {
+    /// A string value from bytes, choosing the encoding Redis would.
+    pub fn string(bytes: impl Into<Vec<u8>>) -> Value {
+        Value::Str(StrValue::new(bytes.into()))
+    }
+
+    /// The name `TYPE` reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    /// The name `OBJECT ENCODING` reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::List(_) => "quicklist",
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
+        }
+    }
+
+    /// Whether this is a collection with no elements left (Redis deletes such keys).
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::Hash(h) => h.is_empty(),
+            Value::List(l) => l.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
+
+    /// Estimated memory used by this value in bytes, in O(1): collections extrapolate
+    /// from a sample of their first elements, as Redis's `MEMORY USAGE` does.
+    pub fn mem_usage(&self) -> usize {
+        ENTRY_OVERHEAD
+            + match self {
+                Value::Str(s) => s.mem_usage(),
+                Value::Hash(h) => h.mem_usage(),
+                Value::List(l) => l.mem_usage(),
+                Value::Set(s) => s.mem_usage(),
+                Value::ZSet(z) => z.mem_usage(),
+            }
+    }
+
+    /// The string inside, or `WRONGTYPE`.
+    pub fn as_str(&self) -> OpResult<&StrValue> {
+        match self {
+            Value::Str(s) => Ok(s),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The hash inside, or `WRONGTYPE`.
+    pub fn as_hash(&self) -> OpResult<&HashValue> {
+        match self {
+            Value::Hash(h) => Ok(h),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The hash inside, mutably, or `WRONGTYPE`.
+    pub fn as_hash_mut(&mut self) -> OpResult<&mut HashValue> {
+        match self {
+            Value::Hash(h) => Ok(h),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The list inside, or `WRONGTYPE`.
+    pub fn as_list(&self) -> OpResult<&ListValue> {
+        match self {
+            Value::List(l) => Ok(l),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The list inside, mutably, or `WRONGTYPE`.
+    pub fn as_list_mut(&mut self) -> OpResult<&mut ListValue> {
+        match self {
+            Value::List(l) => Ok(l),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The set inside, or `WRONGTYPE`.
+    pub fn as_set(&self) -> OpResult<&SetValue> {
+        match self {
+            Value::Set(s) => Ok(s),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The set inside, mutably, or `WRONGTYPE`.
+    pub fn as_set_mut(&mut self) -> OpResult<&mut SetValue> {
+        match self {
+            Value::Set(s) => Ok(s),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The sorted set inside, or `WRONGTYPE`.
+    pub fn as_zset(&self) -> OpResult<&ZSetValue> {
+        match self {
+            Value::ZSet(z) => Ok(z),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The sorted set inside, mutably, or `WRONGTYPE`.
+    pub fn as_zset_mut(&mut self) -> OpResult<&mut ZSetValue> {
+        match self {
+            Value::ZSet(z) => Ok(z),
+            _ => Err(OpError::WrongType),
+        }
+    }
+}
+
+/// Average heap size of up to `SAMPLE` byte strings, times `len`: the O(1) estimate
+/// behind [`Value::mem_usage`].
+pub(crate) fn sampled_size<'a, I>(iter: I, len: usize, per_item_overhead: usize) -> usize
+where
+    I: Iterator<Item = usize>,
+{
+    const SAMPLE: usize = 5;
+    let mut n = 0usize;
+    let mut total = 0usize;
+    for size in iter.take(SAMPLE) {
+        total += size + per_item_overhead;
+        n += 1;
+    }
+    if n == 0 {
+        0
+    } else {
+        total / n * len
+    }
+}
