@@ -25,6 +25,9 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// A map (RESP3 `%`); RESP2 flattens it into an array of key, value, ….
     Map(Vec<(Reply, Reply)>),
+    /// Pairs that RESP3 sends as an array of two-element arrays and RESP2 flattens
+    /// (`ZRANGE … WITHSCORES`, `HRANDFIELD … WITHVALUES`).
+    Pairs(Vec<(Reply, Reply)>),
     /// A set (RESP3 `~`); RESP2 sends an array.
     Set(Vec<Reply>),
     /// A double (RESP3 `,`); RESP2 sends it as a bulk string formatted like `%.17g`.
