@@ -60,11 +60,20 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
     let now = e.now_ms();
     let cfg = e.config().snapshot();
     let mut line = |k: &str, v: &dyn std::fmt::Display| {
-        let _ = write!(out, "{k}:{v}\r\n");
+        if k.starts_with('#') {
+            let _ = write!(out, "{k}\r\n");
+        } else {
+            let _ = write!(out, "{k}:{v}\r\n");
+        }
     };
+    macro_rules! header {
+        ($h:expr) => {
+            line($h, &"")
+        };
+    }
     match section {
         "server" => {
-            line("# Server", &"");
+            header!("# Server");
             line("redis_version", &crate::REDIS_VERSION);
             line("pion_version", &crate::VERSION);
             line("redis_git_sha1", &"00000000");
@@ -91,13 +100,13 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             );
         }
         "clients" => {
-            line("# Clients", &"");
+            header!("# Clients");
             line("connected_clients", &e.clients().len());
             line("maxclients", &cfg.maxclients);
             line("blocked_clients", &0);
         }
         "memory" => {
-            line("# Memory", &"");
+            header!("# Memory");
             let used = e.keyspace().used_memory();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used as u64));
@@ -107,14 +116,14 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("maxmemory_policy", &cfg.maxmemory_policy);
         }
         "persistence" => {
-            line("# Persistence", &"");
+            header!("# Persistence");
             line("loading", &0);
             line("pion_wal_enabled", &0);
             line("rdb_bgsave_in_progress", &0);
             line("aof_enabled", &0);
         }
         "stats" => {
-            line("# Stats", &"");
+            header!("# Stats");
             let s = e.server_stats();
             let ks = e.keyspace().stats();
             line(
@@ -146,24 +155,24 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             );
         }
         "replication" => {
-            line("# Replication", &"");
+            header!("# Replication");
             line("role", &"master");
             line("connected_slaves", &0);
         }
         "cpu" => {
-            line("# CPU", &"");
+            header!("# CPU");
             let (user, sys) = cpu_times();
             line("used_cpu_sys", &format!("{sys:.6}"));
             line("used_cpu_user", &format!("{user:.6}"));
         }
-        "modules" => line("# Modules", &""),
-        "errorstats" => line("# Errorstats", &""),
+        "modules" => header!("# Modules"),
+        "errorstats" => header!("# Errorstats"),
         "cluster" => {
-            line("# Cluster", &"");
+            header!("# Cluster");
             line("cluster_enabled", &0);
         }
         "keyspace" => {
-            line("# Keyspace", &"");
+            header!("# Keyspace");
             for db in 0..e.keyspace().databases() {
                 let (keys, expires) = e.keyspace().db_counts(db);
                 if keys > 0 {
@@ -175,7 +184,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             }
         }
         "commandstats" => {
-            line("# Commandstats", &"");
+            header!("# Commandstats");
             let t = table();
             for slot in 0..t.stat_slots() {
                 let st = e.command_stats().get(slot);

@@ -1,0 +1,215 @@
+//! Command-line options: one table of flags (name, topic, help) that drives parsing
+//! and the `--help` text.
+
+use std::net::IpAddr;
+
+use pion_core::config::ConfigValues;
+
+/// What a flag sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opt {
+    Port,
+    Bind,
+    RequirePass,
+    RequirePassFile,
+    Dir,
+    Threads,
+    MaxClients,
+    Databases,
+    Help,
+    Version,
+}
+
+struct Flag {
+    name: &'static str,
+    takes_value: bool,
+    opt: Opt,
+    topic: &'static str,
+    help: &'static str,
+}
+
+const FLAGS: &[Flag] = &[
+    Flag { name: "--port", takes_value: true, opt: Opt::Port, topic: "Network", help: "TCP port for the Redis protocol (default 1974)" },
+    Flag { name: "--bind", takes_value: true, opt: Opt::Bind, topic: "Network", help: "addresses to listen on, space separated (default 127.0.0.1; all interfaces when a password is set)" },
+    Flag { name: "--maxclients", takes_value: true, opt: Opt::MaxClients, topic: "Network", help: "most simultaneous clients (default 10000)" },
+    Flag { name: "--requirepass", takes_value: true, opt: Opt::RequirePass, topic: "Security", help: "password clients must send with AUTH (also PION_REQUIREPASS)" },
+    Flag { name: "--requirepass-file", takes_value: true, opt: Opt::RequirePassFile, topic: "Security", help: "read the password from this file (first line)" },
+    Flag { name: "--dir", takes_value: true, opt: Opt::Dir, topic: "Storage", help: "data directory, created if missing (default ./pion-data)" },
+    Flag { name: "--databases", takes_value: true, opt: Opt::Databases, topic: "Storage", help: "number of logical databases (default 16)" },
+    Flag { name: "--threads", takes_value: true, opt: Opt::Threads, topic: "Performance", help: "worker threads serving clients; all share one keyspace (default 1)" },
+    Flag { name: "--help", takes_value: false, opt: Opt::Help, topic: "General", help: "print this help" },
+    Flag { name: "--version", takes_value: false, opt: Opt::Version, topic: "General", help: "print the version" },
+];
+
+/// What the command line asked for.
+#[derive(Debug)]
+pub enum Command {
+    /// Run the server with this configuration.
+    Serve(Box<ConfigValues>),
+    /// Print the help text.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// The `--help` text, grouped by topic.
+pub fn help_text() -> String {
+    let mut out = format!(
+        "pion-server {} — a Redis-compatible memory engine\n\nUsage: pion-server [OPTIONS]\n",
+        pion_core::VERSION
+    );
+    let mut topics: Vec<&str> = Vec::new();
+    for f in FLAGS {
+        if !topics.contains(&f.topic) {
+            topics.push(f.topic);
+        }
+    }
+    for topic in topics {
+        out.push_str(&format!("\n{topic}:\n"));
+        for f in FLAGS.iter().filter(|f| f.topic == topic) {
+            let name = if f.takes_value {
+                format!("{} <value>", f.name)
+            } else {
+                f.name.to_string()
+            };
+            out.push_str(&format!("  {name:<28} {}\n", f.help));
+        }
+    }
+    out
+}
+
+fn parse_num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("invalid value for {flag}: '{v}'"))
+}
+
+/// Parses the arguments (without the program name). `env_pass` is `PION_REQUIREPASS`.
+pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, String> {
+    let mut cfg = ConfigValues {
+        dir: "./pion-data".into(),
+        ..ConfigValues::default()
+    };
+    let mut bind: Option<String> = None;
+    let mut pass = env_pass;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let (name, inline_value) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let flag = FLAGS
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| format!("unknown option '{arg}' (see --help)"))?;
+        let value = if flag.takes_value {
+            match inline_value {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    args.get(i)
+                        .cloned()
+                        .ok_or_else(|| format!("{name} needs a value"))?
+                }
+            }
+        } else {
+            String::new()
+        };
+        match flag.opt {
+            Opt::Help => return Ok(Command::Help),
+            Opt::Version => return Ok(Command::Version),
+            Opt::Port => cfg.port = parse_num(name, &value)?,
+            Opt::Bind => bind = Some(value),
+            Opt::RequirePass => pass = Some(value),
+            Opt::RequirePassFile => {
+                let text = std::fs::read_to_string(&value)
+                    .map_err(|e| format!("cannot read {value}: {e}"))?;
+                pass = Some(text.lines().next().unwrap_or("").to_string());
+            }
+            Opt::Dir => cfg.dir = value,
+            Opt::Threads => {
+                cfg.threads = parse_num(name, &value)?;
+                if cfg.threads == 0 || cfg.threads > 1024 {
+                    return Err(format!("--threads must be between 1 and 1024, got {value}"));
+                }
+            }
+            Opt::MaxClients => cfg.maxclients = parse_num(name, &value)?,
+            Opt::Databases => {
+                cfg.databases = parse_num(name, &value)?;
+                if cfg.databases == 0 || cfg.databases > 1_000_000 {
+                    return Err(format!(
+                        "--databases must be between 1 and 1000000, got {value}"
+                    ));
+                }
+            }
+        }
+        i += 1;
+    }
+    cfg.requirepass = pass.unwrap_or_default();
+    cfg.bind = match bind {
+        Some(b) => b,
+        None if !cfg.requirepass.is_empty() => "0.0.0.0".into(),
+        None => "127.0.0.1".into(),
+    };
+    bind_addrs(&cfg.bind)?;
+    Ok(Command::Serve(Box::new(cfg)))
+}
+
+/// Parses the `bind` list into IP addresses; an unparsable entry is an error.
+pub fn bind_addrs(bind: &str) -> Result<Vec<IpAddr>, String> {
+    let addrs: Result<Vec<IpAddr>, String> = bind
+        .split_whitespace()
+        .map(|a| {
+            let a = a.trim_start_matches('-');
+            a.parse::<IpAddr>()
+                .map_err(|_| format!("invalid bind address '{a}'"))
+        })
+        .collect();
+    let addrs = addrs?;
+    if addrs.is_empty() {
+        return Err("no bind address given".into());
+    }
+    Ok(addrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve(args: &[&str], env: Option<&str>) -> ConfigValues {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse(&args, env.map(String::from)) {
+            Ok(Command::Serve(c)) => *c,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_password_bind() {
+        let c = serve(&[], None);
+        assert_eq!((c.port, c.bind.as_str(), c.threads), (1974, "127.0.0.1", 1));
+        let c = serve(&["--requirepass", "s3cret"], None);
+        assert_eq!(c.bind, "0.0.0.0");
+        let c = serve(&[], Some("envpass"));
+        assert_eq!(c.requirepass, "envpass");
+        let c = serve(&["--port=7000", "--threads", "4"], None);
+        assert_eq!((c.port, c.threads), (7000, 4));
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        let bad =
+            |a: &[&str]| parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None).is_err();
+        assert!(bad(&["--bind", "not-an-ip"]));
+        assert!(bad(&["--port", "99999"]));
+        assert!(bad(&["--threads", "0"]));
+        assert!(bad(&["--nope"]));
+        assert!(bad(&["--port"]));
+    }
+
+    #[test]
+    fn help_groups_topics() {
+        let h = help_text();
+        assert!(h.contains("Network:") && h.contains("Security:") && h.contains("--threads"));
+    }
+}

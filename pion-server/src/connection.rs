@@ -1,0 +1,171 @@
+//! One client connection as a state machine without I/O: bytes in, reply bytes out.
+//! The event loop feeds it what it reads and writes what it produces.
+
+use std::sync::atomic::Ordering;
+
+use pion_core::client::ClientState;
+use pion_core::{command, Engine};
+
+use crate::resp::{decode, encode, Decoded, Limits};
+
+/// Reply bytes above which a connection stops executing pipelined commands until the
+/// socket drains (keeps one greedy pipeline from growing memory without bound).
+const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
+
+/// A connection's protocol state.
+pub struct Connection {
+    /// The client state the engine sees.
+    pub client: ClientState,
+    /// Input buffer: `input[consumed..filled]` holds bytes read but not yet decoded.
+    input: Vec<u8>,
+    consumed: usize,
+    filled: usize,
+    /// Encoded replies not yet written.
+    pub output: Vec<u8>,
+    /// Bytes of `output` already written.
+    pub written: usize,
+    /// Close once the output is flushed.
+    pub closing: bool,
+}
+
+impl Connection {
+    /// A connection for a newly accepted client.
+    pub fn new(client: ClientState) -> Connection {
+        Connection {
+            client,
+            input: Vec::new(),
+            consumed: 0,
+            filled: 0,
+            output: Vec::new(),
+            written: 0,
+            closing: false,
+        }
+    }
+
+    /// Free space of at least `min_free` bytes at the end of the input buffer, to read
+    /// into. The buffer is zeroed only when it grows, never per read.
+    pub fn read_buf(&mut self, min_free: usize) -> &mut [u8] {
+        if self.consumed == self.filled {
+            self.consumed = 0;
+            self.filled = 0;
+            if self.input.len() > 4 * 1024 * 1024 {
+                // A huge request has been served: give its buffer back.
+                self.input = Vec::new();
+            }
+        }
+        if self.input.len() - self.filled < min_free {
+            if self.consumed > 0 {
+                self.input.copy_within(self.consumed..self.filled, 0);
+                self.filled -= self.consumed;
+                self.consumed = 0;
+            }
+            if self.input.len() - self.filled < min_free {
+                let want = (self.filled + min_free).max(self.input.len() * 2);
+                self.input.resize(want, 0);
+            }
+        }
+        &mut self.input[self.filled..]
+    }
+
+    /// Declares that `n` bytes were read into the last [`read_buf`](Self::read_buf).
+    pub fn filled(&mut self, n: usize) {
+        self.filled += n;
+    }
+
+    /// Bytes waiting in the input buffer.
+    pub fn pending_input(&self) -> usize {
+        self.filled - self.consumed
+    }
+
+    /// Runs every complete command in the input buffer, appending replies to the output.
+    pub fn process(&mut self, engine: &Engine, limits: &Limits) {
+        while !self.closing && self.output.len() - self.written < OUTPUT_HIGH_WATER {
+            let buf = &self.input[self.consumed..self.filled];
+            match decode(buf, limits) {
+                Ok(Decoded::Incomplete) => break,
+                Ok(Decoded::Skip(n)) => self.consumed += n,
+                Ok(Decoded::Command(argv, n)) => {
+                    self.consumed += n;
+                    self.run(engine, &argv);
+                }
+                Err(e) => {
+                    encode(
+                        &pion_core::Reply::Error(e.0.into()),
+                        self.client.resp,
+                        &mut self.output,
+                    );
+                    self.closing = true;
+                }
+            }
+        }
+    }
+
+    fn run(&mut self, engine: &Engine, argv: &[Vec<u8>]) {
+        self.client
+            .shared
+            .last_interaction_ms
+            .store(engine.now_ms(), Ordering::Relaxed);
+        let reply = command::execute(engine, &mut self.client, argv);
+        if self.client.suppress_reply {
+            self.client.suppress_reply = false;
+        } else {
+            encode(&reply, self.client.resp, &mut self.output);
+        }
+        if self.client.close_after_reply {
+            self.closing = true;
+        }
+    }
+
+    /// The output not yet written.
+    pub fn unwritten(&self) -> &[u8] {
+        &self.output[self.written..]
+    }
+
+    /// Records that `n` output bytes were written.
+    pub fn wrote(&mut self, n: usize) {
+        self.written += n;
+        if self.written == self.output.len() {
+            self.output.clear();
+            self.written = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pion_core::EngineOptions;
+
+    fn feed(conn: &mut Connection, engine: &Engine, bytes: &[u8]) -> String {
+        let buf = conn.read_buf(bytes.len());
+        buf[..bytes.len()].copy_from_slice(bytes);
+        conn.filled(bytes.len());
+        conn.process(engine, &Limits::default());
+        let out = String::from_utf8_lossy(conn.unwritten()).into_owned();
+        let n = conn.unwritten().len();
+        conn.wrote(n);
+        out
+    }
+
+    #[test]
+    fn pipeline_split_across_reads() {
+        let engine = Engine::open(EngineOptions::default());
+        let mut conn = Connection::new(engine.client(String::new(), String::new(), -1));
+        let req =
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n";
+        let mut out = String::new();
+        for chunk in req.chunks(5) {
+            out += &feed(&mut conn, &engine, chunk);
+        }
+        assert_eq!(out, "+OK\r\n$1\r\nv\r\n+PONG\r\n");
+    }
+
+    #[test]
+    fn protocol_error_closes() {
+        let engine = Engine::open(EngineOptions::default());
+        let mut conn = Connection::new(engine.client(String::new(), String::new(), -1));
+        let out = feed(&mut conn, &engine, b"*1\r\n+x\r\nPING\r\n");
+        assert_eq!(out, "-ERR Protocol error: expected '$', got '+'\r\n");
+        assert!(conn.closing);
+    }
+}

@@ -1,0 +1,386 @@
+//! The mio event loop: N worker threads, each with its own poll, sharing one engine.
+//! Worker 0 accepts and hands connections out round-robin; every worker reads, runs
+//! the commands against the shared keyspace and writes the replies of its own
+//! connections. The thread count changes throughput, never what a client sees.
+
+use std::collections::HashMap;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use parking_lot::Mutex;
+use pion_core::Engine;
+
+use crate::connection::Connection;
+use crate::resp::Limits;
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+const FIRST_CONN: usize = 2;
+const READ_CHUNK: usize = 64 * 1024;
+const TICK: Duration = Duration::from_millis(100);
+
+/// A running server's handle: ask it to stop from another thread.
+#[derive(Clone)]
+pub struct StopHandle {
+    stop: Arc<AtomicBool>,
+    wakers: Arc<Mutex<Vec<Arc<Waker>>>>,
+}
+
+impl StopHandle {
+    /// Asks every worker to stop (they exit within one tick).
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for w in self.wakers.lock().iter() {
+            let _ = w.wake();
+        }
+    }
+
+    /// The flag workers poll (signal handlers set it).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+}
+
+/// A Redis-protocol server over an engine.
+pub struct Server {
+    engine: Engine,
+    listener: std::net::TcpListener,
+    threads: usize,
+    stop: StopHandle,
+}
+
+struct Worker {
+    index: usize,
+    poll: Poll,
+    waker: Arc<Waker>,
+    inbox: Arc<Mutex<Vec<TcpStream>>>,
+    conns: HashMap<Token, (TcpStream, Connection)>,
+    next_token: usize,
+}
+
+impl Server {
+    /// A server that will serve `listener` (already bound, so tests can use port 0)
+    /// with `threads` worker threads.
+    pub fn new(engine: Engine, listener: std::net::TcpListener, threads: usize) -> Server {
+        let stop = StopHandle {
+            stop: Arc::new(AtomicBool::new(false)),
+            wakers: Arc::new(Mutex::new(Vec::new())),
+        };
+        Server {
+            engine,
+            listener,
+            threads: threads.max(1),
+            stop,
+        }
+    }
+
+    /// A handle that stops the server.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until stopped (signal, [`StopHandle::stop`] or `SHUTDOWN`).
+    pub fn run(self) -> io::Result<()> {
+        self.listener.set_nonblocking(true)?;
+        let mut listener = TcpListener::from_std(self.listener);
+        let mut workers = Vec::new();
+        for index in 0..self.threads {
+            let poll = Poll::new()?;
+            let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+            self.stop.wakers.lock().push(Arc::clone(&waker));
+            workers.push(Worker {
+                index,
+                poll,
+                waker,
+                inbox: Arc::new(Mutex::new(Vec::new())),
+                conns: HashMap::new(),
+                next_token: FIRST_CONN,
+            });
+        }
+        let stop = self.stop.clone();
+        let on_shutdown = stop.clone();
+        self.engine
+            .on_shutdown(Box::new(move || on_shutdown.stop()));
+        workers[0]
+            .poll
+            .registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let peers: Vec<(Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>)> = workers
+            .iter()
+            .map(|w| (Arc::clone(&w.inbox), Arc::clone(&w.waker)))
+            .collect();
+        let peers = Arc::new(peers);
+        let mut handles = Vec::new();
+        let mut first = None;
+        for worker in workers {
+            if worker.index == 0 {
+                first = Some(worker);
+                continue;
+            }
+            let engine = self.engine.clone();
+            let stop = stop.clone();
+            let peers = Arc::clone(&peers);
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("pion-worker-{}", worker.index))
+                    .spawn(move || worker.run(&engine, &stop, None, &peers))?,
+            );
+        }
+        let result = match first {
+            Some(w) => w.run(&self.engine, &stop, Some(&mut listener), &peers),
+            None => Ok(()),
+        };
+        stop.stop();
+        for h in handles {
+            let _ = h.join();
+        }
+        result
+    }
+}
+
+impl Worker {
+    fn run(
+        mut self,
+        engine: &Engine,
+        stop: &StopHandle,
+        mut listener: Option<&mut TcpListener>,
+        peers: &[(Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>)],
+    ) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        let mut round_robin = 0usize;
+        while !stop.stop.load(Ordering::SeqCst) {
+            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            let limits = Limits {
+                max_bulk_len: engine.config().with(|c| c.proto_max_bulk_len),
+            };
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => {
+                        if let Some(l) = listener.as_deref_mut() {
+                            self.accept_all(l, engine, peers, &mut round_robin);
+                        }
+                    }
+                    WAKER => self.adopt_inbox(engine),
+                    token => self.serve(token, engine, &limits, event.is_writable()),
+                }
+            }
+            self.reap_killed();
+        }
+        for (_, (_, conn)) in self.conns.drain() {
+            engine.clients().unregister(conn.client.id());
+        }
+        Ok(())
+    }
+
+    fn accept_all(
+        &mut self,
+        listener: &mut TcpListener,
+        engine: &Engine,
+        peers: &[(Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>)],
+        round_robin: &mut usize,
+    ) {
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let target = *round_robin % peers.len();
+                    *round_robin += 1;
+                    if target == self.index {
+                        self.adopt(stream, engine);
+                    } else {
+                        peers[target].0.lock().push(stream);
+                        let _ = peers[target].1.wake();
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of descriptors and similar: try again on the next event.
+                    eprintln!("accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn adopt_inbox(&mut self, engine: &Engine) {
+        let streams: Vec<TcpStream> = std::mem::take(&mut *self.inbox.lock());
+        for s in streams {
+            self.adopt(s, engine);
+        }
+    }
+
+    fn adopt(&mut self, mut stream: TcpStream, engine: &Engine) {
+        let maxclients = engine.config().with(|c| c.maxclients);
+        if engine.clients().len() >= maxclients {
+            let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+            engine
+                .server_stats()
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        if self
+            .poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE)
+            .is_err()
+        {
+            return;
+        }
+        let addr = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let laddr = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let fd = raw_fd(&stream);
+        let client = engine.client(addr, laddr, fd);
+        let waker = Arc::clone(&self.waker);
+        *client.shared.waker.lock() = Some(Box::new(move || {
+            let _ = waker.wake();
+        }));
+        self.conns.insert(token, (stream, Connection::new(client)));
+    }
+
+    fn serve(&mut self, token: Token, engine: &Engine, limits: &Limits, writable: bool) {
+        let Some((stream, conn)) = self.conns.get_mut(&token) else {
+            return;
+        };
+        let mut open = read_available(stream, conn, engine);
+        conn.process(engine, limits);
+        loop {
+            match flush(stream, conn, engine) {
+                Ok(true) if conn.pending_input() > 0 && !conn.closing => {
+                    // The output cap paused a long pipeline: continue it.
+                    let before = conn.pending_input();
+                    conn.process(engine, limits);
+                    if conn.pending_input() == before && conn.unwritten().is_empty() {
+                        break;
+                    }
+                }
+                Ok(_) => break,
+                Err(_) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        let _ = writable;
+        let done = conn.closing && conn.unwritten().is_empty();
+        if !open || done {
+            self.close(token, engine);
+            return;
+        }
+        let interest = if conn.unwritten().is_empty() {
+            Interest::READABLE
+        } else {
+            Interest::READABLE | Interest::WRITABLE
+        };
+        if self
+            .poll
+            .registry()
+            .reregister(stream, token, interest)
+            .is_err()
+        {
+            self.close(token, engine);
+        }
+    }
+
+    fn close(&mut self, token: Token, engine: &Engine) {
+        if let Some((mut stream, conn)) = self.conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut stream);
+            engine.clients().unregister(conn.client.id());
+        }
+    }
+
+    fn reap_killed(&mut self) {
+        let killed: Vec<Token> = self
+            .conns
+            .iter()
+            .filter(|(_, (_, c))| c.client.shared.killed.load(Ordering::SeqCst))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in killed {
+            if let Some((mut stream, conn)) = self.conns.remove(&t) {
+                let _ = self.poll.registry().deregister(&mut stream);
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                drop(conn);
+            }
+        }
+    }
+}
+
+/// Reads everything the socket has; returns false when the peer closed or failed.
+fn read_available(stream: &mut TcpStream, conn: &mut Connection, engine: &Engine) -> bool {
+    loop {
+        let buf = conn.read_buf(READ_CHUNK);
+        let room = buf.len();
+        match stream.read(buf) {
+            Ok(0) => return false,
+            Ok(n) => {
+                conn.filled(n);
+                engine
+                    .server_stats()
+                    .net_input_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                if n < room {
+                    return true;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Writes pending output; `Ok(true)` when everything was written.
+fn flush(stream: &mut TcpStream, conn: &mut Connection, engine: &Engine) -> io::Result<bool> {
+    while !conn.unwritten().is_empty() {
+        match stream.write(conn.unwritten()) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                conn.wrote(n);
+                engine
+                    .server_stats()
+                    .net_output_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(unix)]
+fn raw_fd(stream: &TcpStream) -> i64 {
+    use std::os::fd::AsRawFd;
+    i64::from(stream.as_raw_fd())
+}
+
+#[cfg(not(unix))]
+fn raw_fd(_: &TcpStream) -> i64 {
+    -1
+}

@@ -1,0 +1,13 @@
+//! # pion-server
+//!
+//! The Redis-wire front of Pion: a RESP2/RESP3 codec, a sans-I/O connection state
+//! machine and a mio event loop with N worker threads over one shared
+//! [`pion_core::Engine`]. All command semantics live in `pion-core`; this crate only
+//! moves bytes.
+
+pub mod cli;
+pub mod connection;
+pub mod event_loop;
+pub mod resp;
+
+pub use event_loop::{Server, StopHandle};

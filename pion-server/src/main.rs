@@ -1,0 +1,78 @@
+//! `pion-server`: parse the command line, open the engine, serve until stopped.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::ExitCode;
+
+use pion_core::{Engine, EngineOptions};
+use pion_server::cli::{self, Command};
+use pion_server::Server;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cfg = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
+        Ok(Command::Serve(cfg)) => cfg,
+        Ok(Command::Help) => {
+            print!("{}", cli::help_text());
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Version) => {
+            println!(
+                "pion-server {} (Redis {} compatible)",
+                pion_core::VERSION,
+                pion_core::REDIS_VERSION
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("pion-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&cfg.dir) {
+        eprintln!("pion-server: cannot create data directory {}: {e}", cfg.dir);
+        return ExitCode::from(1);
+    }
+    let addrs = match cli::bind_addrs(&cfg.bind) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("pion-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // One listening socket: the first address (several addresses arrive with clustering).
+    let addr = SocketAddr::new(addrs[0], cfg.port);
+    let listener = match TcpListener::bind(addr) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("pion-server: cannot listen on {addr}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let threads = cfg.threads;
+    let engine = Engine::open(EngineOptions {
+        config: *cfg,
+        ..EngineOptions::default()
+    });
+    let server = Server::new(engine, listener, threads);
+    let stop = server.stop_handle();
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        if let Err(e) = signal_hook::flag::register(sig, stop.flag()) {
+            eprintln!("pion-server: cannot install signal handler: {e}");
+        }
+    }
+    eprintln!(
+        "pion-server {} listening on {addr} with {threads} thread(s)",
+        pion_core::VERSION
+    );
+    eprintln!("Ready to accept connections tcp");
+    match server.run() {
+        Ok(()) => {
+            eprintln!("pion-server: shut down cleanly");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pion-server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

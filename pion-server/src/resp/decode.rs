@@ -1,0 +1,304 @@
+//! The RESP request decoder: multibulk frames and inline commands, with Redis's
+//! protocol limits and error texts. It does no I/O: it looks at a buffer and says
+//! "here is a command and how many bytes it used", "need more bytes", or "protocol
+//! error" (after which Redis replies with the error and closes the connection).
+
+use memchr::memchr;
+
+/// Longest inline command or multibulk/bulk header line Redis accepts (`PROTO_INLINE_MAX_SIZE`).
+pub const INLINE_MAX: usize = 64 * 1024;
+
+/// Most arguments one multibulk request may carry.
+pub const MULTIBULK_MAX: i64 = 1024 * 1024;
+
+/// Limits the decoder enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `proto-max-bulk-len`.
+    pub max_bulk_len: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bulk_len: 512 * 1024 * 1024,
+        }
+    }
+}
+
+/// The outcome of one decoding step.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// A complete command and the bytes it used.
+    Command(Vec<Vec<u8>>, usize),
+    /// Bytes that carry no command (an empty line, `*0`); skip them.
+    Skip(usize),
+    /// More bytes are needed.
+    Incomplete,
+}
+
+/// A protocol violation: the text of the error reply (without the leading `-`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+fn perr(what: &str) -> ProtocolError {
+    ProtocolError(format!("ERR Protocol error: {what}"))
+}
+
+/// Finds a `\r\n`-terminated line starting at `from`; returns the line (without CRLF)
+/// and the index just after it.
+fn line(buf: &[u8], from: usize) -> Option<(&[u8], usize)> {
+    let mut at = from;
+    loop {
+        let nl = memchr(b'\r', &buf[at..])? + at;
+        if nl + 1 >= buf.len() {
+            return None;
+        }
+        if buf[nl + 1] == b'\n' {
+            return Some((&buf[from..nl], nl + 2));
+        }
+        at = nl + 1;
+    }
+}
+
+/// Parses a signed decimal header value strictly (Redis's `string2ll`).
+fn header_int(s: &[u8]) -> Option<i64> {
+    pion_core::num::parse_i64(s)
+}
+
+/// Decodes the next request in `buf`.
+pub fn decode(buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
+    match buf.first() {
+        None => Ok(Decoded::Incomplete),
+        Some(b'*') => decode_multibulk(buf, limits),
+        Some(_) => decode_inline(buf),
+    }
+}
+
+fn decode_multibulk(buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
+    let Some((count_text, mut pos)) = line(buf, 1) else {
+        if buf.len() > INLINE_MAX {
+            return Err(perr("too big mbulk count string"));
+        }
+        return Ok(Decoded::Incomplete);
+    };
+    let count = header_int(count_text)
+        .filter(|&n| n <= MULTIBULK_MAX)
+        .ok_or_else(|| perr("invalid multibulk length"))?;
+    if count <= 0 {
+        return Ok(Decoded::Skip(pos));
+    }
+    let mut args = Vec::with_capacity(count.min(1024) as usize);
+    for _ in 0..count {
+        if pos >= buf.len() {
+            return Ok(Decoded::Incomplete);
+        }
+        if buf[pos] != b'$' {
+            let got = String::from_utf8_lossy(&buf[pos..pos + 1]).into_owned();
+            return Err(perr(&format!("expected '$', got '{got}'")));
+        }
+        let Some((len_text, data)) = line(buf, pos + 1) else {
+            if buf.len() - pos > INLINE_MAX {
+                return Err(perr("too big bulk count string"));
+            }
+            return Ok(Decoded::Incomplete);
+        };
+        let len = header_int(len_text)
+            .filter(|&n| n >= 0 && (n as u64) <= limits.max_bulk_len)
+            .ok_or_else(|| perr("invalid bulk length"))? as usize;
+        if buf.len() < data + len + 2 {
+            return Ok(Decoded::Incomplete);
+        }
+        args.push(buf[data..data + len].to_vec());
+        // Redis does not check the two bytes after a bulk; it skips them.
+        pos = data + len + 2;
+    }
+    Ok(Decoded::Command(args, pos))
+}
+
+fn decode_inline(buf: &[u8]) -> Result<Decoded, ProtocolError> {
+    let Some(nl) = memchr(b'\n', buf) else {
+        if buf.len() > INLINE_MAX {
+            return Err(perr("too big inline request"));
+        }
+        return Ok(Decoded::Incomplete);
+    };
+    let mut text = &buf[..nl];
+    if text.last() == Some(&b'\r') {
+        text = &text[..text.len() - 1];
+    }
+    let args = split_args(text).ok_or_else(|| perr("unbalanced quotes in request"))?;
+    if args.is_empty() {
+        return Ok(Decoded::Skip(nl + 1));
+    }
+    Ok(Decoded::Command(args, nl + 1))
+}
+
+fn hex_val(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Splits an inline command line into arguments with Redis's quoting rules (double
+/// quotes with `\n`, `\xHH` escapes; single quotes with only `\'`). `None` on
+/// unbalanced quotes or a closing quote not followed by a space.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            return Some(args);
+        }
+        let mut cur = Vec::new();
+        let (mut in_dq, mut in_sq) = (false, false);
+        loop {
+            if in_dq {
+                let c = *line.get(i)?;
+                if c == b'\\' && i + 3 < line.len() && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_val(line[i + 2]), hex_val(line[i + 3])) {
+                        cur.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < line.len() {
+                    i += 1;
+                    cur.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    // A closing quote must be followed by a space or the end.
+                    if i + 1 < line.len() && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    in_dq = false;
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else if in_sq {
+                let c = *line.get(i)?;
+                if c == b'\\' && i + 1 < line.len() && line[i + 1] == b'\'' {
+                    i += 1;
+                    cur.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < line.len() && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    in_sq = false;
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                }
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b'"') => in_dq = true,
+                    Some(b'\'') => in_sq = true,
+                    Some(&c) => cur.push(c),
+                }
+            }
+            i += 1;
+        }
+        if in_dq || in_sq {
+            return None;
+        }
+        args.push(cur);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(buf: &[u8]) -> Vec<Vec<u8>> {
+        match decode(buf, &Limits::default()) {
+            Ok(Decoded::Command(args, used)) => {
+                assert_eq!(used, buf.len());
+                args
+            }
+            other => panic!("expected a command, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn multibulk() {
+        assert_eq!(
+            cmd(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"),
+            vec![b"GET".to_vec(), b"k".to_vec()]
+        );
+        assert_eq!(cmd(b"*1\r\n$0\r\n\r\n"), vec![Vec::<u8>::new()]);
+    }
+
+    #[test]
+    fn incomplete_at_every_cut() {
+        let full = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n";
+        for cut in 0..full.len() {
+            assert_eq!(
+                decode(&full[..cut], &Limits::default()),
+                Ok(Decoded::Incomplete),
+                "cut {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn protocol_errors() {
+        let l = Limits::default();
+        assert_eq!(decode(b"*x\r\n", &l), Err(perr("invalid multibulk length")));
+        assert_eq!(
+            decode(b"*1\r\n+a\r\n", &l),
+            Err(perr("expected '$', got '+'"))
+        );
+        assert_eq!(
+            decode(b"*1\r\n$-2\r\n", &l),
+            Err(perr("invalid bulk length"))
+        );
+        assert_eq!(
+            decode(b"*1\r\n$600000000\r\n", &l),
+            Err(perr("invalid bulk length"))
+        );
+        assert_eq!(
+            decode(b"*1048577\r\n", &l),
+            Err(perr("invalid multibulk length"))
+        );
+        assert_eq!(
+            decode(b"SET \"a\r\n", &l),
+            Err(perr("unbalanced quotes in request"))
+        );
+        assert_eq!(
+            decode(&vec![b'a'; INLINE_MAX + 1], &l),
+            Err(perr("too big inline request"))
+        );
+    }
+
+    #[test]
+    fn inline() {
+        assert_eq!(cmd(b"PING\r\n"), vec![b"PING".to_vec()]);
+        assert_eq!(
+            cmd(b"set k \"a b\\x41\"\n"),
+            vec![b"set".to_vec(), b"k".to_vec(), b"a bA".to_vec()]
+        );
+        assert_eq!(
+            cmd(b"echo 'it\\'s'\r\n"),
+            vec![b"echo".to_vec(), b"it's".to_vec()]
+        );
+        assert_eq!(decode(b"\r\n", &Limits::default()), Ok(Decoded::Skip(2)));
+        assert_eq!(decode(b"*0\r\n", &Limits::default()), Ok(Decoded::Skip(4)));
+    }
+}

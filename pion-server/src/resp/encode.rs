@@ -1,0 +1,150 @@
+//! The reply encoder: the one place that knows how a [`Reply`] looks in RESP2 and in
+//! RESP3.
+
+use pion_core::num::fmt_g17;
+use pion_core::Reply;
+
+/// Appends the encoding of `reply` for protocol `resp` (2 or 3) to `out`.
+pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
+    let resp3 = resp >= 3;
+    match reply {
+        Reply::Status(s) => line(out, b'+', s.as_bytes()),
+        Reply::Error(s) => line(out, b'-', s.as_bytes()),
+        Reply::Integer(n) => {
+            out.push(b':');
+            push_int(out, *n);
+            out.extend_from_slice(b"\r\n");
+        }
+        Reply::Bulk(b) => bulk(out, b),
+        Reply::Null if resp3 => out.extend_from_slice(b"_\r\n"),
+        Reply::Null => out.extend_from_slice(b"$-1\r\n"),
+        Reply::NullArray if resp3 => out.extend_from_slice(b"_\r\n"),
+        Reply::NullArray => out.extend_from_slice(b"*-1\r\n"),
+        Reply::Array(items) => {
+            header(out, b'*', items.len());
+            for r in items {
+                encode(r, resp, out);
+            }
+        }
+        Reply::Set(items) => {
+            header(out, if resp3 { b'~' } else { b'*' }, items.len());
+            for r in items {
+                encode(r, resp, out);
+            }
+        }
+        Reply::Push(items) => {
+            header(out, if resp3 { b'>' } else { b'*' }, items.len());
+            for r in items {
+                encode(r, resp, out);
+            }
+        }
+        Reply::Map(pairs) => {
+            if resp3 {
+                header(out, b'%', pairs.len());
+            } else {
+                header(out, b'*', pairs.len() * 2);
+            }
+            for (k, v) in pairs {
+                encode(k, resp, out);
+                encode(v, resp, out);
+            }
+        }
+        Reply::Pairs(pairs) => {
+            if resp3 {
+                header(out, b'*', pairs.len());
+            } else {
+                header(out, b'*', pairs.len() * 2);
+            }
+            for (k, v) in pairs {
+                if resp3 {
+                    header(out, b'*', 2);
+                }
+                encode(k, resp, out);
+                encode(v, resp, out);
+            }
+        }
+        Reply::Double(d) => {
+            let text = fmt_g17(*d);
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                bulk(out, text.as_bytes());
+            }
+        }
+        Reply::Bool(b) => {
+            if resp3 {
+                out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
+            } else {
+                out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+            }
+        }
+        Reply::Verbatim(format, text) => {
+            if resp3 {
+                header(out, b'=', text.len() + 4);
+                out.extend_from_slice(format.as_bytes());
+                out.push(b':');
+                out.extend_from_slice(text);
+                out.extend_from_slice(b"\r\n");
+            } else {
+                bulk(out, text);
+            }
+        }
+    }
+}
+
+fn push_int(out: &mut Vec<u8>, n: i64) {
+    let mut buf = itoa_buf(n);
+    out.append(&mut buf);
+}
+
+fn itoa_buf(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+fn header(out: &mut Vec<u8>, kind: u8, len: usize) {
+    out.push(kind);
+    push_int(out, len as i64);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn line(out: &mut Vec<u8>, kind: u8, text: &[u8]) {
+    out.push(kind);
+    out.extend_from_slice(text);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    header(out, b'$', b.len());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(r: Reply, resp: u8) -> String {
+        let mut out = Vec::new();
+        encode(&r, resp, &mut out);
+        String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn resp2_and_resp3_shapes() {
+        assert_eq!(enc(Reply::Null, 2), "$-1\r\n");
+        assert_eq!(enc(Reply::Null, 3), "_\r\n");
+        assert_eq!(enc(Reply::Double(0.1), 2), "$19\r\n0.10000000000000001\r\n");
+        assert_eq!(enc(Reply::Double(1.0), 3), ",1\r\n");
+        let m = Reply::Map(vec![(Reply::bulk("a"), Reply::Integer(1))]);
+        assert_eq!(enc(m.clone(), 2), "*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(m, 3), "%1\r\n$1\r\na\r\n:1\r\n");
+        let p = Reply::Pairs(vec![(Reply::bulk("m"), Reply::Double(2.0))]);
+        assert_eq!(enc(p.clone(), 2), "*2\r\n$1\r\nm\r\n$1\r\n2\r\n");
+        assert_eq!(enc(p, 3), "*1\r\n*2\r\n$1\r\nm\r\n,2\r\n");
+        assert_eq!(
+            enc(Reply::Verbatim("txt", b"hi".to_vec()), 3),
+            "=6\r\ntxt:hi\r\n"
+        );
+        assert_eq!(enc(Reply::Set(vec![]), 3), "~0\r\n");
+    }
+}
