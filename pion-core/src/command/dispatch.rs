@@ -156,6 +156,13 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
             return e.into();
         }
     };
+    {
+        let mut text = client.shared.text.lock();
+        if text.last_cmd != resolved.full_name {
+            text.last_cmd.clear();
+            text.last_cmd.push_str(resolved.full_name);
+        }
+    }
     let lock = lock_set_for(spec, argv, &keys);
     let started = Instant::now();
     let now = engine.now_ms();
@@ -183,13 +190,6 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
         .shared
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    {
-        let mut text = client.shared.text.lock();
-        if text.last_cmd != resolved.full_name {
-            text.last_cmd.clear();
-            text.last_cmd.push_str(resolved.full_name);
-        }
-    }
     match result {
         Ok(r) => r,
         Err(e) => e.into(),
