@@ -15,6 +15,11 @@
 /// assert!(glob_match(b"HELLO", b"hello", true));
 /// ```
 pub fn glob_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
+    // Redis's callers (KEYS, SCAN, CONFIG GET) treat a lone `*` as "everything" before
+    // matching, which also covers the empty key.
+    if pattern == b"*" {
+        return true;
+    }
     let mut skip_longer = false;
     match_impl(pattern, string, nocase, &mut skip_longer, 0)
 }

@@ -79,9 +79,11 @@ impl Connection {
 
     /// Runs every complete command in the input buffer, appending replies to the output.
     pub fn process(&mut self, engine: &Engine, limits: &Limits) {
+        let mut limits = *limits;
         while !self.closing && self.output.len() - self.written < OUTPUT_HIGH_WATER {
+            limits.unauthenticated = !self.client.authenticated;
             let buf = &self.input[self.consumed..self.filled];
-            match decode(buf, limits) {
+            match decode(buf, &limits) {
                 Ok(Decoded::Incomplete) => break,
                 Ok(Decoded::Skip(n)) => self.consumed += n,
                 Ok(Decoded::Command(argv, n)) => {

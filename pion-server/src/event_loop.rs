@@ -167,6 +167,7 @@ impl Worker {
             }
             let limits = Limits {
                 max_bulk_len: engine.config().with(|c| c.proto_max_bulk_len),
+                unauthenticated: false,
             };
             for event in events.iter() {
                 match event.token() {

@@ -9,19 +9,28 @@ use memchr::memchr;
 pub const INLINE_MAX: usize = 64 * 1024;
 
 /// Most arguments one multibulk request may carry.
-pub const MULTIBULK_MAX: i64 = 1024 * 1024;
+pub const MULTIBULK_MAX: i64 = i32::MAX as i64;
+
+/// Before authentication Redis accepts only small requests: at most this many arguments…
+pub const UNAUTH_MULTIBULK_MAX: i64 = 10;
+
+/// …each at most this long.
+pub const UNAUTH_BULK_MAX: u64 = 16384;
 
 /// Limits the decoder enforces.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// `proto-max-bulk-len`.
     pub max_bulk_len: u64,
+    /// The client must still authenticate: only small requests are accepted.
+    pub unauthenticated: bool,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_bulk_len: 512 * 1024 * 1024,
+            unauthenticated: false,
         }
     }
 }
@@ -83,7 +92,13 @@ fn decode_multibulk(buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolErro
         return Ok(Decoded::Incomplete);
     };
     let count = header_int(count_text)
-        .filter(|&n| n <= MULTIBULK_MAX)
+        .filter(|&n| {
+            n <= if limits.unauthenticated {
+                UNAUTH_MULTIBULK_MAX
+            } else {
+                MULTIBULK_MAX
+            }
+        })
         .ok_or_else(|| perr("invalid multibulk length"))?;
     if count <= 0 {
         return Ok(Decoded::Skip(pos));
@@ -104,7 +119,14 @@ fn decode_multibulk(buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolErro
             return Ok(Decoded::Incomplete);
         };
         let len = header_int(len_text)
-            .filter(|&n| n >= 0 && (n as u64) <= limits.max_bulk_len)
+            .filter(|&n| {
+                let max = if limits.unauthenticated {
+                    UNAUTH_BULK_MAX
+                } else {
+                    limits.max_bulk_len
+                };
+                n >= 0 && (n as u64) <= max
+            })
             .ok_or_else(|| perr("invalid bulk length"))? as usize;
         if buf.len() < data + len + 2 {
             return Ok(Decoded::Incomplete);
@@ -274,8 +296,20 @@ mod tests {
             Err(perr("invalid bulk length"))
         );
         assert_eq!(
-            decode(b"*1048577\r\n", &l),
+            decode(b"*2147483648\r\n", &l),
             Err(perr("invalid multibulk length"))
+        );
+        let unauth = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        assert_eq!(
+            decode(b"*11\r\n", &unauth),
+            Err(perr("invalid multibulk length"))
+        );
+        assert_eq!(
+            decode(b"*1\r\n$16385\r\n", &unauth),
+            Err(perr("invalid bulk length"))
         );
         assert_eq!(
             decode(b"SET \"a\r\n", &l),

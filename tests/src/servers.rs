@@ -1,0 +1,135 @@
+//! Servers on free ports: the real `redis-server` used as the oracle, and Pion (in this
+//! process on a background thread, or as a `pion-server` child process).
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use pion_core::{Engine, EngineOptions};
+use pion_server::{Server, StopHandle};
+
+use crate::resp::Client;
+
+/// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+fn wait_ready(port: u16) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(mut c) = Client::connect(port) {
+            if let Ok((crate::RespValue::Line(b'+', pong), _)) = c.call(&["PING"]) {
+                if pong == b"PONG" {
+                    return true;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A real redis-server child process (the oracle). Killed on drop.
+pub struct RedisServer {
+    /// Its port.
+    pub port: u16,
+    child: Child,
+}
+
+impl RedisServer {
+    /// Starts `redis-server` (or `$PION_REDIS_SERVER`) with persistence off.
+    pub fn start() -> RedisServer {
+        let bin = std::env::var("PION_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        for _ in 0..5 {
+            let port = free_port();
+            let child = Command::new(&bin)
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--bind",
+                    "127.0.0.1",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot start {bin} (install redis-server, the differential oracle): {e}"
+                    )
+                });
+            let mut server = RedisServer { port, child };
+            if wait_ready(port) {
+                return server;
+            }
+            let _ = server.child.kill();
+        }
+        panic!("redis-server did not become ready");
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Pion serving on a free port from a background thread of this process.
+pub struct PionServer {
+    /// Its port.
+    pub port: u16,
+    /// The engine behind it.
+    pub engine: Engine,
+    stop: StopHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PionServer {
+    /// Starts Pion with `threads` worker threads and default options.
+    pub fn start(threads: usize) -> PionServer {
+        let mut options = EngineOptions::default();
+        options.config.threads = threads;
+        PionServer::start_with(threads, options)
+    }
+
+    /// Starts Pion with these engine options.
+    pub fn start_with(threads: usize, options: EngineOptions) -> PionServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
+        let port = listener.local_addr().expect("local addr").port();
+        let mut options = options;
+        options.config.port = port;
+        let engine = Engine::open(options);
+        let server = Server::new(engine.clone(), listener, threads);
+        let stop = server.stop_handle();
+        let thread = std::thread::spawn(move || {
+            if let Err(e) = server.run() {
+                eprintln!("pion test server failed: {e}");
+            }
+        });
+        assert!(wait_ready(port), "pion did not become ready");
+        PionServer {
+            port,
+            engine,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for PionServer {
+    fn drop(&mut self) {
+        self.stop.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

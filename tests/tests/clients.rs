@@ -1,0 +1,96 @@
+//! Unmodified clients against Pion: `redis-cli` gives the same output as against
+//! redis-server for the same input, and raw protocol edge cases behave like Redis.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use pion_tests::{Client, PionServer, RedisServer};
+
+fn redis_cli(port: u16, input: &str, resp3: bool) -> String {
+    let mut cmd = Command::new("redis-cli");
+    cmd.args(["-p", &port.to_string()]);
+    if resp3 {
+        cmd.arg("-3");
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("redis-cli must be installed (redis-tools)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("redis-cli output");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn redis_cli_output_matches() {
+    let redis = RedisServer::start();
+    let pion = PionServer::start(1);
+    let script = "FLUSHALL\nSET greeting hello\nGET greeting\nINCR n\nINCRBYFLOAT f 0.1\nDEL greeting nope\nGET missing\nPING\nECHO \"a b\"\nNOSUCHCOMMAND x\nSELECT 99\nCOMMAND GETKEYS SET a b\nTYPE n\n";
+    for resp3 in [false, true] {
+        assert_eq!(
+            redis_cli(pion.port, script, resp3),
+            redis_cli(redis.port, script, resp3),
+            "resp3={resp3}"
+        );
+    }
+}
+
+#[test]
+fn protocol_errors_match_redis_and_close() {
+    let redis = RedisServer::start();
+    let pion = PionServer::start(1);
+    let cases: &[&[u8]] = &[
+        b"*1\r\n+PING\r\n",
+        b"*-x\r\n",
+        b"*2\r\n$3\r\nGET\r\n$-5\r\n",
+        b"*1\r\n$999999999999\r\n",
+        b"ECHO \"unbalanced\r\n",
+        b"*3000000000\r\n",
+    ];
+    for case in cases {
+        let mut replies = Vec::new();
+        for port in [redis.port, pion.port] {
+            let mut c = Client::connect(port).expect("connect");
+            c.send_raw(case).expect("send");
+            let first = c.read_reply().map(|(_, raw)| raw).unwrap_or_default();
+            let closed = c.call(&["PING"]).is_err();
+            replies.push((String::from_utf8_lossy(&first).into_owned(), closed));
+        }
+        assert_eq!(
+            replies[0],
+            replies[1],
+            "case {:?}",
+            String::from_utf8_lossy(case)
+        );
+    }
+}
+
+#[test]
+fn inline_commands_and_deep_pipelines() {
+    let pion = PionServer::start(2);
+    let mut c = Client::connect(pion.port).expect("connect");
+    c.send_raw(b"SET a 1\r\nINCR a\r\nGET a\r\n").expect("send");
+    let replies: Vec<String> = (0..3)
+        .map(|_| String::from_utf8_lossy(&c.read_reply().expect("reply").1).into_owned())
+        .collect();
+    assert_eq!(replies, vec!["+OK\r\n", ":2\r\n", "$1\r\n2\r\n"]);
+    let mut batch = Vec::new();
+    for i in 0..20000 {
+        batch.extend_from_slice(&Client::encode(&["SET", &format!("p{i}"), &i.to_string()]));
+    }
+    c.send_raw(&batch).expect("send pipeline");
+    for _ in 0..20000 {
+        assert_eq!(c.read_reply().expect("reply").1, b"+OK\r\n");
+    }
+    assert_eq!(
+        c.cmd(&["DBSIZE"]),
+        pion_tests::RespValue::Line(b':', b"20001".to_vec())
+    );
+}
