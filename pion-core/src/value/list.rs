@@ -264,6 +264,14 @@ mod tests {
     }
 
     #[test]
+    fn redis_7_0_reports_quicklist() {
+        assert_eq!(
+            super::super::Value::List(list(&["a"])).encoding(),
+            "quicklist"
+        );
+    }
+
+    #[test]
     fn pop_many_keeps_pop_order() {
         let mut l = list(&["a", "b", "c", "d"]);
         assert_eq!(l.pop_many(End::Right, 2), [b"d".to_vec(), b"c".to_vec()]);

@@ -23,18 +23,48 @@ use crate::value::ListValue;
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("lpush", -3, WRITE | DENYOOM | FAST, Group::List, push_pop::lpush)
-        .keys(1, 1, 1)
-        .doc("Prepend one or multiple elements to a list", "1.0.0"),
-    CommandSpec::new("rpush", -3, WRITE | DENYOOM | FAST, Group::List, push_pop::rpush)
-        .keys(1, 1, 1)
-        .doc("Append one or multiple elements to a list", "1.0.0"),
-    CommandSpec::new("lpushx", -3, WRITE | DENYOOM | FAST, Group::List, push_pop::lpushx)
-        .keys(1, 1, 1)
-        .doc("Prepend an element to a list, only if the list exists", "2.2.0"),
-    CommandSpec::new("rpushx", -3, WRITE | DENYOOM | FAST, Group::List, push_pop::rpushx)
-        .keys(1, 1, 1)
-        .doc("Append an element to a list, only if the list exists", "2.2.0"),
+    CommandSpec::new(
+        "lpush",
+        -3,
+        WRITE | DENYOOM | FAST,
+        Group::List,
+        push_pop::lpush,
+    )
+    .keys(1, 1, 1)
+    .doc("Prepend one or multiple elements to a list", "1.0.0"),
+    CommandSpec::new(
+        "rpush",
+        -3,
+        WRITE | DENYOOM | FAST,
+        Group::List,
+        push_pop::rpush,
+    )
+    .keys(1, 1, 1)
+    .doc("Append one or multiple elements to a list", "1.0.0"),
+    CommandSpec::new(
+        "lpushx",
+        -3,
+        WRITE | DENYOOM | FAST,
+        Group::List,
+        push_pop::lpushx,
+    )
+    .keys(1, 1, 1)
+    .doc(
+        "Prepend an element to a list, only if the list exists",
+        "2.2.0",
+    ),
+    CommandSpec::new(
+        "rpushx",
+        -3,
+        WRITE | DENYOOM | FAST,
+        Group::List,
+        push_pop::rpushx,
+    )
+    .keys(1, 1, 1)
+    .doc(
+        "Append an element to a list, only if the list exists",
+        "2.2.0",
+    ),
     CommandSpec::new("lpop", -2, WRITE | FAST, Group::List, push_pop::lpop)
         .keys(1, 1, 1)
         .doc("Remove and get the first elements in a list", "1.0.0"),
@@ -55,10 +85,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Return the index of matching elements on a list", "6.0.6"),
     CommandSpec::new("lset", 4, WRITE | DENYOOM, Group::List, edit::lset)
         .keys(1, 1, 1)
-        .doc("Set the value of an element in a list by its index", "1.0.0"),
+        .doc(
+            "Set the value of an element in a list by its index",
+            "1.0.0",
+        ),
     CommandSpec::new("linsert", 5, WRITE | DENYOOM, Group::List, edit::linsert)
         .keys(1, 1, 1)
-        .doc("Insert an element before or after another element in a list", "2.2.0"),
+        .doc(
+            "Insert an element before or after another element in a list",
+            "2.2.0",
+        ),
     CommandSpec::new("lrem", 4, WRITE, Group::List, edit::lrem)
         .keys(1, 1, 1)
         .doc("Remove elements from a list", "1.0.0"),
@@ -67,10 +103,22 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Trim a list to the specified range", "1.0.0"),
     CommandSpec::new("lmove", 5, WRITE | DENYOOM, Group::List, push_pop::lmove)
         .keys(1, 2, 1)
-        .doc("Pop an element from a list, push it to another list and return it", "6.2.0"),
-    CommandSpec::new("rpoplpush", 3, WRITE | DENYOOM, Group::List, push_pop::rpoplpush)
-        .keys(1, 2, 1)
-        .doc("Remove the last element in a list, prepend it to another list and return it", "1.2.0"),
+        .doc(
+            "Pop an element from a list, push it to another list and return it",
+            "6.2.0",
+        ),
+    CommandSpec::new(
+        "rpoplpush",
+        3,
+        WRITE | DENYOOM,
+        Group::List,
+        push_pop::rpoplpush,
+    )
+    .keys(1, 2, 1)
+    .doc(
+        "Remove the last element in a list, prepend it to another list and return it",
+        "1.2.0",
+    ),
     CommandSpec::new("lmpop", -4, WRITE, Group::List, push_pop::lmpop)
         .movable(push_pop::lmpop_keys)
         .doc("Pop elements from a list", "7.0.0"),

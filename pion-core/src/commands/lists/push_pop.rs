@@ -166,7 +166,11 @@ pub(crate) fn parse_mpop(argv: &[Vec<u8>], numkeys_at: usize) -> OpResult<MpopAr
 
 /// Pops from the first non-empty list among the keys: `[key, [elements…]]`, or `None`
 /// when every key is missing. A key of another type met before a list is `WRONGTYPE`.
-pub(crate) fn mpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], args: &MpopArgs) -> OpResult<Option<Reply>> {
+pub(crate) fn mpop(
+    ctx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    args: &MpopArgs,
+) -> OpResult<Option<Reply>> {
     for &i in &args.keys {
         let key = &argv[i];
         let Some(list) = write_list(ctx, key)? else {
