@@ -26,18 +26,22 @@ fn push(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], end: End, only_existing: bool) -> O
     Ok(Reply::Integer(list.len() as i64))
 }
 
+/// `LPUSH key element …`.
 pub(super) fn lpush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     push(ctx, argv, End::Left, false)
 }
 
+/// `RPUSH key element …`.
 pub(super) fn rpush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     push(ctx, argv, End::Right, false)
 }
 
+/// `LPUSHX key element …`.
 pub(super) fn lpushx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     push(ctx, argv, End::Left, true)
 }
 
+/// `RPUSHX key element …`.
 pub(super) fn rpushx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     push(ctx, argv, End::Right, true)
 }
@@ -69,10 +73,12 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], end: End, name: &str) -> OpResult<Re
     })
 }
 
+/// `LPOP key [count]`.
 pub(super) fn lpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     pop(ctx, argv, End::Left, "lpop")
 }
 
+/// `RPOP key [count]`.
 pub(super) fn rpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     pop(ctx, argv, End::Right, "rpop")
 }
@@ -96,12 +102,15 @@ fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> Op
     Ok(Reply::Bulk(elem))
 }
 
+/// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT`: both ends are parsed
+/// before any key is looked up.
 pub(super) fn lmove(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let from = parse_end(&argv[3])?;
     let to = parse_end(&argv[4])?;
     move_one(ctx, &argv[1], &argv[2], from, to)
 }
 
+/// `RPOPLPUSH source destination`: `LMOVE … RIGHT LEFT`.
 pub(super) fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     move_one(ctx, &argv[1], &argv[2], End::Right, End::Left)
 }
@@ -125,6 +134,7 @@ pub(crate) fn numkeys_keys(argv: &[Vec<u8>], numkeys_at: usize) -> OpResult<Vec<
     Ok((first..first + n).collect())
 }
 
+/// The key finder of `LMPOP numkeys key …`.
 pub(super) fn lmpop_keys(argv: &[Vec<u8>]) -> OpResult<Vec<usize>> {
     numkeys_keys(argv, 1)
 }
@@ -188,6 +198,8 @@ pub(crate) fn mpop(
     Ok(None)
 }
 
+/// `LMPOP numkeys key … LEFT|RIGHT [COUNT count]`: `[key, [elements…]]`, or the
+/// nil array when every key is missing.
 pub(super) fn lmpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let args = parse_mpop(argv, 1)?;
     Ok(mpop(ctx, argv, &args)?.unwrap_or(Reply::NullArray))

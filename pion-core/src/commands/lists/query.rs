@@ -6,6 +6,7 @@ use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::reply::Reply;
 
+/// `LLEN key`: 0 for a missing key.
 pub(super) fn llen(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let len = read_list(ctx, &argv[1])?.map_or(0, |l| l.len());
     Ok(Reply::Integer(len as i64))
