@@ -231,7 +231,7 @@ fn client_id(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> OpResult<()> {
-    if name.iter().any(|&c| c < b'!' || c > b'~') {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
         return Err(OpError::custom(
             "ERR Client names cannot contain spaces, newlines or special characters.",
         ));
@@ -256,7 +256,7 @@ fn client_getname(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn client_setinfo(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let value = &argv[3];
-    if value.iter().any(|&c| c < b'!' || c > b'~') {
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
         return Err(OpError::custom(format!(
             "ERR {} cannot contain spaces, newlines or special characters.",
             text(&argv[2]).to_ascii_uppercase()

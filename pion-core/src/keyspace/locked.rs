@@ -142,10 +142,11 @@ impl<'a> Locked<'a> {
         let entry = shard
             .db_mut(db)
             .and_then(|d| d.slots[loc.local].get_mut(key));
-        Ok(entry.map(|e| {
+        if let Some(e) = entry {
             e.lru_secs = lru;
-            e
-        }))
+            return Ok(Some(e));
+        }
+        Ok(None)
     }
 
     /// The entry of a live key without touching its access time (`OBJECT`, `TTL`).

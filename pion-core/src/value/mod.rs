@@ -192,7 +192,7 @@ impl Value {
 
 /// Average heap size of up to `SAMPLE` byte strings, times `len`: the O(1) estimate
 /// behind [`Value::mem_usage`].
-pub(crate) fn sampled_size<'a, I>(iter: I, len: usize, per_item_overhead: usize) -> usize
+pub(crate) fn sampled_size<I>(iter: I, len: usize, per_item_overhead: usize) -> usize
 where
     I: Iterator<Item = usize>,
 {
@@ -203,9 +203,5 @@ where
         total += size + per_item_overhead;
         n += 1;
     }
-    if n == 0 {
-        0
-    } else {
-        total / n * len
-    }
+    total.checked_div(n).map_or(0, |avg| avg * len)
 }
