@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs Pion's whole test suite, installing what the tests need when it is missing:
+# the real redis-server (the differential oracle) and redis-cli, Mesa's Vulkan drivers
+# (wgpu on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu] and redis.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/pion-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
+dpkg -s mesa-vulkan-drivers >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  # The Debian package starts a system redis on 6379; the tests start their own.
+  $SUDO systemctl disable --now redis-server >/dev/null 2>&1 || true
+fi
+
+VENV=.venv
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "== creating $VENV"
+  python3 -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx" >/dev/null 2>&1; then
+  echo "== installing Python test dependencies"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" redis
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -q -- -D warnings
+echo "== cargo build (pion-server)"
+cargo build -q -p pion-server
+echo "== cargo test"
+cargo test --workspace -q 2>&1 | tee /tmp/pion-cargo-test.log | grep -vE '^\s*$' | grep -vE '^running [0-9]+ tests?$' || true
+if grep -qE '^test result: FAILED|^error' /tmp/pion-cargo-test.log || ! grep -q '^test result: ok' /tmp/pion-cargo-test.log; then
+  echo "cargo test failed" >&2
+  exit 1
+fi
+echo "== pytest"
+PION_SERVER_BIN="$CARGO_TARGET_DIR/debug/pion-server" "$VENV/bin/python" -m pytest -q tests/python

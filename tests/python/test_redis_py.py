@@ -1,0 +1,80 @@
+"""redis-py, unmodified, against a real pion-server process (RESP2 and RESP3)."""
+
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    binary = os.environ.get("PION_SERVER_BIN", "target/debug/pion-server")
+    port = _free_port()
+    data = tmp_path_factory.mktemp("pion-data")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--dir", str(data), "--threads", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            if redis.Redis(port=port).ping():
+                break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        raise RuntimeError("pion-server did not start")
+    yield port
+    proc.terminate()
+    assert proc.wait(timeout=10) == 0, "SIGTERM must shut pion-server down cleanly"
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_core_types(server, protocol):
+    r = redis.Redis(port=server, protocol=protocol, decode_responses=True)
+    r.flushall()
+    assert r.set("k", "v", ex=100) is True
+    assert r.get("k") == "v"
+    assert 0 < r.ttl("k") <= 100
+    assert r.incrby("n", 5) == 5
+    assert r.incrbyfloat("f", 0.5) == 0.5
+    assert r.hset("h", mapping={"a": "1", "b": "2"}) == 2
+    assert r.hgetall("h") == {"a": "1", "b": "2"}
+    assert r.rpush("l", "x", "y", "z") == 3
+    assert r.lrange("l", 0, -1) == ["x", "y", "z"]
+    assert r.sadd("s", "a", "b") == 2
+    assert r.smembers("s") == {"a", "b"}
+    assert r.zadd("z", {"m1": 1.5, "m2": 0.5}) == 2
+    assert r.zrange("z", 0, -1, withscores=True) == [("m2", 0.5), ("m1", 1.5)]
+    assert r.zscore("z", "m1") == 1.5
+    assert r.type("z") == "zset"
+    assert sorted(r.keys("*")) == ["f", "h", "k", "l", "n", "s", "z"]
+    assert r.dbsize() == 7
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        r.lpush("h", "x")
+
+
+def test_pipeline_without_transaction_and_scan(server):
+    r = redis.Redis(port=server, decode_responses=True)
+    r.flushall()
+    pipe = r.pipeline(transaction=False)
+    for i in range(500):
+        pipe.set(f"key:{i}", i)
+    assert all(pipe.execute())
+    assert {k for k in r.scan_iter(match="key:*", count=50)} == {f"key:{i}" for i in range(500)}
+    info = r.info()
+    assert info["redis_version"] == "7.0.15"
+    assert "pion_version" in info
+    assert r.client_setname("tester") is True
+    assert r.client_getname() == "tester"
