@@ -336,3 +336,56 @@ mod tests {
         assert_eq!(decode(b"*0\r\n", &Limits::default()), Ok(Decoded::Skip(4)));
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn encode_request(args: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Garbage never panics or loops: each step consumes bytes, asks for more, or
+        /// reports a protocol error.
+        #[test]
+        fn garbage_is_decoded_or_refused(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let limits = Limits::default();
+            let mut at = 0;
+            let mut steps = 0;
+            while at < bytes.len() {
+                steps += 1;
+                prop_assert!(steps <= bytes.len() + 1);
+                match decode(&bytes[at..], &limits) {
+                    Ok(Decoded::Command(_, used)) | Ok(Decoded::Skip(used)) => {
+                        prop_assert!(used > 0 && at + used <= bytes.len());
+                        at += used;
+                    }
+                    Ok(Decoded::Incomplete) | Err(_) => break,
+                }
+            }
+        }
+
+        /// Any well-formed request round-trips, whole or split at any point.
+        #[test]
+        fn valid_requests_round_trip(
+            args in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 1..8),
+            cut in 0usize..1000,
+        ) {
+            let wire = encode_request(&args);
+            let limits = Limits::default();
+            prop_assert_eq!(decode(&wire, &limits), Ok(Decoded::Command(args.clone(), wire.len())));
+            let cut = cut % wire.len();
+            prop_assert_eq!(decode(&wire[..cut], &limits), Ok(Decoded::Incomplete));
+        }
+    }
+}
