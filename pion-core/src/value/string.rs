@@ -34,6 +34,25 @@ impl StrValue {
         StrValue { bytes, encoding }
     }
 
+    /// A string built from text that Redis never tries to store as an integer
+    /// (`INCRBYFLOAT` results): `embstr` when short, `raw` otherwise.
+    pub fn text(bytes: Vec<u8>) -> StrValue {
+        let encoding = if bytes.len() <= EMBSTR_MAX {
+            StrEncoding::Embstr
+        } else {
+            StrEncoding::Raw
+        };
+        StrValue { bytes, encoding }
+    }
+
+    /// A string that starts out `raw`, as one grown in place by `SETRANGE` does.
+    pub fn raw(bytes: Vec<u8>) -> StrValue {
+        StrValue {
+            bytes,
+            encoding: StrEncoding::Raw,
+        }
+    }
+
     /// A string holding an integer.
     pub fn from_int(v: i64) -> StrValue {
         StrValue {
