@@ -114,3 +114,32 @@ impl StrValue {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StrValue;
+
+    #[test]
+    fn encodings_follow_redis() {
+        assert_eq!(StrValue::new(b"123".to_vec()).encoding(), "int");
+        assert_eq!(
+            StrValue::new(b"-9223372036854775808".to_vec()).encoding(),
+            "int"
+        );
+        assert_eq!(
+            StrValue::new(b"9223372036854775808".to_vec()).encoding(),
+            "embstr"
+        );
+        assert_eq!(StrValue::new(b"01".to_vec()).encoding(), "embstr");
+        assert_eq!(StrValue::new(Vec::new()).encoding(), "embstr");
+        assert_eq!(StrValue::new(vec![b'x'; 44]).encoding(), "embstr");
+        assert_eq!(StrValue::new(vec![b'x'; 45]).encoding(), "raw");
+        assert_eq!(StrValue::text(b"3".to_vec()).encoding(), "embstr");
+        assert_eq!(StrValue::text(vec![b'1'; 45]).encoding(), "raw");
+        assert_eq!(StrValue::raw(b"1".to_vec()).encoding(), "raw");
+        assert_eq!(StrValue::from_int(-5).as_bytes(), b"-5");
+        let mut v = StrValue::new(b"12".to_vec());
+        v.bytes_mut().push(b'3');
+        assert_eq!((v.encoding(), v.as_int()), ("raw", Some(123)));
+    }
+}

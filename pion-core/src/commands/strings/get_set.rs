@@ -206,7 +206,7 @@ pub(super) fn mget(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// The key/value pairs of `MSET`/`MSETNX`, or Redis's arity error when one is odd.
 fn pairs<'a>(argv: &'a [Vec<u8>], cmd: &str) -> OpResult<std::slice::Chunks<'a, Vec<u8>>> {
-    if argv.len() % 2 == 0 {
+    if argv.len().is_multiple_of(2) {
         return Err(OpError::WrongArity(cmd.to_string()));
     }
     Ok(argv[1..].chunks(2))
