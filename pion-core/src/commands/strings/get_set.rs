@@ -1,7 +1,7 @@
 //! Whole-value reads and writes: `GET`, `SET` and its variants (`SETNX`, `SETEX`,
 //! `PSETEX`, `GETSET`, `GETDEL`, `GETEX`) and the multi-key `MGET`, `MSET`, `MSETNX`.
 
-use super::{expire_deadline, expire_keyword, read_string, ExpireUnit};
+use super::{exists_for_write, expire_deadline, expire_keyword, read_string, ExpireUnit};
 use crate::commands::util::is_kw;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
@@ -55,7 +55,7 @@ pub(super) fn set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     let found = match &old {
         Some(v) => v.is_some(),
-        None => ctx.ks.exists(db, key)?,
+        None => exists_for_write(ctx, key)?,
     };
     if (nx && found) || (xx && !found) {
         return Ok(match old {
@@ -80,10 +80,10 @@ pub(super) fn set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// `SETNX key value`: 1 if the key was created, 0 if it existed (with any type).
 pub(super) fn setnx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let db = ctx.db();
-    if ctx.ks.exists(db, &argv[1])? {
+    if exists_for_write(ctx, &argv[1])? {
         return Ok(Reply::Integer(0));
     }
+    let db = ctx.db();
     ctx.ks.set(db, &argv[1], Value::string(argv[2].clone()))?;
     Ok(Reply::Integer(1))
 }
@@ -224,12 +224,12 @@ pub(super) fn mset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// `MSETNX key value [key value ...]`: sets all pairs only if no key exists (of any
 /// type); 1 if it did, 0 otherwise.
 pub(super) fn msetnx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let db = ctx.db();
     for pair in pairs(argv, "msetnx")? {
-        if ctx.ks.exists(db, &pair[0])? {
+        if exists_for_write(ctx, &pair[0])? {
             return Ok(Reply::Integer(0));
         }
     }
+    let db = ctx.db();
     for pair in pairs(argv, "msetnx")? {
         ctx.ks.set(db, &pair[0], Value::string(pair[1].clone()))?;
     }

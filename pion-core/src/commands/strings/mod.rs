@@ -183,6 +183,13 @@ pub(crate) fn read_string(ctx: &mut Ctx<'_>, key: &[u8]) -> OpResult<Option<Vec<
     }
 }
 
+/// Whether a key exists, looked up as a write does in Redis: the access time is
+/// touched but no keyspace hit or miss is counted.
+fn exists_for_write(ctx: &mut Ctx<'_>, key: &[u8]) -> OpResult<bool> {
+    let db = ctx.db();
+    Ok(ctx.ks.entry(db, key)?.is_some())
+}
+
 /// Which expiry option a SET/GETEX-style command carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExpireUnit {

@@ -108,10 +108,11 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(len_reply(bytes.len())))
 }
 
-/// The length of the string at `key` (`None` when missing), or `WRONGTYPE`.
+/// The length of the string at `key` (`None` when missing), or `WRONGTYPE`; looked up
+/// as a write, so no keyspace hit or miss is counted.
 fn read_string_len(ctx: &mut Ctx<'_>, key: &[u8]) -> OpResult<Option<usize>> {
     let db = ctx.db();
-    match ctx.ks.get(db, key)? {
+    match ctx.ks.get_mut(db, key)? {
         None => Ok(None),
         Some(v) => Ok(Some(v.as_str()?.len())),
     }

@@ -735,3 +735,42 @@ fn lcs_refuses_tables_over_proto_max_bulk_len() {
     );
     assert_eq!(run(&e, &["LCS", "a", "nokey"]), bulk(""));
 }
+
+#[test]
+fn only_reads_count_keyspace_hits_and_misses() {
+    use std::sync::atomic::Ordering;
+    let e = engine();
+    run(&e, &["SET", "s", "1"]);
+    let stats = |e: &Engine| {
+        let s = e.keyspace().stats();
+        (
+            s.keyspace_hits.load(Ordering::Relaxed),
+            s.keyspace_misses.load(Ordering::Relaxed),
+        )
+    };
+    // The sequence and running totals recorded from Redis 7.0.15 (INFO stats).
+    let steps: &[(&[&str], (u64, u64))] = &[
+        (&["INCR", "s"], (0, 0)),
+        (&["INCR", "nn"], (0, 0)),
+        (&["INCRBYFLOAT", "s", "1"], (0, 0)),
+        (&["APPEND", "s", "1"], (0, 0)),
+        (&["SETRANGE", "s", "0", "1"], (0, 0)),
+        (&["SETNX", "s", "1"], (0, 0)),
+        (&["MSETNX", "s", "1"], (0, 0)),
+        (&["GETSET", "s", "2"], (1, 0)),
+        (&["GETDEL", "s"], (2, 0)),
+        (&["GETEX", "nn"], (3, 0)),
+        (&["STRLEN", "nn"], (4, 0)),
+        (&["SET", "s", "1", "GET"], (4, 1)),
+        (&["SET", "s", "1"], (4, 1)),
+        (&["MGET", "s", "nn"], (6, 1)),
+        (&["LCS", "s", "nn"], (8, 1)),
+        (&["GETRANGE", "s", "0", "1"], (9, 1)),
+        (&["DECRBY", "s", "1"], (9, 1)),
+        (&["SETEX", "s", "10", "1"], (9, 1)),
+    ];
+    for (args, want) in steps {
+        assert!(!run(&e, args).is_error(), "{args:?}");
+        assert_eq!(stats(&e), *want, "{args:?}");
+    }
+}
