@@ -2,6 +2,7 @@
 //! length, or the matching ranges (`IDX`) found by walking the dynamic-programming
 //! table back from its end, like Redis does.
 
+use super::len_reply;
 use crate::commands::util::{int, is_kw};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
@@ -193,11 +194,6 @@ fn string_or_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> OpResult<Vec<u8>> {
             )),
         },
     }
-}
-
-/// An index or length as a reply integer (allocations never exceed `i64::MAX`).
-fn len_reply(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

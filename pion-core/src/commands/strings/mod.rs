@@ -1,9 +1,9 @@
 //! String commands: Redis's string family (`GET`, `SET` and their variants, counters,
 //! ranges, `APPEND`, `LCS`).
 //!
-//! The family is split by what the commands do: [`get_set`] reads and replaces whole
-//! values (with expiry options), [`counter`] does integer and float arithmetic,
-//! [`range`] edits or reads parts of a value, and [`lcs`] compares two values. This
+//! The family is split by what the commands do: `get_set` reads and replaces whole
+//! values (with expiry options), `counter` does integer and float arithmetic,
+//! `range` edits or reads parts of a value, and `lcs` compares two values. This
 //! module holds the command table and the helpers they share.
 
 mod counter;
@@ -252,6 +252,12 @@ fn check_string_length(ctx: &Ctx<'_>, total: u128) -> OpResult<()> {
         ));
     }
     Ok(())
+}
+
+/// A byte length or index as a reply integer (allocations never exceed `i64::MAX`
+/// bytes, so the fallback is unreachable).
+fn len_reply(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! `SUBSTR`), `SETRANGE`. Edits in place make the value `raw`, as in Redis, and keep
 //! the key's time to live.
 
-use super::check_string_length;
+use super::{check_string_length, len_reply};
 use crate::commands::util::int;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
@@ -126,11 +126,6 @@ fn string_mut<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<&'c mut StrValue
         Some(_) => Err(OpError::WrongType),
         None => Err(OpError::custom("ERR internal error: string vanished")),
     }
-}
-
-/// A byte length as a reply integer (allocations never exceed `i64::MAX` bytes).
-fn len_reply(len: usize) -> i64 {
-    i64::try_from(len).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

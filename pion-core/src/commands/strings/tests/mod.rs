@@ -1,6 +1,6 @@
 //! Behaviour of the string family, with replies checked against Redis 7.0.15. This
-//! file holds the shared helpers and the whole-value commands; [`edits`] covers
-//! counters and partial edits, [`lcs`] the `LCS` command.
+//! file holds the shared helpers and the whole-value commands; `edits` covers
+//! counters and partial edits, `lcs` the `LCS` command.
 
 mod edits;
 mod lcs;
