@@ -34,6 +34,25 @@ impl StrValue {
         StrValue { bytes, encoding }
     }
 
+    /// A string built from text that Redis never tries to store as an integer
+    /// (`INCRBYFLOAT` results): `embstr` when short, `raw` otherwise.
+    pub fn text(bytes: Vec<u8>) -> StrValue {
+        let encoding = if bytes.len() <= EMBSTR_MAX {
+            StrEncoding::Embstr
+        } else {
+            StrEncoding::Raw
+        };
+        StrValue { bytes, encoding }
+    }
+
+    /// A string that starts out `raw`, as one grown in place by `SETRANGE` does.
+    pub fn raw(bytes: Vec<u8>) -> StrValue {
+        StrValue {
+            bytes,
+            encoding: StrEncoding::Raw,
+        }
+    }
+
     /// A string holding an integer.
     pub fn from_int(v: i64) -> StrValue {
         StrValue {
@@ -93,5 +112,34 @@ impl StrValue {
             StrEncoding::Int => 0,
             _ => self.bytes.capacity() + 3,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StrValue;
+
+    #[test]
+    fn encodings_follow_redis() {
+        assert_eq!(StrValue::new(b"123".to_vec()).encoding(), "int");
+        assert_eq!(
+            StrValue::new(b"-9223372036854775808".to_vec()).encoding(),
+            "int"
+        );
+        assert_eq!(
+            StrValue::new(b"9223372036854775808".to_vec()).encoding(),
+            "embstr"
+        );
+        assert_eq!(StrValue::new(b"01".to_vec()).encoding(), "embstr");
+        assert_eq!(StrValue::new(Vec::new()).encoding(), "embstr");
+        assert_eq!(StrValue::new(vec![b'x'; 44]).encoding(), "embstr");
+        assert_eq!(StrValue::new(vec![b'x'; 45]).encoding(), "raw");
+        assert_eq!(StrValue::text(b"3".to_vec()).encoding(), "embstr");
+        assert_eq!(StrValue::text(vec![b'1'; 45]).encoding(), "raw");
+        assert_eq!(StrValue::raw(b"1".to_vec()).encoding(), "raw");
+        assert_eq!(StrValue::from_int(-5).as_bytes(), b"-5");
+        let mut v = StrValue::new(b"12".to_vec());
+        v.bytes_mut().push(b'3');
+        assert_eq!((v.encoding(), v.as_int()), ("raw", Some(123)));
     }
 }
