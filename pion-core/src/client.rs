@@ -29,8 +29,11 @@ pub struct ClientShared {
     pub db: AtomicUsize,
     /// Protocol version (2 or 3).
     pub resp: AtomicUsize,
-    /// Name, library name and version, and the last command (lower-case full name).
+    /// Name, library name and version.
     pub text: Mutex<ClientText>,
+    /// The counter slot of the last command run (`usize::MAX`: none yet); the
+    /// command table turns it into the full name.
+    pub last_cmd: AtomicUsize,
     /// Set by `CLIENT KILL`: the connection closes as soon as its thread sees it.
     pub killed: AtomicBool,
     /// Commands processed.
@@ -48,8 +51,6 @@ pub struct ClientText {
     pub lib_name: Vec<u8>,
     /// `CLIENT SETINFO LIB-VER`.
     pub lib_ver: Vec<u8>,
-    /// The last command run.
-    pub last_cmd: String,
 }
 
 impl ClientShared {
@@ -104,6 +105,7 @@ impl ClientState {
             created_ms: now_ms,
             last_interaction_ms: AtomicI64::new(now_ms),
             resp: AtomicUsize::new(2),
+            last_cmd: AtomicUsize::new(usize::MAX),
             ..ClientShared::default()
         });
         registry.clients.lock().insert(id, Arc::clone(&shared));

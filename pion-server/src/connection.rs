@@ -26,6 +26,8 @@ pub struct Connection {
     pub written: usize,
     /// Close once the output is flushed.
     pub closing: bool,
+    /// Whether the event loop currently asks for writability on this socket.
+    pub write_interest: bool,
 }
 
 impl Connection {
@@ -39,6 +41,7 @@ impl Connection {
             output: Vec::new(),
             written: 0,
             closing: false,
+            write_interest: false,
         }
     }
 

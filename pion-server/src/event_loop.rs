@@ -177,7 +177,7 @@ impl Worker {
                         }
                     }
                     WAKER => self.adopt_inbox(engine),
-                    token => self.serve(token, engine, &limits, event.is_writable()),
+                    token => self.serve(token, engine, &limits),
                 }
             }
             self.reap_killed();
@@ -263,7 +263,7 @@ impl Worker {
         self.conns.insert(token, (stream, Connection::new(client)));
     }
 
-    fn serve(&mut self, token: Token, engine: &Engine, limits: &Limits, writable: bool) {
+    fn serve(&mut self, token: Token, engine: &Engine, limits: &Limits) {
         let Some((stream, conn)) = self.conns.get_mut(&token) else {
             return;
         };
@@ -286,24 +286,29 @@ impl Worker {
                 }
             }
         }
-        let _ = writable;
         let done = conn.closing && conn.unwritten().is_empty();
         if !open || done {
             self.close(token, engine);
             return;
         }
-        let interest = if conn.unwritten().is_empty() {
-            Interest::READABLE
-        } else {
-            Interest::READABLE | Interest::WRITABLE
-        };
-        if self
-            .poll
-            .registry()
-            .reregister(stream, token, interest)
-            .is_err()
-        {
-            self.close(token, engine);
+        // Ask for writability only while output is pending; skip the syscall when the
+        // interest is unchanged (the common case: the reply went out at once).
+        let want_write = !conn.unwritten().is_empty();
+        if want_write != conn.write_interest {
+            conn.write_interest = want_write;
+            let interest = if want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(stream, token, interest)
+                .is_err()
+            {
+                self.close(token, engine);
+            }
         }
     }
 

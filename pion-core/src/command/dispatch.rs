@@ -156,13 +156,10 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
             return e.into();
         }
     };
-    {
-        let mut text = client.shared.text.lock();
-        if text.last_cmd != resolved.full_name {
-            text.last_cmd.clear();
-            text.last_cmd.push_str(resolved.full_name);
-        }
-    }
+    client
+        .shared
+        .last_cmd
+        .store(resolved.stat, std::sync::atomic::Ordering::Relaxed);
     let lock = lock_set_for(spec, argv, &keys);
     let started = Instant::now();
     let now = engine.now_ms();

@@ -184,8 +184,12 @@ impl CommandSpec {
 /// The whole command table, built once: lookups by name, and a counter slot for every
 /// command and subcommand.
 pub struct CommandTable {
-    by_name: HashMap<&'static [u8], (&'static CommandSpec, usize)>,
-    subs: HashMap<(usize, &'static [u8]), (&'static CommandSpec, &'static str, usize)>,
+    by_name: HashMap<&'static [u8], (&'static CommandSpec, usize), ahash::RandomState>,
+    subs: HashMap<
+        (usize, &'static [u8]),
+        (&'static CommandSpec, &'static str, usize),
+        ahash::RandomState,
+    >,
     ordered: Vec<&'static CommandSpec>,
     full_names: Vec<&'static str>,
 }
@@ -257,8 +261,8 @@ fn families() -> [&'static [CommandSpec]; 8] {
 pub fn table() -> &'static CommandTable {
     static TABLE: OnceLock<CommandTable> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut by_name = HashMap::new();
-        let mut subs = HashMap::new();
+        let mut by_name = HashMap::with_hasher(ahash::RandomState::new());
+        let mut subs = HashMap::with_hasher(ahash::RandomState::new());
         let mut ordered = Vec::new();
         let mut full_names: Vec<&'static str> = Vec::new();
         for family in families() {

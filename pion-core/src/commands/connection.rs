@@ -309,7 +309,10 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         (now_ms - c.created_ms).max(0) / 1000,
         (now_ms - c.last_interaction_ms.load(Ordering::Relaxed)).max(0) / 1000,
         c.db.load(Ordering::Relaxed),
-        if t.last_cmd.is_empty() { "NULL" } else { &t.last_cmd },
+        match c.last_cmd.load(Ordering::Relaxed) {
+            usize::MAX => "NULL",
+            slot => crate::command::table().full_name(slot),
+        },
         c.resp.load(Ordering::Relaxed),
         String::from_utf8_lossy(&t.lib_name),
         String::from_utf8_lossy(&t.lib_ver),

@@ -92,13 +92,23 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
     }
 }
 
+/// Appends the decimal form of `n` without allocating.
 fn push_int(out: &mut Vec<u8>, n: i64) {
-    let mut buf = itoa_buf(n);
-    out.append(&mut buf);
-}
-
-fn itoa_buf(n: i64) -> Vec<u8> {
-    n.to_string().into_bytes()
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 fn header(out: &mut Vec<u8>, kind: u8, len: usize) {
@@ -127,6 +137,13 @@ mod tests {
         let mut out = Vec::new();
         encode(&r, resp, &mut out);
         String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn integers() {
+        for n in [0, 7, -7, 1234567890, i64::MAX, i64::MIN] {
+            assert_eq!(enc(Reply::Integer(n), 2), format!(":{n}\r\n"));
+        }
     }
 
     #[test]
