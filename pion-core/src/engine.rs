@@ -104,6 +104,11 @@ pub(crate) struct EngineInner {
     started_ms: i64,
     run_id: String,
     shutdown: std::sync::atomic::AtomicBool,
+    /// Monotonic origin of the wall clock below.
+    epoch: std::time::Instant,
+    /// Wall-clock milliseconds at `epoch`, re-read every expiry cycle so that a clock
+    /// adjustment is followed within a tick.
+    wall_at_epoch_ms: std::sync::atomic::AtomicI64,
     shutdown_waker: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
@@ -149,6 +154,8 @@ impl Engine {
             started_ms,
             run_id,
             shutdown: std::sync::atomic::AtomicBool::new(false),
+            epoch: std::time::Instant::now(),
+            wall_at_epoch_ms: std::sync::atomic::AtomicI64::new(started_ms),
             shutdown_waker: parking_lot::Mutex::new(None),
         });
         if !options.disable_active_expiry {
@@ -232,6 +239,13 @@ impl Engine {
         unix_ms()
     }
 
+    /// The Unix-ms wall time of a monotonic instant (cheaper than reading the wall
+    /// clock again when the caller already has an `Instant`).
+    pub fn wall_ms_at(&self, at: std::time::Instant) -> i64 {
+        let since = at.saturating_duration_since(self.inner.epoch).as_millis() as i64;
+        self.inner.wall_at_epoch_ms.load(Ordering::Relaxed) + since
+    }
+
     /// Whether clients must authenticate (`requirepass` is set).
     pub fn requires_auth(&self) -> bool {
         self.inner.config.with(|c| !c.requirepass.is_empty())
@@ -307,7 +321,10 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                 return;
             };
             let hz = inner.config.with(|c| c.hz).clamp(1, 500);
-            inner.keyspace.expire_cycle(unix_ms(), 200);
+            let now = unix_ms();
+            let since = inner.epoch.elapsed().as_millis() as i64;
+            inner.wall_at_epoch_ms.store(now - since, Ordering::Relaxed);
+            inner.keyspace.expire_cycle(now, 200);
             drop(inner);
             std::thread::sleep(Duration::from_millis(1000 / hz));
         });

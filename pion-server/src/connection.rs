@@ -2,6 +2,7 @@
 //! The event loop feeds it what it reads and writes what it produces.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use pion_core::client::ClientState;
 use pion_core::{command, Engine};
@@ -83,6 +84,8 @@ impl Connection {
     /// Runs every complete command in the input buffer, appending replies to the output.
     pub fn process(&mut self, engine: &Engine, limits: &Limits) {
         let mut limits = *limits;
+        let mut clock = Instant::now();
+        let mut ran = false;
         while !self.closing && self.output.len() - self.written < OUTPUT_HIGH_WATER {
             limits.unauthenticated = !self.client.authenticated;
             let buf = &self.input[self.consumed..self.filled];
@@ -91,7 +94,8 @@ impl Connection {
                 Ok(Decoded::Skip(n)) => self.consumed += n,
                 Ok(Decoded::Command(argv, n)) => {
                     self.consumed += n;
-                    self.run(engine, &argv);
+                    clock = self.run(engine, &argv, clock);
+                    ran = true;
                 }
                 Err(e) => {
                     encode(
@@ -103,14 +107,17 @@ impl Connection {
                 }
             }
         }
+        if ran {
+            self.client
+                .shared
+                .last_interaction_ms
+                .store(engine.wall_ms_at(clock), Ordering::Relaxed);
+        }
     }
 
-    fn run(&mut self, engine: &Engine, argv: &[Vec<u8>]) {
-        self.client
-            .shared
-            .last_interaction_ms
-            .store(engine.now_ms(), Ordering::Relaxed);
-        let reply = command::execute(engine, &mut self.client, argv);
+    /// Runs one command that starts at `started`; returns when it finished.
+    fn run(&mut self, engine: &Engine, argv: &[Vec<u8>], started: Instant) -> Instant {
+        let (reply, finished) = command::execute_at(engine, &mut self.client, argv, started);
         if self.client.suppress_reply {
             self.client.suppress_reply = false;
         } else {
@@ -119,6 +126,7 @@ impl Connection {
         if self.client.close_after_reply {
             self.closing = true;
         }
+        finished
     }
 
     /// The output not yet written.

@@ -8,7 +8,7 @@ use crate::client::ClientState;
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
-use crate::keyspace::{shard_of, LockSet};
+use crate::keyspace::{locate, shard_of, Location, LockSet};
 use crate::reply::Reply;
 
 /// A command found in the table.
@@ -130,9 +130,21 @@ pub fn lock_set_for(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Loc
     }
 }
 
-/// Runs one command for a client and returns its reply. Never panics on input: every
-/// failure becomes an error reply with Redis's text.
+/// Runs one command for a client and returns its reply, reading the clock itself.
+/// Never panics on input: every failure becomes an error reply with Redis's text.
 pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply {
+    execute_at(engine, client, argv, Instant::now()).0
+}
+
+/// Runs one command that starts at `started` and returns its reply and the time it
+/// finished. A pipeline passes each command's finish time as the next one's start, so
+/// one clock read per command serves the command's time, its duration and `INFO`.
+pub fn execute_at(
+    engine: &Engine,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    started: Instant,
+) -> (Reply, Instant) {
     let resolved = match resolve(argv) {
         Ok(r) => r,
         Err(e) => {
@@ -141,34 +153,43 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
                     engine.command_stats().reject(r);
                 }
             }
-            return e.into();
+            return (e.into(), started);
         }
     };
     let spec = resolved.spec;
     if !client.authenticated && engine.requires_auth() && !spec.has(super::flags::NO_AUTH) {
         engine.command_stats().reject(resolved.stat);
-        return Reply::error("NOAUTH Authentication required.");
+        return (Reply::error("NOAUTH Authentication required."), started);
     }
     let keys = match key_indices(spec, argv) {
         Ok(k) => k,
         Err(e) => {
             engine.command_stats().reject(resolved.stat);
-            return e.into();
+            return (e.into(), started);
         }
     };
     client
         .shared
         .last_cmd
         .store(resolved.stat, std::sync::atomic::Ordering::Relaxed);
-    let lock = lock_set_for(spec, argv, &keys);
-    let started = Instant::now();
-    let now = engine.now_ms();
+    let now = engine.wall_ms_at(started);
     let result = {
-        let mut ctx = Ctx {
-            engine,
-            client,
-            ks: engine.keyspace().lock(&lock, now),
+        let ks = if spec.whole_keyspace {
+            engine.keyspace().lock(&LockSet::All, now)
+        } else {
+            let locations: Vec<Location> = keys.iter().map(|&i| locate(&argv[i])).collect();
+            let set = if keys.is_empty() {
+                LockSet::None
+            } else {
+                LockSet::Keys(locations.iter().map(|l| l.shard).collect())
+            };
+            let mut ks = engine.keyspace().lock(&set, now);
+            for (&i, &loc) in keys.iter().zip(&locations) {
+                ks.remember(&argv[i], loc);
+            }
+            ks
         };
+        let mut ctx = Ctx { engine, client, ks };
         let result = (spec.handler)(&mut ctx, argv);
         if spec.has(super::flags::WRITE) {
             let db = ctx.db();
@@ -179,7 +200,8 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
         }
         result
     };
-    let usec = started.elapsed().as_micros() as u64;
+    let finished = Instant::now();
+    let usec = finished.saturating_duration_since(started).as_micros() as u64;
     engine
         .command_stats()
         .record(resolved.stat, usec, result.is_err());
@@ -187,10 +209,11 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
         .shared
         .commands
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    match result {
+    let reply = match result {
         Ok(r) => r,
         Err(e) => e.into(),
-    }
+    };
+    (reply, finished)
 }
 
 /// The counter slot of a top-level command name, for rejected calls.

@@ -6,7 +6,7 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{execute, lock_set_for, resolve};
+pub use dispatch::{execute, execute_at, lock_set_for, resolve};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -17,12 +17,19 @@ enum Guards<'a> {
     Many(Vec<(usize, MutexGuard<'a, Shard>)>),
 }
 
+/// How many key locations a command remembers (most commands name at most this many).
+const MEMO: usize = 4;
+
 /// The shards a command holds while it runs, and the key operations on them.
 pub struct Locked<'a> {
     ks: &'a Keyspace,
     guards: Guards<'a>,
     all: bool,
     now_ms: i64,
+    /// Locations of the command's declared keys, by slice address and length, so the
+    /// key's CRC16 is computed once per command rather than once per operation.
+    memo: [(usize, usize, Location); MEMO],
+    memo_len: usize,
 }
 
 fn not_locked() -> OpError {
@@ -65,12 +72,34 @@ impl<'a> Locked<'a> {
                 }
             }
         };
+        let empty = (0, 0, Location { shard: 0, local: 0 });
         Locked {
             ks,
             guards,
             all,
             now_ms,
+            memo: [empty; MEMO],
+            memo_len: 0,
         }
+    }
+
+    /// Records where a declared key lives (the dispatcher already hashed it).
+    pub(crate) fn remember(&mut self, key: &[u8], loc: Location) {
+        if self.memo_len < MEMO {
+            self.memo[self.memo_len] = (key.as_ptr() as usize, key.len(), loc);
+            self.memo_len += 1;
+        }
+    }
+
+    /// The location of a key: from the memo when it is the same slice, else hashed.
+    fn locate(&self, key: &[u8]) -> Location {
+        let addr = key.as_ptr() as usize;
+        for &(a, len, loc) in &self.memo[..self.memo_len] {
+            if a == addr && len == key.len() {
+                return loc;
+            }
+        }
+        locate(key)
     }
 
     /// The time this command runs at (Unix milliseconds), fixed for the whole command.
@@ -133,7 +162,7 @@ impl<'a> Locked<'a> {
     /// The entry of a live key, touching its access time.
     pub fn entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Entry>> {
         self.check_db(db)?;
-        let loc = locate(key);
+        let loc = self.locate(key);
         if !self.expire_if_due(db, key, loc)? {
             return Ok(None);
         }
@@ -152,7 +181,7 @@ impl<'a> Locked<'a> {
     /// The entry of a live key without touching its access time (`OBJECT`, `TTL`).
     pub fn peek(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Entry>> {
         self.check_db(db)?;
-        let loc = locate(key);
+        let loc = self.locate(key);
         if !self.expire_if_due(db, key, loc)? {
             return Ok(None);
         }
@@ -192,7 +221,7 @@ impl<'a> Locked<'a> {
         if self.entry(db, key)?.is_none() {
             self.set(db, key, make())?;
         }
-        let loc = locate(key);
+        let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
         shard
             .db_mut(db)
@@ -213,7 +242,7 @@ impl<'a> Locked<'a> {
 
     fn store(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) -> OpResult<()> {
         self.check_db(db)?;
-        let loc = locate(key);
+        let loc = self.locate(key);
         self.expire_if_due(db, key, loc)?;
         let now = self.now_ms;
         let shard = self.shard(loc.shard)?;
@@ -252,7 +281,7 @@ impl<'a> Locked<'a> {
     /// Removes a key; returns its value if it was live.
     pub fn remove(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Value>> {
         self.check_db(db)?;
-        let loc = locate(key);
+        let loc = self.locate(key);
         if !self.expire_if_due(db, key, loc)? {
             return Ok(None);
         }
@@ -263,7 +292,7 @@ impl<'a> Locked<'a> {
     /// Removes a key with its metadata; returns the entry if it was live.
     pub fn take_entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Entry>> {
         self.check_db(db)?;
-        let loc = locate(key);
+        let loc = self.locate(key);
         if !self.expire_if_due(db, key, loc)? {
             return Ok(None);
         }
@@ -292,7 +321,7 @@ impl<'a> Locked<'a> {
         if self.peek(db, key)?.is_none() {
             return Ok(false);
         }
-        let loc = locate(key);
+        let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
         let d = shard.db_or_create(db);
         let Some(entry) = d.slots[loc.local].get_mut(key) else {
@@ -314,7 +343,7 @@ impl<'a> Locked<'a> {
         if db >= self.ks.databases {
             return Ok(());
         }
-        let loc = locate(key);
+        let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
         let Some(d) = shard.db_mut(db) else {
             return Ok(());

@@ -60,12 +60,15 @@ pub enum LockSet {
 
 /// Where a key lives: its shard and its slot's index within that shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Location {
+pub struct Location {
+    /// Lock shard.
     pub shard: usize,
+    /// Index of the key's slot within the shard.
     pub local: usize,
 }
 
-pub(crate) fn locate(key: &[u8]) -> Location {
+/// Where a key lives.
+pub fn locate(key: &[u8]) -> Location {
     let slot = key_slot(key);
     Location {
         shard: slot % SHARDS,
