@@ -210,6 +210,22 @@ fn by_and_get_patterns() {
         bulks(&["2", "1", "3"])
     );
     assert_eq!(run(&e, &["SORT", "l", "BY", "h_*->f"]), err(BAD_SCORE));
+    // ALPHA ties (here: every weight missing) keep the value's order, either way.
+    list(&e, "t", &["b", "a", "c"]);
+    assert_eq!(
+        run(&e, &["SORT", "t", "BY", "nokey_*", "ALPHA"]),
+        bulks(&["b", "a", "c"])
+    );
+    assert_eq!(
+        run(&e, &["SORT", "t", "BY", "nokey_*", "ALPHA", "DESC"]),
+        bulks(&["b", "a", "c"])
+    );
+    mset(&e, &[("w_a", "x")]);
+    assert_eq!(
+        run(&e, &["SORT", "t", "BY", "w_*", "ALPHA", "DESC"]),
+        bulks(&["a", "b", "c"])
+    );
+
     assert_eq!(run(&e, &["SORT", "l", "BY", "o_*"]), err(BAD_SCORE));
     assert_eq!(
         run(&e, &["SORT", "l", "BY", "h_*", "GET", "w_*->f"]),
