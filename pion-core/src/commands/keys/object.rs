@@ -1,0 +1,154 @@
+//! `OBJECT ENCODING | IDLETIME | FREQ | REFCOUNT | HELP`: introspection of one key's
+//! value. None of them refreshes the key's access time (that would defeat `IDLETIME`);
+//! each counts as a keyspace hit or miss, as in Redis.
+
+use super::peek_counted;
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Group};
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::keyspace::Entry;
+use crate::reply::Reply;
+use crate::value::string::StrEncoding;
+use crate::value::Value;
+
+/// `OBJECT`'s subcommands.
+pub(super) static SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("encoding", 3, READONLY, Group::Keyspace, encoding)
+        .keys(2, 2, 1)
+        .doc("Inspect the internal encoding of a Redis object", "2.2.3"),
+    CommandSpec::new("freq", 3, READONLY, Group::Keyspace, freq)
+        .keys(2, 2, 1)
+        .doc(
+            "Get the logarithmic access frequency counter of a Redis object",
+            "4.0.0",
+        ),
+    CommandSpec::new("idletime", 3, READONLY, Group::Keyspace, idletime)
+        .keys(2, 2, 1)
+        .doc(
+            "Get the time since a Redis object was last accessed",
+            "2.2.3",
+        ),
+    CommandSpec::new("refcount", 3, READONLY, Group::Keyspace, refcount)
+        .keys(2, 2, 1)
+        .doc(
+            "Get the number of references to the value of the key",
+            "2.2.3",
+        ),
+    CommandSpec::new("help", 2, LOADING | STALE, Group::Keyspace, help)
+        .doc("Show helpful text about the different subcommands", "6.2.0"),
+];
+
+/// What Redis reports as the reference count of its shared integer objects.
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+/// Redis shares the string objects of the integers 0 to 9999.
+const SHARED_INTEGERS: i64 = 10_000;
+
+/// The counter Redis gives a new key under an LFU policy (`LFU_INIT_VAL`).
+const LFU_INIT_VAL: u64 = 5;
+
+/// Runs `f` on the live entry of `argv[2]`, or replies nil when the key is missing.
+fn with_entry(
+    ctx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    f: impl FnOnce(&Entry, i64) -> OpResult<Reply>,
+) -> OpResult<Reply> {
+    let db = ctx.db();
+    let now = ctx.now_ms();
+    match peek_counted(ctx, db, &argv[2])? {
+        Some(entry) => f(entry, now),
+        None => Ok(Reply::Null),
+    }
+}
+
+/// The eviction settings that change what `OBJECT` reports.
+struct Policy {
+    lfu: bool,
+    shares_integers: bool,
+}
+
+fn policy(ctx: &Ctx<'_>) -> Policy {
+    ctx.engine.config().with(|c| {
+        let p = c.maxmemory_policy.as_str();
+        let lfu = p.ends_with("-lfu");
+        Policy {
+            lfu,
+            // Redis stops sharing integers when LRU/LFU data must be per object.
+            shares_integers: c.maxmemory == 0 || !(lfu || p.ends_with("-lru")),
+        }
+    })
+}
+
+fn encoding(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    with_entry(ctx, argv, |e, _| Ok(Reply::bulk(e.value.encoding())))
+}
+
+fn idletime(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let lfu = policy(ctx).lfu;
+    with_entry(ctx, argv, |e, now| {
+        if lfu {
+            return Err(OpError::custom(
+                "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+            ));
+        }
+        Ok(Reply::Integer(
+            i64::try_from(e.idle_secs(now)).unwrap_or(i64::MAX),
+        ))
+    })
+}
+
+/// `OBJECT FREQ`. Pion keeps an access time per key but no LFU counter, so under an
+/// LFU policy it reports Redis's initial counter decayed by one per idle minute (the
+/// default `lfu-decay-time`): right for keys not read since they were written.
+fn freq(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let lfu = policy(ctx).lfu;
+    with_entry(ctx, argv, |e, now| {
+        if !lfu {
+            return Err(OpError::custom(
+                "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
+            ));
+        }
+        let decayed = LFU_INIT_VAL.saturating_sub(e.idle_secs(now) / 60);
+        Ok(Reply::Integer(decayed as i64))
+    })
+}
+
+/// `OBJECT REFCOUNT`: 1, except for the integers Redis keeps as shared objects.
+fn refcount(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let shares = policy(ctx).shares_integers;
+    with_entry(ctx, argv, |e, _| {
+        let shared = match &e.value {
+            Value::Str(s) if shares && s.encoding_kind() == StrEncoding::Int => s
+                .as_int()
+                .is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)),
+            _ => false,
+        };
+        Ok(Reply::Integer(if shared { SHARED_REFCOUNT } else { 1 }))
+    })
+}
+
+fn help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Ok(Reply::Array(
+        [
+            "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+            "HELP",
+            "    Prints this help.",
+        ]
+        .iter()
+        .map(|l| Reply::status(l))
+        .collect(),
+    ))
+}
