@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::MutexGuard;
 
+use super::key::StoredKey;
 use super::shard::{lru_clock, Entry, Shard};
 use super::{locate, Keyspace, Location, LockSet, SHARDS};
 use crate::error::{OpError, OpResult};
@@ -265,7 +266,7 @@ impl<'a> Locked<'a> {
             }
             None => {
                 let added = entry.accounted;
-                d.slots[loc.local].insert(key.to_vec(), entry);
+                d.slots[loc.local].insert(StoredKey::from(key), entry);
                 d.keys += 1;
                 shard.used_memory += added;
             }
@@ -382,7 +383,7 @@ impl<'a> Locked<'a> {
                     out.extend(
                         slot.iter()
                             .filter(|(_, e)| !e.is_expired(now))
-                            .map(|(k, _)| k.clone()),
+                            .map(|(k, _)| k.as_slice().to_vec()),
                     );
                 }
             }
@@ -447,7 +448,7 @@ impl<'a> Locked<'a> {
                             found = slot
                                 .iter()
                                 .nth(pick)
-                                .map(|(k, e)| (k.clone(), e.is_expired(now)));
+                                .map(|(k, e)| (k.as_slice().to_vec(), e.is_expired(now)));
                             break;
                         }
                         pick -= slot.len();

@@ -9,10 +9,12 @@
 //! `SCAN` cursors walk slots, which gives Redis's guarantee (every key present for the
 //! whole iteration is returned) without Redis's reverse-binary cursor trick.
 
+mod key;
 mod locked;
 mod shard;
 mod slot;
 
+pub use key::StoredKey;
 pub use locked::Locked;
 pub use shard::Entry;
 pub use slot::{crc16, key_slot, SLOTS};
@@ -182,5 +184,69 @@ impl Keyspace {
                 .fetch_add(removed as u64, Ordering::Relaxed);
         }
         removed
+    }
+}
+
+#[cfg(test)]
+mod distribution_probe {
+    #[test]
+    fn probe() {
+        let mut counts = vec![0usize; super::SLOTS];
+        for i in 0..100_000 {
+            counts[super::key_slot(format!("key:{i:08}").as_bytes())] += 1;
+        }
+        let max = counts.iter().max().copied().unwrap_or(0);
+        let empty = counts.iter().filter(|&&c| c == 0).count();
+        println!("max per slot {max}, empty slots {empty}");
+        let mut shard = vec![0usize; super::SHARDS];
+        for i in 0..100_000 {
+            shard[super::locate(format!("key:{i:08}").as_bytes()).shard] += 1;
+        }
+        println!("shards {:?}", &shard[..8]);
+        println!("entry {} value {}", std::mem::size_of::<super::Entry>(), std::mem::size_of::<crate::value::Value>());
+        let ks = super::Keyspace::new(16);
+        let keys: Vec<Vec<u8>> = (0..100_000).map(|i| format!("key:{i:08}").into_bytes()).collect();
+        for k in &keys {
+            let mut l = ks.lock_keys(&[k], 0);
+            l.set(0, k, crate::value::Value::string(b"xyz".to_vec())).unwrap();
+        }
+        let t = std::time::Instant::now();
+        let mut i = 0;
+        for _ in 0..1_000_000 {
+            i = (i + 7919) % keys.len();
+            let mut l = ks.lock_keys(&[&keys[i]], 0);
+            std::hint::black_box(l.get(0, &keys[i]).unwrap().is_some());
+        }
+        println!("get {:?} per op", t.elapsed() / 1_000_000);
+        let mut big: std::collections::HashMap<Vec<u8>, u64, ahash::RandomState> = Default::default();
+        for k in &keys {
+            big.insert(k.clone(), 1);
+        }
+        let t = std::time::Instant::now();
+        for _ in 0..1_000_000 {
+            i = (i + 7919) % keys.len();
+            std::hint::black_box(big.get(keys[i].as_slice()));
+        }
+        println!("one big map {:?} per op", t.elapsed() / 1_000_000);
+        let mut small: Vec<std::collections::HashMap<Vec<u8>, u64, ahash::RandomState>> = (0..16384).map(|_| Default::default()).collect();
+        for k in &keys {
+            small[super::key_slot(k)].insert(k.clone(), 1);
+        }
+        let slots: Vec<usize> = keys.iter().map(|k| super::key_slot(k)).collect();
+        let t = std::time::Instant::now();
+        for _ in 0..1_000_000 {
+            i = (i + 7919) % keys.len();
+            std::hint::black_box(small[slots[i]].get(keys[i].as_slice()));
+        }
+        println!("many small maps {:?} per op", t.elapsed() / 1_000_000);
+        let st: Vec<std::collections::HashMap<Vec<u8>, u64, ahash::RandomState>> = (0..4).map(|_| Default::default()).collect();
+        let h: Vec<u64> = st.iter().map(|m| { use std::hash::BuildHasher; m.hasher().hash_one(b"abc".as_slice()) }).collect();
+        println!("hashes of same key under 4 default states: {h:?}");
+        let t = std::time::Instant::now();
+        for _ in 0..1_000_000 {
+            i = (i + 7919) % keys.len();
+            std::hint::black_box(crate::keyspace::locate(&keys[i]));
+        }
+        println!("locate {:?} per op", t.elapsed() / 1_000_000);
     }
 }

@@ -3,10 +3,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::key::StoredKey;
 use super::SLOTS_PER_SHARD;
 use crate::value::Value;
 
-type SlotMap = HashMap<Vec<u8>, Entry, ahash::RandomState>;
+type SlotMap = HashMap<StoredKey, Entry, ahash::RandomState>;
 
 /// A stored key's value and metadata.
 #[derive(Debug, Clone)]
@@ -128,7 +129,7 @@ impl Shard {
         let slot = &d.slots[local];
         for (k, e) in slot {
             if !e.is_expired(now_ms) {
-                visit(k, e);
+                visit(k.as_slice(), e);
             }
         }
         slot.len()
