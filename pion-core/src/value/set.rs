@@ -220,7 +220,10 @@ mod tests {
         for m in ["5", "-1", "3", "5"] {
             s.insert(m.as_bytes(), &l);
         }
-        assert_eq!(s.members(), vec![b"-1".to_vec(), b"3".to_vec(), b"5".to_vec()]);
+        assert_eq!(
+            s.members(),
+            vec![b"-1".to_vec(), b"3".to_vec(), b"5".to_vec()]
+        );
         assert_eq!(s.encoding(), "intset");
         assert!(!s.contains(b"05"));
         assert!(s.insert(b"7", &l));
