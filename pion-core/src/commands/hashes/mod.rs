@@ -7,7 +7,7 @@
 pub(crate) mod scan;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashSet;
 
