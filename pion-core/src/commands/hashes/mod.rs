@@ -118,7 +118,8 @@ fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<&'c mut HashValu
 
 /// Sets the field/value pairs of `argv[2..]`; returns how many fields were new.
 fn set_pairs(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<i64> {
-    if argv.len() % 2 != 0 {
+    let pairs = argv[2..].chunks_exact(2);
+    if !pairs.remainder().is_empty() {
         return Err(OpError::WrongArity(
             String::from_utf8_lossy(&argv[0]).to_ascii_lowercase(),
         ));
@@ -126,7 +127,7 @@ fn set_pairs(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<i64> {
     let limits = ctx.limits();
     let h = write_hash(ctx, &argv[1])?;
     let mut created = 0;
-    for pair in argv[2..].chunks_exact(2) {
+    for pair in pairs {
         if h.insert(pair[0].clone(), pair[1].clone(), &limits) {
             created += 1;
         }

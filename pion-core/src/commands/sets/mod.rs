@@ -173,13 +173,16 @@ fn srem(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(removed))
 }
 
-/// A `Reply::Set` of every member, in the set's order.
+/// Every member as a bulk reply, in the set's order.
+fn member_bulks(set: &SetValue) -> Vec<Reply> {
+    let mut out = Vec::with_capacity(set.len());
+    set.for_each(|m| out.push(Reply::bulk(m)));
+    out
+}
+
+/// A `Reply::Set` of every member, in the set's order (empty for a missing key).
 fn members_reply(set: Option<&SetValue>) -> Reply {
-    let mut out = Vec::with_capacity(set.map_or(0, SetValue::len));
-    if let Some(set) = set {
-        set.for_each(|m| out.push(Reply::bulk(m)));
-    }
-    Reply::Set(out)
+    Reply::Set(set.map(member_bulks).unwrap_or_default())
 }
 
 fn smembers(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -285,10 +288,7 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     let size = set.len();
     if count >= size {
-        let Reply::Set(all) = members_reply(Some(set)) else {
-            return Ok(Reply::Array(Vec::new()));
-        };
-        return Ok(Reply::Array(all));
+        return Ok(Reply::Array(member_bulks(set)));
     }
     if count.saturating_mul(3) > size || set.encoding() == "intset" {
         // A large share, or an intset: choose positions and keep the set's order.
