@@ -309,13 +309,18 @@ fn encoding_conversions() {
     e.execute(0, &["HDEL", "h2", "a"]);
     e.execute(0, &["HSET", "h2", "a", "1"]);
     assert_eq!(encoding(&e, "h2"), Some("listpack"));
-    for i in 0..128 {
+    // Redis's built-in default is 512 (its sample redis.conf says 128): use the engine's.
+    let max = e.config().encoding_limits().hash_max_listpack_entries;
+    for i in 0..max {
         e.execute(0, &["HSET", "h3", &format!("f{i}"), "v"]);
     }
     assert_eq!(encoding(&e, "h3"), Some("listpack"));
     e.execute(0, &["HSET", "h3", "one-more", "v"]);
     assert_eq!(encoding(&e, "h3"), Some("hashtable"));
-    assert_eq!(e.execute(0, &["HLEN", "h3"]), Reply::Integer(129));
+    assert_eq!(
+        e.execute(0, &["HLEN", "h3"]),
+        Reply::Integer(max as i64 + 1)
+    );
     assert_eq!(e.execute(0, &["HGET", "h3", "f77"]), b("v"));
 }
 
@@ -417,7 +422,9 @@ fn hrandfield() {
 #[test]
 fn hrandfield_on_a_table() {
     let e = engine();
-    for i in 0..300 {
+    // A value past hash-max-listpack-value makes it a table whatever the entry limit.
+    e.execute(0, &["HSET", "h", "f0", &"x".repeat(65)]);
+    for i in 1..300 {
         e.execute(0, &["HSET", "h", &format!("f{i}"), &format!("v{i}")]);
     }
     assert_eq!(encoding(&e, "h"), Some("hashtable"));
@@ -502,9 +509,11 @@ fn hscan_listpack_returns_everything_at_once() {
 #[test]
 fn hscan_table_visits_every_field_across_resizes() {
     let e = engine();
-    for i in 0..500 {
+    e.execute(0, &["HSET", "h", "f0", &"x".repeat(65)]);
+    for i in 1..500 {
         e.execute(0, &["HSET", "h", &format!("f{i}"), "v"]);
     }
+    assert_eq!(encoding(&e, "h"), Some("hashtable"));
     let mut seen = std::collections::HashSet::new();
     let mut cursor = "0".to_string();
     let mut calls = 0;
