@@ -77,6 +77,11 @@ impl SetValue {
         }
     }
 
+    /// Whether the set still has the compact intset encoding.
+    pub fn is_compact(&self) -> bool {
+        matches!(self.repr, Repr::IntSet(_))
+    }
+
     /// Whether `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {

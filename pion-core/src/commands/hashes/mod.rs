@@ -317,7 +317,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let count = usize::try_from(count).unwrap_or(usize::MAX);
         if count >= h.len() {
             h.iter().collect()
-        } else if count.saturating_mul(3) > h.len() || h.encoding() == "listpack" {
+        } else if count.saturating_mul(3) > h.len() || h.is_compact() {
             // A large share (or a small hash): choose positions, keep the hash's order.
             let positions = distinct_positions(rng, h.len(), count);
             let mut next = positions.iter().peekable();

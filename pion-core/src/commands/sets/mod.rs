@@ -290,7 +290,7 @@ fn srandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if count >= size {
         return Ok(Reply::Array(member_bulks(set)));
     }
-    if count.saturating_mul(3) > size || set.encoding() == "intset" {
+    if count.saturating_mul(3) > size || set.is_compact() {
         // A large share, or an intset: choose positions and keep the set's order.
         let positions = distinct_positions(rng, size, count);
         let mut next = positions.iter().peekable();

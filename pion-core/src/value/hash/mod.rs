@@ -60,6 +60,11 @@ impl HashValue {
         }
     }
 
+    /// Whether the hash still has the compact listpack encoding.
+    pub fn is_compact(&self) -> bool {
+        matches!(self.repr, Repr::Listpack(_))
+    }
+
     /// The value of a field.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
