@@ -199,7 +199,9 @@ impl OrderIndex {
     /// Removes the entry with this score and member; returns whether it was there.
     pub fn remove(&mut self, score: f64, member: &[u8]) -> bool {
         let before = |e: &ScoredMember| cmp_key(e, score, member) == Ordering::Less;
-        let ci = self.chunks.partition_point(|c| c.last().is_some_and(before));
+        let ci = self
+            .chunks
+            .partition_point(|c| c.last().is_some_and(before));
         let Some(chunk) = self.chunks.get_mut(ci) else {
             return false;
         };
