@@ -395,6 +395,21 @@ impl ZSetValue {
                 .all(|m| m.len() <= limits.zset_max_listpack_value)
         {
             self.listpack = true;
+            // A listpack stores a zero score as the integer 0: -0 reads back as 0.
+            let negative_zeros: Vec<Vec<u8>> = self
+                .scores
+                .iter()
+                .filter(|(_, s)| **s == 0.0 && s.is_sign_negative())
+                .map(|(m, _)| m.clone())
+                .collect();
+            for m in negative_zeros {
+                self.order.remove(-0.0, &m);
+                self.scores.insert(m.clone(), 0.0);
+                self.order.insert(ScoredMember {
+                    score: 0.0,
+                    member: m,
+                });
+            }
         }
     }
 
@@ -405,6 +420,19 @@ impl ZSetValue {
 
     /// Sets a member's score; returns the previous score.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &EncodingLimits) -> Option<f64> {
+        if self.listpack
+            && !self.scores.contains_key(member)
+            && (self.len() + 1 > limits.zset_max_listpack_entries
+                || member.len() > limits.zset_max_listpack_value)
+        {
+            self.listpack = false;
+        }
+        // A listpack stores a zero score as the integer 0: -0 reads back as 0.
+        let score = if self.listpack && score == 0.0 {
+            0.0
+        } else {
+            score
+        };
         let old = self.scores.insert(member.to_vec(), score);
         if let Some(old) = old {
             if old == score && old.is_sign_negative() == score.is_sign_negative() {
@@ -416,12 +444,6 @@ impl ZSetValue {
             score,
             member: member.to_vec(),
         });
-        if self.listpack
-            && (self.len() > limits.zset_max_listpack_entries
-                || member.len() > limits.zset_max_listpack_value)
-        {
-            self.listpack = false;
-        }
         old
     }
 

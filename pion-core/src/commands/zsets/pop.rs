@@ -123,7 +123,12 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             continue;
         }
         let popped = pop_end(z, count.unwrap_or(1), max);
-        return Ok(Reply::Array(vec![Reply::bulk(key), pairs(popped)]));
+        // Unlike ZPOPMIN, ZMPOP nests its pairs in RESP2 too.
+        let nested = popped
+            .into_iter()
+            .map(|e| Reply::Array(vec![Reply::Bulk(e.member), Reply::Double(e.score)]))
+            .collect();
+        return Ok(Reply::Array(vec![Reply::bulk(key), Reply::Array(nested)]));
     }
     Ok(Reply::NullArray)
 }

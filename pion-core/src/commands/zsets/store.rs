@@ -43,8 +43,21 @@ impl Aggregate {
                     s
                 }
             }
-            Aggregate::Min => acc.min(v),
-            Aggregate::Max => acc.max(v),
+            // Written as in Redis so that a NaN operand keeps the accumulator.
+            Aggregate::Min => {
+                if v < acc {
+                    v
+                } else {
+                    acc
+                }
+            }
+            Aggregate::Max => {
+                if v > acc {
+                    v
+                } else {
+                    acc
+                }
+            }
         }
     }
 }
@@ -149,7 +162,8 @@ fn parse_options(
     Ok(o)
 }
 
-/// A source score times its weight; NaN (0 × inf) counts as 0, as in Redis.
+/// A member's first score times its weight; NaN (0 × inf) counts as 0, as in Redis.
+/// Later scores of the same member go into the aggregate unweighted-NaN-checked.
 fn weighted(score: f64, weight: f64) -> f64 {
     let v = score * weight;
     if v.is_nan() {
@@ -186,10 +200,9 @@ fn compute(op: Op, sources: Vec<Vec<(Vec<u8>, f64)>>, o: &Options) -> Vec<Scored
             if op == Op::Union {
                 for &i in &order {
                     for (m, s) in &sources[i] {
-                        let v = weighted(*s, o.weights[i]);
                         acc.entry(m.as_slice())
-                            .and_modify(|a| *a = o.aggregate.apply(*a, v))
-                            .or_insert(v);
+                            .and_modify(|a| *a = o.aggregate.apply(*a, s * o.weights[i]))
+                            .or_insert_with(|| weighted(*s, o.weights[i]));
                     }
                 }
             } else {
@@ -200,7 +213,7 @@ fn compute(op: Op, sources: Vec<Vec<(Vec<u8>, f64)>>, o: &Options) -> Vec<Scored
                         let Some(&v) = maps[i].get(m.as_slice()) else {
                             continue 'members;
                         };
-                        a = o.aggregate.apply(a, weighted(v, o.weights[i]));
+                        a = o.aggregate.apply(a, v * o.weights[i]);
                     }
                     acc.insert(m.as_slice(), a);
                 }
