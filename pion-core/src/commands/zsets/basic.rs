@@ -325,6 +325,18 @@ fn scan_cursor(arg: &[u8]) -> OpResult<u64> {
     Ok(if neg { v.wrapping_neg() } else { v })
 }
 
+/// A score as `ZSCAN` shows it: a listpack keeps integral scores up to
+/// `LLONG_MAX / 2` as integers (`1e18` reads `1000000000000000000`); everything else
+/// is `%.17g`.
+fn scan_score(score: f64, listpack: bool) -> String {
+    const HALF_MAX: f64 = (i64::MAX / 2) as f64;
+    if listpack && score.fract() == 0.0 && (-HALF_MAX..=HALF_MAX).contains(&score) {
+        (score as i64).to_string()
+    } else {
+        fmt_g17(score)
+    }
+}
+
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`.
 ///
 /// Every scan completes in one call: the reply carries all members (filtered by
@@ -357,11 +369,12 @@ pub(super) fn zscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let Some(z) = read_zset(ctx, &argv[1])? else {
         return Ok(empty());
     };
+    let listpack = z.is_listpack();
     let mut items = Vec::new();
     for e in z.iter() {
         if pattern.is_none_or(|p| glob_match(p, &e.member, false)) {
             items.push(Reply::bulk(&e.member));
-            items.push(Reply::Bulk(fmt_g17(e.score).into_bytes()));
+            items.push(Reply::Bulk(scan_score(e.score, listpack).into_bytes()));
         }
     }
     Ok(Reply::Array(vec![Reply::bulk("0"), Reply::Array(items)]))
