@@ -121,9 +121,10 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 Reply::Integer(0)
             });
         }
-        let longest = pairs.chunks(2).map(|p| p[1].len()).max().unwrap_or(0);
+        // Redis 7.0 starts a listpack whatever the number of pairs (129 copies of one
+        // pair stay a listpack); the inserts below convert it when needed.
         let db = ctx.db();
-        let fresh = ZSetValue::with_hint(pairs.len() / 2, longest, &limits);
+        let fresh = ZSetValue::with_hint(1, 0, &limits);
         ctx.ks.set(db, key, Value::ZSet(fresh))?;
     }
     let Some(z) = write_zset(ctx, key)? else {
