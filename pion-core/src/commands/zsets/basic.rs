@@ -89,7 +89,7 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         j += 1;
     }
     let pairs = &argv[j..];
-    if pairs.is_empty() || pairs.len() % 2 != 0 {
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
         return Err(OpError::Syntax);
     }
     if f.nx && f.xx {
@@ -97,7 +97,7 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(OpError::custom(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
@@ -255,6 +255,11 @@ pub(super) fn zlexcount(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     Ok(Reply::Integer(end.saturating_sub(start) as i64))
 }
 
+/// The most picks a negative `ZRANDMEMBER` count may ask for. Redis streams any
+/// count until memory runs out; a reply is built in memory here, so larger requests
+/// are refused instead of exhausting it.
+const MAX_REPEATED_PICKS: u64 = 1 << 26;
+
 /// `ZRANDMEMBER key [count [WITHSCORES]]`.
 pub(super) fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if argv.len() == 2 {
@@ -284,6 +289,9 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     let Some(z) = read_zset(ctx, &argv[1])? else {
         return Ok(Reply::Array(Vec::new()));
     };
+    if count < 0 && !z.is_empty() && count.unsigned_abs() > MAX_REPEATED_PICKS {
+        return Err(OpError::custom("ERR value is out of range"));
+    }
     let len = z.len();
     let picks: Vec<usize> = if count == 0 || len == 0 {
         Vec::new()

@@ -136,21 +136,34 @@ fn dot_hex_digits(s: &[u8]) -> usize {
 
 /// A hexadecimal float body (after `0x`): value, bytes consumed, range error.
 fn parse_hex(s: &[u8]) -> (f64, usize, bool) {
+    // Past 15 significant digits an f64 cannot hold more: further integer digits only
+    // scale the value and further fraction digits are dropped.
+    const KEEP: u32 = 15;
     let mut value = 0.0f64;
+    let mut kept = 0u32;
     let mut exp: i64 = 0;
     let mut j = 0;
     let mut any_nonzero = false;
-    while let Some(d) = s.get(j).and_then(|c| (*c as char).to_digit(16)) {
-        value = value * 16.0 + f64::from(d);
+    let digit = |j: usize| s.get(j).and_then(|c| char::from(*c).to_digit(16));
+    while let Some(d) = digit(j) {
+        if kept < KEEP {
+            value = value * 16.0 + f64::from(d);
+            kept += u32::from(value != 0.0);
+        } else {
+            exp += 4;
+        }
         any_nonzero |= d != 0;
         j += 1;
     }
     if s.get(j) == Some(&b'.') {
         j += 1;
-        while let Some(d) = s.get(j).and_then(|c| (*c as char).to_digit(16)) {
-            value = value * 16.0 + f64::from(d);
+        while let Some(d) = digit(j) {
+            if kept < KEEP {
+                value = value * 16.0 + f64::from(d);
+                kept += u32::from(value != 0.0);
+                exp -= 4;
+            }
             any_nonzero |= d != 0;
-            exp -= 4;
             j += 1;
         }
     }
@@ -168,7 +181,10 @@ fn parse_hex(s: &[u8]) -> (f64, usize, bool) {
             j = k + n;
         }
     }
-    let scaled = value * 2f64.powi(exp.clamp(-2200, 2200) as i32);
+    // Two half steps, so that a large mantissa with a very negative exponent does not
+    // underflow before the multiplication.
+    let exp = exp.clamp(-4400, 4400) as i32;
+    let scaled = value * 2f64.powi(exp / 2) * 2f64.powi(exp - exp / 2);
     let range_error = scaled.is_infinite() || (scaled == 0.0 && any_nonzero);
     (scaled, j, range_error)
 }
@@ -323,6 +339,12 @@ mod tests {
         assert_eq!(parse_double(b"0x10"), Some(16.0));
         assert_eq!(parse_double(b"0x1p3"), Some(8.0));
         assert_eq!(parse_double(b"-0x.8"), Some(-0.5));
+        let long = format!("0x1.8{}", "0".repeat(400));
+        assert_eq!(parse_double(long.as_bytes()), Some(1.5));
+        let wide = format!("0x1{}p-1600", "0".repeat(400));
+        assert_eq!(parse_double(wide.as_bytes()), Some(1.0));
+        assert_eq!(parse_double(b"0x1p-1074"), Some(f64::from_bits(1)));
+        assert_eq!(parse_double(b"0x1p-1080"), None);
         assert_eq!(parse_double(b"+inf"), Some(f64::INFINITY));
         assert_eq!(parse_double(b"-Infinity"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_double(b".5e1"), Some(5.0));

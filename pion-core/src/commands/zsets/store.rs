@@ -91,12 +91,11 @@ pub(super) fn dest_and_numkeys_at_2(argv: &[Vec<u8>]) -> OpResult<Vec<usize>> {
     Ok(keys)
 }
 
-/// One input, as (member, score) entries; missing keys are empty.
-fn load_sources(
-    ctx: &mut Ctx<'_>,
-    argv: &[Vec<u8>],
-    keys: &[usize],
-) -> OpResult<Vec<Vec<(Vec<u8>, f64)>>> {
+/// One input's (member, score) entries.
+type Source = Vec<(Vec<u8>, f64)>;
+
+/// The inputs, as (member, score) entries; missing keys are empty.
+fn load_sources(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], keys: &[usize]) -> OpResult<Vec<Source>> {
     let db = ctx.db();
     let mut out = Vec::with_capacity(keys.len());
     for &i in keys {
@@ -174,7 +173,7 @@ fn weighted(score: f64, weight: f64) -> f64 {
 }
 
 /// Computes the result entries, sorted by (score, member).
-fn compute(op: Op, sources: Vec<Vec<(Vec<u8>, f64)>>, o: &Options) -> Vec<ScoredMember> {
+fn compute(op: Op, sources: Vec<Source>, o: &Options) -> Vec<ScoredMember> {
     let mut out: Vec<ScoredMember> = match op {
         Op::Diff => {
             let mut it = sources.into_iter();
