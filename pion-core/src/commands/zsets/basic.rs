@@ -334,6 +334,27 @@ fn scan_cursor(arg: &[u8]) -> OpResult<u64> {
     Ok(if neg { v.wrapping_neg() } else { v })
 }
 
+/// The `MATCH` pattern of `ZSCAN`'s options (`None` for none or `*`), checking
+/// `COUNT` as Redis does.
+fn scan_options(opts: &[Vec<u8>]) -> OpResult<Option<&[u8]>> {
+    let mut pattern = None;
+    for pair in opts.chunks(2) {
+        let [opt, value] = pair else {
+            return Err(OpError::Syntax);
+        };
+        if is_kw(opt, "count") {
+            if int(value)? < 1 {
+                return Err(OpError::Syntax);
+            }
+        } else if is_kw(opt, "match") {
+            pattern = Some(value.as_slice()).filter(|p| *p != b"*");
+        } else {
+            return Err(OpError::Syntax);
+        }
+    }
+    Ok(pattern)
+}
+
 /// A score as `ZSCAN` shows it: a listpack keeps integral scores up to
 /// `LLONG_MAX / 2` as integers (`1e18` reads `1000000000000000000`); everything else
 /// is `%.17g`.
@@ -354,30 +375,15 @@ fn scan_score(score: f64, listpack: bool) -> String {
 /// member present throughout is missed.
 pub(super) fn zscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     scan_cursor(&argv[2])?;
-    let empty = || Reply::Array(vec![Reply::bulk("0"), Reply::Array(Vec::new())]);
-    if read_zset(ctx, &argv[1])?.is_none() {
-        return Ok(empty());
-    }
-    let mut pattern: Option<&[u8]> = None;
-    let mut j = 3;
-    while j < argv.len() {
-        let next = argv.get(j + 1).ok_or(OpError::Syntax)?;
-        if is_kw(&argv[j], "count") {
-            if int(next)? < 1 {
-                return Err(OpError::Syntax);
-            }
-        } else if is_kw(&argv[j], "match") {
-            pattern = Some(next)
-                .filter(|p| p.as_slice() != b"*")
-                .map(Vec::as_slice);
-        } else {
-            return Err(OpError::Syntax);
-        }
-        j += 2;
-    }
+    // Redis answers a missing key before it looks at the options.
+    let pattern = scan_options(&argv[3..]);
     let Some(z) = read_zset(ctx, &argv[1])? else {
-        return Ok(empty());
+        return Ok(Reply::Array(vec![
+            Reply::bulk("0"),
+            Reply::Array(Vec::new()),
+        ]));
     };
+    let pattern = pattern?;
     let listpack = z.is_listpack();
     let mut items = Vec::new();
     for e in z.iter() {
