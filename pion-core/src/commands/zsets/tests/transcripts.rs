@@ -474,3 +474,75 @@ fn randmember_and_scan() {
         "#,
     );
 }
+
+#[test]
+fn edge_cases() {
+    transcript(
+        &engine(),
+        r#"
+        ZADD a 1 x 2 y 3 z -> :3
+        ZADD b 1 x 2 y 3 w -> :3
+        ZADD c 0.1 x 0.2 y 0.3 z -> :3
+        ZUNION 3 a b c WITHSCORES -> [("x" ,2.1000000000000001) ("w" ,3) ("z" ,3.2999999999999998) ("y" ,4.2000000000000002)]
+        ZINTER 3 a b c WITHSCORES -> [("x" ,2.1000000000000001) ("y" ,4.2000000000000002)]
+        ZINTER 3 c b a WITHSCORES -> [("x" ,2.1000000000000001) ("y" ,4.2000000000000002)]
+        ZUNION 3 c b a WITHSCORES WEIGHTS 0.1 0.2 0.3 -> [("x" ,0.51000000000000001) ("w" ,0.60000000000000009) ("z" ,0.92999999999999994) ("y" ,1.02)]
+        ZINTER 2 a a WITHSCORES AGGREGATE MAX -> [("x" ,1) ("y" ,2) ("z" ,3)]
+        ZUNIONSTORE a 2 a b -> :4
+        ZRANGE a 0 -1 WITHSCORES -> [("x" ,2) ("w" ,3) ("z" ,3) ("y" ,4)]
+        ZADD g GT CH 5 new -> :1
+        ZADD g LT CH 6 new -> :0
+        ZADD g GT 4 new -> :0
+        ZADD g GT INCR -1 new -> nil
+        ZADD g LT INCR -1 new -> ,4
+        ZADD g XX GT CH INCR 1 new -> ,5
+        ZRANGE g 0 -1 WITHSCORES -> [("new" ,5)]
+        ZADD dup 1 a 2 a 3 a -> :1
+        ZRANGE dup 0 -1 WITHSCORES -> [("a" ,3)]
+        ZADD dup CH 1 a 1 a -> :1
+        ZADD dup CH 5 a 1 a -> :2
+        ZADD dup NX CH 9 a 1 b -> :1
+        ZRANGE dup 0 -1 WITHSCORES -> [("a" ,1) ("b" ,1)]
+        ZRANGE dup 0 -1 BYSCORE LIMIT 9223372036854775807 1 -> []
+        ZRANGE dup -inf +inf BYSCORE LIMIT 0 9223372036854775807 WITHSCORES -> [("a" ,1) ("b" ,1)]
+        ZRANGE dup (1 (1 BYSCORE -> []
+        ZRANGE dup [b [a BYLEX -> []
+        ZRANGE dup [a [b BYLEX REV -> []
+        ZRANGE dup [b [a BYLEX REV -> ["b" "a"]
+        ZRANGESTORE dup dup 1 1 -> :1
+        ZRANGE dup 0 -1 WITHSCORES -> [("b" ,1)]
+        ZADD e 1.0000000000000002 a 0.1 b 1e-300 c 5e-324 d -> :4
+        ZRANGE e 0 -1 WITHSCORES -> [("d" ,4.9406564584124654e-324) ("c" ,1e-300) ("b" ,0.10000000000000001) ("a" ,1.0000000000000002)]
+        ZSCAN e 0 -> ["0" ["d" "4.9406564584124654e-324" "c" "1e-300" "b" "0.10000000000000001" "a" "1.0000000000000002"]]
+        ZINCRBY e 1e-300 c -> ,2.0000000000000001e-300
+        ZADD ee 0x1p-1074 a -> :1
+        ZADD ee 0x1p-1080 a -> -ERR value is not a valid float
+        ZADD ee 0X1P4 b -> :1
+        ZADD ee 1e-320 c -> :1
+        ZRANGE ee 0 -1 WITHSCORES -> [("a" ,4.9406564584124654e-324) ("c" ,9.9998886718268301e-321) ("b" ,16)]
+        ZPOPMAX e -> ["a" ,1.0000000000000002]
+        ZPOPMIN e 0 -> []
+        ZPOPMIN e 100 -> [("d" ,4.9406564584124654e-324) ("c" ,2.0000000000000001e-300) ("b" ,0.10000000000000001)]
+        ZMPOP 3 none1 none2 e MAX COUNT 1 -> nil*
+        ZINTERCARD 2 a b LIMIT 9223372036854775807 -> :3
+        ZINTERCARD 2 a b LIMIT 1 LIMIT 2 -> :2
+        ZINTERCARD 2 a b LIMIT -> -ERR syntax error
+        ZUNION 2 a b WEIGHTS 1 -> -ERR syntax error
+        ZUNION 2 a b WEIGHTS 1 2 3 -> -ERR syntax error
+        ZUNION 2 a b WEIGHTS 1 2 WEIGHTS 3 4 WITHSCORES -> [("z" ,9) ("x" ,10) ("y" ,20) ("w" ,21)]
+        ZDIFFSTORE a 1 nokey -> :0
+        ZRANGE a 0 -1 -> []
+        ZDIFF 2 b b -> []
+        ZADD lx 0 a 0 b 0 c -> :3
+        ZRANGEBYLEX lx [b + LIMIT 0 1 -> ["b"]
+        ZREVRANGEBYLEX lx + [b LIMIT 0 1 -> ["c"]
+        ZREVRANGEBYLEX lx + [b LIMIT 1 -1 -> ["b"]
+        ZRANGEBYLEX lx (a (c LIMIT 0 1 LIMIT 1 1 -> []
+        ZREMRANGEBYLEX lx (a + -> :2
+        ZRANGE lx 0 -1 -> ["a"]
+        ZRANDMEMBER lx 1 WITHSCORES -> [("a" ,0)]
+        ZRANDMEMBER lx -1 -> ["a"]
+        ZRANDMEMBER lx 2 WITHSCORES -> [("a" ,0)]
+        "#,
+    );
+}
