@@ -379,7 +379,7 @@ impl ZSetValue {
         }
     }
 
-    /// Whether the encoding is `listpack` (its order is observable by `ZSCAN`).
+    /// Whether the encoding is `listpack` (`ZSCAN` shows its scores as stored there).
     pub fn is_listpack(&self) -> bool {
         self.listpack
     }
