@@ -14,21 +14,6 @@ pub fn int(arg: &[u8]) -> OpResult<i64> {
     parse_i64(arg).ok_or(OpError::NotInteger)
 }
 
-/// Parses a non-negative integer that must fit `usize`, with a custom error text for
-/// negatives (Redis varies the wording per command).
-pub fn non_negative(arg: &[u8], negative_error: &'static str) -> OpResult<usize> {
-    let v = int(arg)?;
-    if v < 0 {
-        return Err(OpError::custom(negative_error));
-    }
-    Ok(v as usize)
-}
-
-/// Parses a float argument (`ERR value is not a valid float`).
-pub fn float(arg: &[u8]) -> OpResult<f64> {
-    crate::num::parse_f64(arg).ok_or(OpError::NotFloat)
-}
-
 /// Lossy text of an argument, for error messages.
 pub fn text(arg: &[u8]) -> String {
     String::from_utf8_lossy(arg).into_owned()
