@@ -411,8 +411,14 @@ impl Config {
                     } else {
                         !alias && glob_match(pattern, name.as_bytes(), true)
                     };
-                    if hit && !out.iter().any(|(n, _)| n == name) {
-                        out.push((name.to_string(), (p.get)(&values)));
+                    if hit && !out.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                        // An exact name is echoed as the client spelled it, as Redis does.
+                        let shown = if exact {
+                            String::from_utf8_lossy(pattern).into_owned()
+                        } else {
+                            name.to_string()
+                        };
+                        out.push((shown, (p.get)(&values)));
                     }
                 }
             }

@@ -80,8 +80,9 @@ impl OpError {
                     if quoted.len() >= 128 {
                         break;
                     }
+                    let room = 128 - quoted.len();
                     quoted.push('\'');
-                    quoted.push_str(&clip(a, 128 - quoted.len()));
+                    quoted.push_str(&clip(a, room));
                     quoted.push_str("' ");
                 }
                 Cow::Owned(sanitize(format!(
@@ -98,8 +99,10 @@ impl OpError {
     }
 }
 
-/// Redis quotes at most `max` bytes of a user-supplied name in an error message.
+/// Redis quotes at most `max` bytes of a user-supplied name in an error message, and
+/// as a C string it stops at the first NUL byte.
 fn clip(s: &str, max: usize) -> String {
+    let s = s.split('\0').next().unwrap_or("");
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;

@@ -29,6 +29,10 @@ pub struct Connection {
     pub closing: bool,
     /// Whether the event loop currently asks for writability on this socket.
     pub write_interest: bool,
+    /// Whether the event loop has queued this connection for a write this pass.
+    pub queued_for_write: bool,
+    /// The peer closed its side (replies already produced are still written).
+    pub peer_closed: bool,
 }
 
 impl Connection {
@@ -43,6 +47,8 @@ impl Connection {
             written: 0,
             closing: false,
             write_interest: false,
+            queued_for_write: false,
+            peer_closed: false,
         }
     }
 

@@ -60,6 +60,8 @@ struct Worker {
     waker: Arc<Waker>,
     inbox: Arc<Mutex<Vec<TcpStream>>>,
     conns: HashMap<Token, (TcpStream, Connection)>,
+    /// Connections served in this pass whose replies are still to be written.
+    pending: Vec<Token>,
     next_token: usize,
 }
 
@@ -104,6 +106,7 @@ impl Server {
                 waker,
                 inbox: Arc::new(Mutex::new(Vec::new())),
                 conns: HashMap::new(),
+                pending: Vec::new(),
                 next_token: FIRST_CONN,
             });
         }
@@ -180,6 +183,7 @@ impl Worker {
                     token => self.serve(token, engine, &limits),
                 }
             }
+            self.flush_pending(engine, &limits);
             self.reap_killed();
         }
         for (_, (_, conn)) in self.conns.drain() {
@@ -263,12 +267,39 @@ impl Worker {
         self.conns.insert(token, (stream, Connection::new(client)));
     }
 
+    /// Reads what a readable connection sent and runs its commands; the replies are
+    /// written later by [`flush_pending`](Self::flush_pending).
     fn serve(&mut self, token: Token, engine: &Engine, limits: &Limits) {
         let Some((stream, conn)) = self.conns.get_mut(&token) else {
             return;
         };
-        let mut open = read_available(stream, conn, engine);
+        if !read_available(stream, conn, engine) {
+            conn.peer_closed = true;
+        }
         conn.process(engine, limits);
+        if !conn.queued_for_write {
+            conn.queued_for_write = true;
+            self.pending.push(token);
+        }
+    }
+
+    /// Writes the replies of every connection served in this event-loop pass. Like
+    /// Redis's `beforeSleep`, writing after all reads means the client usually is still
+    /// busy reading the previous reply when the next one lands, which saves the kernel
+    /// a wake-up per reply.
+    fn flush_pending(&mut self, engine: &Engine, limits: &Limits) {
+        let pending = std::mem::take(&mut self.pending);
+        for token in pending {
+            self.flush_one(token, engine, limits);
+        }
+    }
+
+    fn flush_one(&mut self, token: Token, engine: &Engine, limits: &Limits) {
+        let Some((stream, conn)) = self.conns.get_mut(&token) else {
+            return;
+        };
+        conn.queued_for_write = false;
+        let mut open = !conn.peer_closed;
         loop {
             match flush(stream, conn, engine) {
                 Ok(true) if conn.pending_input() > 0 && !conn.closing => {

@@ -216,7 +216,7 @@ fn info(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             .iter()
             .map(|name| match find(name) {
                 Some((spec, full)) => command_info(spec, full, None),
-                None => Reply::NullArray,
+                None => Reply::Null,
             })
             .collect(),
     ))
@@ -295,20 +295,46 @@ fn list(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn getkeys(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    // Redis's order of checks: unknown command, no keys at all, arity, then the keys of
+    // these particular arguments.
     let args = &argv[2..];
-    let resolved = dispatch::resolve(args).map_err(|e| match e {
-        OpError::WrongArity(_) => {
-            OpError::custom("ERR Invalid number of arguments specified for command")
-        }
-        _ => OpError::custom("ERR Invalid command specified"),
-    })?;
-    let keys = dispatch::key_indices(resolved.spec, args)?;
-    if keys.is_empty() {
+    let spec =
+        lookup_for_getkeys(args).ok_or_else(|| OpError::custom("ERR Invalid command specified"))?;
+    if spec.keys.first <= 0 && spec.keys.find.is_none() {
         return Err(OpError::custom("ERR The command has no key arguments"));
+    }
+    let argc = args.len();
+    let arity_ok = if spec.arity >= 0 {
+        argc == spec.arity as usize
+    } else {
+        argc >= spec.arity.unsigned_abs() as usize
+    };
+    if !arity_ok {
+        return Err(OpError::custom(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let keys = dispatch::key_indices(spec, args)
+        .map_err(|_| OpError::custom("ERR Invalid arguments specified for command"))?;
+    if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
+        return Err(OpError::custom(
+            "ERR Invalid arguments specified for command",
+        ));
     }
     Ok(Reply::Array(
         keys.into_iter().map(|i| Reply::bulk(&args[i])).collect(),
     ))
+}
+
+/// The (sub)command `args` names, without checking arity.
+fn lookup_for_getkeys(args: &[Vec<u8>]) -> Option<&'static CommandSpec> {
+    let t = table();
+    let (spec, _) = t.lookup(&args.first()?.to_ascii_lowercase())?;
+    if spec.subcommands.is_empty() || args.len() < 2 {
+        return Some(spec);
+    }
+    t.lookup_sub(spec, &args[1].to_ascii_lowercase())
+        .map(|(s, _, _)| s)
 }
 
 fn help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {

@@ -201,10 +201,7 @@ fn config_get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn config_set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if !argv.len().is_multiple_of(2) {
-        return Err(OpError::custom(format!(
-            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-            text(&argv[2])
-        )));
+        return Err(OpError::Syntax);
     }
     let owned: Vec<(String, String)> = argv[2..]
         .chunks(2)

@@ -38,7 +38,10 @@ impl From<&[u8]> for StoredKey {
         if key.len() <= INLINE {
             let mut bytes = [0u8; INLINE];
             bytes[..key.len()].copy_from_slice(key);
-            StoredKey::Inline { len: key.len() as u8, bytes }
+            StoredKey::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
         } else {
             StoredKey::Heap(key.into())
         }
@@ -92,7 +95,10 @@ mod tests {
         assert_eq!(m.get(edge.as_slice()), Some(&3));
         assert_eq!(m.get(&b""[..]), Some(&4));
         assert_eq!(m.get(&b"user:2"[..]), None);
-        assert!(matches!(StoredKey::from(edge.as_slice()), StoredKey::Inline { .. }));
+        assert!(matches!(
+            StoredKey::from(edge.as_slice()),
+            StoredKey::Inline { .. }
+        ));
         assert_eq!(std::mem::size_of::<StoredKey>(), 24);
     }
 }

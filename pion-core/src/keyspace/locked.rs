@@ -248,24 +248,24 @@ impl<'a> Locked<'a> {
         let now = self.now_ms;
         let shard = self.shard(loc.shard)?;
         let mut entry = Entry::new(value, now);
-        entry.accounted = entry.value.mem_usage() + key.len();
+        entry.set_accounted(entry.value.mem_usage() + key.len());
         let d = shard.db_or_create(db);
         let old = d.slots[loc.local].get_mut(key);
         let mut stale_deadline = None;
         match old {
             Some(old) => {
-                let freed = old.accounted;
+                let freed = old.accounted as usize;
                 if keep_ttl {
-                    entry.expire_at = old.expire_at;
+                    entry.set_deadline(old.expire_at());
                 } else {
-                    stale_deadline = old.expire_at;
+                    stale_deadline = old.expire_at();
                 }
-                let added = entry.accounted;
+                let added = entry.accounted as usize;
                 *old = entry;
                 shard.used_memory = shard.used_memory.saturating_sub(freed) + added;
             }
             None => {
-                let added = entry.accounted;
+                let added = entry.accounted as usize;
                 d.slots[loc.local].insert(StoredKey::from(key), entry);
                 d.keys += 1;
                 shard.used_memory += added;
@@ -303,7 +303,7 @@ impl<'a> Locked<'a> {
 
     /// Inserts a whole entry (value and deadline), replacing any old key.
     pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> OpResult<()> {
-        let deadline = entry.expire_at;
+        let deadline = entry.expire_at();
         self.set(db, key, entry.value)?;
         self.set_expire_at(db, key, deadline)?;
         Ok(())
@@ -312,7 +312,7 @@ impl<'a> Locked<'a> {
     /// The absolute deadline of a live key: `None` if the key is missing,
     /// `Some(None)` if it has no time to live.
     pub fn expire_at(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Option<i64>>> {
-        Ok(self.peek(db, key)?.map(|e| e.expire_at))
+        Ok(self.peek(db, key)?.map(|e| e.expire_at()))
     }
 
     /// Sets (or with `None` clears) a live key's deadline; returns false if the key is
@@ -328,7 +328,7 @@ impl<'a> Locked<'a> {
         let Some(entry) = d.slots[loc.local].get_mut(key) else {
             return Ok(false);
         };
-        let old = std::mem::replace(&mut entry.expire_at, at);
+        let old = entry.set_deadline(at);
         if let Some(old) = old {
             d.expires.remove(&(old, key.to_vec()));
         }
@@ -357,7 +357,7 @@ impl<'a> Locked<'a> {
             return Ok(());
         }
         let now = entry.value.mem_usage() + key.len();
-        let before = std::mem::replace(&mut entry.accounted, now);
+        let before = entry.set_accounted(now);
         shard.used_memory = shard.used_memory.saturating_sub(before) + now;
         Ok(())
     }
@@ -406,7 +406,7 @@ impl<'a> Locked<'a> {
                     .slots
                     .iter()
                     .flat_map(|s| s.values())
-                    .map(|e| e.accounted)
+                    .map(|e| e.accounted as usize)
                     .sum();
                 shard.used_memory = shard.used_memory.saturating_sub(freed);
             }

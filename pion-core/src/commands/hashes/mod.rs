@@ -112,7 +112,7 @@ fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<Option<&'c HashVa
 fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<&'c mut HashValue> {
     let db = ctx.db();
     ctx.ks
-        .get_or_insert_with(db, key, || Value::Hash(HashValue::new()))?
+        .get_or_insert_with(db, key, || Value::Hash(Box::default()))?
         .as_hash_mut()
 }
 

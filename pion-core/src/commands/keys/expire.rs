@@ -123,7 +123,9 @@ pub(super) fn ttl(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(if millis {
         ms
     } else {
-        ms.saturating_add(500) / 1000
+        // Redis rounds in unsigned arithmetic, so a deadline near i64::MAX rounds up
+        // instead of overflowing.
+        ((ms.max(0) as u64 + 500) / 1000) as i64
     }))
 }
 

@@ -121,7 +121,7 @@ fn store(ctx: &mut Ctx<'_>, dest: &[u8], result: SetValue) -> OpResult<Reply> {
     if len == 0 {
         ctx.ks.remove(db, dest)?;
     } else {
-        ctx.ks.set(db, dest, Value::Set(result))?;
+        ctx.ks.set(db, dest, Value::Set(Box::new(result)))?;
     }
     Ok(Reply::Integer(len as i64))
 }

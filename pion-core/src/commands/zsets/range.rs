@@ -260,7 +260,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
         out.insert(&e.member, e.score, &limits);
     }
     let n = out.len();
-    ctx.ks.set(db, dst, Value::ZSet(out))?;
+    ctx.ks.set(db, dst, Value::ZSet(Box::new(out)))?;
     Ok(Reply::Integer(n as i64))
 }
 

@@ -99,7 +99,7 @@ fn set(e: &Engine, key: &str, members: &[&str]) {
     for m in members {
         s.insert(m.as_bytes(), &limits);
     }
-    put(e, 0, key, crate::value::Value::Set(s));
+    put(e, 0, key, crate::value::Value::Set(Box::new(s)));
 }
 
 /// Stores a sorted set in database 0, as `ZADD` would build it.
@@ -109,7 +109,7 @@ fn zset(e: &Engine, key: &str, members: &[(f64, &str)]) {
     for (score, m) in members {
         z.insert(m.as_bytes(), *score, &limits);
     }
-    put(e, 0, key, crate::value::Value::ZSet(z));
+    put(e, 0, key, crate::value::Value::ZSet(Box::new(z)));
 }
 
 /// Stores a hash in database 0, as `HSET` would build it.
@@ -119,5 +119,5 @@ fn hash(e: &Engine, key: &str, pairs: &[(&str, &str)]) {
     for (f, v) in pairs {
         h.insert(f.as_bytes().to_vec(), v.as_bytes().to_vec(), &limits);
     }
-    put(e, 0, key, crate::value::Value::Hash(h));
+    put(e, 0, key, crate::value::Value::Hash(Box::new(h)));
 }
