@@ -93,20 +93,25 @@ pub struct Param {
     pub set: Option<Setter>,
 }
 
-fn parse_int<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
-    v: &str,
-    min: T,
-    max: T,
-) -> Result<T, String> {
-    let n: T = v
+fn parse_int<T>(v: &str, min: T, max: T) -> Result<T, String>
+where
+    T: TryFrom<i128> + TryInto<i128> + Copy + std::fmt::Display,
+{
+    // Parse wide first: Redis reports a negative value for an unsigned parameter as
+    // out of range, not as unparsable.
+    let n: i128 = v
         .parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-    if n < min || n > max {
+    let (lo, hi): (i128, i128) = (
+        min.try_into().unwrap_or(i128::MIN),
+        max.try_into().unwrap_or(i128::MAX),
+    );
+    if n < lo || n > hi {
         return Err(format!(
             "argument must be between {min} and {max} inclusive"
         ));
     }
-    Ok(n)
+    T::try_from(n).map_err(|_| "argument couldn't be parsed into an integer".to_string())
 }
 
 /// Parses a memory amount with Redis's units (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`).
