@@ -1,5 +1,6 @@
 //! The hottest keyspace paths: GET and SET through the command table (what a network
 //! request costs once decoded), single-threaded.
+#![allow(missing_docs)] // criterion_group! and criterion_main! generate undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pion_core::{Engine, EngineOptions};

@@ -1,4 +1,5 @@
 //! RESP request decoding and reply encoding.
+#![allow(missing_docs)] // criterion_group! and criterion_main! generate undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pion_core::Reply;

@@ -24,6 +24,9 @@ const FIRST_CONN: usize = 2;
 const READ_CHUNK: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(100);
 
+/// How a worker reaches another: its inbox of accepted sockets and its waker.
+type Peer = (Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>);
+
 /// A running server's handle: ask it to stop from another thread.
 #[derive(Clone)]
 pub struct StopHandle {
@@ -118,7 +121,7 @@ impl Server {
             .poll
             .registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let peers: Vec<(Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>)> = workers
+        let peers: Vec<Peer> = workers
             .iter()
             .map(|w| (Arc::clone(&w.inbox), Arc::clone(&w.waker)))
             .collect();
@@ -157,7 +160,7 @@ impl Worker {
         engine: &Engine,
         stop: &StopHandle,
         mut listener: Option<&mut TcpListener>,
-        peers: &[(Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>)],
+        peers: &[Peer],
     ) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut round_robin = 0usize;
@@ -196,7 +199,7 @@ impl Worker {
         &mut self,
         listener: &mut TcpListener,
         engine: &Engine,
-        peers: &[(Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>)],
+        peers: &[Peer],
         round_robin: &mut usize,
     ) {
         loop {

@@ -1,7 +1,7 @@
 //! `COMMAND` and its subcommands, answered from the command table itself.
 
 use super::flags::{self, *};
-use super::{dispatch, table, CommandSpec, Group};
+use super::{dispatch, table, BeginSearch, CommandSpec, FindKeys, Group};
 use crate::commands::util::{is_kw, text};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
@@ -12,15 +12,20 @@ use crate::reply::Reply;
 pub static SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("count", 2, LOADING | STALE, Group::Connection, count)
         .doc("Returns a count of commands.", "2.8.13"),
-    CommandSpec::new("info", -2, LOADING | STALE, Group::Connection, info).doc(
-        "Returns information about one, multiple or all commands.",
-        "2.8.13",
-    ),
-    CommandSpec::new("docs", -2, LOADING | STALE, Group::Connection, docs).doc(
-        "Returns documentary information about one, multiple or all commands.",
-        "7.0.0",
-    ),
+    CommandSpec::new("info", -2, LOADING | STALE, Group::Connection, info)
+        .tips(&["nondeterministic_output_order"])
+        .doc(
+            "Returns information about one, multiple or all commands.",
+            "2.8.13",
+        ),
+    CommandSpec::new("docs", -2, LOADING | STALE, Group::Connection, docs)
+        .tips(&["nondeterministic_output_order"])
+        .doc(
+            "Returns documentary information about one, multiple or all commands.",
+            "7.0.0",
+        ),
     CommandSpec::new("list", -2, LOADING | STALE, Group::Connection, list)
+        .tips(&["nondeterministic_output_order"])
         .doc("Returns a list of command names.", "7.0.0"),
     CommandSpec::new("getkeys", -4, LOADING | STALE, Group::Connection, getkeys).doc(
         "Extracts the key names from an arbitrary command.",
@@ -61,7 +66,15 @@ const CATEGORIES: &[&str] = &[
 pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
     let mut on = [false; 21];
     let idx = |name: &str| CATEGORIES.iter().position(|c| *c == name).unwrap_or(0);
+    if !spec.subcommands.is_empty() && spec.handler_is_container() {
+        // A pure container is only `@slow`; its subcommands carry the real categories.
+        return vec!["slow"];
+    }
+    for extra in spec.categories {
+        on[idx(extra)] = true;
+    }
     match spec.group {
+        _ if !spec.categories.is_empty() => {}
         Group::Keyspace => on[idx("keyspace")] = true,
         Group::String => on[idx("string")] = true,
         Group::Hash => on[idx("hash")] = true,
@@ -107,40 +120,77 @@ fn flag_names(spec: &CommandSpec) -> Vec<Reply> {
 }
 
 fn key_specs(spec: &CommandSpec) -> Vec<Reply> {
-    let k = spec.keys;
-    if k.first <= 0 {
-        return Vec::new();
-    }
     let s = |t: &'static str| Reply::bulk(t);
-    let access = if spec.has(WRITE) { "RW" } else { "RO" };
-    let lastkey = if k.last < 0 { k.last } else { k.last - k.first };
-    vec![Reply::Map(vec![
-        (s("flags"), Reply::Set(vec![Reply::status(access)])),
-        (
-            s("begin_search"),
-            Reply::Map(vec![
-                (s("type"), s("index")),
-                (
-                    s("spec"),
-                    Reply::Map(vec![(s("index"), Reply::Integer(i64::from(k.first)))]),
-                ),
-            ]),
-        ),
-        (
-            s("find_keys"),
-            Reply::Map(vec![
-                (s("type"), s("range")),
-                (
-                    s("spec"),
-                    Reply::Map(vec![
-                        (s("lastkey"), Reply::Integer(i64::from(lastkey))),
-                        (s("keystep"), Reply::Integer(i64::from(k.step))),
-                        (s("limit"), Reply::Integer(0)),
-                    ]),
-                ),
-            ]),
-        ),
-    ])]
+    let int = |n: i32| Reply::Integer(i64::from(n));
+    spec.key_specs
+        .iter()
+        .map(|k| {
+            let mut fields = Vec::new();
+            if !k.notes.is_empty() {
+                fields.push((s("notes"), s(k.notes)));
+            }
+            fields.push((
+                s("flags"),
+                Reply::Set(k.flags.iter().map(|f| Reply::status(f)).collect()),
+            ));
+            let begin = match k.begin {
+                BeginSearch::Index(i) => Reply::Map(vec![
+                    (s("type"), s("index")),
+                    (s("spec"), Reply::Map(vec![(s("index"), int(i))])),
+                ]),
+                BeginSearch::Keyword(kw, from) => Reply::Map(vec![
+                    (s("type"), s("keyword")),
+                    (
+                        s("spec"),
+                        Reply::Map(vec![(s("keyword"), s(kw)), (s("startfrom"), int(from))]),
+                    ),
+                ]),
+                BeginSearch::Unknown => Reply::Map(vec![
+                    (s("type"), s("unknown")),
+                    (s("spec"), Reply::Map(vec![])),
+                ]),
+            };
+            fields.push((s("begin_search"), begin));
+            let find = match k.find {
+                FindKeys::Range {
+                    lastkey,
+                    keystep,
+                    limit,
+                } => Reply::Map(vec![
+                    (s("type"), s("range")),
+                    (
+                        s("spec"),
+                        Reply::Map(vec![
+                            (s("lastkey"), int(lastkey)),
+                            (s("keystep"), int(keystep)),
+                            (s("limit"), int(limit)),
+                        ]),
+                    ),
+                ]),
+                FindKeys::Keynum {
+                    keynumidx,
+                    firstkey,
+                    keystep,
+                } => Reply::Map(vec![
+                    (s("type"), s("keynum")),
+                    (
+                        s("spec"),
+                        Reply::Map(vec![
+                            (s("keynumidx"), int(keynumidx)),
+                            (s("firstkey"), int(firstkey)),
+                            (s("keystep"), int(keystep)),
+                        ]),
+                    ),
+                ]),
+                FindKeys::Unknown => Reply::Map(vec![
+                    (s("type"), s("unknown")),
+                    (s("spec"), Reply::Map(vec![])),
+                ]),
+            };
+            fields.push((s("find_keys"), find));
+            Reply::Map(fields)
+        })
+        .collect()
 }
 
 /// The `COMMAND INFO` entry of a command (subcommands nested).
@@ -168,9 +218,9 @@ pub fn command_info(
                 .map(|c| Reply::status_owned(format!("@{c}")))
                 .collect(),
         ),
-        Reply::Set(vec![]),
-        Reply::Array(key_specs(spec)),
-        Reply::Array(subs),
+        Reply::Set(spec.tips.iter().map(Reply::bulk).collect()),
+        Reply::Set(key_specs(spec)),
+        Reply::Set(subs),
     ])
 }
 

@@ -96,6 +96,115 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands, for container commands (`CLIENT`, `CONFIG`, `OBJECT`, …).
     pub subcommands: &'static [CommandSpec],
+    /// Key specifications as `COMMAND INFO` reports them: how each group of keys is
+    /// found and how the command uses it.
+    pub key_specs: &'static [KeySpecDoc],
+    /// Command tips (`nondeterministic_output`, `request_policy:…`).
+    pub tips: &'static [&'static str],
+    /// A pure container (`CLIENT`, `CONFIG`, `OBJECT`): only its subcommands run.
+    pub container: bool,
+    /// ACL categories that replace the group's own (`SORT` is in `@set`, `@sortedset`
+    /// and `@list`); empty for the group's category.
+    pub categories: &'static [&'static str],
+}
+
+/// Where the search for a group of keys begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BeginSearch {
+    /// At a fixed argument index.
+    Index(i32),
+    /// After a keyword, searched from `startfrom` (negative: from the end).
+    Keyword(&'static str, i32),
+    /// Not known from the arguments alone.
+    Unknown,
+}
+
+/// How the keys are found once the search began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindKeys {
+    /// A range: the last key relative to the begin (negative: from the end), the step,
+    /// and a limit divisor.
+    Range {
+        /// Last key index, relative.
+        lastkey: i32,
+        /// Step between keys.
+        keystep: i32,
+        /// Limit divisor (0: no limit).
+        limit: i32,
+    },
+    /// A count of keys in an argument, then the keys.
+    Keynum {
+        /// Index of the count, relative to the begin.
+        keynumidx: i32,
+        /// First key, relative to the begin.
+        firstkey: i32,
+        /// Step between keys.
+        keystep: i32,
+    },
+    /// Not known from the arguments alone.
+    Unknown,
+}
+
+/// One key specification of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySpecDoc {
+    /// Notes shown with the spec (empty: none).
+    pub notes: &'static str,
+    /// Flags: access (`RO`, `RW`, `OW`, `RM`) and usage (`access`, `update`, `insert`,
+    /// `delete`, …).
+    pub flags: &'static [&'static str],
+    /// Where the search begins.
+    pub begin: BeginSearch,
+    /// How the keys are found.
+    pub find: FindKeys,
+}
+
+impl KeySpecDoc {
+    /// A spec for keys at `index` up to `lastkey` (relative) with `keystep`.
+    pub const fn range(
+        flags: &'static [&'static str],
+        index: i32,
+        lastkey: i32,
+        keystep: i32,
+        limit: i32,
+    ) -> KeySpecDoc {
+        KeySpecDoc {
+            notes: "",
+            flags,
+            begin: BeginSearch::Index(index),
+            find: FindKeys::Range {
+                lastkey,
+                keystep,
+                limit,
+            },
+        }
+    }
+
+    /// A spec for `numkeys`-style keys: the count at `index + keynumidx`.
+    pub const fn keynum(
+        flags: &'static [&'static str],
+        index: i32,
+        keynumidx: i32,
+        firstkey: i32,
+        keystep: i32,
+    ) -> KeySpecDoc {
+        KeySpecDoc {
+            notes: "",
+            flags,
+            begin: BeginSearch::Index(index),
+            find: FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            },
+        }
+    }
+
+    /// The same spec with notes.
+    pub const fn with_notes(mut self, notes: &'static str) -> KeySpecDoc {
+        self.notes = notes;
+        self
+    }
 }
 
 fn container_handler(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
@@ -127,6 +236,10 @@ impl CommandSpec {
             since: "1.0.0",
             handler,
             subcommands: &[],
+            key_specs: &[],
+            tips: &[],
+            categories: &[],
+            container: false,
         }
     }
 
@@ -138,7 +251,26 @@ impl CommandSpec {
     ) -> Self {
         let mut c = CommandSpec::new(name, -2, 0, group, container_handler);
         c.subcommands = subcommands;
+        c.container = true;
         c
+    }
+
+    /// Sets the key specifications `COMMAND INFO` reports.
+    pub const fn key_specs(mut self, specs: &'static [KeySpecDoc]) -> Self {
+        self.key_specs = specs;
+        self
+    }
+
+    /// Sets the command tips.
+    pub const fn tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// Replaces the group's ACL category with these (without the `@`).
+    pub const fn categories(mut self, categories: &'static [&'static str]) -> Self {
+        self.categories = categories;
+        self
     }
 
     /// Attaches subcommands to a command that also runs on its own (`COMMAND`).
@@ -175,21 +307,25 @@ impl CommandSpec {
         self
     }
 
+    /// Whether this is a pure container whose work is done by its subcommands.
+    pub fn handler_is_container(&self) -> bool {
+        self.container
+    }
+
     /// Whether the command has this flag.
     pub const fn has(&self, flag: u64) -> bool {
         self.flags & flag != 0
     }
 }
 
+/// A subcommand's spec, full name (`container|sub`) and counter slot.
+type SubEntry = (&'static CommandSpec, &'static str, usize);
+
 /// The whole command table, built once: lookups by name, and a counter slot for every
 /// command and subcommand.
 pub struct CommandTable {
     by_name: HashMap<&'static [u8], (&'static CommandSpec, usize), ahash::RandomState>,
-    subs: HashMap<
-        (usize, &'static [u8]),
-        (&'static CommandSpec, &'static str, usize),
-        ahash::RandomState,
-    >,
+    subs: HashMap<(usize, &'static [u8]), SubEntry, ahash::RandomState>,
     ordered: Vec<&'static CommandSpec>,
     full_names: Vec<&'static str>,
 }

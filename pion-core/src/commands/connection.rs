@@ -15,8 +15,9 @@ const CONN: u64 = NOSCRIPT | LOADING | STALE;
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ping", -1, FAST, Group::Connection, ping)
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
         .doc("Returns the server's liveliness response.", "1.0.0"),
-    CommandSpec::new("echo", 2, FAST, Group::Connection, echo)
+    CommandSpec::new("echo", 2, LOADING | STALE | FAST, Group::Connection, echo)
         .doc("Returns the given string.", "1.0.0"),
     CommandSpec::new(
         "select",
@@ -70,8 +71,10 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("getname", 2, CONN, Group::Connection, client_getname)
         .doc("Returns the name of the connection.", "2.6.9"),
     CommandSpec::new("list", -2, ADMIN | CONN, Group::Connection, client_list)
+        .tips(&["nondeterministic_output"])
         .doc("Lists open connections.", "2.4.0"),
     CommandSpec::new("info", 2, CONN, Group::Connection, client_info)
+        .tips(&["nondeterministic_output"])
         .doc("Returns information about the connection.", "6.2.0"),
     CommandSpec::new("kill", -3, ADMIN | CONN, Group::Connection, client_kill)
         .doc("Terminates open connections.", "2.4.0"),

@@ -21,6 +21,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Server,
         dbsize,
     )
+    .tips(&["request_policy:all_shards", "response_policy:agg_sum"])
     .whole_keyspace()
     .doc("Returns the number of keys in the database.", "1.0.0"),
     CommandSpec::new(
@@ -30,6 +31,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Server,
         flushdb,
     )
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
     .whole_keyspace()
     .doc("Removes all keys from the current database.", "1.0.0"),
     CommandSpec::new(
@@ -39,6 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Server,
         flushall,
     )
+    .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
     .whole_keyspace()
     .doc("Removes all keys from all databases.", "1.0.0"),
     CommandSpec::new(
@@ -51,6 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     .whole_keyspace()
     .doc("Swaps two Redis databases.", "4.0.0"),
     CommandSpec::new("time", 1, LOADING | STALE | FAST, Group::Server, time)
+        .tips(&["nondeterministic_output"])
         .doc("Returns the server time.", "2.6.0"),
     CommandSpec::new(
         "shutdown",
@@ -70,6 +74,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Server,
         crate::info::info,
     )
+    .tips(&[
+        "nondeterministic_output",
+        "request_policy:all_shards",
+        "response_policy:special",
+    ])
     .doc(
         "Returns information and statistics about the server.",
         "1.0.0",
@@ -77,6 +86,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::container("config", Group::Server, CONFIG_SUBCOMMANDS)
         .doc("A container for server configuration commands.", "2.0.0"),
     CommandSpec::new("command", -1, INTRO, Group::Connection, introspect::command)
+        .tips(&["nondeterministic_output_order"])
         .with_subcommands(introspect::SUBCOMMANDS)
         .doc("Returns detailed information about all commands.", "2.8.13"),
 ];
@@ -100,6 +110,7 @@ static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
         Group::Server,
         config_set,
     )
+    .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
     .doc("Sets configuration parameters in-flight.", "2.0.0"),
     CommandSpec::new(
         "resetstat",

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use rand::Rng;
 
 use crate::command::flags::*;
+use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
 use crate::commands::util::{int, is_kw};
 use crate::error::{OpError, OpResult};
@@ -26,45 +27,61 @@ use scan::{parse_cursor, scan_reply, ScanOptions};
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("hset", -4, WRITE | DENYOOM | FAST, Group::Hash, hset)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set the string value of a hash field", "2.0.0"),
     CommandSpec::new("hsetnx", 4, WRITE | DENYOOM | FAST, Group::Hash, hsetnx)
+        .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Set the value of a hash field, only if the field does not exist",
             "2.0.0",
         ),
     CommandSpec::new("hmset", -4, WRITE | DENYOOM | FAST, Group::Hash, hmset)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set multiple hash fields to multiple values", "2.0.0"),
     CommandSpec::new("hget", 3, READONLY | FAST, Group::Hash, hget)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the value of a hash field", "2.0.0"),
     CommandSpec::new("hmget", -3, READONLY | FAST, Group::Hash, hmget)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the values of all the given hash fields", "2.0.0"),
     CommandSpec::new("hdel", -3, WRITE | FAST, Group::Hash, hdel)
+        .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Delete one or more hash fields", "2.0.0"),
     CommandSpec::new("hlen", 2, READONLY | FAST, Group::Hash, hlen)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the number of fields in a hash", "2.0.0"),
     CommandSpec::new("hstrlen", 3, READONLY | FAST, Group::Hash, hstrlen)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the length of the value of a hash field", "3.2.0"),
     CommandSpec::new("hexists", 3, READONLY | FAST, Group::Hash, hexists)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Determine if a hash field exists", "2.0.0"),
     CommandSpec::new("hkeys", 2, READONLY, Group::Hash, hkeys)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, 1, 1)
         .doc("Get all the fields in a hash", "2.0.0"),
     CommandSpec::new("hvals", 2, READONLY, Group::Hash, hvals)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, 1, 1)
         .doc("Get all the values in a hash", "2.0.0"),
     CommandSpec::new("hgetall", 2, READONLY, Group::Hash, hgetall)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, 1, 1)
         .doc("Get all the fields and values in a hash", "2.0.0"),
     CommandSpec::new("hincrby", 4, WRITE | DENYOOM | FAST, Group::Hash, hincrby)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Increment the integer value of a hash field by the given number",
@@ -77,15 +94,20 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Hash,
         hincrbyfloat,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Increment the float value of a hash field by the given amount",
         "2.6.0",
     ),
     CommandSpec::new("hrandfield", -2, READONLY, Group::Hash, hrandfield)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Get one or multiple random fields from a hash", "6.2.0"),
     CommandSpec::new("hscan", -3, READONLY, Group::Hash, hscan)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc(
             "Incrementally iterate hash fields and associated values",

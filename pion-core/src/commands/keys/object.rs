@@ -4,6 +4,7 @@
 
 use super::peek_counted;
 use crate::command::flags::*;
+use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
@@ -15,21 +16,29 @@ use crate::value::Value;
 /// `OBJECT`'s subcommands.
 pub(super) static SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("encoding", 3, READONLY, Group::Keyspace, encoding)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 2, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(2, 2, 1)
         .doc("Inspect the internal encoding of a Redis object", "2.2.3"),
     CommandSpec::new("freq", 3, READONLY, Group::Keyspace, freq)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 2, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(2, 2, 1)
         .doc(
             "Get the logarithmic access frequency counter of a Redis object",
             "4.0.0",
         ),
     CommandSpec::new("idletime", 3, READONLY, Group::Keyspace, idletime)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 2, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(2, 2, 1)
         .doc(
             "Get the time since a Redis object was last accessed",
             "2.2.3",
         ),
     CommandSpec::new("refcount", 3, READONLY, Group::Keyspace, refcount)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 2, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(2, 2, 1)
         .doc(
             "Get the number of references to the value of the key",

@@ -14,6 +14,7 @@ mod query;
 mod tests;
 
 use crate::command::flags::*;
+use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
 use crate::commands::util::is_kw;
 use crate::error::{OpError, OpResult};
@@ -30,6 +31,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         push_pop::lpush,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc("Prepend one or multiple elements to a list", "1.0.0"),
     CommandSpec::new(
@@ -39,6 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         push_pop::rpush,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc("Append one or multiple elements to a list", "1.0.0"),
     CommandSpec::new(
@@ -48,6 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         push_pop::lpushx,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Prepend an element to a list, only if the list exists",
@@ -60,48 +64,63 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         push_pop::rpushx,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Append an element to a list, only if the list exists",
         "2.2.0",
     ),
     CommandSpec::new("lpop", -2, WRITE | FAST, Group::List, push_pop::lpop)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove and get the first elements in a list", "1.0.0"),
     CommandSpec::new("rpop", -2, WRITE | FAST, Group::List, push_pop::rpop)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove and get the last elements in a list", "1.0.0"),
     CommandSpec::new("llen", 2, READONLY | FAST, Group::List, query::llen)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the length of a list", "1.0.0"),
     CommandSpec::new("lrange", 4, READONLY, Group::List, query::lrange)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get a range of elements from a list", "1.0.0"),
     CommandSpec::new("lindex", 3, READONLY, Group::List, query::lindex)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get an element from a list by its index", "1.0.0"),
     CommandSpec::new("lpos", -3, READONLY, Group::List, query::lpos)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Return the index of matching elements on a list", "6.0.6"),
     CommandSpec::new("lset", 4, WRITE | DENYOOM, Group::List, edit::lset)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Set the value of an element in a list by its index",
             "1.0.0",
         ),
     CommandSpec::new("linsert", 5, WRITE | DENYOOM, Group::List, edit::linsert)
+        .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Insert an element before or after another element in a list",
             "2.2.0",
         ),
     CommandSpec::new("lrem", 4, WRITE, Group::List, edit::lrem)
+        .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove elements from a list", "1.0.0"),
     CommandSpec::new("ltrim", 4, WRITE, Group::List, edit::ltrim)
+        .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Trim a list to the specified range", "1.0.0"),
     CommandSpec::new("lmove", 5, WRITE | DENYOOM, Group::List, push_pop::lmove)
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
+            KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
+        ])
         .keys(1, 2, 1)
         .doc(
             "Pop an element from a list, push it to another list and return it",
@@ -114,12 +133,17 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         push_pop::rpoplpush,
     )
+    .key_specs(&[
+        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
+        KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
+    ])
     .keys(1, 2, 1)
     .doc(
         "Remove the last element in a list, prepend it to another list and return it",
         "1.2.0",
     ),
     CommandSpec::new("lmpop", -4, WRITE, Group::List, push_pop::lmpop)
+        .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "delete"], 1, 0, 1, 1)])
         .movable(push_pop::lmpop_keys)
         .doc("Pop elements from a list", "7.0.0"),
 ];

@@ -13,6 +13,7 @@ mod tests;
 use std::collections::HashSet;
 
 use crate::command::flags::*;
+use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
 use crate::commands::hashes::scan::{parse_cursor, scan_reply, ScanOptions};
 use crate::commands::hashes::{distinct_positions, random_count, MAX_RANDOM_REPLY};
@@ -25,42 +26,60 @@ use crate::value::{SetValue, Value};
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, Group::Set, sadd)
+        .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Add one or more members to a set", "1.0.0"),
     CommandSpec::new("srem", -3, WRITE | FAST, Group::Set, srem)
+        .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove one or more members from a set", "1.0.0"),
     CommandSpec::new("smembers", 2, READONLY, Group::Set, smembers)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, 1, 1)
         .doc("Get all the members in a set", "1.0.0"),
     CommandSpec::new("sismember", 3, READONLY | FAST, Group::Set, sismember)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Determine if a given value is a member of a set", "1.0.0"),
     CommandSpec::new("smismember", -3, READONLY | FAST, Group::Set, smismember)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Returns the membership associated with the given elements for a set",
             "6.2.0",
         ),
     CommandSpec::new("scard", 2, READONLY | FAST, Group::Set, scard)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the number of members in a set", "1.0.0"),
     CommandSpec::new("spop", -2, WRITE | FAST, Group::Set, spop)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc(
             "Remove and return one or multiple random members from a set",
             "1.0.0",
         ),
     CommandSpec::new("srandmember", -2, READONLY, Group::Set, srandmember)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Get one or multiple random members from a set", "1.0.0"),
     CommandSpec::new("smove", 4, WRITE | FAST, Group::Set, smove)
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
+            KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
+        ])
         .keys(1, 2, 1)
         .doc("Move a member from one set to another", "1.0.0"),
     CommandSpec::new("sinter", -2, READONLY, Group::Set, algebra::sinter)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, -1, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, -1, 1)
         .doc("Intersect multiple sets", "1.0.0"),
     CommandSpec::new("sintercard", -3, READONLY, Group::Set, algebra::sintercard)
+        .key_specs(&[KeySpecDoc::keynum(&["RO", "access"], 1, 0, 1, 1)])
         .movable(algebra::sintercard_keys)
         .doc(
             "Intersect multiple sets and return the cardinality of the result",
@@ -73,12 +92,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Set,
         algebra::sinterstore,
     )
+    .key_specs(&[
+        KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0),
+        KeySpecDoc::range(&["RO", "access"], 2, -1, 1, 0),
+    ])
     .keys(1, -1, 1)
     .doc(
         "Intersect multiple sets and store the resulting set in a key",
         "1.0.0",
     ),
     CommandSpec::new("sunion", -2, READONLY, Group::Set, algebra::sunion)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, -1, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, -1, 1)
         .doc("Add multiple sets", "1.0.0"),
     CommandSpec::new(
@@ -88,12 +113,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Set,
         algebra::sunionstore,
     )
+    .key_specs(&[
+        KeySpecDoc::range(&["OW", "update"], 1, 0, 1, 0),
+        KeySpecDoc::range(&["RO", "access"], 2, -1, 1, 0),
+    ])
     .keys(1, -1, 1)
     .doc(
         "Add multiple sets and store the resulting set in a key",
         "1.0.0",
     ),
     CommandSpec::new("sdiff", -2, READONLY, Group::Set, algebra::sdiff)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, -1, 1, 0)])
+        .tips(&["nondeterministic_output_order"])
         .keys(1, -1, 1)
         .doc("Subtract multiple sets", "1.0.0"),
     CommandSpec::new(
@@ -103,12 +134,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Set,
         algebra::sdiffstore,
     )
+    .key_specs(&[
+        KeySpecDoc::range(&["OW", "update"], 1, 0, 1, 0),
+        KeySpecDoc::range(&["RO", "access"], 2, -1, 1, 0),
+    ])
     .keys(1, -1, 1)
     .doc(
         "Subtract multiple sets and store the resulting set in a key",
         "1.0.0",
     ),
     CommandSpec::new("sscan", -3, READONLY, Group::Set, sscan)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Incrementally iterate Set elements", "2.8.0"),
 ];

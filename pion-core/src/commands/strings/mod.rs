@@ -12,6 +12,7 @@ mod lcs;
 mod range;
 
 use crate::command::flags::*;
+use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
 use crate::commands::util::int;
 use crate::error::{OpError, OpResult};
@@ -20,9 +21,14 @@ use crate::exec::Ctx;
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("get", 2, READONLY | FAST, Group::String, get_set::get)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the value of a key", "1.0.0"),
     CommandSpec::new("set", -3, WRITE | DENYOOM, Group::String, get_set::set)
+        .key_specs(&[
+            KeySpecDoc::range(&["RW", "access", "update", "variable_flags"], 1, 0, 1, 0)
+                .with_notes("RW and ACCESS due to the optional `GET` argument"),
+        ])
         .keys(1, 1, 1)
         .doc("Set the string value of a key", "1.0.0"),
     CommandSpec::new(
@@ -32,15 +38,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         get_set::setnx,
     )
+    .key_specs(&[KeySpecDoc::range(&["OW", "insert"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Set the value of a key, only if the key does not exist",
         "1.0.0",
     ),
     CommandSpec::new("setex", 4, WRITE | DENYOOM, Group::String, get_set::setex)
+        .key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set the value and expiration of a key", "2.0.0"),
     CommandSpec::new("psetex", 4, WRITE | DENYOOM, Group::String, get_set::psetex)
+        .key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Set the value and expiration in milliseconds of a key",
@@ -53,24 +62,35 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         get_set::getset,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Set the string value of a key and return its old value",
         "1.0.0",
     ),
     CommandSpec::new("getdel", 2, WRITE | FAST, Group::String, get_set::getdel)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the value of a key and delete the key", "6.2.0"),
     CommandSpec::new("getex", -2, WRITE | FAST, Group::String, get_set::getex)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)
+            .with_notes("RW and UPDATE because it changes the TTL")])
         .keys(1, 1, 1)
         .doc(
             "Get the value of a key and optionally set its expiration",
             "6.2.0",
         ),
     CommandSpec::new("mget", -2, READONLY | FAST, Group::String, get_set::mget)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, -1, 1, 0)])
+        .tips(&["request_policy:multi_shard"])
         .keys(1, -1, 1)
         .doc("Get the values of all the given keys", "1.0.0"),
     CommandSpec::new("mset", -3, WRITE | DENYOOM, Group::String, get_set::mset)
+        .key_specs(&[KeySpecDoc::range(&["OW", "update"], 1, -1, 2, 0)])
+        .tips(&[
+            "request_policy:multi_shard",
+            "response_policy:all_succeeded",
+        ])
         .keys(1, -1, 2)
         .doc("Set multiple keys to multiple values", "1.0.1"),
     CommandSpec::new(
@@ -80,6 +100,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         get_set::msetnx,
     )
+    .key_specs(&[KeySpecDoc::range(&["OW", "insert"], 1, -1, 2, 0)])
+    .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
     .keys(1, -1, 2)
     .doc(
         "Set multiple keys to multiple values, only if none of the keys exist",
@@ -92,15 +114,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         range::append,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc("Append a value to a key", "2.0.0"),
     CommandSpec::new("strlen", 2, READONLY | FAST, Group::String, range::strlen)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the length of the value stored in a key", "2.2.0"),
     CommandSpec::new("getrange", 4, READONLY, Group::String, range::getrange)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get a substring of the string stored at a key", "2.4.0"),
     CommandSpec::new("substr", 4, READONLY, Group::String, range::getrange)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get a substring of the string stored at a key", "1.0.0"),
     CommandSpec::new(
@@ -110,6 +136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         range::setrange,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Overwrite part of a string at key starting at the specified offset",
@@ -122,6 +149,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         counter::incr,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc("Increment the integer value of a key by one", "1.0.0"),
     CommandSpec::new(
@@ -131,6 +159,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         counter::decr,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc("Decrement the integer value of a key by one", "1.0.0"),
     CommandSpec::new(
@@ -140,6 +169,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         counter::incrby,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Increment the integer value of a key by the given amount",
@@ -152,6 +182,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         counter::decrby,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Decrement the integer value of a key by the given number",
@@ -164,12 +195,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::String,
         counter::incrbyfloat,
     )
+    .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
     .keys(1, 1, 1)
     .doc(
         "Increment the float value of a key by the given amount",
         "2.6.0",
     ),
     CommandSpec::new("lcs", -3, READONLY, Group::String, lcs::lcs)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 1, 1, 0)])
         .keys(1, 2, 1)
         .doc("Find longest common substring", "7.0.0"),
 ];
