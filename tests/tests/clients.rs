@@ -94,3 +94,36 @@ fn inline_commands_and_deep_pipelines() {
         pion_tests::RespValue::Line(b':', b"20001".to_vec())
     );
 }
+
+#[test]
+fn quit_replies_then_closes_like_redis() {
+    let redis = RedisServer::start();
+    let pion = PionServer::start(1);
+    for port in [redis.port, pion.port] {
+        let mut c = Client::connect(port).expect("connect");
+        let (_, raw) = c.call(&["QUIT"]).expect("reply");
+        assert_eq!(raw, b"+OK\r\n");
+        assert!(
+            c.call(&["PING"]).is_err(),
+            "connection must be closed after QUIT"
+        );
+    }
+}
+
+#[test]
+fn shutdown_stops_the_server() {
+    let pion = PionServer::start(2);
+    let mut c = Client::connect(pion.port).expect("connect");
+    c.send_raw(&Client::encode(&["SHUTDOWN", "NOSAVE"]))
+        .expect("send");
+    // Like Redis, a successful SHUTDOWN closes the connection without a reply.
+    assert!(c.read_reply().is_err());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while Client::connect(pion.port).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server still accepting after SHUTDOWN"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

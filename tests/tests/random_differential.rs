@@ -12,6 +12,9 @@ const UNORDERED: &[&str] = &[
     "SMEMBERS", "HGETALL", "HKEYS", "HVALS", "SUNION", "SINTER", "SDIFF", "KEYS",
 ];
 
+/// Float arguments that exercise long-double and %.17g formatting.
+const FLOATS: &[&str] = &["0.1", "0.2", "-1.5", "1e3", "3", "2.5e-3", "100.25"];
+
 fn pick<'a>(rng: &mut SmallRng, items: &[&'a str]) -> &'a str {
     items[rng.gen_range(0..items.len())]
 }
@@ -21,7 +24,8 @@ fn gen_command(rng: &mut SmallRng) -> Vec<String> {
     let field = |rng: &mut SmallRng| format!("f{}", rng.gen_range(0..5));
     let member = |rng: &mut SmallRng| format!("m{}", rng.gen_range(0..8));
     let int = |rng: &mut SmallRng| rng.gen_range(-20i64..20).to_string();
-    match rng.gen_range(0..34) {
+    let float = |rng: &mut SmallRng| FLOATS[rng.gen_range(0..FLOATS.len())].to_string();
+    match rng.gen_range(0..66) {
         0 => vec!["SET".into(), k(rng), int(rng)],
         1 => vec!["GET".into(), k(rng)],
         2 => vec!["APPEND".into(), k(rng), member(rng)],
@@ -66,7 +70,83 @@ fn gen_command(rng: &mut SmallRng) -> Vec<String> {
         30 => vec!["EXPIRE".into(), k(rng), "1000".into()],
         31 => vec!["PERSIST".into(), k(rng)],
         32 => vec!["RENAME".into(), k(rng), k(rng)],
-        _ => vec!["STRLEN".into(), k(rng)],
+        33 => vec!["STRLEN".into(), k(rng)],
+        34 => vec![
+            "SETRANGE".into(),
+            k(rng),
+            rng.gen_range(0..8).to_string(),
+            member(rng),
+        ],
+        35 => vec!["GETRANGE".into(), k(rng), int(rng), int(rng)],
+        36 => vec!["MSET".into(), k(rng), int(rng), k(rng), member(rng)],
+        37 => vec!["MGET".into(), k(rng), k(rng), k(rng)],
+        38 => vec!["INCRBYFLOAT".into(), k(rng), float(rng)],
+        39 => vec!["HINCRBYFLOAT".into(), k(rng), field(rng), float(rng)],
+        40 => vec![
+            "LINSERT".into(),
+            k(rng),
+            pick(rng, &["BEFORE", "AFTER"]).into(),
+            member(rng),
+            member(rng),
+        ],
+        41 => vec!["LINDEX".into(), k(rng), int(rng)],
+        42 => vec!["LSET".into(), k(rng), int(rng), member(rng)],
+        43 => vec!["LTRIM".into(), k(rng), int(rng), int(rng)],
+        44 => vec![
+            "LPOS".into(),
+            k(rng),
+            member(rng),
+            "RANK".into(),
+            pick(rng, &["1", "-1", "2"]).into(),
+        ],
+        45 => vec![
+            "LMOVE".into(),
+            k(rng),
+            k(rng),
+            pick(rng, &["LEFT", "RIGHT"]).into(),
+            pick(rng, &["LEFT", "RIGHT"]).into(),
+        ],
+        46 => vec!["HSETNX".into(), k(rng), field(rng), int(rng)],
+        47 => vec!["HMGET".into(), k(rng), field(rng), field(rng)],
+        48 => vec!["HLEN".into(), k(rng)],
+        49 => vec!["SMOVE".into(), k(rng), k(rng), member(rng)],
+        50 => vec!["SINTERSTORE".into(), k(rng), k(rng), k(rng)],
+        51 => vec!["SUNIONSTORE".into(), k(rng), k(rng), k(rng)],
+        52 => vec!["SMISMEMBER".into(), k(rng), member(rng), int(rng)],
+        53 => vec![
+            "ZRANGEBYSCORE".into(),
+            k(rng),
+            "-inf".into(),
+            int(rng),
+            "WITHSCORES".into(),
+        ],
+        54 => vec!["ZREVRANGE".into(), k(rng), int(rng), int(rng)],
+        55 => vec!["ZCOUNT".into(), k(rng), int(rng), "+inf".into()],
+        56 => vec![
+            "ZUNIONSTORE".into(),
+            k(rng),
+            "2".into(),
+            k(rng),
+            k(rng),
+            "WEIGHTS".into(),
+            "2".into(),
+            float(rng),
+        ],
+        57 => vec!["ZPOPMIN".into(), k(rng)],
+        58 => vec!["ZINCRBY".into(), k(rng), float(rng), member(rng)],
+        59 => vec!["COPY".into(), k(rng), k(rng), "REPLACE".into()],
+        60 => vec!["RENAMENX".into(), k(rng), k(rng)],
+        61 => vec!["OBJECT".into(), "ENCODING".into(), k(rng)],
+        62 => vec!["GETDEL".into(), k(rng)],
+        63 => vec!["GETSET".into(), k(rng), int(rng)],
+        64 => vec![
+            "SORT".into(),
+            k(rng),
+            pick(rng, &["ALPHA", "DESC", "LIMIT"]).into(),
+            "0".into(),
+            "3".into(),
+        ],
+        _ => vec!["ZREMRANGEBYRANK".into(), k(rng), int(rng), int(rng)],
     }
 }
 
@@ -76,8 +156,10 @@ fn run(seed: u64, commands: usize, threads: usize, redis: &RedisServer) {
     let mut p = Client::connect(pion.port).expect("pion");
     r.cmd(&["FLUSHALL"]);
     let mut rng = SmallRng::seed_from_u64(seed);
+    let mut history: Vec<Vec<String>> = Vec::new();
     for i in 0..commands {
         let cmd = gen_command(&mut rng);
+        history.push(cmd.clone());
         let (rv, rraw) = r.call(&cmd).expect("redis reply");
         let (pv, praw) = p.call(&cmd).expect("pion reply");
         let same = if UNORDERED.contains(&cmd[0].as_str()) {
@@ -85,13 +167,22 @@ fn run(seed: u64, commands: usize, threads: usize, redis: &RedisServer) {
         } else {
             rraw == praw
         };
-        assert!(
-            same,
-            "seed {seed} (PION_DIFF_SEED={seed}), command #{i} {:?}:\n  redis: {}\n  pion:  {}",
-            cmd,
-            rv.render(),
-            pv.render()
-        );
+        if !same {
+            // The commands that touched the same keys, to make the failure reproducible by hand.
+            let related: Vec<String> = history
+                .iter()
+                .filter(|h| h.iter().skip(1).any(|a| cmd.iter().skip(1).any(|c| c == a && c.starts_with('k'))))
+                .map(|h| h.join(" "))
+                .collect();
+            let tail = &related[related.len().saturating_sub(40)..];
+            panic!(
+                "seed {seed} (PION_DIFF_SEED={seed}), command #{i} {:?}:\n  redis: {}\n  pion:  {}\nearlier commands on these keys:\n  {}",
+                cmd,
+                rv.render(),
+                pv.render(),
+                tail.join("\n  ")
+            );
+        }
     }
 }
 

@@ -384,6 +384,11 @@ impl ZSetValue {
         self.listpack
     }
 
+    /// Switches to the `skiplist` encoding (what `SORT` does to the set it sorts).
+    pub fn convert_to_skiplist(&mut self) {
+        self.listpack = false;
+    }
+
     /// Switches a `skiplist` set back to `listpack` when it fits the thresholds, as
     /// Redis does for the destination of the `*STORE` commands.
     pub fn convert_to_listpack_if_fits(&mut self, limits: &EncodingLimits) {

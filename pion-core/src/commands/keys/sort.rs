@@ -199,6 +199,11 @@ enum Loaded {
 
 /// Reads the elements of the key to sort (a missing key is an empty list).
 fn load(ctx: &mut Ctx<'_>, db: usize, key: &[u8], o: &Options<'_>) -> OpResult<(Kind, Loaded)> {
+    // Redis converts a sorted set it sorts to the skiplist encoding, for good (even
+    // SORT_RO, even when the sort then fails); OBJECT ENCODING shows it.
+    if let Some(Value::ZSet(z)) = ctx.ks.get_mut(db, key)? {
+        z.convert_to_skiplist();
+    }
     let Some(value) = ctx.ks.get(db, key)? else {
         return Ok((Kind::List, Loaded::All(Vec::new())));
     };

@@ -43,6 +43,11 @@ fn clamp_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     }
     // A Rust allocation never exceeds isize::MAX bytes, so the length fits an i64.
     let len = len as i64;
+    // Both ends negative with start after end is empty before any clamping (Redis
+    // checks this first: `GETRANGE k -1 -5` is empty even though both clamp to 0).
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
     let (mut start, mut end) = (start, end);
     if start < 0 {
         start += len;

@@ -1,0 +1,106 @@
+//! Every command in the table is exercised by the differential corpus, so a command
+//! added without a differential test fails CI.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use pion_core::command::table;
+use pion_tests::corpus::{self, Step};
+
+/// Commands the corpus cannot run against both servers, and where they are tested.
+const EXEMPT: &[(&str, &str)] = &[
+    (
+        "shutdown",
+        "stops the server: tests/python/test_redis_py.py checks clean exit",
+    ),
+    (
+        "quit",
+        "closes the connection: pion-server connection tests",
+    ),
+    ("reset", "tests/auth.rs"),
+    (
+        "auth",
+        "tests/auth.rs against redis-server with requirepass",
+    ),
+    (
+        "hello",
+        "HELLO replies carry the client id; tests/auth.rs compares shapes",
+    ),
+    (
+        "client|kill",
+        "acts on other connections: pion-core connection tests",
+    ),
+    (
+        "client|list",
+        "lists per-process connection details (skip-compared in connection.txt)",
+    ),
+    ("client|info", "per-connection details"),
+    (
+        "client|setinfo",
+        "Redis 7.2 command, absent from the 7.0 oracle",
+    ),
+    (
+        "client|no-touch",
+        "Redis 7.2 command, absent from the 7.0 oracle",
+    ),
+    ("client|help", "help text"),
+    ("config|help", "help text"),
+    (
+        "config|resetstat",
+        "resets counters: INFO is server specific",
+    ),
+    ("command|docs", "documentation text differs by design"),
+    ("command|list", "lists only what each server implements"),
+    ("command|help", "help text"),
+    ("command", "lists only what each server implements"),
+    (
+        "info",
+        "server-specific text; tests/python/test_redis_py.py reads fields",
+    ),
+    ("object|help", "help text"),
+];
+
+fn corpus_commands() -> BTreeSet<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).expect("corpus dir").flatten() {
+        let text = std::fs::read_to_string(entry.path()).expect("corpus file");
+        for step in corpus::parse(&text).expect("corpus parses") {
+            if let Step::Command { args, .. } = step {
+                let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+                if let Some(sub) = args.get(1) {
+                    names.insert(format!(
+                        "{name}|{}",
+                        String::from_utf8_lossy(sub).to_ascii_lowercase()
+                    ));
+                }
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_command_is_in_the_differential_corpus() {
+    let used = corpus_commands();
+    let exempt: BTreeSet<&str> = EXEMPT.iter().map(|(n, _)| *n).collect();
+    let mut missing = Vec::new();
+    for spec in table().all() {
+        if spec.subcommands.is_empty() || !spec.handler_is_container() {
+            if !used.contains(spec.name) && !exempt.contains(spec.name) {
+                missing.push(spec.name.to_string());
+            }
+        }
+        for sub in spec.subcommands {
+            let full = format!("{}|{}", spec.name, sub.name);
+            if !used.contains(&full) && !exempt.contains(full.as_str()) {
+                missing.push(full);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "commands without a differential test: {missing:?}"
+    );
+}
