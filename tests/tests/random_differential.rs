@@ -171,7 +171,11 @@ fn run(seed: u64, commands: usize, threads: usize, redis: &RedisServer) {
             // The commands that touched the same keys, to make the failure reproducible by hand.
             let related: Vec<String> = history
                 .iter()
-                .filter(|h| h.iter().skip(1).any(|a| cmd.iter().skip(1).any(|c| c == a && c.starts_with('k'))))
+                .filter(|h| {
+                    h.iter()
+                        .skip(1)
+                        .any(|a| cmd.iter().skip(1).any(|c| c == a && c.starts_with('k')))
+                })
                 .map(|h| h.join(" "))
                 .collect();
             let tail = &related[related.len().saturating_sub(40)..];
