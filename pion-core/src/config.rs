@@ -191,6 +191,20 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.databases.to_string(),
         set: None,
     },
+    // No persistence yet: tools such as redis-benchmark read these to describe the
+    // server, and they say truthfully that nothing is saved.
+    Param {
+        name: "save",
+        aliases: &[],
+        get: |_| String::new(),
+        set: None,
+    },
+    Param {
+        name: "appendonly",
+        aliases: &[],
+        get: |_| "no".into(),
+        set: None,
+    },
     Param {
         name: "io-threads",
         aliases: &[],
