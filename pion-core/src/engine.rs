@@ -106,9 +106,10 @@ pub(crate) struct EngineInner {
     shutdown: std::sync::atomic::AtomicBool,
     /// Monotonic origin of the wall clock below.
     epoch: std::time::Instant,
-    /// Wall-clock milliseconds at `epoch`, re-read every expiry cycle so that a clock
-    /// adjustment is followed within a tick.
-    wall_at_epoch_ms: std::sync::atomic::AtomicI64,
+    /// Wall-clock microseconds at `epoch`, re-read every expiry cycle so that a clock
+    /// adjustment is followed within a tick (microseconds: two millisecond floors
+    /// would put the derived time up to 2 ms off).
+    wall_at_epoch_us: std::sync::atomic::AtomicI64,
     shutdown_waker: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
@@ -124,6 +125,13 @@ pub(crate) struct EngineInner {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<EngineInner>,
+}
+
+/// The current time in Unix microseconds.
+pub fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// The current time in Unix milliseconds.
@@ -155,7 +163,7 @@ impl Engine {
             run_id,
             shutdown: std::sync::atomic::AtomicBool::new(false),
             epoch: std::time::Instant::now(),
-            wall_at_epoch_ms: std::sync::atomic::AtomicI64::new(started_ms),
+            wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
             shutdown_waker: parking_lot::Mutex::new(None),
         });
         if !options.disable_active_expiry {
@@ -242,8 +250,8 @@ impl Engine {
     /// The Unix-ms wall time of a monotonic instant (cheaper than reading the wall
     /// clock again when the caller already has an `Instant`).
     pub fn wall_ms_at(&self, at: std::time::Instant) -> i64 {
-        let since = at.saturating_duration_since(self.inner.epoch).as_millis() as i64;
-        self.inner.wall_at_epoch_ms.load(Ordering::Relaxed) + since
+        let since = at.saturating_duration_since(self.inner.epoch).as_micros() as i64;
+        (self.inner.wall_at_epoch_us.load(Ordering::Relaxed) + since).div_euclid(1000)
     }
 
     /// Whether clients must authenticate (`requirepass` is set).
@@ -321,13 +329,35 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                 return;
             };
             let hz = inner.config.with(|c| c.hz).clamp(1, 500);
-            let now = unix_ms();
-            let since = inner.epoch.elapsed().as_millis() as i64;
-            inner.wall_at_epoch_ms.store(now - since, Ordering::Relaxed);
-            inner.keyspace.expire_cycle(now, 200);
+            let since = inner.epoch.elapsed().as_micros() as i64;
+            let now_us = unix_us();
+            inner
+                .wall_at_epoch_us
+                .store(now_us - since, Ordering::Relaxed);
+            inner.keyspace.expire_cycle(now_us / 1000, 200);
             drop(inner);
             std::thread::sleep(Duration::from_millis(1000 / hz));
         });
     // Without the thread, keys still expire lazily on access; nothing else depends on it.
     drop(spawned);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_wall_clock_tracks_the_system_clock() {
+        let engine = Engine::open(EngineOptions::default());
+        for _ in 0..50 {
+            let before = unix_ms();
+            let derived = engine.wall_ms_at(std::time::Instant::now());
+            let after = unix_ms();
+            assert!(
+                before <= derived && derived <= after,
+                "{before} <= {derived} <= {after}"
+            );
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    }
 }

@@ -58,6 +58,7 @@ const EXEMPT: &[(&str, &str)] = &[
         "server-specific text; tests/python/test_redis_py.py reads fields",
     ),
     ("object|help", "help text"),
+    ("memory|help", "help text"),
 ];
 
 fn corpus_commands() -> BTreeSet<String> {

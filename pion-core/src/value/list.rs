@@ -182,8 +182,8 @@ impl ListValue {
         out
     }
 
-    pub(crate) fn mem_usage(&self) -> usize {
-        sampled_size(self.items.iter().map(Vec::len), self.len(), 16)
+    pub(crate) fn mem_usage(&self, samples: usize) -> usize {
+        sampled_size(self.items.iter().map(Vec::len), self.len(), 16, samples)
     }
 }
 

@@ -62,6 +62,9 @@ pub enum Value {
     ZSet(Box<ZSetValue>),
 }
 
+/// Elements sampled by the memory estimate unless asked otherwise (Redis's default).
+pub const DEFAULT_SAMPLES: usize = 5;
+
 /// Fixed per-key overhead counted by the memory estimate (dict entry, object header).
 pub const ENTRY_OVERHEAD: usize = 56;
 
@@ -107,13 +110,19 @@ impl Value {
     /// Estimated memory used by this value in bytes, in O(1): collections extrapolate
     /// from a sample of their first elements, as Redis's `MEMORY USAGE` does.
     pub fn mem_usage(&self) -> usize {
+        self.mem_usage_sampled(DEFAULT_SAMPLES)
+    }
+
+    /// [`mem_usage`](Self::mem_usage) with `samples` elements sampled (`usize::MAX`:
+    /// every element, as `MEMORY USAGE … SAMPLES 0` asks).
+    pub fn mem_usage_sampled(&self, samples: usize) -> usize {
         ENTRY_OVERHEAD
             + match self {
                 Value::Str(s) => s.mem_usage(),
-                Value::Hash(h) => h.mem_usage(),
-                Value::List(l) => l.mem_usage(),
-                Value::Set(s) => s.mem_usage(),
-                Value::ZSet(z) => z.mem_usage(),
+                Value::Hash(h) => h.mem_usage(samples),
+                Value::List(l) => l.mem_usage(samples),
+                Value::Set(s) => s.mem_usage(samples),
+                Value::ZSet(z) => z.mem_usage(samples),
             }
     }
 
@@ -192,14 +201,18 @@ impl Value {
 
 /// Average heap size of up to `SAMPLE` byte strings, times `len`: the O(1) estimate
 /// behind [`Value::mem_usage`].
-pub(crate) fn sampled_size<I>(iter: I, len: usize, per_item_overhead: usize) -> usize
+pub(crate) fn sampled_size<I>(
+    iter: I,
+    len: usize,
+    per_item_overhead: usize,
+    samples: usize,
+) -> usize
 where
     I: Iterator<Item = usize>,
 {
-    const SAMPLE: usize = 5;
     let mut n = 0usize;
     let mut total = 0usize;
-    for size in iter.take(SAMPLE) {
+    for size in iter.take(samples.max(1)) {
         total += size + per_item_overhead;
         n += 1;
     }

@@ -200,10 +200,10 @@ impl SetValue {
         }
     }
 
-    pub(crate) fn mem_usage(&self) -> usize {
+    pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
             Repr::IntSet(v) => v.len() * 8,
-            Repr::Table(s) => sampled_size(s.iter().map(|(m, _)| m.len()), s.len(), 24),
+            Repr::Table(s) => sampled_size(s.iter().map(|(m, _)| m.len()), s.len(), 24, samples),
         }
     }
 }

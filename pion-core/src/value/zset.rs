@@ -498,8 +498,8 @@ impl ZSetValue {
         removed
     }
 
-    pub(crate) fn mem_usage(&self) -> usize {
-        sampled_size(self.iter().map(|m| m.member.len()), self.len(), 40)
+    pub(crate) fn mem_usage(&self, samples: usize) -> usize {
+        sampled_size(self.iter().map(|m| m.member.len()), self.len(), 40, samples)
     }
 }
 

@@ -172,8 +172,13 @@ impl HashValue {
         }
     }
 
-    pub(crate) fn mem_usage(&self) -> usize {
-        sampled_size(self.iter().map(|(f, v)| f.len() + v.len()), self.len(), 24)
+    pub(crate) fn mem_usage(&self, samples: usize) -> usize {
+        sampled_size(
+            self.iter().map(|(f, v)| f.len() + v.len()),
+            self.len(),
+            24,
+            samples,
+        )
     }
 }
 
