@@ -38,8 +38,23 @@ pub struct ClientShared {
     pub killed: AtomicBool,
     /// Commands processed.
     pub commands: AtomicU64,
+    /// Buffer sizes the connection publishes for `CLIENT LIST`.
+    pub buffers: ClientBuffers,
     /// Wakes the connection's event loop (so a kill takes effect at once).
     pub waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+/// A connection's buffer sizes in bytes, as `CLIENT LIST` shows them.
+#[derive(Debug, Default)]
+pub struct ClientBuffers {
+    /// Bytes read but not yet parsed (`qbuf`).
+    pub query: AtomicUsize,
+    /// Free space in the query buffer (`qbuf-free`).
+    pub query_free: AtomicUsize,
+    /// Reply bytes not yet written (`omem`).
+    pub output: AtomicUsize,
+    /// Allocated reply buffer (`tot-mem` adds it to the query buffer).
+    pub output_capacity: AtomicUsize,
 }
 
 /// Text fields of a client, under one lock.

@@ -104,6 +104,8 @@ pub(crate) struct EngineInner {
     started_ms: i64,
     run_id: String,
     shutdown: std::sync::atomic::AtomicBool,
+    /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
+    error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     /// Monotonic origin of the wall clock below.
     epoch: std::time::Instant,
     /// Wall-clock microseconds at `epoch`, re-read every expiry cycle so that a clock
@@ -162,6 +164,7 @@ impl Engine {
             started_ms,
             run_id,
             shutdown: std::sync::atomic::AtomicBool::new(false),
+            error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
             epoch: std::time::Instant::now(),
             wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
             shutdown_waker: parking_lot::Mutex::new(None),
@@ -225,8 +228,31 @@ impl Engine {
         *self.inner.shutdown_waker.lock() = Some(wake);
     }
 
+    /// Counts an error reply under its code (the text's first word).
+    pub(crate) fn count_error(&self, text: &str) {
+        let code = text.split(' ').next().unwrap_or("ERR");
+        let mut stats = self.inner.error_stats.lock();
+        match stats.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                stats.insert(code.to_string(), 1);
+            }
+        }
+    }
+
+    /// Error replies sent, by code.
+    pub fn error_stats(&self) -> Vec<(String, u64)> {
+        self.inner
+            .error_stats
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
     /// Resets the counters `CONFIG RESETSTAT` resets.
     pub fn reset_stats(&self) {
+        self.inner.error_stats.lock().clear();
         self.inner.command_stats.reset();
         let ks = self.inner.keyspace.stats();
         for c in [&ks.expired_keys, &ks.keyspace_hits, &ks.keyspace_misses] {

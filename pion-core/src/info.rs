@@ -143,6 +143,10 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 &s.net_output_bytes.load(Ordering::Relaxed),
             );
             line(
+                "total_error_replies",
+                &e.error_stats().iter().map(|(_, n)| n).sum::<u64>(),
+            );
+            line(
                 "rejected_connections",
                 &s.rejected_connections.load(Ordering::Relaxed),
             );
@@ -166,7 +170,12 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("used_cpu_user", &format!("{user:.6}"));
         }
         "modules" => header!("# Modules"),
-        "errorstats" => header!("# Errorstats"),
+        "errorstats" => {
+            header!("# Errorstats");
+            for (code, count) in e.error_stats() {
+                line(&format!("errorstat_{code}"), &format!("count={count}"));
+            }
+        }
         "cluster" => {
             header!("# Cluster");
             line("cluster_enabled", &0);
@@ -245,4 +254,51 @@ fn cpu_times() -> (f64, f64) {
             / tick
     };
     (get(11), get(12))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Engine, EngineOptions, Reply};
+
+    fn info(engine: &Engine, section: &str) -> String {
+        match engine.execute(0, &["INFO", section]) {
+            Reply::Verbatim(_, text) => String::from_utf8(text).expect("ascii"),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn errorstats_count_error_replies_by_code() {
+        let engine = Engine::open(EngineOptions::default());
+        engine.execute(0, &["NOSUCHCOMMAND"]);
+        engine.execute(0, &["RPUSH", "l", "x"]);
+        engine.execute(0, &["GET", "l"]);
+        engine.execute(0, &["GET", "l"]);
+        let text = info(&engine, "errorstats");
+        assert!(text.contains("errorstat_ERR:count=1\r\n"), "{text}");
+        assert!(text.contains("errorstat_WRONGTYPE:count=2\r\n"), "{text}");
+        assert!(info(&engine, "stats").contains("total_error_replies:3\r\n"));
+        engine.execute(0, &["CONFIG", "RESETSTAT"]);
+        assert!(!info(&engine, "errorstats").contains("errorstat_"));
+    }
+
+    #[test]
+    fn keyspace_and_commandstats_sections() {
+        let engine = Engine::open(EngineOptions::default());
+        engine.execute(0, &["SET", "a", "1"]);
+        engine.execute(0, &["SET", "b", "2", "EX", "100"]);
+        engine.execute(3, &["SET", "c", "3"]);
+        let text = info(&engine, "keyspace");
+        assert!(text.starts_with("# Keyspace\r\n"), "{text}");
+        assert!(
+            text.contains("db0:keys=2,expires=1,avg_ttl=0\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("db3:keys=1,expires=0,avg_ttl=0\r\n"),
+            "{text}"
+        );
+        assert!(info(&engine, "commandstats").contains("cmdstat_set:calls=3,"));
+        assert!(info(&engine, "server").contains("redis_version:7.0.15\r\n"));
+    }
 }

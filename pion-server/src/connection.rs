@@ -135,6 +135,18 @@ impl Connection {
         finished
     }
 
+    /// Publishes the buffer sizes `CLIENT LIST` reports.
+    pub fn publish_buffers(&self) {
+        let b = &self.client.shared.buffers;
+        b.query.store(self.pending_input(), Ordering::Relaxed);
+        b.query_free
+            .store(self.input.len() - self.filled, Ordering::Relaxed);
+        b.output
+            .store(self.output.len() - self.written, Ordering::Relaxed);
+        b.output_capacity
+            .store(self.output.capacity(), Ordering::Relaxed);
+    }
+
     /// The output not yet written.
     pub fn unwritten(&self) -> &[u8] {
         &self.output[self.written..]

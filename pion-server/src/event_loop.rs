@@ -320,6 +320,7 @@ impl Worker {
                 }
             }
         }
+        conn.publish_buffers();
         let done = conn.closing && conn.unwritten().is_empty();
         if !open || done {
             self.close(token, engine);

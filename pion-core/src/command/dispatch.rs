@@ -145,6 +145,19 @@ pub fn execute_at(
     argv: &[Vec<u8>],
     started: Instant,
 ) -> (Reply, Instant) {
+    let (reply, finished) = run(engine, client, argv, started);
+    if let Reply::Error(text) = &reply {
+        engine.count_error(text);
+    }
+    (reply, finished)
+}
+
+fn run(
+    engine: &Engine,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    started: Instant,
+) -> (Reply, Instant) {
     let resolved = match resolve(argv) {
         Ok(r) => r,
         Err(e) => {

@@ -302,8 +302,17 @@ fn client_no_touch(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// One `CLIENT LIST` line for a client.
 pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
     let t = c.text.lock().clone();
+    let b = &c.buffers;
+    let (qbuf, qbuf_free) = (
+        b.query.load(Ordering::Relaxed),
+        b.query_free.load(Ordering::Relaxed),
+    );
+    let (omem, out_cap) = (
+        b.output.load(Ordering::Relaxed),
+        b.output_capacity.load(Ordering::Relaxed),
+    );
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -312,6 +321,12 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         (now_ms - c.created_ms).max(0) / 1000,
         (now_ms - c.last_interaction_ms.load(Ordering::Relaxed)).max(0) / 1000,
         c.db.load(Ordering::Relaxed),
+        qbuf,
+        qbuf_free,
+        qbuf + qbuf_free,
+        qbuf + qbuf_free,
+        omem,
+        qbuf + qbuf_free + out_cap,
         match c.last_cmd.load(Ordering::Relaxed) {
             usize::MAX => "NULL",
             slot => crate::command::table().full_name(slot),
