@@ -16,13 +16,14 @@ use rand::Rng;
 use crate::command::flags::*;
 use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
+use crate::commands::util::parse_scan_cursor;
 use crate::commands::util::{int, is_kw};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::num::{long_double_incr, parse_i64};
 use crate::reply::Reply;
 use crate::value::{HashValue, Value};
-use scan::{parse_cursor, scan_reply, ScanOptions};
+use scan::{scan_reply, ScanOptions};
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
@@ -374,7 +375,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn hscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let cursor = parse_cursor(&argv[2])?;
+    let cursor = parse_scan_cursor(&argv[2])?;
     let Some(h) = read_hash(ctx, &argv[1])? else {
         return Ok(scan_reply(0, Vec::new()));
     };

@@ -6,32 +6,6 @@ use crate::error::{OpError, OpResult};
 use crate::glob::glob_match;
 use crate::reply::Reply;
 
-/// Parses a scan cursor as Redis does (`strtoull`): an optional sign, decimal digits,
-/// no surrounding space, an empty string meaning 0, a minus sign wrapping around, and
-/// `ERR invalid cursor` for anything else or for a value past `u64::MAX`.
-pub(crate) fn parse_cursor(arg: &[u8]) -> OpResult<u64> {
-    let invalid = || OpError::custom("ERR invalid cursor");
-    if arg.is_empty() {
-        return Ok(0);
-    }
-    let (neg, digits) = match arg[0] {
-        b'-' => (true, &arg[1..]),
-        b'+' => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
 /// The `MATCH` and `COUNT` options of a scan command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScanOptions {
@@ -108,31 +82,6 @@ pub(crate) fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursors_parse_like_strtoull() {
-        assert_eq!(parse_cursor(b"0"), Ok(0));
-        assert_eq!(parse_cursor(b""), Ok(0));
-        assert_eq!(parse_cursor(b"+12"), Ok(12));
-        assert_eq!(parse_cursor(b"007"), Ok(7));
-        assert_eq!(parse_cursor(b"-1"), Ok(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Ok(u64::MAX));
-        for bad in [
-            &b"18446744073709551616"[..],
-            b" 1",
-            b"1 ",
-            b"1.5",
-            b"-",
-            b"+",
-            b"x",
-        ] {
-            assert_eq!(
-                parse_cursor(bad),
-                Err(OpError::custom("ERR invalid cursor")),
-                "{bad:?}"
-            );
-        }
-    }
 
     #[test]
     fn options() {

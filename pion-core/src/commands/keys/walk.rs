@@ -4,7 +4,7 @@
 //! keyspace walk locks one shard at a time, and its cursor is Pion's own opaque slot
 //! position (any value a client got from `SCAN` resumes the walk; 0 starts and ends it).
 
-use crate::commands::util::{int, is_kw};
+use crate::commands::util::{int, is_kw, parse_scan_cursor};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::glob::glob_match;
@@ -22,40 +22,9 @@ pub(super) fn keys(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Array(keys.into_iter().map(Reply::Bulk).collect()))
 }
 
-/// Parses a `SCAN` cursor the way C's `strtoull` reads it in Redis: an optional sign
-/// (a negative value wraps around), decimal digits, nothing before or after; an empty
-/// argument reads as 0.
-pub(crate) fn parse_cursor(arg: &[u8]) -> OpResult<u64> {
-    let invalid = || OpError::custom("ERR invalid cursor");
-    let (negative, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() {
-        // `strtoull("")` converts nothing and leaves the end pointer on the NUL.
-        return if arg.is_empty() {
-            Ok(0)
-        } else {
-            Err(invalid())
-        };
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return Err(invalid());
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if negative { v.wrapping_neg() } else { v })
-}
-
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`.
 pub(super) fn scan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let cursor = parse_cursor(&argv[1])?;
+    let cursor = parse_scan_cursor(&argv[1])?;
     let mut count = 10usize;
     let mut pattern: Option<&[u8]> = None;
     let mut type_name: Option<&[u8]> = None;

@@ -15,9 +15,10 @@ use std::collections::HashSet;
 use crate::command::flags::*;
 use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
-use crate::commands::hashes::scan::{parse_cursor, scan_reply, ScanOptions};
+use crate::commands::hashes::scan::{scan_reply, ScanOptions};
 use crate::commands::hashes::{distinct_positions, random_count, MAX_RANDOM_REPLY};
 use crate::commands::util::int;
+use crate::commands::util::parse_scan_cursor;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::reply::Reply;
@@ -378,7 +379,7 @@ fn smove(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn sscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let cursor = parse_cursor(&argv[2])?;
+    let cursor = parse_scan_cursor(&argv[2])?;
     let Some(set) = read_set(ctx, &argv[1])? else {
         return Ok(scan_reply(0, Vec::new()));
     };

@@ -312,28 +312,6 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     Ok(reply)
 }
 
-/// Parses a `SCAN`-family cursor like C's `strtoul`: optional sign (a negative
-/// value wraps), decimal digits, no leading blank, no overflow.
-fn scan_cursor(arg: &[u8]) -> OpResult<u64> {
-    let invalid = || OpError::custom("ERR invalid cursor");
-    let (neg, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
 /// The `MATCH` pattern of `ZSCAN`'s options (`None` for none or `*`), checking
 /// `COUNT` as Redis does.
 fn scan_options(opts: &[Vec<u8>]) -> OpResult<Option<&[u8]>> {
@@ -374,7 +352,7 @@ fn scan_score(score: f64, listpack: bool) -> String {
 /// for large ones this trades its incremental batches for a simple guarantee that no
 /// member present throughout is missed.
 pub(super) fn zscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    scan_cursor(&argv[2])?;
+    crate::commands::util::parse_scan_cursor(&argv[2])?;
     // Redis answers a missing key before it looks at the options.
     let pattern = scan_options(&argv[3..]);
     let Some(z) = read_zset(ctx, &argv[1])? else {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 
 use super::*;
-use crate::commands::keys::walk::parse_cursor;
+use crate::commands::util::parse_scan_cursor as parse_cursor;
 
 /// The keys of a reply array, sorted (Pion's order is its own).
 fn sorted(reply: Reply) -> Vec<Vec<u8>> {
