@@ -161,8 +161,9 @@ fn parse_options(
     Ok(o)
 }
 
-/// A member's first score times its weight; NaN (0 × inf) counts as 0, as in Redis.
-/// Later scores of the same member go into the aggregate unweighted-NaN-checked.
+/// A score times its weight; NaN (0 × inf) counts as 0. Redis applies this to every
+/// input of a union, but only to the first input of an intersection (later ones go
+/// into the aggregate as they are).
 fn weighted(score: f64, weight: f64) -> f64 {
     let v = score * weight;
     if v.is_nan() {
@@ -200,7 +201,7 @@ fn compute(op: Op, sources: Vec<Source>, o: &Options) -> Vec<ScoredMember> {
                 for &i in &order {
                     for (m, s) in &sources[i] {
                         acc.entry(m.as_slice())
-                            .and_modify(|a| *a = o.aggregate.apply(*a, s * o.weights[i]))
+                            .and_modify(|a| *a = o.aggregate.apply(*a, weighted(*s, o.weights[i])))
                             .or_insert_with(|| weighted(*s, o.weights[i]));
                     }
                 }
