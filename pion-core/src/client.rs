@@ -124,6 +124,27 @@ impl ClientState {
             ..ClientShared::default()
         });
         registry.clients.lock().insert(id, Arc::clone(&shared));
+        ClientState::with_shared(shared, now_ms)
+    }
+
+    /// A client that is not listed in the registry: one-shot embedded calls
+    /// ([`Engine::execute`](crate::Engine::execute)) that no other client can see.
+    pub fn detached(registry: &ClientRegistry, now_ms: i64) -> ClientState {
+        let id = registry.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let shared = Arc::new(ClientShared {
+            id,
+            fd: -1,
+            created_ms: now_ms,
+            last_interaction_ms: AtomicI64::new(now_ms),
+            resp: AtomicUsize::new(2),
+            last_cmd: AtomicUsize::new(usize::MAX),
+            ..ClientShared::default()
+        });
+        ClientState::with_shared(shared, now_ms)
+    }
+
+    fn with_shared(shared: Arc<ClientShared>, now_ms: i64) -> ClientState {
+        let id = shared.id;
         ClientState {
             shared,
             db: 0,

@@ -27,24 +27,12 @@ pub struct ConfigValues {
     pub client_query_buffer_limit: u64,
     /// `timeout` (idle seconds before closing a client; 0 = never).
     pub timeout: u64,
-    /// `tcp-keepalive` seconds.
-    pub tcp_keepalive: u64,
     /// `hz`.
     pub hz: u64,
     /// `maxmemory` in bytes (0 = unlimited).
     pub maxmemory: u64,
     /// `maxmemory-policy`.
     pub maxmemory_policy: String,
-    /// `loglevel`.
-    pub loglevel: String,
-    /// `slowlog-log-slower-than` (µs).
-    pub slowlog_log_slower_than: i64,
-    /// `slowlog-max-len`.
-    pub slowlog_max_len: u64,
-    /// `list-max-listpack-size`.
-    pub list_max_listpack_size: i64,
-    /// `list-compress-depth`.
-    pub list_compress_depth: i64,
     /// Compact-encoding thresholds.
     pub limits: EncodingLimits,
     /// `threads` (immutable; Pion's executing threads).
@@ -63,15 +51,9 @@ impl Default for ConfigValues {
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
             timeout: 0,
-            tcp_keepalive: 300,
             hz: 10,
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
-            loglevel: "notice".into(),
-            slowlog_log_slower_than: 10000,
-            slowlog_max_len: 128,
-            list_max_listpack_size: -2,
-            list_compress_depth: 0,
             limits: EncodingLimits::default(),
             threads: 1,
         }
@@ -163,8 +145,6 @@ const POLICIES: &[&str] = &[
     "noeviction",
 ];
 
-const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning", "nothing"];
-
 /// Every supported parameter.
 pub static PARAMS: &[Param] = &[
     Param {
@@ -254,7 +234,6 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     int_param!("timeout", &[], timeout, u64, 0, i32::MAX as u64),
-    int_param!("tcp-keepalive", &[], tcp_keepalive, u64, 0, i32::MAX as u64),
     int_param!("hz", &[], hz, u64, 0, i32::MAX as u64),
     Param {
         name: "maxmemory",
@@ -280,52 +259,6 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
-    Param {
-        name: "loglevel",
-        aliases: &[],
-        get: |c| c.loglevel.clone(),
-        set: Some(|c, v| {
-            let v = v.to_ascii_lowercase();
-            if !LOGLEVELS.contains(&v.as_str()) {
-                return Err("argument(s) must be one of the following: ".to_string()
-                    + &LOGLEVELS.join(", "));
-            }
-            c.loglevel = v;
-            Ok(())
-        }),
-    },
-    int_param!(
-        "slowlog-log-slower-than",
-        &[],
-        slowlog_log_slower_than,
-        i64,
-        -1,
-        i64::MAX
-    ),
-    int_param!(
-        "slowlog-max-len",
-        &[],
-        slowlog_max_len,
-        u64,
-        0,
-        i64::MAX as u64
-    ),
-    int_param!(
-        "list-max-listpack-size",
-        &["list-max-ziplist-size"],
-        list_max_listpack_size,
-        i64,
-        i32::MIN as i64,
-        i32::MAX as i64
-    ),
-    int_param!(
-        "list-compress-depth",
-        &[],
-        list_compress_depth,
-        i64,
-        0,
-        i32::MAX as i64
-    ),
     int_param!(
         "hash-max-listpack-entries",
         &["hash-max-ziplist-entries"],

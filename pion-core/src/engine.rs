@@ -16,7 +16,8 @@ use crate::reply::Reply;
 pub struct EngineOptions {
     /// Initial configuration (`databases`, limits, `requirepass` …).
     pub config: ConfigValues,
-    /// Run the background active-expiry cycle (on by default in [`Engine::open`]).
+    /// Turn off the background active-expiry cycle (keys then expire only when read;
+    /// fuzzing and deterministic tests use this).
     pub disable_active_expiry: bool,
 }
 
@@ -104,6 +105,10 @@ pub(crate) struct EngineInner {
     started_ms: i64,
     run_id: String,
     shutdown: std::sync::atomic::AtomicBool,
+    /// `requirepass` is set (cached from the configuration for the per-command check).
+    auth_required: std::sync::atomic::AtomicBool,
+    /// `maxmemory` (cached likewise; 0 = no limit).
+    maxmemory: AtomicU64,
     /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
     error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     /// Monotonic origin of the wall clock below.
@@ -164,11 +169,17 @@ impl Engine {
             started_ms,
             run_id,
             shutdown: std::sync::atomic::AtomicBool::new(false),
+            auth_required: std::sync::atomic::AtomicBool::new(false),
+            maxmemory: AtomicU64::new(0),
             error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
             epoch: std::time::Instant::now(),
             wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
             shutdown_waker: parking_lot::Mutex::new(None),
         });
+        Engine {
+            inner: Arc::clone(&inner),
+        }
+        .config_changed();
         if !options.disable_active_expiry {
             spawn_expiry_cycle(Arc::downgrade(&inner));
         }
@@ -229,7 +240,7 @@ impl Engine {
     }
 
     /// Counts an error reply under its code (the text's first word).
-    pub(crate) fn count_error(&self, text: &str) {
+    pub fn count_error(&self, text: &str) {
         let code = text.split(' ').next().unwrap_or("ERR");
         let mut stats = self.inner.error_stats.lock();
         match stats.get_mut(code) {
@@ -282,7 +293,23 @@ impl Engine {
 
     /// Whether clients must authenticate (`requirepass` is set).
     pub fn requires_auth(&self) -> bool {
-        self.inner.config.with(|c| !c.requirepass.is_empty())
+        self.inner.auth_required.load(Ordering::Relaxed)
+    }
+
+    /// `maxmemory` in bytes (0: no limit).
+    pub fn maxmemory(&self) -> u64 {
+        self.inner.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// Re-reads the settings the command path checks on every call, after
+    /// `CONFIG SET` (kept in atomics so no thread takes the configuration lock per command).
+    pub fn config_changed(&self) {
+        let (auth, maxmemory) = self
+            .inner
+            .config
+            .with(|c| (!c.requirepass.is_empty(), c.maxmemory));
+        self.inner.auth_required.store(auth, Ordering::Relaxed);
+        self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
     }
 
     /// A new client session (registered, as `CLIENT LIST` shows it).
@@ -313,10 +340,11 @@ impl Engine {
     /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
     /// ```
     pub fn execute<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) -> Reply {
-        let mut session = self.session();
-        session.client.select(db);
-        session.client.authenticated = true;
-        session.execute(args)
+        let mut client = ClientState::detached(&self.inner.clients, unix_ms());
+        client.select(db);
+        client.authenticated = true;
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
+        command::execute(self, &mut client, &argv)
     }
 }
 
@@ -371,6 +399,60 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_that_grow_memory_are_refused_past_maxmemory() {
+        let engine = Engine::open(EngineOptions::default());
+        assert_eq!(
+            engine.execute(0, &["CONFIG", "SET", "maxmemory", "4000"]),
+            Reply::ok()
+        );
+        let big = "x".repeat(1000);
+        let oom = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+        let mut refused = false;
+        for i in 0..20 {
+            match engine.execute(0, &["SET", &format!("k{i}"), &big]) {
+                r if r == oom => {
+                    refused = true;
+                    break;
+                }
+                r => assert_eq!(r, Reply::ok()),
+            }
+        }
+        assert!(refused, "maxmemory was never enforced");
+        // Reads and deletes still work, and freeing memory lets writes in again.
+        assert_eq!(
+            engine.execute(0, &["GET", "k0"]),
+            Reply::Bulk(big.clone().into_bytes())
+        );
+        assert_eq!(engine.execute(0, &["FLUSHALL"]), Reply::ok());
+        assert_eq!(engine.execute(0, &["SET", "k", &big]), Reply::ok());
+        assert_eq!(
+            engine.execute(0, &["CONFIG", "SET", "maxmemory", "0"]),
+            Reply::ok()
+        );
+    }
+
+    #[test]
+    fn no_touch_clients_leave_access_times_alone() {
+        let engine = Engine::open(EngineOptions::default());
+        {
+            // Written at the Unix epoch: idle for decades unless something touches it.
+            let mut ks = engine.keyspace().lock_keys(&[b"k"], 0);
+            ks.set(0, b"k", crate::value::Value::string(b"v".to_vec()))
+                .expect("set");
+        }
+        let idle = |e: &Engine| match e.execute(0, &["OBJECT", "IDLETIME", "k"]) {
+            Reply::Integer(n) => n,
+            other => panic!("unexpected {other:?}"),
+        };
+        let mut session = engine.session();
+        assert_eq!(session.execute(&["CLIENT", "NO-TOUCH", "ON"]), Reply::ok());
+        session.execute(&["GET", "k"]);
+        assert!(idle(&engine) > 1_000_000);
+        session.execute(&["TOUCH", "k"]);
+        assert!(idle(&engine) < 5, "TOUCH touches even under NO-TOUCH");
+    }
 
     #[test]
     fn derived_wall_clock_tracks_the_system_clock() {

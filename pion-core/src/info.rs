@@ -81,11 +81,18 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("redis_mode", &"standalone");
             line("os", &std::env::consts::OS);
             line("arch_bits", &(usize::BITS));
-            line("multiplexing_api", &"epoll");
+            line(
+                "multiplexing_api",
+                &if cfg!(target_os = "linux") {
+                    "epoll"
+                } else {
+                    "kqueue"
+                },
+            );
             line("process_id", &std::process::id());
             line("run_id", &e.run_id());
             line("tcp_port", &cfg.port);
-            line("server_time_usec", &(now * 1000));
+            line("server_time_usec", &crate::engine::unix_us());
             let up = (now - e.started_ms()).max(0) / 1000;
             line("uptime_in_seconds", &up);
             line("uptime_in_days", &(up / 86400));
@@ -110,7 +117,6 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             let used = e.keyspace().used_memory();
             line("used_memory", &used);
             line("used_memory_human", &human_bytes(used as u64));
-            line("used_memory_dataset", &used);
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));
             line("maxmemory_policy", &cfg.maxmemory_policy);

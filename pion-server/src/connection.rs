@@ -104,6 +104,7 @@ impl Connection {
                     ran = true;
                 }
                 Err(e) => {
+                    engine.count_error(&e.0);
                     encode(
                         &pion_core::Reply::Error(e.0.into()),
                         self.client.resp,

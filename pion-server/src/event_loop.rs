@@ -18,9 +18,10 @@ use pion_core::Engine;
 use crate::connection::Connection;
 use crate::resp::Limits;
 
-const LISTENER: Token = Token(0);
+/// Listening sockets use tokens `FIRST_LISTENER..FIRST_CONN`.
+const FIRST_LISTENER: usize = 2;
 const WAKER: Token = Token(1);
-const FIRST_CONN: usize = 2;
+const FIRST_CONN: usize = 1024;
 const READ_CHUNK: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(100);
 
@@ -52,7 +53,7 @@ impl StopHandle {
 /// A Redis-protocol server over an engine.
 pub struct Server {
     engine: Engine,
-    listener: std::net::TcpListener,
+    listeners: Vec<std::net::TcpListener>,
     threads: usize,
     stop: StopHandle,
 }
@@ -72,13 +73,22 @@ impl Server {
     /// A server that will serve `listener` (already bound, so tests can use port 0)
     /// with `threads` worker threads.
     pub fn new(engine: Engine, listener: std::net::TcpListener, threads: usize) -> Server {
+        Server::with_listeners(engine, vec![listener], threads)
+    }
+
+    /// A server over several listening sockets (one per `--bind` address).
+    pub fn with_listeners(
+        engine: Engine,
+        listeners: Vec<std::net::TcpListener>,
+        threads: usize,
+    ) -> Server {
         let stop = StopHandle {
             stop: Arc::new(AtomicBool::new(false)),
             wakers: Arc::new(Mutex::new(Vec::new())),
         };
         Server {
             engine,
-            listener,
+            listeners,
             threads: threads.max(1),
             stop,
         }
@@ -91,13 +101,25 @@ impl Server {
 
     /// The address the server listens on.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
+        self.listeners
+            .first()
+            .ok_or_else(|| io::Error::new(ErrorKind::NotFound, "no listener"))?
+            .local_addr()
     }
 
     /// Serves until stopped (signal, [`StopHandle::stop`] or `SHUTDOWN`).
     pub fn run(self) -> io::Result<()> {
-        self.listener.set_nonblocking(true)?;
-        let mut listener = TcpListener::from_std(self.listener);
+        let mut listeners = Vec::new();
+        for l in self.listeners {
+            l.set_nonblocking(true)?;
+            listeners.push(TcpListener::from_std(l));
+        }
+        if listeners.is_empty() || listeners.len() > FIRST_CONN - FIRST_LISTENER {
+            return Err(io::Error::new(
+                ErrorKind::InvalidInput,
+                "between 1 and 1022 listening addresses are supported",
+            ));
+        }
         let mut workers = Vec::new();
         for index in 0..self.threads {
             let poll = Poll::new()?;
@@ -117,10 +139,18 @@ impl Server {
         let on_shutdown = stop.clone();
         self.engine
             .on_shutdown(Box::new(move || on_shutdown.stop()));
-        workers[0]
-            .poll
-            .registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        workers[0].poll.registry().register(
+            &mut listeners[0],
+            Token(FIRST_LISTENER),
+            Interest::READABLE,
+        )?;
+        for (i, l) in listeners.iter_mut().enumerate().skip(1) {
+            workers[0].poll.registry().register(
+                l,
+                Token(FIRST_LISTENER + i),
+                Interest::READABLE,
+            )?;
+        }
         let peers: Vec<Peer> = workers
             .iter()
             .map(|w| (Arc::clone(&w.inbox), Arc::clone(&w.waker)))
@@ -139,11 +169,11 @@ impl Server {
             handles.push(
                 std::thread::Builder::new()
                     .name(format!("pion-worker-{}", worker.index))
-                    .spawn(move || worker.run(&engine, &stop, None, &peers))?,
+                    .spawn(move || worker.run(&engine, &stop, &mut [], &peers))?,
             );
         }
         let result = match first {
-            Some(w) => w.run(&self.engine, &stop, Some(&mut listener), &peers),
+            Some(w) => w.run(&self.engine, &stop, &mut listeners, &peers),
             None => Ok(()),
         };
         stop.stop();
@@ -159,11 +189,12 @@ impl Worker {
         mut self,
         engine: &Engine,
         stop: &StopHandle,
-        mut listener: Option<&mut TcpListener>,
+        listeners: &mut [TcpListener],
         peers: &[Peer],
     ) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut round_robin = 0usize;
+        let mut last_sweep = std::time::Instant::now();
         while !stop.stop.load(Ordering::SeqCst) {
             if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
                 if e.kind() == ErrorKind::Interrupted {
@@ -173,21 +204,31 @@ impl Worker {
             }
             let limits = Limits {
                 max_bulk_len: engine.config().with(|c| c.proto_max_bulk_len),
+                max_query_buffer: engine.config().with(|c| c.client_query_buffer_limit),
                 unauthenticated: false,
             };
+            let mut woken = false;
             for event in events.iter() {
                 match event.token() {
-                    LISTENER => {
-                        if let Some(l) = listener.as_deref_mut() {
+                    Token(t) if (FIRST_LISTENER..FIRST_CONN).contains(&t) => {
+                        if let Some(l) = listeners.get_mut(t - FIRST_LISTENER) {
                             self.accept_all(l, engine, peers, &mut round_robin);
                         }
                     }
-                    WAKER => self.adopt_inbox(engine),
+                    WAKER => {
+                        woken = true;
+                        self.adopt_inbox(engine);
+                    }
                     token => self.serve(token, engine, &limits),
                 }
             }
             self.flush_pending(engine, &limits);
-            self.reap_killed();
+            // Kills are also signalled through the waker, so one sweep per tick is
+            // enough; it visits every connection, so not on every event.
+            if last_sweep.elapsed() >= TICK || woken {
+                self.reap(engine);
+                last_sweep = std::time::Instant::now();
+            }
         }
         for (_, (_, conn)) in self.conns.drain() {
             engine.clients().unregister(conn.client.id());
@@ -280,6 +321,16 @@ impl Worker {
             conn.peer_closed = true;
         }
         conn.process(engine, limits);
+        if conn.pending_input() as u64 > limits.max_query_buffer {
+            // Redis closes a client whose unparsed input passes client-query-buffer-limit.
+            eprintln!(
+                "closing client {}: query buffer of {} bytes exceeds client-query-buffer-limit",
+                conn.client.shared.addr,
+                conn.pending_input()
+            );
+            self.close(token, engine);
+            return;
+        }
         if !conn.queued_for_write {
             conn.queued_for_write = true;
             self.pending.push(token);
@@ -354,19 +405,27 @@ impl Worker {
         }
     }
 
-    fn reap_killed(&mut self) {
-        let killed: Vec<Token> = self
+    /// Closes connections killed by `CLIENT KILL` and, when `timeout` is set, those
+    /// idle for longer than it (as Redis's client cron does).
+    fn reap(&mut self, engine: &Engine) {
+        let timeout_ms = engine.config().with(|c| c.timeout).saturating_mul(1000) as i64;
+        let now = engine.now_ms();
+        let doomed: Vec<Token> = self
             .conns
             .iter()
-            .filter(|(_, (_, c))| c.client.shared.killed.load(Ordering::SeqCst))
+            .filter(|(_, (_, c))| {
+                let shared = &c.client.shared;
+                shared.killed.load(Ordering::SeqCst)
+                    || (timeout_ms > 0
+                        && now - shared.last_interaction_ms.load(Ordering::Relaxed) > timeout_ms)
+            })
             .map(|(t, _)| *t)
             .collect();
-        for t in killed {
-            if let Some((mut stream, conn)) = self.conns.remove(&t) {
-                let _ = self.poll.registry().deregister(&mut stream);
+        for t in doomed {
+            if let Some((stream, _)) = self.conns.get(&t) {
                 let _ = stream.shutdown(std::net::Shutdown::Both);
-                drop(conn);
             }
+            self.close(t, engine);
         }
     }
 }

@@ -44,30 +44,39 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // One listening socket: the first address (several addresses arrive with clustering).
-    let addr = SocketAddr::new(addrs[0], cfg.port);
-    let listener = match TcpListener::bind(addr) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("pion-server: cannot listen on {addr}: {e}");
-            return ExitCode::from(1);
+    // One listening socket per --bind address.
+    let mut listeners = Vec::new();
+    for ip in &addrs {
+        let addr = SocketAddr::new(*ip, cfg.port);
+        match TcpListener::bind(addr) {
+            Ok(l) => listeners.push(l),
+            Err(e) => {
+                eprintln!("pion-server: cannot listen on {addr}: {e}");
+                return ExitCode::from(1);
+            }
         }
-    };
+    }
     let threads = cfg.threads;
+    let port = cfg.port;
     let engine = Engine::open(EngineOptions {
         config: *cfg,
         ..EngineOptions::default()
     });
-    let server = Server::new(engine, listener, threads);
+    let server = Server::with_listeners(engine, listeners, threads);
     let stop = server.stop_handle();
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, stop.flag()) {
             eprintln!("pion-server: cannot install signal handler: {e}");
         }
     }
+    let shown: Vec<String> = addrs
+        .iter()
+        .map(|ip| SocketAddr::new(*ip, port).to_string())
+        .collect();
     eprintln!(
-        "pion-server {} listening on {addr} with {threads} thread(s)",
-        pion_core::VERSION
+        "pion-server {} listening on {} with {threads} thread(s)",
+        pion_core::VERSION,
+        shown.join(", ")
     );
     eprintln!("Ready to accept connections tcp");
     match server.run() {

@@ -127,3 +127,82 @@ fn shutdown_stops_the_server() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+fn client_count(c: &mut Client) -> usize {
+    match c.cmd(&["CLIENT", "LIST"]) {
+        pion_tests::RespValue::Bulk(_, Some(text)) => {
+            String::from_utf8_lossy(&text).lines().count()
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn client_kill_closes_and_unregisters() {
+    let pion = PionServer::start(2);
+    let mut victim = Client::connect(pion.port).expect("connect");
+    let victim_id = match victim.cmd(&["CLIENT", "ID"]) {
+        pion_tests::RespValue::Line(b':', id) => String::from_utf8_lossy(&id).into_owned(),
+        other => panic!("unexpected {other:?}"),
+    };
+    let mut killer = Client::connect(pion.port).expect("connect");
+    assert_eq!(client_count(&mut killer), 2);
+    assert_eq!(
+        killer.cmd(&["CLIENT", "KILL", "ID", &victim_id]).render(),
+        ":1"
+    );
+    assert_eq!(
+        killer.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"]).render(),
+        ":0"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while client_count(&mut killer) != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "killed client still listed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        victim.call(&["PING"]).is_err(),
+        "killed connection must be closed"
+    );
+}
+
+#[test]
+fn idle_clients_time_out_and_huge_query_buffers_are_refused() {
+    let pion = PionServer::start(1);
+    let mut admin = Client::connect(pion.port).expect("connect");
+    assert_eq!(
+        admin.cmd(&["CONFIG", "SET", "timeout", "1"]).render(),
+        "+OK"
+    );
+    let mut idle = Client::connect(pion.port).expect("connect");
+    assert_eq!(idle.cmd(&["PING"]).render(), "+PONG");
+    std::thread::sleep(std::time::Duration::from_millis(2300));
+    assert!(
+        idle.call(&["PING"]).is_err(),
+        "an idle client must be closed after timeout"
+    );
+    let mut admin = Client::connect(pion.port).expect("connect");
+    assert_eq!(
+        admin.cmd(&["CONFIG", "SET", "timeout", "0"]).render(),
+        "+OK"
+    );
+    assert_eq!(
+        admin
+            .cmd(&["CONFIG", "SET", "client-query-buffer-limit", "1mb"])
+            .render(),
+        "+OK"
+    );
+    let mut greedy = Client::connect(pion.port).expect("connect");
+    // A bulk announced at 4 MB and sent in part: the unparsed input passes the limit.
+    let mut frame = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4194304\r\n".to_vec();
+    frame.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
+    let _ = greedy.send_raw(&frame);
+    assert!(
+        greedy.read_reply().is_err(),
+        "the connection must be closed"
+    );
+    assert_eq!(admin.cmd(&["DBSIZE"]).render(), ":0");
+}

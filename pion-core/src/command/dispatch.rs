@@ -174,6 +174,13 @@ fn run(
         engine.command_stats().reject(resolved.stat);
         return (Reply::error("NOAUTH Authentication required."), started);
     }
+    if spec.has(super::flags::DENYOOM) && over_maxmemory(engine) {
+        engine.command_stats().reject(resolved.stat);
+        return (
+            Reply::error("OOM command not allowed when used memory > 'maxmemory'."),
+            started,
+        );
+    }
     let keys = match key_indices(spec, argv) {
         Ok(k) => k,
         Err(e) => {
@@ -202,6 +209,9 @@ fn run(
             }
             ks
         };
+        let mut ks = ks;
+        // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
+        ks.set_no_touch(client.no_touch && spec.name != "touch");
         let mut ctx = Ctx { engine, client, ks };
         let result = (spec.handler)(&mut ctx, argv);
         if spec.has(super::flags::WRITE) {
@@ -227,6 +237,14 @@ fn run(
         Err(e) => e.into(),
     };
     (reply, finished)
+}
+
+/// Whether used memory passed `maxmemory`. Pion does not evict yet, so under every
+/// policy a command that may grow memory is then refused, as Redis does under
+/// `noeviction` (the default).
+fn over_maxmemory(engine: &Engine) -> bool {
+    let limit = engine.maxmemory();
+    limit > 0 && engine.keyspace().used_memory() as u64 > limit
 }
 
 /// The counter slot of a top-level command name, for rejected calls.

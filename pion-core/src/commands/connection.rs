@@ -312,7 +312,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         b.output_capacity.load(Ordering::Relaxed),
     );
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -327,6 +327,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         qbuf + qbuf_free,
         omem,
         qbuf + qbuf_free + out_cap,
+        if omem > 0 { "rw" } else { "r" },
         match c.last_cmd.load(Ordering::Relaxed) {
             usize::MAX => "NULL",
             slot => crate::command::table().full_name(slot),
@@ -401,6 +402,7 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Ok(Reply::ok());
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
+    let mut type_matches: Option<bool> = None;
     let mut j = 2;
     while j < argv.len() {
         let Some(value) = argv.get(j + 1) else {
@@ -428,6 +430,8 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                     text(value)
                 )));
             }
+            // Every client is a normal one until replication and pub/sub arrive.
+            type_matches = Some(is_kw(value, "normal"));
         } else if is_kw(opt, "skipme") {
             skipme = if is_kw(value, "yes") {
                 true
@@ -448,6 +452,7 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             && addr.as_ref().is_none_or(|a| *a == c.addr)
             && laddr.as_ref().is_none_or(|a| *a == c.laddr)
             && user.as_ref().is_none_or(|u| u == "default")
+            && type_matches.unwrap_or(true)
             && !(skipme && c.id == me);
         if matches {
             if c.id == me {

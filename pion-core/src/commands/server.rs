@@ -22,7 +22,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         dbsize,
     )
     .tips(&["request_policy:all_shards", "response_policy:agg_sum"])
-    .whole_keyspace()
     .doc("Returns the number of keys in the database.", "1.0.0"),
     CommandSpec::new(
         "flushdb",
@@ -64,7 +63,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         shutdown,
     )
     .doc(
-        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "Shuts down the server (Pion has no persistence yet, so SAVE and NOSAVE are equivalent).",
         "1.0.0",
     ),
     CommandSpec::new(
@@ -180,9 +179,11 @@ fn memory_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     ))
 }
 
+/// `DBSIZE` counts shard by shard (like `SCAN`) instead of stopping every thread.
 fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let db = ctx.db();
-    Ok(Reply::Integer(ctx.ks.db_len(db)? as i64))
+    Ok(Reply::Integer(
+        ctx.engine.keyspace().db_size(ctx.db()) as i64
+    ))
 }
 
 /// FLUSHDB/FLUSHALL accept one optional ASYNC or SYNC.
@@ -288,6 +289,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         ConfigError::Invalid(n, why) => OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - {why}")),
     })?;
+    ctx.engine.config_changed();
     Ok(Reply::ok())
 }
 

@@ -31,6 +31,8 @@ pub struct Locked<'a> {
     /// key's CRC16 is computed once per command rather than once per operation.
     memo: [(usize, usize, Location); MEMO],
     memo_len: usize,
+    /// `CLIENT NO-TOUCH`: reads leave keys' access times alone.
+    no_touch: bool,
 }
 
 fn not_locked() -> OpError {
@@ -81,7 +83,13 @@ impl<'a> Locked<'a> {
             now_ms,
             memo: [empty; MEMO],
             memo_len: 0,
+            no_touch: false,
         }
+    }
+
+    /// Leaves access times alone for this command (`CLIENT NO-TOUCH ON`).
+    pub(crate) fn set_no_touch(&mut self, no_touch: bool) {
+        self.no_touch = no_touch;
     }
 
     /// Records where a declared key lives (the dispatcher already hashed it).
@@ -168,12 +176,15 @@ impl<'a> Locked<'a> {
             return Ok(None);
         }
         let lru = lru_clock(self.now_ms);
+        let touch = !self.no_touch;
         let shard = self.shard(loc.shard)?;
         let entry = shard
             .db_mut(db)
             .and_then(|d| d.slots[loc.local].get_mut(key));
         if let Some(e) = entry {
-            e.lru_secs = lru;
+            if touch {
+                e.lru_secs = lru;
+            }
             return Ok(Some(e));
         }
         Ok(None)
@@ -329,10 +340,12 @@ impl<'a> Locked<'a> {
             return Ok(false);
         };
         let old = entry.set_deadline(at);
+        // Index what the entry stored (it clamps the "none" marker value).
+        let stored = entry.expire_at();
         if let Some(old) = old {
             d.expires.remove(&(old, key.to_vec()));
         }
-        if let Some(at) = at {
+        if let Some(at) = stored {
             d.expires.insert((at, key.to_vec()));
         }
         Ok(true)

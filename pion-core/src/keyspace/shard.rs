@@ -166,13 +166,22 @@ impl Shard {
                     if *at > now_ms || due.len() >= budget {
                         break;
                     }
-                    due.push(key.clone());
+                    due.push((*at, key.clone()));
                 }
             }
-            for key in due {
+            for (at, key) in due {
                 let local = super::locate(&key).local;
-                if self.remove(db, local, &key).is_some() {
+                // Only a key that is really due: the index and the entry agree, but a
+                // removal must never rest on the index alone.
+                let due_now = self
+                    .db(db)
+                    .and_then(|d| d.slots[local].get(key.as_slice()))
+                    .is_some_and(|e| e.is_expired(now_ms));
+                if due_now && self.remove(db, local, &key).is_some() {
                     removed += 1;
+                } else if let Some(d) = self.db_mut(db) {
+                    // A stale index entry (the key changed): drop it.
+                    d.expires.remove(&(at, key));
                 }
             }
         }

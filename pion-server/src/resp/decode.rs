@@ -24,6 +24,8 @@ pub struct Limits {
     pub max_bulk_len: u64,
     /// The client must still authenticate: only small requests are accepted.
     pub unauthenticated: bool,
+    /// `client-query-buffer-limit`: most unparsed input a connection may hold.
+    pub max_query_buffer: u64,
 }
 
 impl Default for Limits {
@@ -31,6 +33,7 @@ impl Default for Limits {
         Limits {
             max_bulk_len: 512 * 1024 * 1024,
             unauthenticated: false,
+            max_query_buffer: 1024 * 1024 * 1024,
         }
     }
 }

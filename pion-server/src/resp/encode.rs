@@ -117,9 +117,18 @@ fn header(out: &mut Vec<u8>, kind: u8, len: usize) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// A one-line reply. Error and status texts may quote client input; like Redis, CR
+/// and LF become spaces so a reply can never smuggle in another frame.
 fn line(out: &mut Vec<u8>, kind: u8, text: &[u8]) {
     out.push(kind);
-    out.extend_from_slice(text);
+    if text.iter().any(|&c| c == b'\r' || c == b'\n') {
+        out.extend(
+            text.iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+    } else {
+        out.extend_from_slice(text);
+    }
     out.extend_from_slice(b"\r\n");
 }
 
@@ -137,6 +146,12 @@ mod tests {
         let mut out = Vec::new();
         encode(&r, resp, &mut out);
         String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn error_lines_cannot_inject_frames() {
+        let r = Reply::error("ERR Syntax error in HELLO option 'x\r\n+OK'");
+        assert_eq!(enc(r, 2), "-ERR Syntax error in HELLO option 'x  +OK'\r\n");
     }
 
     #[test]

@@ -29,70 +29,94 @@ use crate::reply::Reply;
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("del", -2, WRITE, Group::Keyspace, del).key_specs(&[KeySpecDoc::range(&["RM", "delete"], 1, -1, 1, 0)]).tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+    CommandSpec::new("del", -2, WRITE, Group::Keyspace, del)
+        .key_specs(&[KeySpecDoc::range(&["RM", "delete"], 1, -1, 1, 0)])
+        .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .keys(1, -1, 1)
         .doc("Delete a key", "1.0.0"),
-    CommandSpec::new("unlink", -2, WRITE | FAST, Group::Keyspace, del).key_specs(&[KeySpecDoc::range(&["RM", "delete"], 1, -1, 1, 0)]).tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+    CommandSpec::new("unlink", -2, WRITE | FAST, Group::Keyspace, del)
+        .key_specs(&[KeySpecDoc::range(&["RM", "delete"], 1, -1, 1, 0)])
+        .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .keys(1, -1, 1)
         .doc(
-            "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
+            "Deletes one or more keys (Pion frees them at once, like DEL).",
             "4.0.0",
         ),
-    CommandSpec::new("exists", -2, READONLY | FAST, Group::Keyspace, exists).key_specs(&[KeySpecDoc::range(&["RO"], 1, -1, 1, 0)]).tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+    CommandSpec::new("exists", -2, READONLY | FAST, Group::Keyspace, exists)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, -1, 1, 0)])
+        .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .keys(1, -1, 1)
         .doc("Determine if a key exists", "1.0.0"),
-    CommandSpec::new("touch", -2, READONLY | FAST, Group::Keyspace, touch).key_specs(&[KeySpecDoc::range(&["RO"], 1, -1, 1, 0)]).tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
+    CommandSpec::new("touch", -2, READONLY | FAST, Group::Keyspace, touch)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, -1, 1, 0)])
+        .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .keys(1, -1, 1)
         .doc(
             "Alters the last access time of a key(s). Returns the number of existing keys specified.",
             "3.2.1",
         ),
-    CommandSpec::new("type", 2, READONLY | FAST, Group::Keyspace, type_cmd).key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
+    CommandSpec::new("type", 2, READONLY | FAST, Group::Keyspace, type_cmd)
+        .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Determine the type stored at key", "1.0.0"),
-    CommandSpec::new("expire", -3, WRITE | FAST, Group::Keyspace, expire::expire).key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
+    CommandSpec::new("expire", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set a key's time to live in seconds", "1.0.0"),
-    CommandSpec::new("pexpire", -3, WRITE | FAST, Group::Keyspace, expire::expire).key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
+    CommandSpec::new("pexpire", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set a key's time to live in milliseconds", "2.6.0"),
-    CommandSpec::new("expireat", -3, WRITE | FAST, Group::Keyspace, expire::expire).key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
+    CommandSpec::new("expireat", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set the expiration for a key as a UNIX timestamp", "1.2.0"),
-    CommandSpec::new("pexpireat", -3, WRITE | FAST, Group::Keyspace, expire::expire).key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
+    CommandSpec::new("pexpireat", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
             "2.6.0",
         ),
-    CommandSpec::new("expiretime", 2, READONLY | FAST, Group::Keyspace, expire::ttl).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+    CommandSpec::new("expiretime", 2, READONLY | FAST, Group::Keyspace, expire::ttl)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the expiration Unix timestamp for a key", "7.0.0"),
-    CommandSpec::new("pexpiretime", 2, READONLY | FAST, Group::Keyspace, expire::ttl).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+    CommandSpec::new("pexpiretime", 2, READONLY | FAST, Group::Keyspace, expire::ttl)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
             "Get the expiration Unix timestamp for a key in milliseconds",
             "7.0.0",
         ),
-    CommandSpec::new("ttl", 2, READONLY | FAST, Group::Keyspace, expire::ttl).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)]).tips(&["nondeterministic_output"])
+    CommandSpec::new("ttl", 2, READONLY | FAST, Group::Keyspace, expire::ttl)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Get the time to live for a key in seconds", "1.0.0"),
-    CommandSpec::new("pttl", 2, READONLY | FAST, Group::Keyspace, expire::ttl).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)]).tips(&["nondeterministic_output"])
+    CommandSpec::new("pttl", 2, READONLY | FAST, Group::Keyspace, expire::ttl)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Get the time to live for a key in milliseconds", "2.6.0"),
-    CommandSpec::new("persist", 2, WRITE | FAST, Group::Keyspace, expire::persist).key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
+    CommandSpec::new("persist", 2, WRITE | FAST, Group::Keyspace, expire::persist)
+        .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove the expiration from a key", "2.2.0"),
-    CommandSpec::new("rename", 3, WRITE, Group::Keyspace, rename).key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0)])
+    CommandSpec::new("rename", 3, WRITE, Group::Keyspace, rename)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0)])
         .keys(1, 2, 1)
         .doc("Rename a key", "1.0.0"),
-    CommandSpec::new("renamenx", 3, WRITE | FAST, Group::Keyspace, rename).key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "insert"], 2, 0, 1, 0)])
+    CommandSpec::new("renamenx", 3, WRITE | FAST, Group::Keyspace, rename)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "insert"], 2, 0, 1, 0)])
         .keys(1, 2, 1)
         .doc("Rename a key, only if the new key does not exist", "1.0.0"),
-    CommandSpec::new("copy", -3, WRITE | DENYOOM, Group::Keyspace, copy).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0)])
+    CommandSpec::new("copy", -3, WRITE | DENYOOM, Group::Keyspace, copy)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0)])
         .keys(1, 2, 1)
         .doc("Copy a key", "6.2.0"),
-    CommandSpec::new("move", 3, WRITE | FAST, Group::Keyspace, move_cmd).key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
+    CommandSpec::new("move", 3, WRITE | FAST, Group::Keyspace, move_cmd)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Move a key to another database", "1.0.0"),
     CommandSpec::new("keys", 2, READONLY | DANGEROUS, Group::Keyspace, walk::keys).tips(&["request_policy:all_shards", "nondeterministic_output_order"])
@@ -107,12 +131,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Return a random key from the keyspace", "1.0.0"),
     CommandSpec::container("object", Group::Keyspace, object::SUBCOMMANDS)
         .doc("A container for object introspection commands", "2.2.3"),
-    CommandSpec::new("sort", -2, WRITE | DENYOOM | DANGEROUS, Group::List, sort::sort).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc { notes: "", flags: &["RO", "access"], begin: BeginSearch::Unknown, find: FindKeys::Unknown }.with_notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"), KeySpecDoc { notes: "", flags: &["OW", "update"], begin: BeginSearch::Unknown, find: FindKeys::Unknown }.with_notes("For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array")]).categories(&["set", "sortedset", "list"])
+    CommandSpec::new("sort", -2, WRITE | DENYOOM | DANGEROUS, Group::List, sort::sort)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc { notes: "", flags: &["RO", "access"], begin: BeginSearch::Unknown, find: FindKeys::Unknown }.with_notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"), KeySpecDoc { notes: "", flags: &["OW", "update"], begin: BeginSearch::Unknown, find: FindKeys::Unknown }.with_notes("For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array")])
+        .categories(&["set", "sortedset", "list"])
         .keys(1, 1, 1)
         .movable(sort::sort_keys)
         .whole_keyspace()
         .doc("Sort the elements in a list, set or sorted set", "1.0.0"),
-    CommandSpec::new("sort_ro", -2, READONLY | DANGEROUS, Group::List, sort::sort).key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc { notes: "", flags: &["RO", "access"], begin: BeginSearch::Unknown, find: FindKeys::Unknown }.with_notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort")]).categories(&["set", "sortedset", "list"])
+    CommandSpec::new("sort_ro", -2, READONLY | DANGEROUS, Group::List, sort::sort)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc { notes: "", flags: &["RO", "access"], begin: BeginSearch::Unknown, find: FindKeys::Unknown }.with_notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort")])
+        .categories(&["set", "sortedset", "list"])
         .keys(1, 1, 1)
         .movable(sort::sort_ro_keys)
         .whole_keyspace()
