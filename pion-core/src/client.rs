@@ -206,9 +206,4 @@ impl ClientRegistry {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-
-    /// The client with this id.
-    pub fn get(&self, id: u64) -> Option<Arc<ClientShared>> {
-        self.clients.lock().get(&id).cloned()
-    }
 }

@@ -4,7 +4,7 @@
 //! and formats doubles with `%.17g`; `INCRBYFLOAT` works in C's `long double`. These
 //! helpers reproduce that so replies match byte for byte.
 
-use crate::error::{OpError, OpResult};
+use crate::error::OpResult;
 
 /// Parses a strict decimal `i64` the way Redis's `string2ll` does.
 ///
@@ -48,11 +48,6 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     } else {
         Some(v as i64)
     }
-}
-
-/// [`parse_i64`] with Redis's "not an integer" error.
-pub fn int_arg(s: &[u8]) -> OpResult<i64> {
-    parse_i64(s).ok_or(OpError::NotInteger)
 }
 
 /// Parses a double the way Redis's `string2d` (C `strtod`) accepts it: no leading space,
@@ -100,11 +95,6 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
         }
     }
     Some(v)
-}
-
-/// [`parse_f64`] with Redis's "not a valid float" error.
-pub fn float_arg(s: &[u8]) -> OpResult<f64> {
-    parse_f64(s).ok_or(OpError::NotFloat)
 }
 
 /// Formats a double like C's `printf("%.17g")`, which Redis 7.0 uses for scores.
@@ -156,12 +146,6 @@ fn strip_fraction_zeros(s: &str) -> &str {
     } else {
         s
     }
-}
-
-/// Formats a double the way Redis writes it as a *string value* (`HINCRBYFLOAT` result
-/// when stored, `ZINCRBY` in some paths): shortest `%.17g` form.
-pub fn fmt_double_value(v: f64) -> String {
-    fmt_g17(v)
 }
 
 /// Adds `incr` to the number stored as `current` in C `long double` precision and

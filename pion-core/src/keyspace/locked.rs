@@ -121,11 +121,6 @@ impl<'a> Locked<'a> {
         self.ks
     }
 
-    /// Whether every shard is held.
-    pub fn holds_all(&self) -> bool {
-        self.all
-    }
-
     fn check_db(&self, db: usize) -> OpResult<()> {
         if db < self.ks.databases {
             Ok(())

@@ -107,7 +107,7 @@ impl Value {
         }
     }
 
-    /// Estimated memory used by this value in bytes, in O(1): collections extrapolate
+    /// Estimated memory used by this value in bytes, cheaply: collections extrapolate
     /// from a sample of their first elements, as Redis's `MEMORY USAGE` does.
     pub fn mem_usage(&self) -> usize {
         self.mem_usage_sampled(DEFAULT_SAMPLES)

@@ -162,15 +162,6 @@ impl SetValue {
         }
     }
 
-    /// The member at position `index` of the encoding's iteration order (O(1) for an
-    /// intset, O(n) for a table).
-    pub fn nth(&self, index: usize) -> Option<Vec<u8>> {
-        match &self.repr {
-            Repr::IntSet(v) => v.get(index).map(|i| i.to_string().into_bytes()),
-            Repr::Table(s) => s.iter().nth(index).map(|(m, _)| m.to_vec()),
-        }
-    }
-
     /// A uniformly chosen member, or `None` when empty (expected O(1)).
     pub fn random(&self, rng: &mut impl Rng) -> Option<Vec<u8>> {
         match &self.repr {

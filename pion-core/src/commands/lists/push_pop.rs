@@ -119,7 +119,7 @@ pub(super) fn rpoplpush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
 /// `numkeys_at` and which needs at least one more argument after its keys (the
 /// direction of `LMPOP`/`BLMPOP`). Redis's errors: numkeys not in `1..` gives
 /// `numkeys should be greater than 0`, too few arguments for it a syntax error.
-pub(crate) fn numkeys_keys(argv: &[Vec<u8>], numkeys_at: usize) -> OpResult<Vec<usize>> {
+pub(crate) fn mpop_numkeys_keys(argv: &[Vec<u8>], numkeys_at: usize) -> OpResult<Vec<usize>> {
     let n = argv
         .get(numkeys_at)
         .and_then(|a| crate::num::parse_i64(a))
@@ -136,7 +136,7 @@ pub(crate) fn numkeys_keys(argv: &[Vec<u8>], numkeys_at: usize) -> OpResult<Vec<
 
 /// The key finder of `LMPOP numkeys key …`.
 pub(super) fn lmpop_keys(argv: &[Vec<u8>]) -> OpResult<Vec<usize>> {
-    numkeys_keys(argv, 1)
+    mpop_numkeys_keys(argv, 1)
 }
 
 /// The parsed tail of `LMPOP`/`BLMPOP`: which keys, which end, how many.
@@ -153,7 +153,7 @@ pub(crate) struct MpopArgs {
 /// Parses `numkeys key … LEFT|RIGHT [COUNT n]` with numkeys at `numkeys_at`, checking
 /// in Redis's order: numkeys, direction, then options left to right.
 pub(crate) fn parse_mpop(argv: &[Vec<u8>], numkeys_at: usize) -> OpResult<MpopArgs> {
-    let keys = numkeys_keys(argv, numkeys_at)?;
+    let keys = mpop_numkeys_keys(argv, numkeys_at)?;
     let dir_at = numkeys_at + 1 + keys.len();
     let end = parse_end(argv.get(dir_at).ok_or(OpError::Syntax)?)?;
     let mut count = None;

@@ -5,10 +5,10 @@ use rand::Rng;
 
 use super::parse::{score_arg, LexRange, ScoreRange};
 use super::{read_zset, write_zset};
+use crate::commands::hashes::scan::ScanOptions;
 use crate::commands::util::{int, is_kw};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
-use crate::glob::glob_match;
 use crate::num::fmt_g17;
 use crate::reply::Reply;
 use crate::value::{Value, ZSetValue};
@@ -312,27 +312,6 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     Ok(reply)
 }
 
-/// The `MATCH` pattern of `ZSCAN`'s options (`None` for none or `*`), checking
-/// `COUNT` as Redis does.
-fn scan_options(opts: &[Vec<u8>]) -> OpResult<Option<&[u8]>> {
-    let mut pattern = None;
-    for pair in opts.chunks(2) {
-        let [opt, value] = pair else {
-            return Err(OpError::Syntax);
-        };
-        if is_kw(opt, "count") {
-            if int(value)? < 1 {
-                return Err(OpError::Syntax);
-            }
-        } else if is_kw(opt, "match") {
-            pattern = Some(value.as_slice()).filter(|p| *p != b"*");
-        } else {
-            return Err(OpError::Syntax);
-        }
-    }
-    Ok(pattern)
-}
-
 /// A score as `ZSCAN` shows it: a listpack keeps integral scores up to
 /// `LLONG_MAX / 2` as integers (`1e18` reads `1000000000000000000`); everything else
 /// is `%.17g`.
@@ -354,18 +333,18 @@ fn scan_score(score: f64, listpack: bool) -> String {
 pub(super) fn zscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     crate::commands::util::parse_scan_cursor(&argv[2])?;
     // Redis answers a missing key before it looks at the options.
-    let pattern = scan_options(&argv[3..]);
+    let options = ScanOptions::parse(&argv[3..]);
     let Some(z) = read_zset(ctx, &argv[1])? else {
         return Ok(Reply::Array(vec![
             Reply::bulk("0"),
             Reply::Array(Vec::new()),
         ]));
     };
-    let pattern = pattern?;
+    let options = options?;
     let listpack = z.is_listpack();
     let mut items = Vec::new();
     for e in z.iter() {
-        if pattern.is_none_or(|p| glob_match(p, &e.member, false)) {
+        if options.matches(&e.member) {
             items.push(Reply::bulk(&e.member));
             items.push(Reply::Bulk(scan_score(e.score, listpack).into_bytes()));
         }

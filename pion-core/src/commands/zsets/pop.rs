@@ -72,16 +72,9 @@ pub(super) fn zpopmax(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     zpop(ctx, argv, true)
 }
 
-/// `ZMPOP`'s numkeys, with Redis's errors.
+/// `ZMPOP`'s numkeys: the same rule as `LMPOP`'s (positive, and MIN|MAX must follow).
 fn zmpop_numkeys(argv: &[Vec<u8>]) -> OpResult<usize> {
-    let n = crate::num::parse_i64(&argv[1])
-        .filter(|n| *n > 0)
-        .ok_or_else(|| OpError::custom("ERR numkeys should be greater than 0"))?;
-    // After the keys there must still be MIN or MAX.
-    if n > argv.len() as i64 - 3 {
-        return Err(OpError::Syntax);
-    }
-    Ok(n as usize)
+    Ok(crate::commands::lists::push_pop::mpop_numkeys_keys(argv, 1)?.len())
 }
 
 /// Key finder for `ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]`.
