@@ -32,6 +32,7 @@ pub mod keyspace;
 mod long_double;
 pub mod num;
 pub mod reply;
+pub(crate) mod strtod;
 pub mod typed;
 pub mod value;
 

@@ -50,51 +50,28 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
-/// Parses a double the way Redis's `string2d` (C `strtod`) accepts it: no leading space,
-/// no NaN, no overflow to infinity or underflow to zero, `inf`/`infinity` allowed.
+/// Parses a double the way Redis's `string2d` accepts it (C `strtod` on the whole
+/// string): decimal or hexadecimal notation, `inf`/`infinity`; no leading blank, no
+/// NaN, no overflow to infinity or underflow to zero.
 ///
 /// ```
 /// use pion_core::num::parse_f64;
 /// assert_eq!(parse_f64(b"1.5"), Some(1.5));
+/// assert_eq!(parse_f64(b"0x10"), Some(16.0));
 /// assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
 /// assert_eq!(parse_f64(b"nan"), None);
 /// assert_eq!(parse_f64(b"1e400"), None);
 /// ```
 pub fn parse_f64(s: &[u8]) -> Option<f64> {
-    if s.is_empty() || s[0].is_ascii_whitespace() {
+    if s.is_empty() || crate::strtod::is_c_space(s[0]) {
         return None;
     }
-    let text = std::str::from_utf8(s).ok()?;
-    let body = text.trim_start_matches(['+', '-']);
-    if text.len() - body.len() > 1 {
+    let r = crate::strtod::strtod(s);
+    let bad_range = r.range_error && (r.value.is_infinite() || r.value == 0.0);
+    if r.len != s.len() || bad_range || r.value.is_nan() {
         return None;
     }
-    let lower = body.to_ascii_lowercase();
-    if lower == "inf" || lower == "infinity" {
-        return Some(if text.starts_with('-') {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        });
-    }
-    if !body
-        .bytes()
-        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
-    {
-        return None;
-    }
-    let v: f64 = text.parse().ok()?;
-    if v.is_nan() || v.is_infinite() {
-        return None;
-    }
-    if v == 0.0 {
-        // strtod reports ERANGE when a non-zero mantissa underflows to zero.
-        let mantissa = body.split(['e', 'E']).next().unwrap_or("");
-        if mantissa.bytes().any(|c| (b'1'..=b'9').contains(&c)) {
-            return None;
-        }
-    }
-    Some(v)
+    Some(r.value)
 }
 
 /// Formats a double like C's `printf("%.17g")`, which Redis 7.0 uses for scores.
