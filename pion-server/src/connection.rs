@@ -7,7 +7,7 @@ use std::time::Instant;
 use pion_core::client::ClientState;
 use pion_core::{command, Engine};
 
-use crate::resp::{decode, encode, Decoded, Limits};
+use crate::resp::{encode, Decoded, Decoder, Limits};
 
 /// Reply bytes above which a connection stops executing pipelined commands until the
 /// socket drains (keeps one greedy pipeline from growing memory without bound).
@@ -27,6 +27,8 @@ pub struct Connection {
     pub written: usize,
     /// Close once the output is flushed.
     pub closing: bool,
+    /// The request decoder (keeps a partly received request between reads).
+    decoder: Decoder,
     /// Whether the event loop currently asks for writability on this socket.
     pub write_interest: bool,
     /// Whether the event loop has queued this connection for a write this pass.
@@ -46,6 +48,7 @@ impl Connection {
             output: Vec::new(),
             written: 0,
             closing: false,
+            decoder: Decoder::default(),
             write_interest: false,
             queued_for_write: false,
             peer_closed: false,
@@ -95,7 +98,7 @@ impl Connection {
         while !self.closing && self.output.len() - self.written < OUTPUT_HIGH_WATER {
             limits.unauthenticated = !self.client.authenticated;
             let buf = &self.input[self.consumed..self.filled];
-            match decode(buf, &limits) {
+            match self.decoder.decode(buf, &limits) {
                 Ok(Decoded::Incomplete) => break,
                 Ok(Decoded::Skip(n)) => self.consumed += n,
                 Ok(Decoded::Command(argv, n)) => {

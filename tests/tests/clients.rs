@@ -206,3 +206,53 @@ fn idle_clients_time_out_and_huge_query_buffers_are_refused() {
     );
     assert_eq!(admin.cmd(&["DBSIZE"]).render(), ":0");
 }
+
+#[test]
+fn multi_megabyte_values_round_trip_byte_exact() {
+    let redis = RedisServer::start();
+    let pion = PionServer::start(2);
+    // Pseudo-random bytes (all 256 values, CR/LF included) so nothing can hide in text.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let value: Vec<u8> = (0..24 * 1024 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect();
+    for port in [redis.port, pion.port] {
+        let mut c = Client::connect(port).expect("connect");
+        let set: Vec<&[u8]> = vec![b"SET", b"big", &value];
+        assert_eq!(c.call(&set).expect("set").1, b"+OK\r\n");
+        // Pipelined: three large writes and reads in one send.
+        let mut batch = Vec::new();
+        for i in 0..3 {
+            let key = format!("big{i}");
+            batch.extend(Client::encode(&[
+                b"SET".as_slice(),
+                key.as_bytes(),
+                &value[..4 << 20],
+            ]));
+            batch.extend(Client::encode(&[b"GET".as_slice(), key.as_bytes()]));
+        }
+        c.send_raw(&batch).expect("send");
+        for _ in 0..3 {
+            assert_eq!(c.read_reply().expect("set").1, b"+OK\r\n");
+            match c.read_reply().expect("get").0 {
+                pion_tests::RespValue::Bulk(_, Some(got)) => assert!(got == value[..4 << 20]),
+                other => panic!("unexpected {}", other.render()),
+            }
+        }
+        match c.cmd(&["GET", "big"]) {
+            pion_tests::RespValue::Bulk(_, Some(got)) => {
+                assert!(got == value, "24 MiB value differs")
+            }
+            other => panic!("unexpected {}", other.render()),
+        }
+        assert_eq!(
+            c.cmd(&["STRLEN", "big"]).render(),
+            format!(":{}", value.len())
+        );
+    }
+}

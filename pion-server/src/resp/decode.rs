@@ -78,67 +78,110 @@ fn header_int(s: &[u8]) -> Option<i64> {
     pion_core::num::parse_i64(s)
 }
 
-/// Decodes the next request in `buf`.
+/// Decodes the next request in `buf` from scratch (no saved state). A connection uses
+/// a [`Decoder`] instead, which resumes a partly received request.
 pub fn decode(buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
-    match buf.first() {
-        None => Ok(Decoded::Incomplete),
-        Some(b'*') => decode_multibulk(buf, limits),
-        Some(_) => decode_inline(buf),
-    }
+    Decoder::default().decode(buf, limits)
 }
 
-fn decode_multibulk(buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
-    let Some((count_text, mut pos)) = line(buf, 1) else {
-        if buf.len() > INLINE_MAX {
-            return Err(perr("too big mbulk count string"));
+/// A multibulk request received in part: the arguments already complete and where the
+/// next one starts, so the next read does not parse them again.
+#[derive(Debug, Default)]
+struct Partial {
+    args: Vec<Vec<u8>>,
+    count: usize,
+    /// Offset of the next element's header, from the start of the request.
+    pos: usize,
+}
+
+/// A resumable request decoder: a large request that arrives over many reads costs
+/// time linear in its size, not quadratic.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    partial: Option<Partial>,
+}
+
+impl Decoder {
+    /// Decodes the next request; `buf` must start where the request starts (the
+    /// bytes of a request in progress must still be there, unchanged).
+    pub fn decode(&mut self, buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
+        if let Some(partial) = self.partial.take() {
+            return self.resume(buf, limits, partial);
         }
-        return Ok(Decoded::Incomplete);
-    };
-    let count = header_int(count_text)
-        .filter(|&n| {
-            n <= if limits.unauthenticated {
-                UNAUTH_MULTIBULK_MAX
-            } else {
-                MULTIBULK_MAX
-            }
-        })
-        .ok_or_else(|| perr("invalid multibulk length"))?;
-    if count <= 0 {
-        return Ok(Decoded::Skip(pos));
+        match buf.first() {
+            None => Ok(Decoded::Incomplete),
+            Some(b'*') => self.start_multibulk(buf, limits),
+            Some(_) => decode_inline(buf),
+        }
     }
-    let mut args = Vec::with_capacity(count.min(1024) as usize);
-    for _ in 0..count {
-        if pos >= buf.len() {
-            return Ok(Decoded::Incomplete);
-        }
-        if buf[pos] != b'$' {
-            let got = String::from_utf8_lossy(&buf[pos..pos + 1]).into_owned();
-            return Err(perr(&format!("expected '$', got '{got}'")));
-        }
-        let Some((len_text, data)) = line(buf, pos + 1) else {
-            if buf.len() - pos > INLINE_MAX {
-                return Err(perr("too big bulk count string"));
+
+    fn start_multibulk(&mut self, buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
+        let Some((count_text, pos)) = line(buf, 1) else {
+            if buf.len() > INLINE_MAX {
+                return Err(perr("too big mbulk count string"));
             }
             return Ok(Decoded::Incomplete);
         };
-        let len = header_int(len_text)
-            .filter(|&n| {
-                let max = if limits.unauthenticated {
-                    UNAUTH_BULK_MAX
-                } else {
-                    limits.max_bulk_len
-                };
-                n >= 0 && (n as u64) <= max
-            })
-            .ok_or_else(|| perr("invalid bulk length"))? as usize;
-        if buf.len() < data + len + 2 {
-            return Ok(Decoded::Incomplete);
+        let max = if limits.unauthenticated {
+            UNAUTH_MULTIBULK_MAX
+        } else {
+            MULTIBULK_MAX
+        };
+        let count = header_int(count_text)
+            .filter(|&n| n <= max)
+            .ok_or_else(|| perr("invalid multibulk length"))?;
+        if count <= 0 {
+            return Ok(Decoded::Skip(pos));
         }
-        args.push(buf[data..data + len].to_vec());
-        // Redis does not check the two bytes after a bulk; it skips them.
-        pos = data + len + 2;
+        let partial = Partial {
+            args: Vec::with_capacity(count.min(1024) as usize),
+            count: count as usize,
+            pos,
+        };
+        self.resume(buf, limits, partial)
     }
-    Ok(Decoded::Command(args, pos))
+
+    fn resume(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+        mut p: Partial,
+    ) -> Result<Decoded, ProtocolError> {
+        let max_bulk = if limits.unauthenticated {
+            UNAUTH_BULK_MAX
+        } else {
+            limits.max_bulk_len
+        };
+        while p.args.len() < p.count {
+            let pos = p.pos;
+            if pos >= buf.len() {
+                self.partial = Some(p);
+                return Ok(Decoded::Incomplete);
+            }
+            if buf[pos] != b'$' {
+                let got = String::from_utf8_lossy(&buf[pos..pos + 1]).into_owned();
+                return Err(perr(&format!("expected '$', got '{got}'")));
+            }
+            let Some((len_text, data)) = line(buf, pos + 1) else {
+                if buf.len() - pos > INLINE_MAX {
+                    return Err(perr("too big bulk count string"));
+                }
+                self.partial = Some(p);
+                return Ok(Decoded::Incomplete);
+            };
+            let len = header_int(len_text)
+                .filter(|&n| n >= 0 && (n as u64) <= max_bulk)
+                .ok_or_else(|| perr("invalid bulk length"))? as usize;
+            if buf.len() < data + len + 2 {
+                self.partial = Some(p);
+                return Ok(Decoded::Incomplete);
+            }
+            p.args.push(buf[data..data + len].to_vec());
+            // Redis does not check the two bytes after a bulk; it skips them.
+            p.pos = data + len + 2;
+        }
+        Ok(Decoded::Command(p.args, p.pos))
+    }
 }
 
 fn decode_inline(buf: &[u8]) -> Result<Decoded, ProtocolError> {
@@ -376,6 +419,42 @@ mod proptests {
                     Ok(Decoded::Incomplete) | Err(_) => break,
                 }
             }
+        }
+
+        /// A resumable decoder fed a pipeline in arbitrary pieces returns exactly the
+        /// commands a one-shot decode would.
+        #[test]
+        fn resumed_decoding_matches_one_shot(
+            requests in proptest::collection::vec(
+                proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..6),
+                1..6,
+            ),
+            cuts in proptest::collection::vec(1usize..64, 1..40),
+        ) {
+            let mut wire = Vec::new();
+            for r in &requests {
+                wire.extend(encode_request(r));
+            }
+            let limits = Limits::default();
+            let mut decoder = Decoder::default();
+            let mut got = Vec::new();
+            let (mut start, mut filled, mut cut) = (0usize, 0usize, 0usize);
+            while start < wire.len() {
+                filled = (filled + cuts[cut % cuts.len()]).min(wire.len());
+                cut += 1;
+                loop {
+                    match decoder.decode(&wire[start..filled], &limits) {
+                        Ok(Decoded::Command(args, used)) => {
+                            got.push(args);
+                            start += used;
+                        }
+                        Ok(Decoded::Skip(used)) => start += used,
+                        Ok(Decoded::Incomplete) => break,
+                        Err(e) => return Err(TestCaseError::fail(format!("{e:?}"))),
+                    }
+                }
+            }
+            prop_assert_eq!(got, requests);
         }
 
         /// Any well-formed request round-trips, whole or split at any point.

@@ -3,5 +3,5 @@
 pub mod decode;
 pub mod encode;
 
-pub use decode::{decode, Decoded, Limits, ProtocolError};
+pub use decode::{decode, Decoded, Decoder, Limits, ProtocolError};
 pub use encode::encode;
