@@ -109,6 +109,8 @@ pub(crate) struct EngineInner {
     auth_required: std::sync::atomic::AtomicBool,
     /// `maxmemory` (cached likewise; 0 = no limit).
     maxmemory: AtomicU64,
+    /// An LFU `maxmemory-policy` is selected (cached likewise).
+    lfu_policy: std::sync::atomic::AtomicBool,
     /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
     error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     /// Monotonic origin of the wall clock below.
@@ -171,6 +173,7 @@ impl Engine {
             shutdown: std::sync::atomic::AtomicBool::new(false),
             auth_required: std::sync::atomic::AtomicBool::new(false),
             maxmemory: AtomicU64::new(0),
+            lfu_policy: std::sync::atomic::AtomicBool::new(false),
             error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
             epoch: std::time::Instant::now(),
             wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
@@ -296,6 +299,11 @@ impl Engine {
         self.inner.auth_required.load(Ordering::Relaxed)
     }
 
+    /// Whether an LFU `maxmemory-policy` is selected.
+    pub fn lfu_policy(&self) -> bool {
+        self.inner.lfu_policy.load(Ordering::Relaxed)
+    }
+
     /// `maxmemory` in bytes (0: no limit).
     pub fn maxmemory(&self) -> u64 {
         self.inner.maxmemory.load(Ordering::Relaxed)
@@ -304,12 +312,16 @@ impl Engine {
     /// Re-reads the settings the command path checks on every call, after
     /// `CONFIG SET` (kept in atomics so no thread takes the configuration lock per command).
     pub fn config_changed(&self) {
-        let (auth, maxmemory) = self
-            .inner
-            .config
-            .with(|c| (!c.requirepass.is_empty(), c.maxmemory));
+        let (auth, maxmemory, lfu) = self.inner.config.with(|c| {
+            (
+                !c.requirepass.is_empty(),
+                c.maxmemory,
+                c.maxmemory_policy.contains("lfu"),
+            )
+        });
         self.inner.auth_required.store(auth, Ordering::Relaxed);
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
+        self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
     }
 
     /// A new client session (registered, as `CLIENT LIST` shows it).

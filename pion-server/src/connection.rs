@@ -127,7 +127,24 @@ impl Connection {
 
     /// Runs one command that starts at `started`; returns when it finished.
     fn run(&mut self, engine: &Engine, argv: &[Vec<u8>], started: Instant) -> Instant {
-        let (reply, finished) = command::execute_at(engine, &mut self.client, argv, started);
+        // A bug must not take a worker thread and all its connections down: the
+        // command fails with an error reply and the server goes on (shard locks are
+        // released while unwinding; parking_lot locks do not poison).
+        let client = &mut self.client;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            command::execute_at(engine, client, argv, started)
+        }));
+        let (reply, finished) = match outcome {
+            Ok(done) => done,
+            Err(_) => {
+                let name = String::from_utf8_lossy(argv.first().map_or(&[][..], |a| a.as_slice()));
+                eprintln!("pion-server: internal error while running '{name}'");
+                (
+                    pion_core::Reply::error("ERR internal error"),
+                    Instant::now(),
+                )
+            }
+        };
         if self.client.suppress_reply {
             self.client.suppress_reply = false;
         } else {

@@ -212,6 +212,7 @@ fn run(
         let mut ks = ks;
         // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
         ks.set_no_touch(client.no_touch && spec.name != "touch");
+        ks.set_lfu(engine.lfu_policy());
         let mut ctx = Ctx { engine, client, ks };
         let result = (spec.handler)(&mut ctx, argv);
         if spec.has(super::flags::WRITE) {

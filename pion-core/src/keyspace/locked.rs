@@ -33,6 +33,8 @@ pub struct Locked<'a> {
     memo_len: usize,
     /// `CLIENT NO-TOUCH`: reads leave keys' access times alone.
     no_touch: bool,
+    /// An LFU `maxmemory-policy` is selected: accesses count frequency, not time.
+    lfu: bool,
 }
 
 fn not_locked() -> OpError {
@@ -84,7 +86,13 @@ impl<'a> Locked<'a> {
             memo: [empty; MEMO],
             memo_len: 0,
             no_touch: false,
+            lfu: false,
         }
+    }
+
+    /// Tracks access frequency (LFU) instead of access time for this command.
+    pub(crate) fn set_lfu(&mut self, lfu: bool) {
+        self.lfu = lfu;
     }
 
     /// Leaves access times alone for this command (`CLIENT NO-TOUCH ON`).
@@ -172,12 +180,15 @@ impl<'a> Locked<'a> {
         }
         let lru = lru_clock(self.now_ms);
         let touch = !self.no_touch;
+        let (lfu, now) = (self.lfu, self.now_ms);
         let shard = self.shard(loc.shard)?;
         let entry = shard
             .db_mut(db)
             .and_then(|d| d.slots[loc.local].get_mut(key));
         if let Some(e) = entry {
-            if touch {
+            if touch && lfu {
+                e.lfu_touch(now, rand::random::<f64>());
+            } else if touch {
                 e.lru_secs = lru;
             }
             return Ok(Some(e));
@@ -251,9 +262,12 @@ impl<'a> Locked<'a> {
         self.check_db(db)?;
         let loc = self.locate(key);
         self.expire_if_due(db, key, loc)?;
-        let now = self.now_ms;
+        let (now, lfu) = (self.now_ms, self.lfu);
         let shard = self.shard(loc.shard)?;
         let mut entry = Entry::new(value, now);
+        if lfu {
+            entry.lfu_init(now);
+        }
         entry.set_accounted(entry.value.mem_usage() + key.len());
         let d = shard.db_or_create(db);
         let old = d.slots[loc.local].get_mut(key);
@@ -265,6 +279,10 @@ impl<'a> Locked<'a> {
                     entry.set_deadline(old.expire_at());
                 } else {
                     stale_deadline = old.expire_at();
+                }
+                if lfu {
+                    // Redis keeps the old value's frequency when a key is overwritten.
+                    entry.lru_secs = old.lru_secs;
                 }
                 let added = entry.accounted as usize;
                 *old = entry;

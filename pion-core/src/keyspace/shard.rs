@@ -19,7 +19,23 @@ pub struct Entry {
     deadline: i64,
     /// Bytes this entry adds to the shard's `used_memory` (an estimate, saturating).
     pub(crate) accounted: u32,
+    /// Access data: under an LRU (or no) policy the last access in seconds; under an
+    /// LFU policy, as in Redis, `minutes << 8 | counter` (a logarithmic access
+    /// counter and the minute it was last decayed).
     pub(crate) lru_secs: u32,
+}
+
+/// The counter a new key starts with under an LFU policy (Redis's `LFU_INIT_VAL`).
+pub const LFU_INIT_VAL: u8 = 5;
+
+/// `lfu-log-factor`: how slowly the counter grows.
+const LFU_LOG_FACTOR: f64 = 10.0;
+
+/// `lfu-decay-time`: minutes per counter decrement when a key is not accessed.
+const LFU_DECAY_MINUTES: u32 = 1;
+
+fn lfu_minutes(now_ms: i64) -> u32 {
+    ((now_ms / 60_000) as u32) & 0xFFFF
 }
 
 /// The `deadline` of a key without a time to live.
@@ -58,6 +74,41 @@ impl Entry {
     /// Seconds since the key was last accessed (`OBJECT IDLETIME`).
     pub fn idle_secs(&self, now_ms: i64) -> u64 {
         u64::from(lru_clock(now_ms).wrapping_sub(self.lru_secs))
+    }
+
+    /// The LFU counter after decay for the minutes since it was last touched
+    /// (`OBJECT FREQ`; meaningful under an LFU policy).
+    pub fn lfu_counter(&self, now_ms: i64) -> u8 {
+        // After a policy switch the field may still hold an LRU time: the result is
+        // then meaningless (as Redis warns) but never out of range.
+        let last = (self.lru_secs >> 8) & 0xFFFF;
+        let counter = (self.lru_secs & 0xFF) as u8;
+        let now = lfu_minutes(now_ms);
+        let elapsed = if now >= last {
+            now - last
+        } else {
+            0xFFFF - last + now
+        };
+        let periods = elapsed / LFU_DECAY_MINUTES;
+        counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
+    }
+
+    /// Records an access under an LFU policy: decay, then a logarithmic increment
+    /// (`r` is a uniform random number in [0, 1)).
+    pub(crate) fn lfu_touch(&mut self, now_ms: i64, r: f64) {
+        let mut counter = self.lfu_counter(now_ms);
+        if counter < u8::MAX {
+            let base = f64::from(counter.saturating_sub(LFU_INIT_VAL));
+            if r < 1.0 / (base * LFU_LOG_FACTOR + 1.0) {
+                counter += 1;
+            }
+        }
+        self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(counter);
+    }
+
+    /// Starts LFU tracking for a new key.
+    pub(crate) fn lfu_init(&mut self, now_ms: i64) {
+        self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(LFU_INIT_VAL);
     }
 
     pub(crate) fn is_expired(&self, now_ms: i64) -> bool {

@@ -54,9 +54,6 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 /// Redis shares the string objects of the integers 0 to 9999.
 const SHARED_INTEGERS: i64 = 10_000;
 
-/// The counter Redis gives a new key under an LFU policy (`LFU_INIT_VAL`).
-const LFU_INIT_VAL: u64 = 5;
-
 /// Runs `f` on the live entry of `argv[2]`, or replies nil when the key is missing.
 fn with_entry(
     ctx: &mut Ctx<'_>,
@@ -107,9 +104,9 @@ fn idletime(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     })
 }
 
-/// `OBJECT FREQ`. Pion keeps an access time per key but no LFU counter, so under an
-/// LFU policy it reports Redis's initial counter decayed by one per idle minute (the
-/// default `lfu-decay-time`): right for keys not read since they were written.
+/// `OBJECT FREQ`: the key's logarithmic access counter (Redis's LFU scheme: starts at
+/// 5, grows with probability `1 / ((counter - 5) * 10 + 1)` per access, loses one per
+/// idle minute), under an LFU policy only.
 fn freq(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let lfu = policy(ctx).lfu;
     with_entry(ctx, argv, |e, now| {
@@ -118,8 +115,7 @@ fn freq(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
             ));
         }
-        let decayed = LFU_INIT_VAL.saturating_sub(e.idle_secs(now) / 60);
-        Ok(Reply::Integer(decayed as i64))
+        Ok(Reply::Integer(i64::from(e.lfu_counter(now))))
     })
 }
 

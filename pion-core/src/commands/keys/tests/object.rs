@@ -70,7 +70,16 @@ fn idletime_and_freq_depend_on_the_policy() {
     );
     assert_eq!(run(&e, &["OBJECT", "FREQ", "nokey"]), Reply::Null);
     set_config(&e, "maxmemory-policy", "allkeys-lfu");
+    // A key created under the LFU policy starts at 5; its first read certainly adds one.
+    run(&e, &["DEL", "k"]);
+    run(&e, &["SET", "k", "v"]);
     assert_eq!(run(&e, &["OBJECT", "FREQ", "k"]), int(5));
+    run(&e, &["GET", "k"]);
+    assert_eq!(run(&e, &["OBJECT", "FREQ", "k"]), int(6));
+    // Overwriting keeps the counter, as Redis does.
+    run(&e, &["SET", "k", "w"]);
+    let after = run(&e, &["OBJECT", "FREQ", "k"]);
+    assert!(after == int(6) || after == int(7), "{after:?}");
     assert_eq!(
         run(&e, &["OBJECT", "IDLETIME", "k"]),
         err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
