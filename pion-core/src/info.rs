@@ -189,11 +189,11 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "keyspace" => {
             header!("# Keyspace");
             for db in 0..e.keyspace().databases() {
-                let (keys, expires) = e.keyspace().db_counts(db);
+                let (keys, expires, avg_ttl) = e.keyspace().db_counts(db, now);
                 if keys > 0 {
                     line(
                         &format!("db{db}"),
-                        &format!("keys={keys},expires={expires},avg_ttl=0"),
+                        &format!("keys={keys},expires={expires},avg_ttl={avg_ttl}"),
                     );
                 }
             }
@@ -296,9 +296,19 @@ mod tests {
         engine.execute(3, &["SET", "c", "3"]);
         let text = info(&engine, "keyspace");
         assert!(text.starts_with("# Keyspace\r\n"), "{text}");
+        let db0 = text
+            .lines()
+            .find(|l| l.starts_with("db0:"))
+            .expect("db0 line");
+        let avg: i64 = db0
+            .rsplit('=')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .expect("avg_ttl");
+        assert!(db0.starts_with("db0:keys=2,expires=1,avg_ttl="), "{db0}");
         assert!(
-            text.contains("db0:keys=2,expires=1,avg_ttl=0\r\n"),
-            "{text}"
+            (99_000..=100_000).contains(&avg),
+            "avg_ttl {avg} for EX 100"
         );
         assert!(
             text.contains("db3:keys=1,expires=0,avg_ttl=0\r\n"),

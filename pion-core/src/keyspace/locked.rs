@@ -297,7 +297,7 @@ impl<'a> Locked<'a> {
         }
         if let Some(at) = stale_deadline {
             if let Some(d) = shard.db_mut(db) {
-                d.expires.remove(&(at, key.to_vec()));
+                d.unindex_deadline(at, key);
             }
         }
         Ok(())
@@ -356,10 +356,10 @@ impl<'a> Locked<'a> {
         // Index what the entry stored (it clamps the "none" marker value).
         let stored = entry.expire_at();
         if let Some(old) = old {
-            d.expires.remove(&(old, key.to_vec()));
+            d.unindex_deadline(old, key);
         }
         if let Some(at) = stored {
-            d.expires.insert((at, key.to_vec()));
+            d.index_deadline(at, key);
         }
         Ok(true)
     }

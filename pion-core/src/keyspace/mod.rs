@@ -122,12 +122,26 @@ impl Keyspace {
         self.shards.iter().map(|s| s.lock().db_len(db)).sum()
     }
 
-    /// Number of keys and of keys with a time to live, per database.
-    pub fn db_counts(&self, db: usize) -> (usize, usize) {
-        self.shards.iter().fold((0, 0), |(k, e), s| {
+    /// Number of keys, number of keys with a time to live, and their average time to
+    /// live in milliseconds at `now_ms` (0 when none), for one database.
+    pub fn db_counts(&self, db: usize, now_ms: i64) -> (usize, usize, i64) {
+        let (keys, volatile, sum) = self.shards.iter().fold((0, 0, 0i128), |(k, e, sum), s| {
             let s = s.lock();
-            (k + s.db_len(db), e + s.db_expires(db))
-        })
+            (
+                k + s.db_len(db),
+                e + s.db_expires(db),
+                sum + s.db_deadline_sum(db),
+            )
+        });
+        let avg_ttl = if volatile == 0 {
+            0
+        } else {
+            let avg_deadline = sum / volatile as i128;
+            i64::try_from(avg_deadline - i128::from(now_ms))
+                .unwrap_or(0)
+                .max(0)
+        };
+        (keys, volatile, avg_ttl)
     }
 
     /// Approximate bytes used by keys and values.

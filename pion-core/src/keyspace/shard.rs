@@ -126,6 +126,8 @@ pub(crate) struct DbShard {
     pub slots: Vec<SlotMap>,
     pub expires: BTreeSet<(i64, Vec<u8>)>,
     pub keys: usize,
+    /// Sum of the indexed deadlines, for `INFO keyspace`'s `avg_ttl`.
+    pub deadline_sum: i128,
 }
 
 impl DbShard {
@@ -134,6 +136,23 @@ impl DbShard {
             slots: (0..SLOTS_PER_SHARD).map(|_| SlotMap::default()).collect(),
             expires: BTreeSet::new(),
             keys: 0,
+            deadline_sum: 0,
+        }
+    }
+}
+
+impl DbShard {
+    /// Adds a key's deadline to the expiry index.
+    pub fn index_deadline(&mut self, at: i64, key: &[u8]) {
+        if self.expires.insert((at, key.to_vec())) {
+            self.deadline_sum += i128::from(at);
+        }
+    }
+
+    /// Removes a key's deadline from the expiry index.
+    pub fn unindex_deadline(&mut self, at: i64, key: &[u8]) {
+        if self.expires.remove(&(at, key.to_vec())) {
+            self.deadline_sum -= i128::from(at);
         }
     }
 }
@@ -173,6 +192,11 @@ impl Shard {
         self.db(db).map_or(0, |d| d.expires.len())
     }
 
+    /// Sum of the deadlines of a database's volatile keys in this shard.
+    pub fn db_deadline_sum(&self, db: usize) -> i128 {
+        self.db(db).map_or(0, |d| d.deadline_sum)
+    }
+
     pub fn used_memory(&self) -> usize {
         self.used_memory
     }
@@ -183,7 +207,7 @@ impl Shard {
         let entry = d.slots[local].remove(key)?;
         d.keys -= 1;
         if let Some(at) = entry.expire_at() {
-            d.expires.remove(&(at, key.to_vec()));
+            d.unindex_deadline(at, key);
         }
         self.used_memory = self.used_memory.saturating_sub(entry.accounted as usize);
         Some(entry)
@@ -232,7 +256,7 @@ impl Shard {
                     removed += 1;
                 } else if let Some(d) = self.db_mut(db) {
                     // A stale index entry (the key changed): drop it.
-                    d.expires.remove(&(at, key));
+                    d.unindex_deadline(at, &key);
                 }
             }
         }
