@@ -10,6 +10,10 @@ use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::keyspace::{locate, shard_of, Location, LockSet};
 use crate::reply::Reply;
+use smallvec::SmallVec;
+
+/// Argument positions of a command's keys (inline for the usual handful).
+pub type KeyPositions = SmallVec<[usize; 4]>;
 
 /// A command found in the table.
 #[derive(Debug, Clone, Copy)]
@@ -99,18 +103,18 @@ pub fn resolve(argv: &[Vec<u8>]) -> OpResult<Resolved> {
 }
 
 /// The argument positions of a command's keys.
-pub fn key_indices(spec: &CommandSpec, argv: &[Vec<u8>]) -> OpResult<Vec<usize>> {
+pub fn key_indices(spec: &CommandSpec, argv: &[Vec<u8>]) -> OpResult<KeyPositions> {
     if let Some(find) = spec.keys.find {
-        return find(argv);
+        return find(argv).map(SmallVec::from_vec);
     }
     let k = spec.keys;
     if k.first <= 0 {
-        return Ok(Vec::new());
+        return Ok(KeyPositions::new());
     }
     let argc = argv.len() as i32;
     let last = if k.last < 0 { argc + k.last } else { k.last };
     let step = k.step.max(1);
-    let mut out = Vec::new();
+    let mut out = KeyPositions::new();
     let mut i = k.first;
     while i <= last && i < argc {
         out.push(i as usize);
@@ -197,7 +201,8 @@ fn run(
         let ks = if spec.whole_keyspace {
             engine.keyspace().lock(&LockSet::All, now)
         } else {
-            let locations: Vec<Location> = keys.iter().map(|&i| locate(&argv[i])).collect();
+            let locations: SmallVec<[Location; 4]> =
+                keys.iter().map(|&i| locate(&argv[i])).collect();
             let set = if keys.is_empty() {
                 LockSet::None
             } else {
@@ -229,10 +234,12 @@ fn run(
     engine
         .command_stats()
         .record(resolved.stat, usec, result.is_err());
-    client
-        .shared
-        .commands
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // Only this client's own thread writes its counter: no atomic read-modify-write.
+    let commands = &client.shared.commands;
+    commands.store(
+        commands.load(std::sync::atomic::Ordering::Relaxed) + 1,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let reply = match result {
         Ok(r) => r,
         Err(e) => e.into(),

@@ -59,7 +59,7 @@ impl<'a> Locked<'a> {
                 (Guards::One(shards[0], ks.shards[shards[0]].lock()), false)
             }
             LockSet::Keys(shards) => {
-                let mut order = shards.clone();
+                let mut order: Vec<usize> = shards.to_vec();
                 order.sort_unstable();
                 order.dedup();
                 if order.len() == 1 {

@@ -22,6 +22,7 @@ pub use slot::{crc16, key_slot, SLOTS};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use shard::Shard;
 
@@ -54,8 +55,8 @@ pub struct Keyspace {
 pub enum LockSet {
     /// No keyspace access.
     None,
-    /// The shards of these keys.
-    Keys(Vec<usize>),
+    /// The shards of these keys (inline for the usual handful).
+    Keys(SmallVec<[usize; 4]>),
     /// Every shard (commands that read or write the whole keyspace).
     All,
 }
