@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo build --release -p pion-server
-//! cargo run --release -p pion-benches --bin redis_compare -- [--requests N] [--threads T]
+//! cargo run --release -p pion-benches --bin redis_compare -- [--requests N] [--threads T] [--rounds R]
 //! ```
 
 use std::net::TcpListener;
@@ -119,15 +119,38 @@ fn main() {
     );
     wait_port(redis_port);
     wait_port(pion_port);
-    println!("redis-benchmark -t set,get -c 50 -n {requests} -r 100000; pion --threads {threads}");
+    let rounds = arg("--rounds", 3).max(1) as usize;
+    println!(
+        "redis-benchmark -t set,get -c 50 -n {requests} -r 100000; pion --threads {threads}; \
+         median of {rounds} rounds, servers alternating first"
+    );
     println!(
         "{:<6} {:>9} {:>14} {:>14} {:>7}",
         "test", "pipeline", "redis ops/s", "pion ops/s", "ratio"
     );
     for pipeline in [1u32, 16] {
-        let r = bench(redis_port, "set,get", 50, pipeline, requests);
-        let p = bench(pion_port, "set,get", 50, pipeline, requests);
-        for ((name, rv), (_, pv)) in r.iter().zip(p.iter()) {
+        let mut redis_runs: Vec<Vec<(String, f64)>> = Vec::new();
+        let mut pion_runs: Vec<Vec<(String, f64)>> = Vec::new();
+        for round in 0..rounds {
+            // Alternate which server goes first so neither always gets the warmer machine.
+            if round % 2 == 0 {
+                redis_runs.push(bench(redis_port, "set,get", 50, pipeline, requests));
+                pion_runs.push(bench(pion_port, "set,get", 50, pipeline, requests));
+            } else {
+                pion_runs.push(bench(pion_port, "set,get", 50, pipeline, requests));
+                redis_runs.push(bench(redis_port, "set,get", 50, pipeline, requests));
+            }
+        }
+        for (i, (name, _)) in redis_runs[0].iter().enumerate() {
+            let median = |runs: &[Vec<(String, f64)>]| {
+                let mut v: Vec<f64> = runs
+                    .iter()
+                    .filter_map(|r| r.get(i).map(|(_, x)| *x))
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                v.get(v.len() / 2).copied().unwrap_or(0.0)
+            };
+            let (rv, pv) = (median(&redis_runs), median(&pion_runs));
             println!(
                 "{name:<6} {pipeline:>9} {rv:>14.0} {pv:>14.0} {:>7.2}",
                 pv / rv
