@@ -33,6 +33,12 @@ pub struct ConfigValues {
     pub maxmemory: u64,
     /// `maxmemory-policy`.
     pub maxmemory_policy: String,
+    /// `list-max-listpack-size` (and `list-compress-depth`): Redis's quicklist node size
+    /// and compression. Pion's lists are one deque with no nodes, so these tune
+    /// nothing; they are kept so configurations and tools that set them still work.
+    pub list_max_listpack_size: i64,
+    /// See `list_max_listpack_size`.
+    pub list_compress_depth: i64,
     /// Compact-encoding thresholds.
     pub limits: EncodingLimits,
     /// `threads` (immutable; Pion's executing threads).
@@ -54,6 +60,8 @@ impl Default for ConfigValues {
             hz: 10,
             maxmemory: 0,
             maxmemory_policy: "noeviction".into(),
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
             limits: EncodingLimits::default(),
             threads: 1,
         }
@@ -259,6 +267,22 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    int_param!(
+        "list-max-listpack-size",
+        &["list-max-ziplist-size"],
+        list_max_listpack_size,
+        i64,
+        i32::MIN as i64,
+        i32::MAX as i64
+    ),
+    int_param!(
+        "list-compress-depth",
+        &[],
+        list_compress_depth,
+        i64,
+        0,
+        i32::MAX as i64
+    ),
     int_param!(
         "hash-max-listpack-entries",
         &["hash-max-ziplist-entries"],
