@@ -181,17 +181,29 @@ pub static PARAMS: &[Param] = &[
     },
     // No persistence yet: tools such as redis-benchmark read these to describe the
     // server, and they say truthfully that nothing is saved.
+    // Setting them to what is already true (no snapshots, no log) is accepted; asking
+    // for persistence is refused until it exists.
     Param {
         name: "save",
         aliases: &[],
         get: |_| String::new(),
-        set: None,
+        set: Some(|_, v| {
+            if v.trim().is_empty() {
+                Ok(())
+            } else {
+                Err("snapshots are not available yet".into())
+            }
+        }),
     },
     Param {
         name: "appendonly",
         aliases: &[],
         get: |_| "no".into(),
-        set: None,
+        set: Some(|_, v| match v.to_ascii_lowercase().as_str() {
+            "no" => Ok(()),
+            "yes" => Err("the write-ahead log is not available yet".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        }),
     },
     Param {
         name: "io-threads",
