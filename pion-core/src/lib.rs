@@ -33,6 +33,8 @@ mod long_double;
 pub mod num;
 pub mod reply;
 pub(crate) mod strtod;
+#[cfg(test)]
+mod test_support;
 pub mod typed;
 pub mod value;
 

@@ -2,6 +2,7 @@
 
 use crate::engine::{Engine, EngineOptions};
 use crate::reply::Reply;
+use crate::test_support::{bulks, err, WRONGTYPE};
 
 fn engine() -> Engine {
     Engine::open(EngineOptions::default())
@@ -10,16 +11,6 @@ fn engine() -> Engine {
 fn b(s: &str) -> Reply {
     Reply::bulk(s)
 }
-
-fn bulks(items: &[&str]) -> Reply {
-    Reply::bulks(items.iter().copied())
-}
-
-fn err(text: &'static str) -> Reply {
-    Reply::error(text)
-}
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// The `OBJECT ENCODING` of a key, read straight from the keyspace.
 pub(crate) fn encoding(e: &Engine, key: &str) -> Option<&'static str> {

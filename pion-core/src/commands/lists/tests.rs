@@ -3,6 +3,7 @@
 
 use crate::engine::{Engine, EngineOptions};
 use crate::reply::Reply;
+use crate::test_support::{bulk, bulks, err, int, NOT_INT, SYNTAX, WRONGTYPE};
 
 fn engine() -> Engine {
     Engine::open(EngineOptions {
@@ -10,26 +11,6 @@ fn engine() -> Engine {
         ..EngineOptions::default()
     })
 }
-
-fn int(n: i64) -> Reply {
-    Reply::Integer(n)
-}
-
-fn bulk(s: &str) -> Reply {
-    Reply::bulk(s)
-}
-
-fn bulks(items: &[&str]) -> Reply {
-    Reply::bulks(items)
-}
-
-fn err(text: &'static str) -> Reply {
-    Reply::error(text)
-}
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-const NOT_INT: &str = "ERR value is not an integer or out of range";
-const SYNTAX: &str = "ERR syntax error";
 
 /// Whether a key exists, looked at directly in the keyspace.
 fn exists(e: &Engine, key: &str) -> bool {

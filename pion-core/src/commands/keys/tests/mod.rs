@@ -8,6 +8,7 @@ mod sort;
 mod walk;
 
 use crate::reply::Reply;
+pub(super) use crate::test_support::{bulk, bulks, err, int};
 use crate::{Engine, EngineOptions};
 
 /// An engine without the background expiry thread, so tests see lazy expiry only.
@@ -21,22 +22,6 @@ fn engine() -> Engine {
 /// Runs a command in database 0.
 fn run(e: &Engine, args: &[&str]) -> Reply {
     e.execute(0, args)
-}
-
-fn int(n: i64) -> Reply {
-    Reply::Integer(n)
-}
-
-fn bulk(s: &str) -> Reply {
-    Reply::bulk(s)
-}
-
-fn bulks(items: &[&str]) -> Reply {
-    Reply::bulks(items)
-}
-
-fn err(text: &'static str) -> Reply {
-    Reply::error(text)
 }
 
 /// `COMMAND INFO name` as one line, like `redis-cli` prints it without the key specs:
