@@ -364,8 +364,14 @@ fn getkeys(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    let keys = dispatch::key_indices(spec, args)
-        .map_err(|_| OpError::custom("ERR Invalid arguments specified for command"))?;
+    // Like Redis: the key specifications first, the command's own key finder when
+    // they cannot answer (an unknown spec, or arguments they cannot place).
+    let keys = match keys_from_specs(spec, args) {
+        Some(keys) => keys,
+        None => dispatch::key_indices(spec, args)
+            .map_err(|_| OpError::custom("ERR Invalid arguments specified for command"))?
+            .to_vec(),
+    };
     if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
         return Err(OpError::custom(
             "ERR Invalid arguments specified for command",
@@ -374,6 +380,83 @@ fn getkeys(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Array(
         keys.into_iter().map(|i| Reply::bulk(&args[i])).collect(),
     ))
+}
+
+/// Key positions read from the key specifications the way Redis's `COMMAND GETKEYS`
+/// reads them; `None` when a spec is unknown or does not fit the arguments.
+fn keys_from_specs(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<usize>> {
+    if spec.key_specs.is_empty() {
+        return None;
+    }
+    let argc = args.len() as i64;
+    let mut keys = Vec::new();
+    for ks in spec.key_specs {
+        if ks.flags.contains(&"not_key") {
+            continue;
+        }
+        let mut first = match ks.begin {
+            BeginSearch::Index(i) => i64::from(i),
+            BeginSearch::Keyword(word, from) => {
+                let from = i64::from(from);
+                let start = if from > 0 { from } else { argc + from };
+                let forward = from > 0;
+                let mut found = None;
+                let mut i = start;
+                while i >= 1 && i < argc {
+                    if args[i as usize].eq_ignore_ascii_case(word.as_bytes()) {
+                        found = Some(i + 1);
+                        break;
+                    }
+                    i += if forward { 1 } else { -1 };
+                }
+                match found {
+                    Some(f) => f,
+                    None => continue,
+                }
+            }
+            BeginSearch::Unknown => return None,
+        };
+        let (last, step) = match ks.find {
+            FindKeys::Range {
+                lastkey,
+                keystep,
+                limit,
+            } => {
+                let (lastkey, limit) = (i64::from(lastkey), i64::from(limit));
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (last, i64::from(keystep))
+            }
+            FindKeys::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                let idx = first + i64::from(keynumidx);
+                if idx >= argc {
+                    return None;
+                }
+                let n = crate::num::parse_i64(&args[idx as usize]).filter(|&n| n >= 0)?;
+                first += i64::from(firstkey);
+                (first + n - 1, i64::from(keystep))
+            }
+            FindKeys::Unknown => return None,
+        };
+        if last >= argc || last < first || first >= argc || step < 1 {
+            return None;
+        }
+        let mut i = first;
+        while i <= last {
+            keys.push(i as usize);
+            i += step;
+        }
+    }
+    Some(keys)
 }
 
 /// The (sub)command `args` names, without checking arity.
