@@ -33,6 +33,16 @@ struct Form {
     scores_allowed: bool,
 }
 
+impl Form {
+    const fn new(kind: Option<Kind>, rev: bool, scores_allowed: bool) -> Form {
+        Form {
+            kind,
+            rev,
+            scores_allowed,
+        }
+    }
+}
+
 /// A parsed range request.
 #[derive(Debug, Clone)]
 struct Request {
@@ -178,62 +188,32 @@ fn range_command(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], form: Form) -> OpResult<Re
 
 /// `ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`.
 pub(super) fn zrange(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let form = Form {
-        kind: None,
-        rev: false,
-        scores_allowed: true,
-    };
-    range_command(ctx, argv, form)
+    range_command(ctx, argv, Form::new(None, false, true))
 }
 
 /// `ZREVRANGE key start stop [WITHSCORES]`.
 pub(super) fn zrevrange(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let form = Form {
-        kind: Some(Kind::Rank),
-        rev: true,
-        scores_allowed: true,
-    };
-    range_command(ctx, argv, form)
+    range_command(ctx, argv, Form::new(Some(Kind::Rank), true, true))
 }
 
 /// `ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]`.
 pub(super) fn zrangebyscore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let form = Form {
-        kind: Some(Kind::Score),
-        rev: false,
-        scores_allowed: true,
-    };
-    range_command(ctx, argv, form)
+    range_command(ctx, argv, Form::new(Some(Kind::Score), false, true))
 }
 
 /// `ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]`.
 pub(super) fn zrevrangebyscore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let form = Form {
-        kind: Some(Kind::Score),
-        rev: true,
-        scores_allowed: true,
-    };
-    range_command(ctx, argv, form)
+    range_command(ctx, argv, Form::new(Some(Kind::Score), true, true))
 }
 
 /// `ZRANGEBYLEX key min max [LIMIT offset count]`.
 pub(super) fn zrangebylex(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let form = Form {
-        kind: Some(Kind::Lex),
-        rev: false,
-        scores_allowed: true,
-    };
-    range_command(ctx, argv, form)
+    range_command(ctx, argv, Form::new(Some(Kind::Lex), false, true))
 }
 
 /// `ZREVRANGEBYLEX key max min [LIMIT offset count]`.
 pub(super) fn zrevrangebylex(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let form = Form {
-        kind: Some(Kind::Lex),
-        rev: true,
-        scores_allowed: true,
-    };
-    range_command(ctx, argv, form)
+    range_command(ctx, argv, Form::new(Some(Kind::Lex), true, true))
 }
 
 /// `ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]`.
