@@ -6,7 +6,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pion_core::{Engine, EngineOptions};
 
 fn bench_get_set(c: &mut Criterion) {
-    let engine = Engine::open(EngineOptions::default());
+    let engine = Engine::in_memory(EngineOptions::default());
     let mut session = engine.session();
     let keys: Vec<Vec<u8>> = (0..100_000)
         .map(|i| format!("key:{i:08}").into_bytes())

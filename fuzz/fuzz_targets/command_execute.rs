@@ -8,7 +8,7 @@ use pion_server::resp::{decode, Decoded, Limits};
 
 fuzz_target!(|data: &[u8]| {
     thread_local! {
-        static ENGINE: Engine = Engine::open(EngineOptions { disable_active_expiry: true, ..EngineOptions::default() });
+        static ENGINE: Engine = Engine::in_memory(EngineOptions { disable_active_expiry: true, ..EngineOptions::default() });
     }
     ENGINE.with(|engine| {
         let mut session = engine.session();

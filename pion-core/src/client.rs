@@ -100,6 +100,9 @@ pub struct ClientState {
     pub no_touch: bool,
     /// Randomness for `SPOP`, `RANDOMKEY` …, seeded per client.
     pub rng: SmallRng,
+    /// Sequence number of the last write-ahead-log record this client's commands
+    /// appended: its replies may leave only once the log is durable up to here.
+    pub wal_seq: u64,
 }
 
 impl ClientState {
@@ -156,6 +159,7 @@ impl ClientState {
             no_evict: false,
             no_touch: false,
             rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),
+            wal_seq: 0,
         }
     }
 

@@ -43,6 +43,10 @@ pub struct ConfigValues {
     pub limits: EncodingLimits,
     /// `threads` (immutable; Pion's executing threads).
     pub threads: usize,
+    /// `appendonly`: the write-ahead log is on (set at start-up).
+    pub appendonly: bool,
+    /// `appendfsync`: `always`, `everysec` or `no`.
+    pub appendfsync: String,
 }
 
 impl Default for ConfigValues {
@@ -64,6 +68,8 @@ impl Default for ConfigValues {
             list_compress_depth: 0,
             limits: EncodingLimits::default(),
             threads: 1,
+            appendonly: false,
+            appendfsync: "everysec".into(),
         }
     }
 }
@@ -179,10 +185,9 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.databases.to_string(),
         set: None,
     },
-    // No persistence yet: tools such as redis-benchmark read these to describe the
-    // server, and they say truthfully that nothing is saved.
-    // Setting them to what is already true (no snapshots, no log) is accepted; asking
-    // for persistence is refused until it exists.
+    // Pion snapshots when the log grows past --snapshot-wal-size, not on Redis's
+    // "save" schedule: the schedule is empty, and setting it to anything else is
+    // refused rather than ignored.
     Param {
         name: "save",
         aliases: &[],
@@ -191,18 +196,38 @@ pub static PARAMS: &[Param] = &[
             if v.trim().is_empty() {
                 Ok(())
             } else {
-                Err("snapshots are not available yet".into())
+                Err(
+                    "Pion snapshots by log size (--snapshot-wal-size), not on a save schedule"
+                        .into(),
+                )
             }
         }),
     },
+    // Whether the write-ahead log is on (--wal); it cannot be switched at run time.
     Param {
         name: "appendonly",
         aliases: &[],
-        get: |_| "no".into(),
-        set: Some(|_, v| match v.to_ascii_lowercase().as_str() {
-            "no" => Ok(()),
-            "yes" => Err("the write-ahead log is not available yet".into()),
-            _ => Err("argument must be 'yes' or 'no'".into()),
+        get: |c| if c.appendonly { "yes" } else { "no" }.into(),
+        set: Some(
+            |c, v| match (v.to_ascii_lowercase().as_str(), c.appendonly) {
+                ("yes", true) | ("no", false) => Ok(()),
+                ("yes" | "no", _) => {
+                    Err("the write-ahead log is switched at start-up (--wal on|off)".into())
+                }
+                _ => Err("argument must be 'yes' or 'no'".into()),
+            },
+        ),
+    },
+    Param {
+        name: "appendfsync",
+        aliases: &[],
+        get: |c| c.appendfsync.clone(),
+        set: Some(|c, v| match v.to_ascii_lowercase().as_str() {
+            p @ ("always" | "everysec" | "no") => {
+                c.appendfsync = p.to_string();
+                Ok(())
+            }
+            _ => Err("argument(s) must be one of the following: always, everysec, no".into()),
         }),
     },
     Param {

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::client::{ClientRegistry, ClientState};
 use crate::command;
 use crate::config::{Config, ConfigValues};
+use crate::durability::{Durability, DurabilityOptions, FsyncPolicy, OpenError};
 use crate::keyspace::Keyspace;
 use crate::reply::Reply;
 
@@ -120,13 +121,15 @@ pub(crate) struct EngineInner {
     /// would put the derived time up to 2 ms off).
     wall_at_epoch_us: std::sync::atomic::AtomicI64,
     shutdown_waker: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// The data directory, log and snapshots (absent for an in-memory engine).
+    durability: std::sync::OnceLock<Durability>,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
 ///
 /// ```
 /// use pion_core::{Engine, EngineOptions, Reply};
-/// let engine = Engine::open(EngineOptions::default());
+/// let engine = Engine::in_memory(EngineOptions::default());
 /// engine.set(0, b"greeting", b"hello").unwrap();
 /// assert_eq!(engine.get(0, b"greeting").unwrap(), Some(b"hello".to_vec()));
 /// assert_eq!(engine.execute(0, &["INCRBY", "n", "5"]), Reply::Integer(5));
@@ -151,8 +154,90 @@ pub fn unix_ms() -> i64 {
 }
 
 impl Engine {
-    /// Opens an engine with these options and starts its background expiry cycle.
-    pub fn open(options: EngineOptions) -> Engine {
+    /// An engine that keeps everything in memory only (a pure cache: nothing survives
+    /// the process), with its background expiry cycle running.
+    pub fn in_memory(options: EngineOptions) -> Engine {
+        let engine = Engine::build(&options);
+        engine.start_background(&options);
+        engine
+    }
+
+    /// Opens the durable engine stored in `dir` (created if missing) with the default
+    /// options: everything that was acknowledged before the last stop or crash is
+    /// recovered, and every write from now on is logged before it returns.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("pion-doc-open-{}", std::process::id()));
+    /// use pion_core::Engine;
+    /// {
+    ///     let engine = Engine::open(&dir).expect("open");
+    ///     engine.set(0, b"k", b"v").expect("set");
+    /// }
+    /// let engine = Engine::open(&dir).expect("reopen");
+    /// assert_eq!(engine.get(0, b"k").expect("get"), Some(b"v".to_vec()));
+    /// # drop(engine);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// ```
+    pub fn open(dir: impl AsRef<std::path::Path>) -> Result<Engine, OpenError> {
+        Engine::open_with(
+            EngineOptions::default(),
+            DurabilityOptions::new(dir.as_ref()),
+        )
+    }
+
+    /// Opens a durable engine with these options. Fails when another process has the
+    /// directory open, or when its snapshot or log is damaged (the error names the
+    /// file and offset).
+    pub fn open_with(
+        options: EngineOptions,
+        durability: DurabilityOptions,
+    ) -> Result<Engine, OpenError> {
+        let mut options = options;
+        options.config.appendonly = true;
+        options.config.appendfsync = durability.fsync.name().to_string();
+        options.config.dir = durability.dir.display().to_string();
+        let engine = Engine::build(&options);
+        let d = crate::durability::open(&engine, &durability)?;
+        // Set once, here, before any other handle to the engine exists.
+        let _ = engine.inner.durability.set(d);
+        engine.start_background(&options);
+        spawn_log_keeper(Arc::downgrade(&engine.inner));
+        Ok(engine)
+    }
+
+    /// The engine's durable storage, unless it is in-memory only.
+    pub fn durability(&self) -> Option<&Durability> {
+        self.inner.durability.get()
+    }
+
+    /// Waits until every log record up to `seq` is durable under the fsync policy
+    /// (written; under `always`, fsynced). Errors with Redis's `MISCONF` text when the
+    /// disk refuses: the caller must then not acknowledge the write.
+    pub fn make_durable(&self, seq: u64) -> Result<(), String> {
+        match self.durability() {
+            Some(d) if seq > 0 => d
+                .wal()
+                .commit(seq)
+                .map_err(|e| format!("MISCONF Errors writing to the write-ahead log: {e}")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Flushes and fsyncs the log (clean shutdown).
+    pub fn flush_log(&self) -> Result<(), String> {
+        match self.durability() {
+            Some(d) => d.wal().sync_all(),
+            None => Ok(()),
+        }
+    }
+
+    fn start_background(&self, options: &EngineOptions) {
+        if !options.disable_active_expiry {
+            spawn_expiry_cycle(Arc::downgrade(&self.inner));
+        }
+    }
+
+    fn build(options: &EngineOptions) -> Engine {
         let databases = options.config.databases.max(1);
         let started_ms = unix_ms();
         let run_id = {
@@ -164,7 +249,7 @@ impl Engine {
         };
         let inner = Arc::new(EngineInner {
             keyspace: Keyspace::new(databases),
-            config: Config::new(options.config),
+            config: Config::new(options.config.clone()),
             clients: ClientRegistry::default(),
             command_stats: CommandStats::new(command::table().stat_slots()),
             server_stats: ServerStats::default(),
@@ -178,15 +263,11 @@ impl Engine {
             epoch: std::time::Instant::now(),
             wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
             shutdown_waker: parking_lot::Mutex::new(None),
+            durability: std::sync::OnceLock::new(),
         });
-        Engine {
-            inner: Arc::clone(&inner),
-        }
-        .config_changed();
-        if !options.disable_active_expiry {
-            spawn_expiry_cycle(Arc::downgrade(&inner));
-        }
-        Engine { inner }
+        let engine = Engine { inner };
+        engine.config_changed();
+        engine
     }
 
     /// The keyspace.
@@ -322,6 +403,15 @@ impl Engine {
         self.inner.auth_required.store(auth, Ordering::Relaxed);
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        if let Some(d) = self.durability() {
+            let policy = self
+                .inner
+                .config
+                .with(|c| FsyncPolicy::parse(&c.appendfsync));
+            if let Some(p) = policy {
+                d.wal().set_policy(p);
+            }
+        }
     }
 
     /// A new client session (registered, as `CLIENT LIST` shows it).
@@ -347,7 +437,7 @@ impl Engine {
     ///
     /// ```
     /// use pion_core::{Engine, EngineOptions, Reply};
-    /// let engine = Engine::open(EngineOptions::default());
+    /// let engine = Engine::in_memory(EngineOptions::default());
     /// assert_eq!(engine.execute(0, &["SET", "k", "v"]), Reply::ok());
     /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
     /// ```
@@ -356,7 +446,17 @@ impl Engine {
         client.select(db);
         client.authenticated = true;
         let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
-        command::execute(self, &mut client, &argv)
+        let reply = command::execute(self, &mut client, &argv);
+        self.acknowledged(&client, reply)
+    }
+
+    /// The reply to give once the client's writes are durable, or the error that says
+    /// they could not be made durable.
+    fn acknowledged(&self, client: &ClientState, reply: Reply) -> Reply {
+        match self.make_durable(client.wal_seq) {
+            Ok(()) => reply,
+            Err(e) => Reply::Error(e.into()),
+        }
     }
 }
 
@@ -378,12 +478,13 @@ impl Session {
     /// Runs a command in this session.
     pub fn execute<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Reply {
         let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
-        command::execute(&self.engine, &mut self.client, &argv)
+        self.execute_argv(&argv)
     }
 
     /// Runs a command given as owned arguments (no copy).
     pub fn execute_argv(&mut self, argv: &[Vec<u8>]) -> Reply {
-        command::execute(&self.engine, &mut self.client, argv)
+        let reply = command::execute(&self.engine, &mut self.client, argv);
+        self.engine.acknowledged(&self.client, reply)
     }
 }
 
@@ -408,13 +509,46 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
     drop(spawned);
 }
 
+/// The log's background duties: the once-a-second fsync under `everysec`, and the
+/// automatic snapshot once enough log was written since the last one.
+fn spawn_log_keeper(engine: Weak<EngineInner>) {
+    let spawned = std::thread::Builder::new()
+        .name("pion-log".into())
+        .spawn(move || {
+            let mut last_sync = std::time::Instant::now();
+            loop {
+                std::thread::sleep(Duration::from_millis(50));
+                let Some(inner) = engine.upgrade() else {
+                    return;
+                };
+                let engine = Engine { inner };
+                let Some(d) = engine.durability() else {
+                    return;
+                };
+                if d.wal().policy() == FsyncPolicy::EverySec
+                    && last_sync.elapsed() >= Duration::from_secs(1)
+                {
+                    // A failure is recorded in the log's state and retried next tick.
+                    let _ = d.wal().sync_all();
+                    last_sync = std::time::Instant::now();
+                }
+                if d.snapshot_due(unix_ms()) {
+                    let _ = crate::durability::start_background_snapshot(&engine);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("pion: cannot start the log thread ({e}): no background fsync or snapshots");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn writes_that_grow_memory_are_refused_past_maxmemory() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         assert_eq!(
             engine.execute(0, &["CONFIG", "SET", "maxmemory", "4000"]),
             Reply::ok()
@@ -447,7 +581,7 @@ mod tests {
 
     #[test]
     fn no_touch_clients_leave_access_times_alone() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         {
             // Written at the Unix epoch: idle for decades unless something touches it.
             let mut ks = engine.keyspace().lock_keys(&[b"k"], 0);
@@ -468,7 +602,7 @@ mod tests {
 
     #[test]
     fn derived_wall_clock_tracks_the_system_clock() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         for _ in 0..50 {
             let before = unix_ms();
             let derived = engine.wall_ms_at(std::time::Instant::now());

@@ -14,9 +14,34 @@ pub struct Ctx<'a> {
     pub client: &'a mut ClientState,
     /// The shards this command holds.
     pub ks: Locked<'a>,
+    /// What the write-ahead log records for this command.
+    pub effect: Effect,
+}
+
+/// What a write command leaves in the write-ahead log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Effect {
+    /// The command as it was sent: replaying it at the same time reproduces it.
+    #[default]
+    AsSent,
+    /// These commands instead (a random or machine-dependent outcome, stated as the
+    /// deterministic commands that reproduce it: `SPOP` becomes `SREM` of what it
+    /// popped).
+    Rewritten(Vec<Vec<Vec<u8>>>),
+    /// Nothing: the command changed nothing.
+    Nothing,
 }
 
 impl Ctx<'_> {
+    /// Logs these commands instead of the one that ran (see [`Effect::Rewritten`]).
+    pub fn log_as(&mut self, commands: Vec<Vec<Vec<u8>>>) {
+        self.effect = if commands.is_empty() {
+            Effect::Nothing
+        } else {
+            Effect::Rewritten(commands)
+        };
+    }
+
     /// The client's selected database.
     pub fn db(&self) -> usize {
         self.client.db

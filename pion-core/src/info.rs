@@ -124,9 +124,23 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "persistence" => {
             header!("# Persistence");
             line("loading", &0);
-            line("pion_wal_enabled", &0);
-            line("rdb_bgsave_in_progress", &0);
-            line("aof_enabled", &0);
+            line("async_loading", &0);
+            match e.durability() {
+                Some(d) => {
+                    for (name, value) in d.info_fields(e.now_ms()) {
+                        line(name, &value);
+                    }
+                }
+                None => {
+                    line("rdb_bgsave_in_progress", &0);
+                    line("aof_enabled", &0);
+                    line("wal_enabled", &0);
+                    line(
+                        "wal_note",
+                        &"persistence off (--wal off): nothing survives a restart",
+                    );
+                }
+            }
         }
         "stats" => {
             header!("# Stats");
@@ -275,7 +289,7 @@ mod tests {
 
     #[test]
     fn errorstats_count_error_replies_by_code() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         engine.execute(0, &["NOSUCHCOMMAND"]);
         engine.execute(0, &["RPUSH", "l", "x"]);
         engine.execute(0, &["GET", "l"]);
@@ -290,7 +304,7 @@ mod tests {
 
     #[test]
     fn keyspace_and_commandstats_sections() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         engine.execute(0, &["SET", "a", "1"]);
         engine.execute(0, &["SET", "b", "2", "EX", "100"]);
         engine.execute(3, &["SET", "c", "3"]);

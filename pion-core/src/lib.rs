@@ -11,7 +11,7 @@
 //! ```
 //! use pion_core::{Engine, EngineOptions, Reply};
 //!
-//! let engine = Engine::open(EngineOptions::default());
+//! let engine = Engine::in_memory(EngineOptions::default());
 //! engine.set(0, b"user:1", b"ada").unwrap();
 //! assert_eq!(engine.get(0, b"user:1").unwrap().as_deref(), Some(&b"ada"[..]));
 //!
@@ -23,6 +23,7 @@ pub mod client;
 pub mod command;
 pub mod commands;
 pub mod config;
+pub mod durability;
 pub mod engine;
 pub mod error;
 pub mod exec;

@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 
 use pion_core::config::ConfigValues;
+use pion_core::durability::{DurabilityOptions, FsyncPolicy, RecoverMode};
 
 /// What a flag sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +17,11 @@ enum Opt {
     Threads,
     MaxClients,
     Databases,
+    Wal,
+    AppendFsync,
+    WalRecover,
+    WalSegmentSize,
+    SnapshotWalSize,
     Help,
     Version,
 }
@@ -36,16 +42,30 @@ const FLAGS: &[Flag] = &[
     Flag { name: "--requirepass-file", takes_value: true, opt: Opt::RequirePassFile, topic: "Security", help: "read the password from this file (first line)" },
     Flag { name: "--dir", takes_value: true, opt: Opt::Dir, topic: "Storage", help: "data directory, created if missing (default ./pion-data)" },
     Flag { name: "--databases", takes_value: true, opt: Opt::Databases, topic: "Storage", help: "number of logical databases (default 16)" },
+    Flag { name: "--wal", takes_value: true, opt: Opt::Wal, topic: "Durability", help: "on: every acknowledged write is in the write-ahead log and survives a crash (default); off: a pure cache, nothing is written to disk and everything is lost on restart" },
+    Flag { name: "--appendfsync", takes_value: true, opt: Opt::AppendFsync, topic: "Durability", help: "when the log is fsynced: always (before each reply, one fsync per batch), everysec (default; a machine crash may lose up to a second, a process crash nothing), no" },
+    Flag { name: "--wal-recover", takes_value: true, opt: Opt::WalRecover, topic: "Durability", help: "strict (default): refuse to start on a damaged log, naming file and offset; truncate: drop everything from the damage on, with a warning" },
+    Flag { name: "--wal-segment-size", takes_value: true, opt: Opt::WalSegmentSize, topic: "Durability", help: "log segment file size before a new one starts (default 64M; K/M/G suffixes)" },
+    Flag { name: "--snapshot-wal-size", takes_value: true, opt: Opt::SnapshotWalSize, topic: "Durability", help: "take a snapshot after this much log (default 256M; 0: only on SAVE/BGSAVE); bounds recovery time" },
     Flag { name: "--threads", takes_value: true, opt: Opt::Threads, topic: "Performance", help: "worker threads serving clients; all share one keyspace (default 1)" },
     Flag { name: "--help", takes_value: false, opt: Opt::Help, topic: "General", help: "print this help" },
     Flag { name: "--version", takes_value: false, opt: Opt::Version, topic: "General", help: "print the version" },
 ];
 
+/// What the server runs with.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The engine's configuration.
+    pub config: ConfigValues,
+    /// Where and how data is kept; `None` with `--wal off`.
+    pub durability: Option<DurabilityOptions>,
+}
+
 /// What the command line asked for.
 #[derive(Debug)]
 pub enum Command {
-    /// Run the server with this configuration.
-    Serve(Box<ConfigValues>),
+    /// Run the server with these options.
+    Serve(Box<ServeOptions>),
     /// Print the help text.
     Help,
     /// Print the version.
@@ -91,6 +111,8 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     };
     let mut bind: Option<String> = None;
     let mut pass = env_pass;
+    let mut wal = true;
+    let mut durability = DurabilityOptions::new("");
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -134,6 +156,36 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                 }
             }
             Opt::MaxClients => cfg.maxclients = parse_num(name, &value)?,
+            Opt::Wal => {
+                wal = match value.to_ascii_lowercase().as_str() {
+                    "on" | "yes" => true,
+                    "off" | "no" => false,
+                    _ => return Err(format!("--wal takes on or off, got '{value}'")),
+                }
+            }
+            Opt::AppendFsync => {
+                durability.fsync = FsyncPolicy::parse(&value).ok_or_else(|| {
+                    format!("--appendfsync takes always, everysec or no, got '{value}'")
+                })?
+            }
+            Opt::WalRecover => {
+                durability.recover = match value.to_ascii_lowercase().as_str() {
+                    "strict" => RecoverMode::Strict,
+                    "truncate" => RecoverMode::Truncate,
+                    _ => {
+                        return Err(format!(
+                            "--wal-recover takes strict or truncate, got '{value}'"
+                        ))
+                    }
+                }
+            }
+            Opt::WalSegmentSize => {
+                durability.segment_bytes = parse_size(name, &value)?;
+                if durability.segment_bytes < 4096 {
+                    return Err(format!("{name} must be at least 4K, got {value}"));
+                }
+            }
+            Opt::SnapshotWalSize => durability.snapshot_after_bytes = parse_size(name, &value)?,
             Opt::Databases => {
                 cfg.databases = parse_num(name, &value)?;
                 if cfg.databases == 0 || cfg.databases > 1_000_000 {
@@ -152,7 +204,36 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
         None => "127.0.0.1".into(),
     };
     bind_addrs(&cfg.bind)?;
-    Ok(Command::Serve(Box::new(cfg)))
+    durability.dir = cfg.dir.clone().into();
+    Ok(Command::Serve(Box::new(ServeOptions {
+        config: cfg,
+        durability: wal.then_some(durability),
+    })))
+}
+
+/// Parses a byte size with an optional K, M or G suffix (powers of 1024; `kb`, `mb`,
+/// `gb` too, as Redis's configuration accepts).
+pub fn parse_size(flag: &str, v: &str) -> Result<u64, String> {
+    let lower = v.trim().to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    let mult: u64 = match unit {
+        "" | "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "invalid size for {flag}: '{v}' (use a number with K, M or G)"
+            ))
+        }
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("invalid size for {flag}: '{v}'"))
 }
 
 /// Parses the `bind` list into IP addresses; an unparsable entry is an error.
@@ -176,10 +257,18 @@ pub fn bind_addrs(bind: &str) -> Result<Vec<IpAddr>, String> {
 mod tests {
     use super::*;
 
+    fn serve_options(args: &[&str]) -> ServeOptions {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse(&args, None) {
+            Ok(Command::Serve(c)) => *c,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
     fn serve(args: &[&str], env: Option<&str>) -> ConfigValues {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse(&args, env.map(String::from)) {
-            Ok(Command::Serve(c)) => *c,
+            Ok(Command::Serve(c)) => c.config,
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -197,6 +286,37 @@ mod tests {
     }
 
     #[test]
+    fn durability_flags() {
+        let d = serve_options(&[]).durability.expect("on by default");
+        assert_eq!(d.fsync, FsyncPolicy::EverySec);
+        assert_eq!(d.dir, std::path::PathBuf::from("./pion-data"));
+        let o = serve_options(&[
+            "--dir",
+            "/x",
+            "--appendfsync",
+            "always",
+            "--wal-segment-size",
+            "8M",
+            "--snapshot-wal-size=1g",
+            "--wal-recover",
+            "truncate",
+        ]);
+        let d = o.durability.expect("on");
+        assert_eq!(d.dir, std::path::PathBuf::from("/x"));
+        assert_eq!(d.fsync, FsyncPolicy::Always);
+        assert_eq!(
+            (d.segment_bytes, d.snapshot_after_bytes),
+            (8 << 20, 1 << 30)
+        );
+        assert_eq!(d.recover, RecoverMode::Truncate);
+        assert!(serve_options(&["--wal", "off"]).durability.is_none());
+        assert_eq!(parse_size("f", "512"), Ok(512));
+        assert_eq!(parse_size("f", "4kb"), Ok(4096));
+        assert!(parse_size("f", "12x").is_err());
+        assert!(parse_size("f", "99999999999G").is_err());
+    }
+
+    #[test]
     fn bad_input_is_an_error() {
         let bad =
             |a: &[&str]| parse(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>(), None).is_err();
@@ -205,6 +325,10 @@ mod tests {
         assert!(bad(&["--threads", "0"]));
         assert!(bad(&["--nope"]));
         assert!(bad(&["--port"]));
+        assert!(bad(&["--wal", "maybe"]));
+        assert!(bad(&["--appendfsync", "sometimes"]));
+        assert!(bad(&["--wal-segment-size", "1"]));
+        assert!(bad(&["--wal-recover", "skip"]));
     }
 
     #[test]

@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn pipeline_split_across_reads() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         let mut conn = Connection::new(engine.client(String::new(), String::new(), -1));
         let req =
             b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n";
@@ -214,7 +214,7 @@ mod tests {
 
     #[test]
     fn protocol_error_closes() {
-        let engine = Engine::open(EngineOptions::default());
+        let engine = Engine::in_memory(EngineOptions::default());
         let mut conn = Connection::new(engine.client(String::new(), String::new(), -1));
         let out = feed(&mut conn, &engine, b"*1\r\n+x\r\nPING\r\n");
         assert_eq!(out, "-ERR Protocol error: expected '$', got '+'\r\n");

@@ -66,6 +66,9 @@ struct Worker {
     conns: HashMap<Token, (TcpStream, Connection)>,
     /// Connections served in this pass whose replies are still to be written.
     pending: Vec<Token>,
+    /// Connections whose replies wait for the write-ahead log (the disk refused the
+    /// write): retried every tick, sent once the log has them.
+    held: Vec<Token>,
     next_token: usize,
 }
 
@@ -132,6 +135,7 @@ impl Server {
                 inbox: Arc::new(Mutex::new(Vec::new())),
                 conns: HashMap::new(),
                 pending: Vec::new(),
+                held: Vec::new(),
                 next_token: FIRST_CONN,
             });
         }
@@ -227,6 +231,10 @@ impl Worker {
             // enough; it visits every connection, so not on every event.
             if last_sweep.elapsed() >= TICK || woken {
                 self.reap(engine);
+                let held = std::mem::take(&mut self.held);
+                for token in held {
+                    self.flush_one(token, engine, &limits);
+                }
                 last_sweep = std::time::Instant::now();
             }
         }
@@ -355,6 +363,16 @@ impl Worker {
         conn.queued_for_write = false;
         let mut open = !conn.peer_closed;
         loop {
+            // A reply leaves only once the log holds the writes it acknowledges (group
+            // commit: the first connection of a pass writes, and under `always`
+            // fsyncs, the records of every connection served so far).
+            if engine.make_durable(conn.client.wal_seq).is_err() {
+                if !self.held.contains(&token) {
+                    self.held.push(token);
+                }
+                conn.publish_buffers();
+                return;
+            }
             match flush(stream, conn, engine) {
                 Ok(true) if conn.pending_input() > 0 && !conn.closing => {
                     // The output cap paused a long pipeline: continue it.

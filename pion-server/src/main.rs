@@ -14,8 +14,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let cfg = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
-        Ok(Command::Serve(cfg)) => cfg,
+    let opts = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
+        Ok(Command::Serve(opts)) => opts,
         Ok(Command::Help) => {
             print!("{}", cli::help_text());
             return ExitCode::SUCCESS;
@@ -33,10 +33,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = std::fs::create_dir_all(&cfg.dir) {
-        eprintln!("pion-server: cannot create data directory {}: {e}", cfg.dir);
-        return ExitCode::from(1);
-    }
+    let cfg = &opts.config;
     let addrs = match cli::bind_addrs(&cfg.bind) {
         Ok(a) => a,
         Err(e) => {
@@ -58,10 +55,34 @@ fn main() -> ExitCode {
     }
     let threads = cfg.threads;
     let port = cfg.port;
-    let engine = Engine::open(EngineOptions {
-        config: *cfg,
+    let options = EngineOptions {
+        config: cfg.clone(),
         ..EngineOptions::default()
-    });
+    };
+    let engine = match &opts.durability {
+        Some(d) => {
+            eprintln!(
+                "pion-server: data in {}, write-ahead log on (appendfsync {})",
+                d.dir.display(),
+                d.fsync.name()
+            );
+            match Engine::open_with(options, d.clone()) {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("pion-server: cannot open the data directory: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        None => {
+            eprintln!(
+                "pion-server: --wal off: a pure cache, nothing is written to disk and \
+                 everything is lost when the server stops"
+            );
+            Engine::in_memory(options)
+        }
+    };
+    let engine_for_close = engine.clone();
     let server = Server::with_listeners(engine, listeners, threads);
     let stop = server.stop_handle();
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -79,7 +100,11 @@ fn main() -> ExitCode {
         shown.join(", ")
     );
     eprintln!("Ready to accept connections tcp");
-    match server.run() {
+    let result = server.run();
+    if let Err(e) = engine_for_close.flush_log() {
+        eprintln!("pion-server: could not flush the write-ahead log: {e}");
+    }
+    match result {
         Ok(()) => {
             eprintln!("pion-server: shut down cleanly");
             ExitCode::SUCCESS

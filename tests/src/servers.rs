@@ -6,10 +6,25 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use pion_core::durability::DurabilityOptions;
 use pion_core::{Engine, EngineOptions};
 use pion_server::{Server, StopHandle};
 
 use crate::resp::Client;
+
+/// A fresh, empty directory under the system's temporary directory.
+pub fn unique_dir(prefix: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a temporary directory");
+    dir
+}
 
 /// A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
 pub fn free_port() -> u16 {
@@ -38,6 +53,8 @@ pub struct RedisServer {
     /// Its port.
     pub port: u16,
     child: Child,
+    /// Its working directory (where `SAVE` writes; removed on drop).
+    dir: std::path::PathBuf,
 }
 
 impl RedisServer {
@@ -51,6 +68,7 @@ impl RedisServer {
         let bin = std::env::var("PION_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         for _ in 0..5 {
             let port = free_port();
+            let dir = unique_dir("pion-test-redis");
             let child = Command::new(&bin)
                 .args([
                     "--port",
@@ -61,7 +79,9 @@ impl RedisServer {
                     "no",
                     "--bind",
                     "127.0.0.1",
+                    "--dir",
                 ])
+                .arg(&dir)
                 .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -71,7 +91,7 @@ impl RedisServer {
                         "cannot start {bin} (install redis-server, the differential oracle): {e}"
                     )
                 });
-            let mut server = RedisServer { port, child };
+            let mut server = RedisServer { port, child, dir };
             if wait_ready(port) {
                 return server;
             }
@@ -85,6 +105,7 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -94,6 +115,8 @@ pub struct PionServer {
     pub port: u16,
     /// The engine behind it.
     pub engine: Engine,
+    /// Its data directory (removed when the server is dropped).
+    pub dir: std::path::PathBuf,
     stop: StopHandle,
     thread: Option<JoinHandle<()>>,
 }
@@ -106,13 +129,17 @@ impl PionServer {
         PionServer::start_with(threads, options)
     }
 
-    /// Starts Pion with these engine options.
+    /// Starts Pion with these engine options, durable (write-ahead log on, the
+    /// default `everysec`) in a fresh data directory, so every test also runs every
+    /// write through the log.
     pub fn start_with(threads: usize, options: EngineOptions) -> PionServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
         let port = listener.local_addr().expect("local addr").port();
         let mut options = options;
         options.config.port = port;
-        let engine = Engine::open(options);
+        let dir = unique_dir("pion-test-server");
+        let engine = Engine::open_with(options, DurabilityOptions::new(&dir))
+            .expect("open a fresh data directory");
         let server = Server::new(engine.clone(), listener, threads);
         let stop = server.stop_handle();
         let thread = std::thread::spawn(move || {
@@ -124,6 +151,7 @@ impl PionServer {
         PionServer {
             port,
             engine,
+            dir,
             stop,
             thread: Some(thread),
         }
@@ -136,5 +164,6 @@ impl Drop for PionServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

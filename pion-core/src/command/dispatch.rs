@@ -7,7 +7,7 @@ use super::{table, CommandSpec};
 use crate::client::ClientState;
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
-use crate::exec::Ctx;
+use crate::exec::{Ctx, Effect};
 use crate::keyspace::{locate, shard_of, Location, LockSet};
 use crate::reply::Reply;
 use smallvec::SmallVec;
@@ -185,6 +185,24 @@ fn run(
             started,
         );
     }
+    let wal = if spec.has(super::flags::WRITE) {
+        engine.durability().map(|d| d.wal())
+    } else {
+        None
+    };
+    if let Some(failure) = engine.durability().and_then(|d| d.wal().failure()) {
+        // As Redis does on a failing append-only file: writes (and PING, so that
+        // health checks notice) are refused until the log is writable again.
+        if wal.is_some() || spec.name == "ping" {
+            engine.command_stats().reject(resolved.stat);
+            return (
+                Reply::Error(
+                    format!("MISCONF Errors writing to the write-ahead log: {failure}").into(),
+                ),
+                started,
+            );
+        }
+    }
     let keys = match key_indices(spec, argv) {
         Ok(k) => k,
         Err(e) => {
@@ -218,13 +236,32 @@ fn run(
         // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
         ks.set_no_touch(client.no_touch && spec.name != "touch");
         ks.set_lfu(engine.lfu_policy());
-        let mut ctx = Ctx { engine, client, ks };
+        let mut ctx = Ctx {
+            engine,
+            client,
+            ks,
+            effect: Effect::AsSent,
+        };
         let result = (spec.handler)(&mut ctx, argv);
         if spec.has(super::flags::WRITE) {
             let db = ctx.db();
             for &i in &keys {
                 // Settling only fails for keys outside the lock, which cannot happen here.
                 let _ = ctx.ks.settle(db, &argv[i]);
+            }
+            if let (Some(wal), true) = (wal, result.is_ok()) {
+                // Still holding the keys' shards: the log order is the order in which
+                // commands on the same keys ran.
+                let seq = match &ctx.effect {
+                    Effect::AsSent => Some(wal.append(now, std::iter::once((db, argv)))),
+                    Effect::Rewritten(cmds) => {
+                        Some(wal.append(now, cmds.iter().map(|c| (db, c.as_slice()))))
+                    }
+                    Effect::Nothing => None,
+                };
+                if let Some(seq) = seq {
+                    ctx.client.wal_seq = seq;
+                }
             }
         }
         result
@@ -245,6 +282,40 @@ fn run(
         Err(e) => e.into(),
     };
     (reply, finished)
+}
+
+/// Re-runs a logged command during recovery, at the time it originally ran
+/// (`now_ms`), for `client`'s selected database. Nothing is logged or counted, and no
+/// limit that depends on the moment (`maxmemory`, authentication) applies: the command
+/// was accepted when it ran.
+pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_ms: i64) -> Reply {
+    let resolved = match resolve(argv) {
+        Ok(r) => r,
+        Err(e) => return e.into(),
+    };
+    let spec = resolved.spec;
+    let keys = match key_indices(spec, argv) {
+        Ok(k) => k,
+        Err(e) => return e.into(),
+    };
+    let set = lock_set_for(spec, argv, &keys);
+    let ks = engine.keyspace().lock(&set, now_ms);
+    let mut ctx = Ctx {
+        engine,
+        client,
+        ks,
+        effect: Effect::AsSent,
+    };
+    let result = (spec.handler)(&mut ctx, argv);
+    let db = ctx.db();
+    for &i in &keys {
+        // Settling only fails for keys outside the lock, which cannot happen here.
+        let _ = ctx.ks.settle(db, &argv[i]);
+    }
+    match result {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    }
 }
 
 /// Whether used memory passed `maxmemory`. Pion does not evict yet, so under every

@@ -6,7 +6,7 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{execute, execute_at, lock_set_for, resolve};
+pub use dispatch::{execute, execute_at, lock_set_for, replay, resolve};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -379,7 +379,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 9] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -390,6 +390,7 @@ fn families() -> [&'static [CommandSpec]; 8] {
         zsets::COMMANDS,
         connection::COMMANDS,
         server::COMMANDS,
+        persistence::COMMANDS,
     ]
 }
 

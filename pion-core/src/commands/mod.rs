@@ -5,6 +5,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod persistence;
 pub mod server;
 pub mod sets;
 pub mod strings;

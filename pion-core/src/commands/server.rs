@@ -63,7 +63,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         shutdown,
     )
     .doc(
-        "Shuts down the server (Pion has no persistence yet, so SAVE and NOSAVE are equivalent).",
+        "Flushes the write-ahead log and shuts down the server (SAVE also takes a snapshot first).",
         "1.0.0",
     ),
     CommandSpec::new(
@@ -235,18 +235,26 @@ fn time(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let mut abort = false;
+    let mut save = false;
     for a in &argv[1..] {
         if is_kw(a, "abort") {
             abort = true;
-        } else if !["nosave", "save", "now", "force"]
-            .iter()
-            .any(|k| is_kw(a, k))
-        {
+        } else if is_kw(a, "save") {
+            save = true;
+        } else if !["nosave", "now", "force"].iter().any(|k| is_kw(a, k)) {
             return Err(OpError::Syntax);
         }
     }
     if abort {
         return Err(OpError::custom("ERR No shutdown in progress."));
+    }
+    if save && ctx.engine.durability().is_some() {
+        if let Err(e) = crate::durability::take_snapshot(ctx.engine) {
+            eprintln!("pion: SHUTDOWN SAVE: the snapshot failed ({e}); not shutting down");
+            return Err(OpError::custom(
+                "ERR Errors trying to SHUTDOWN. Check logs.",
+            ));
+        }
     }
     ctx.engine.request_shutdown();
     ctx.client.close_after_reply = true;

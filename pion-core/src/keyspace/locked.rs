@@ -50,28 +50,23 @@ impl<'a> Locked<'a> {
                     ks.shards
                         .iter()
                         .enumerate()
-                        .map(|(i, m)| (i, m.lock()))
+                        .map(|(i, _)| (i, ks.lock_shard(i)))
                         .collect(),
                 ),
                 true,
             ),
             LockSet::Keys(shards) if shards.len() == 1 => {
-                (Guards::One(shards[0], ks.shards[shards[0]].lock()), false)
+                (Guards::One(shards[0], ks.lock_shard(shards[0])), false)
             }
             LockSet::Keys(shards) => {
                 let mut order: Vec<usize> = shards.to_vec();
                 order.sort_unstable();
                 order.dedup();
                 if order.len() == 1 {
-                    (Guards::One(order[0], ks.shards[order[0]].lock()), false)
+                    (Guards::One(order[0], ks.lock_shard(order[0])), false)
                 } else {
                     (
-                        Guards::Many(
-                            order
-                                .into_iter()
-                                .map(|i| (i, ks.shards[i].lock()))
-                                .collect(),
-                        ),
+                        Guards::Many(order.into_iter().map(|i| (i, ks.lock_shard(i))).collect()),
                         false,
                     )
                 }

@@ -9,11 +9,13 @@
 //! `SCAN` cursors walk slots, which gives Redis's guarantee (every key present for the
 //! whole iteration is returned) without Redis's reverse-binary cursor trick.
 
+mod cut;
 mod key;
 mod locked;
 mod shard;
 mod slot;
 
+pub use cut::DumpedShard;
 pub use key::StoredKey;
 pub use locked::Locked;
 pub use shard::Entry;
@@ -48,6 +50,7 @@ pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
     databases: usize,
     stats: KeyspaceStats,
+    cut: cut::Cut,
 }
 
 /// Which shards a command must hold while it runs.
@@ -94,6 +97,7 @@ impl Keyspace {
             shards,
             databases,
             stats: KeyspaceStats::default(),
+            cut: cut::Cut::new(),
         }
     }
 
@@ -105,6 +109,32 @@ impl Keyspace {
     /// The keyspace counters.
     pub fn stats(&self) -> &KeyspaceStats {
         &self.stats
+    }
+
+    /// Locks one shard for use. A snapshot in progress captures the shard first if it
+    /// has not yet (see [`cut`]).
+    fn lock_shard(&self, idx: usize) -> parking_lot::MutexGuard<'_, Shard> {
+        let guard = self.shards[idx].lock();
+        self.cut.before_use(idx, &guard);
+        guard
+    }
+
+    /// Begins a snapshot: call while holding every shard (a [`LockSet::All`] lock), so
+    /// the snapshot is the state at this instant.
+    pub(crate) fn begin_cut(&self, _all: &Locked<'_>) {
+        self.cut.begin();
+    }
+
+    /// Captures shard `idx` if the snapshot has not yet, and returns the shards captured
+    /// since the last call.
+    pub(crate) fn capture(&self, idx: usize) -> Vec<DumpedShard> {
+        drop(self.lock_shard(idx));
+        self.cut.take()
+    }
+
+    /// Ends the snapshot in progress.
+    pub(crate) fn end_cut(&self) {
+        self.cut.end();
     }
 
     /// Locks the shards a command needs, in ascending order (deadlock-free).
@@ -190,8 +220,8 @@ impl Keyspace {
     /// many were removed. This is the active half of expiry (reads expire lazily too).
     pub fn expire_cycle(&self, now_ms: i64, budget: usize) -> usize {
         let mut removed = 0;
-        for shard in self.shards.iter() {
-            removed += shard.lock().expire_due(now_ms, budget);
+        for i in 0..SHARDS {
+            removed += self.lock_shard(i).expire_due(now_ms, budget);
         }
         if removed > 0 {
             self.stats

@@ -282,6 +282,13 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         other => other?,
     };
     h.insert(argv[2].clone(), new.clone(), &limits);
+    // Logged as its result, like INCRBYFLOAT (long-double arithmetic is per machine).
+    ctx.log_as(vec![vec![
+        b"HSET".to_vec(),
+        argv[1].clone(),
+        argv[2].clone(),
+        new.clone(),
+    ]]);
     Ok(Reply::Bulk(new))
 }
 

@@ -5,7 +5,7 @@ use crate::reply::Reply;
 use crate::test_support::{bulks, err, WRONGTYPE};
 
 fn engine() -> Engine {
-    Engine::open(EngineOptions::default())
+    Engine::in_memory(EngineOptions::default())
 }
 
 fn b(s: &str) -> Reply {

@@ -6,7 +6,7 @@ use crate::reply::Reply;
 use crate::test_support::{bulk, bulks, err, int, NOT_INT, SYNTAX, WRONGTYPE};
 
 fn engine() -> Engine {
-    Engine::open(EngineOptions {
+    Engine::in_memory(EngineOptions {
         disable_active_expiry: true,
         ..EngineOptions::default()
     })

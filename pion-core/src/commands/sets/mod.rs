@@ -252,7 +252,28 @@ fn scard(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(set.map_or(0, |s| s.len() as i64)))
 }
 
+/// `SPOP`: the members are chosen at random, so the log records the `SREM` of the
+/// members that were popped, not the `SPOP`.
 fn spop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let reply = pop_random_members(ctx, argv)?;
+    let mut srem = vec![b"SREM".to_vec(), argv[1].clone()];
+    match &reply {
+        Reply::Bulk(m) => srem.push(m.clone()),
+        Reply::Set(items) => srem.extend(items.iter().filter_map(|r| match r {
+            Reply::Bulk(m) => Some(m.clone()),
+            _ => None,
+        })),
+        _ => {}
+    }
+    ctx.log_as(if srem.len() > 2 {
+        vec![srem]
+    } else {
+        Vec::new()
+    });
+    Ok(reply)
+}
+
+fn pop_random_members(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let count = match argv.len() {
         2 => None,
         3 => {

@@ -6,7 +6,7 @@ use crate::engine::{Engine, EngineOptions};
 use crate::reply::Reply;
 
 fn engine() -> Engine {
-    Engine::open(EngineOptions::default())
+    Engine::in_memory(EngineOptions::default())
 }
 
 fn b(s: &str) -> Reply {

@@ -54,20 +54,29 @@ pub(super) fn decrby(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// `INCRBYFLOAT key increment`: the sum in `long double`, formatted as Redis does and
 /// stored as text (never `int`-encoded).
+/// `INCRBYFLOAT`: long-double arithmetic differs between machines, so the log records
+/// the result (`SET key result KEEPTTL`), as Redis propagates it.
 pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let key = &argv[1];
-    match ctx.ks.get_mut(db, key)? {
+    let sum = match ctx.ks.get_mut(db, key)? {
         None => {
             let sum = long_double_incr(None, &argv[2])?;
             ctx.ks
                 .set(db, key, Value::Str(StrValue::text(sum.clone())))?;
-            Ok(Reply::Bulk(sum))
+            sum
         }
         Some(v) => {
             let sum = long_double_incr(Some(v.as_str()?.as_bytes()), &argv[2])?;
             *v = Value::Str(StrValue::text(sum.clone()));
-            Ok(Reply::Bulk(sum))
+            sum
         }
-    }
+    };
+    ctx.log_as(vec![vec![
+        b"SET".to_vec(),
+        key.clone(),
+        sum.clone(),
+        b"KEEPTTL".to_vec(),
+    ]]);
+    Ok(Reply::Bulk(sum))
 }

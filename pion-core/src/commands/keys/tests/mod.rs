@@ -13,7 +13,7 @@ use crate::{Engine, EngineOptions};
 
 /// An engine without the background expiry thread, so tests see lazy expiry only.
 fn engine() -> Engine {
-    Engine::open(EngineOptions {
+    Engine::in_memory(EngineOptions {
         disable_active_expiry: true,
         ..EngineOptions::default()
     })

@@ -9,7 +9,7 @@ use crate::value::{ListValue, Value};
 use crate::{Engine, EngineOptions, Reply};
 
 pub(super) fn engine() -> Engine {
-    Engine::open(EngineOptions::default())
+    Engine::in_memory(EngineOptions::default())
 }
 
 pub(super) fn run(e: &Engine, args: &[&str]) -> Reply {

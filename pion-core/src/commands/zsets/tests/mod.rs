@@ -6,7 +6,7 @@ use crate::value::{EncodingLimits, SetValue, Value};
 use crate::{Engine, EngineOptions, Reply};
 
 fn engine() -> Engine {
-    Engine::open(EngineOptions::default())
+    Engine::in_memory(EngineOptions::default())
 }
 
 /// A compact, protocol-neutral rendering of a reply that keeps the RESP3 distinctions

@@ -1,0 +1,344 @@
+//! Durability: the write-ahead log, snapshots and recovery that make an acknowledged
+//! write survive a crash.
+//!
+//! Every write command appends a record of its effect to the log while it still holds
+//! its keys' locks, and its reply leaves only once the record is in the segment file
+//! (and fsynced, under `appendfsync always`). Snapshots, taken in the background
+//! without stopping the server (see [`crate::keyspace`]'s cut), bound the log that a
+//! restart must replay: recovery loads the newest snapshot and replays the records
+//! after its sequence number. The data directory is locked, so a second process can
+//! never write to the same files.
+
+pub mod codec;
+pub mod record;
+mod recovery;
+pub mod snapshot;
+mod snapshotter;
+pub mod wal;
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+
+pub use recovery::RecoveryReport;
+pub use snapshotter::{start_background_snapshot, take_snapshot, SnapshotSummary};
+pub use wal::{FsyncPolicy, Wal};
+
+/// What to do when the log is damaged before its last record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoverMode {
+    /// Refuse to start, naming the file and offset (the default).
+    Strict,
+    /// Drop everything from the damaged record on, with a warning saying how much.
+    Truncate,
+}
+
+/// How an engine keeps its data.
+#[derive(Debug, Clone)]
+pub struct DurabilityOptions {
+    /// The data directory (created if missing).
+    pub dir: PathBuf,
+    /// When the log is fsynced.
+    pub fsync: FsyncPolicy,
+    /// Size at which a log segment file is closed and a new one started.
+    pub segment_bytes: u64,
+    /// Take a snapshot once this many log bytes were written since the last one
+    /// (0: only on `SAVE`/`BGSAVE`).
+    pub snapshot_after_bytes: u64,
+    /// What recovery does with a damaged log.
+    pub recover: RecoverMode,
+}
+
+impl DurabilityOptions {
+    /// The defaults (`everysec`, 64 MiB segments, a snapshot every 256 MiB of log,
+    /// strict recovery) for a data directory.
+    pub fn new(dir: impl Into<PathBuf>) -> DurabilityOptions {
+        DurabilityOptions {
+            dir: dir.into(),
+            fsync: FsyncPolicy::EverySec,
+            segment_bytes: 64 << 20,
+            snapshot_after_bytes: 256 << 20,
+            recover: RecoverMode::Strict,
+        }
+    }
+}
+
+/// Why a data directory could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// Another process holds the directory's lock.
+    InUse(String),
+    /// A snapshot or the log is damaged; the text names the file and offset.
+    Damaged(String),
+    /// The directory or a file in it could not be read or written.
+    Io(String),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::InUse(s) | OpenError::Damaged(s) | OpenError::Io(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// Snapshot bookkeeping for `INFO persistence` and `LASTSAVE`.
+#[derive(Debug, Default)]
+pub struct SnapshotStats {
+    /// A snapshot is being taken.
+    pub running: AtomicBool,
+    /// When the running snapshot started (Unix ms).
+    pub started_ms: AtomicI64,
+    /// Whether the last snapshot succeeded (true before the first).
+    pub last_failed: AtomicBool,
+    /// Unix seconds of the last successful snapshot (or of start-up).
+    pub last_save_s: AtomicI64,
+    /// Unix ms of the last failed attempt (automatic snapshots back off after one).
+    pub last_failure_ms: AtomicI64,
+    /// Duration of the last snapshot, ms.
+    pub last_duration_ms: AtomicU64,
+    /// How long the last cut held every shard, µs.
+    pub last_pause_us: AtomicU64,
+    /// Keys in the last snapshot.
+    pub last_keys: AtomicU64,
+    /// Size of the last snapshot file.
+    pub last_bytes: AtomicU64,
+    /// Log sequence number the last snapshot covers.
+    pub last_seq: AtomicU64,
+    /// Snapshots taken since start.
+    pub count: AtomicU64,
+    /// Log bytes written when the last snapshot was cut (the automatic trigger counts
+    /// from here).
+    pub wal_bytes_at_cut: AtomicU64,
+}
+
+/// The durable state of one engine: its locked data directory, its log and its
+/// snapshot bookkeeping.
+pub struct Durability {
+    dir: PathBuf,
+    wal: Wal,
+    /// Held for the engine's lifetime: the operating system releases the lock when
+    /// the process ends, however it ends.
+    _lock: File,
+    snapshot_after_bytes: AtomicU64,
+    snapshots: SnapshotStats,
+    recovery: RecoveryReport,
+}
+
+impl Durability {
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The log.
+    pub fn wal(&self) -> &Wal {
+        &self.wal
+    }
+
+    /// Snapshot counters.
+    pub fn snapshots(&self) -> &SnapshotStats {
+        &self.snapshots
+    }
+
+    /// What start-up recovered.
+    pub fn recovery(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// Log bytes after which a snapshot is taken automatically (0: never).
+    pub fn snapshot_after_bytes(&self) -> u64 {
+        self.snapshot_after_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Whether enough log was written since the last snapshot to take another.
+    pub(crate) fn snapshot_due(&self, now_ms: i64) -> bool {
+        let limit = self.snapshot_after_bytes();
+        let s = &self.snapshots;
+        let since = self
+            .wal
+            .stats()
+            .bytes_written
+            .load(Ordering::Relaxed)
+            .saturating_sub(s.wal_bytes_at_cut.load(Ordering::Relaxed));
+        // After a failure, wait 5 s before trying again (as Redis does).
+        let backoff = s.last_failed.load(Ordering::Relaxed)
+            && now_ms - s.last_failure_ms.load(Ordering::Relaxed) < 5000;
+        limit > 0 && since >= limit && !s.running.load(Ordering::Relaxed) && !backoff
+    }
+
+    /// The `INFO persistence` fields.
+    pub fn info_fields(&self, now_ms: i64) -> Vec<(&'static str, String)> {
+        let w = &self.wal;
+        let st = w.stats();
+        let s = &self.snapshots;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
+        let running = s.running.load(Ordering::Relaxed);
+        let failure = w.failure();
+        let since_snapshot = w
+            .appended_seq()
+            .saturating_sub(s.last_seq.load(Ordering::Relaxed));
+        let r = &self.recovery;
+        vec![
+            ("rdb_changes_since_last_save", since_snapshot.to_string()),
+            ("rdb_bgsave_in_progress", u8::from(running).to_string()),
+            (
+                "rdb_last_save_time",
+                s.last_save_s.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "rdb_last_bgsave_status",
+                if s.last_failed.load(Ordering::Relaxed) {
+                    "err"
+                } else {
+                    "ok"
+                }
+                .into(),
+            ),
+            (
+                "rdb_last_bgsave_time_sec",
+                if s.count.load(Ordering::Relaxed) == 0 {
+                    "-1".to_string()
+                } else {
+                    (s.last_duration_ms.load(Ordering::Relaxed) / 1000).to_string()
+                },
+            ),
+            (
+                "rdb_current_bgsave_time_sec",
+                if running {
+                    ((now_ms - s.started_ms.load(Ordering::Relaxed)) / 1000).to_string()
+                } else {
+                    "-1".to_string()
+                },
+            ),
+            ("aof_enabled", "1".into()),
+            (
+                "aof_last_write_status",
+                if failure.is_some() { "err" } else { "ok" }.into(),
+            ),
+            ("wal_enabled", "1".into()),
+            ("wal_dir", self.dir.display().to_string()),
+            ("wal_fsync_policy", w.policy().name().into()),
+            (
+                "wal_status",
+                if failure.is_some() { "failed" } else { "ok" }.into(),
+            ),
+            ("wal_last_error", failure.unwrap_or_default()),
+            ("wal_bytes", load(&st.bytes_on_disk)),
+            ("wal_bytes_written", load(&st.bytes_written)),
+            ("wal_writes", load(&st.writes)),
+            ("wal_last_seq", w.appended_seq().to_string()),
+            ("wal_written_seq", w.written_seq().to_string()),
+            ("wal_synced_seq", w.synced_seq().to_string()),
+            ("wal_fsyncs", load(&st.fsyncs)),
+            ("wal_last_fsync_ms", load(&st.last_fsync_ms)),
+            ("wal_errors", load(&st.errors)),
+            (
+                "snapshot_auto_after_bytes",
+                self.snapshot_after_bytes().to_string(),
+            ),
+            ("snapshot_count", load(&s.count)),
+            ("snapshot_last_seq", load(&s.last_seq)),
+            ("snapshot_last_keys", load(&s.last_keys)),
+            ("snapshot_last_bytes", load(&s.last_bytes)),
+            ("snapshot_last_pause_us", load(&s.last_pause_us)),
+            ("snapshot_last_duration_ms", load(&s.last_duration_ms)),
+            ("recovery_ms", r.elapsed_ms.to_string()),
+            ("recovery_snapshot_keys", r.snapshot_keys.to_string()),
+            ("recovery_wal_records", r.records.to_string()),
+            ("recovery_truncated_bytes", r.truncated_bytes.to_string()),
+        ]
+    }
+}
+
+/// Locks a data directory for this process: `dir/LOCK`, holding our process id.
+fn lock_dir(dir: &Path) -> Result<File, OpenError> {
+    let path = dir.join("LOCK");
+    let io = |e: std::io::Error| OpenError::Io(format!("cannot open {}: {e}", path.display()));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    // An engine of this same process that is being dropped releases the lock when
+    // its background threads let go of it (within one tick, or when a snapshot in
+    // progress ends): wait for that rather than fail a close-then-reopen.
+    let ours =
+        || std::fs::read_to_string(&path).is_ok_and(|p| p.trim() == std::process::id().to_string());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let locked = loop {
+        match file.try_lock() {
+            Err(std::fs::TryLockError::WouldBlock)
+                if ours() && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => break other,
+        }
+    };
+    match locked {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(OpenError::InUse(format!(
+                "data directory {} is in use by another process (pid {}; lock file {})",
+                dir.display(),
+                holder.trim(),
+                path.display()
+            )));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
+    file.set_len(0).map_err(io)?;
+    writeln!(file, "{}", std::process::id()).map_err(io)?;
+    Ok(file)
+}
+
+/// Opens a data directory: lock it, recover its contents into `engine`, and start the
+/// log where recovery ended.
+pub(crate) fn open(
+    engine: &crate::Engine,
+    options: &DurabilityOptions,
+) -> Result<Durability, OpenError> {
+    let dir = &options.dir;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    let lock = lock_dir(dir)?;
+    let recovery = recovery::recover(engine, options)?;
+    let wal = Wal::create(
+        dir,
+        recovery.last_seq + 1,
+        options.fsync,
+        options.segment_bytes,
+    )
+    .map_err(|e| OpenError::Io(format!("cannot start the log in {}: {e}", dir.display())))?;
+    let snapshots = SnapshotStats::default();
+    snapshots
+        .last_save_s
+        .store(crate::engine::unix_ms() / 1000, Ordering::Relaxed);
+    snapshots
+        .last_seq
+        .store(recovery.snapshot_seq, Ordering::Relaxed);
+    Ok(Durability {
+        dir: dir.clone(),
+        wal,
+        _lock: lock,
+        snapshot_after_bytes: AtomicU64::new(options.snapshot_after_bytes),
+        snapshots,
+        recovery,
+    })
+}
+
+impl Drop for Durability {
+    fn drop(&mut self) {
+        // The last handle is gone: make what was written durable before the lock goes.
+        if let Err(e) = self.wal.sync_all() {
+            eprintln!("pion: could not flush the write-ahead log on close: {e}");
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Start-up recovery: load the newest snapshot, then replay the log records after the
+//! sequence number it covers, in order, at the times they originally ran.
+//!
+//! A record cut short at the very end of the newest segment is what a crash in the
+//! middle of a write leaves: it was never acknowledged, so it is truncated (with a
+//! warning saying how many bytes). Anything else that fails its checksum, or a gap in
+//! the sequence numbers, stops start-up with an error naming the file and the offset;
+//! `--wal-recover truncate` drops everything from there on instead, and says so.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::record::{decode_payload, scan_segment, Payload, ScanEnd};
+use super::snapshot::{list_snapshots, SnapshotContents};
+use super::wal::list_segments;
+use super::{DurabilityOptions, OpenError, RecoverMode};
+use crate::client::ClientState;
+use crate::Engine;
+
+/// What recovery found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Sequence number the loaded snapshot covers (0: none).
+    pub snapshot_seq: u64,
+    /// Keys loaded from the snapshot.
+    pub snapshot_keys: u64,
+    /// Log records replayed.
+    pub records: u64,
+    /// Commands in them.
+    pub commands: u64,
+    /// Replayed commands that answered with an error (as they did when they ran).
+    pub command_errors: u64,
+    /// Bytes dropped from the log (torn tail, or damage under `--wal-recover truncate`).
+    pub truncated_bytes: u64,
+    /// Sequence number of the last record recovered.
+    pub last_seq: u64,
+    /// Wall time recovery took, ms.
+    pub elapsed_ms: u64,
+}
+
+/// Prints progress at most once a second while a long step runs.
+struct Progress {
+    what: &'static str,
+    unit: &'static str,
+    started: Instant,
+    last: Instant,
+    done: u64,
+}
+
+impl Progress {
+    fn new(what: &'static str, unit: &'static str) -> Progress {
+        let now = Instant::now();
+        Progress {
+            what,
+            unit,
+            started: now,
+            last: now,
+            done: 0,
+        }
+    }
+
+    fn tick(&mut self, n: u64) {
+        self.done += n;
+        if self.done.is_multiple_of(4096) && self.last.elapsed() >= Duration::from_secs(1) {
+            self.last = Instant::now();
+            self.report("");
+        }
+    }
+
+    fn report(&self, suffix: &str) {
+        let secs = self.started.elapsed().as_secs_f64().max(1e-6);
+        eprintln!(
+            "pion: {}: {} {} ({:.0} {}/s){suffix}",
+            self.what,
+            self.done,
+            self.unit,
+            self.done as f64 / secs,
+            self.unit
+        );
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> OpenError {
+    OpenError::Io(format!("cannot read {}: {e}", path.display()))
+}
+
+/// Recovers `options.dir` into `engine` (whose keyspace is empty).
+pub(crate) fn recover(
+    engine: &Engine,
+    options: &DurabilityOptions,
+) -> Result<RecoveryReport, OpenError> {
+    let started = Instant::now();
+    let dir = &options.dir;
+    let mut report = RecoveryReport::default();
+    let stale_tmp = dir.join("snapshot.tmp");
+    if stale_tmp.exists() {
+        // A snapshot that was being written when the process stopped: never complete.
+        std::fs::remove_file(&stale_tmp).map_err(|e| io_err(&stale_tmp, e))?;
+    }
+    let snapshots = list_snapshots(dir).map_err(|e| io_err(dir, e))?;
+    if let Some((seq, path)) = snapshots.last() {
+        report.snapshot_keys = load_snapshot(engine, path)?;
+        report.snapshot_seq = *seq;
+        for (_, older) in &snapshots[..snapshots.len() - 1] {
+            // Superseded (the process stopped between writing the new one and
+            // removing the old one).
+            let _ = std::fs::remove_file(older);
+        }
+    }
+    replay_log(engine, options, &mut report)?;
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    if report.snapshot_seq > 0 || report.records > 0 {
+        eprintln!(
+            "pion: recovered {} keys from the snapshot and {} log records in {} ms",
+            report.snapshot_keys, report.records, report.elapsed_ms
+        );
+    }
+    Ok(report)
+}
+
+fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
+    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+    let damaged = |e: String| {
+        OpenError::Damaged(format!(
+            "snapshot {} is damaged: {e}; move it away to start from the log alone \
+             (which holds only what came after it)",
+            path.display()
+        ))
+    };
+    let snap = SnapshotContents::parse(bytes).map_err(damaged)?;
+    let databases = engine.keyspace().databases();
+    if snap.databases > databases {
+        return Err(OpenError::Damaged(format!(
+            "snapshot {} holds {} databases but the server has {databases}; start with \
+             --databases {}",
+            path.display(),
+            snap.databases,
+            snap.databases
+        )));
+    }
+    let limits = engine.config().encoding_limits();
+    let mut progress = Progress::new("loading snapshot", "keys");
+    let mut result = Ok(());
+    snap.for_each_key(&limits, |k| {
+        if result.is_err() {
+            return;
+        }
+        let mut ks = engine.keyspace().lock_keys(&[&k.key], 0);
+        result = ks
+            .set(k.db, &k.key, k.value)
+            .and_then(|()| ks.set_expire_at(k.db, &k.key, k.deadline).map(drop));
+        progress.tick(1);
+    })
+    .map_err(damaged)?;
+    result.map_err(|e| damaged(format!("{e:?}")))?;
+    if progress.started.elapsed() >= Duration::from_secs(1) {
+        progress.report(" done");
+    }
+    Ok(snap.keys)
+}
+
+/// The advice a damaged log error ends with.
+fn truncate_hint(path: &Path, offset: usize, file_len: usize, later: usize) -> String {
+    format!(
+        "start with --wal-recover truncate to drop everything from {} offset {offset} on \
+         ({} bytes in this file{})",
+        path.display(),
+        file_len - offset,
+        if later > 0 {
+            format!(" and {later} later segment file(s)")
+        } else {
+            String::new()
+        }
+    )
+}
+
+fn replay_log(
+    engine: &Engine,
+    options: &DurabilityOptions,
+    report: &mut RecoveryReport,
+) -> Result<(), OpenError> {
+    let dir = &options.dir;
+    let segments = list_segments(dir).map_err(|e| io_err(dir, e))?;
+    let base = report.snapshot_seq;
+    let mut expected = base + 1;
+    let mut client = ClientState::detached(engine.clients(), 0);
+    client.authenticated = true;
+    let mut progress = Progress::new("replaying the log", "records");
+    let mut stop_after: Option<usize> = None;
+    for (i, (first, path)) in segments.iter().enumerate() {
+        if stop_after.is_some() {
+            break;
+        }
+        let next_first = segments.get(i + 1).map(|(f, _)| *f);
+        if next_first.is_some_and(|n| n <= base + 1) {
+            continue; // Wholly covered by the snapshot.
+        }
+        let later = segments.len() - i - 1;
+        let is_last = later == 0;
+        let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+        let scan = scan_segment(&bytes);
+        if *first > expected {
+            return Err(OpenError::Damaged(format!(
+                "the log is missing records {expected} to {}: {} starts at {first}",
+                first - 1,
+                path.display()
+            )));
+        }
+        if scan.first_seq.is_some_and(|f| f != *first) {
+            return Err(OpenError::Damaged(format!(
+                "{} is named for record {first} but its header says {}",
+                path.display(),
+                scan.first_seq.unwrap_or_default()
+            )));
+        }
+        for rec in &scan.records {
+            if rec.seq < expected {
+                continue;
+            }
+            // The scanner checked the order within the file; this checks across files.
+            if rec.seq != expected {
+                return Err(OpenError::Damaged(format!(
+                    "the log is missing records {expected} to {} (found at {} offset {})",
+                    rec.seq - 1,
+                    path.display(),
+                    rec.offset
+                )));
+            }
+            apply(engine, &mut client, rec.payload, report).map_err(|e| {
+                OpenError::Damaged(format!("{} offset {}: {e}", path.display(), rec.offset))
+            })?;
+            expected += 1;
+            progress.tick(1);
+        }
+        match scan.end {
+            ScanEnd::Clean => {}
+            ScanEnd::Torn { offset, bytes: n } if is_last => {
+                eprintln!(
+                    "pion: warning: {} ends with a torn record (a write cut short by a crash, \
+                     never acknowledged): truncating {n} bytes at offset {offset}",
+                    path.display()
+                );
+                cut(path, offset)?;
+                report.truncated_bytes += n as u64;
+            }
+            ScanEnd::Torn { offset, .. } | ScanEnd::Corrupt { offset, .. } => {
+                let reason = match scan.end {
+                    ScanEnd::Corrupt { reason, .. } => reason,
+                    _ => "incomplete record before the newest segment",
+                };
+                if options.recover == RecoverMode::Strict {
+                    return Err(OpenError::Damaged(format!(
+                        "write-ahead log {} is damaged at offset {offset} ({reason}); nothing \
+                         after it was replayed. To start anyway, {}",
+                        path.display(),
+                        truncate_hint(path, offset, bytes.len(), later)
+                    )));
+                }
+                let dropped_later = drop_segments(&segments[i + 1..])?;
+                eprintln!(
+                    "pion: warning: --wal-recover truncate: {} damaged at offset {offset} \
+                     ({reason}); dropping {} bytes there and {dropped_later} bytes in {later} \
+                     later segment file(s)",
+                    path.display(),
+                    bytes.len() - offset
+                );
+                cut(path, offset)?;
+                report.truncated_bytes += (bytes.len() - offset) as u64 + dropped_later;
+                stop_after = Some(i);
+            }
+        }
+    }
+    if progress.started.elapsed() >= Duration::from_secs(1) {
+        progress.report(" done");
+    }
+    report.last_seq = expected - 1;
+    Ok(())
+}
+
+fn apply(
+    engine: &Engine,
+    client: &mut ClientState,
+    payload: &[u8],
+    report: &mut RecoveryReport,
+) -> Result<(), String> {
+    let Payload::Commands { time_ms, commands } =
+        decode_payload(payload).map_err(|e| format!("malformed record: {}", e.0))?;
+    let databases = engine.keyspace().databases();
+    for c in commands {
+        let db = c.db as usize;
+        if db >= databases {
+            return Err(format!(
+                "a record writes to database {db} but the server has {databases}; start \
+                 with --databases {}",
+                db + 1
+            ));
+        }
+        client.select(db);
+        if crate::command::replay(engine, client, &c.argv, time_ms).is_error() {
+            report.command_errors += 1;
+        }
+        report.commands += 1;
+    }
+    report.records += 1;
+    Ok(())
+}
+
+/// Cuts a segment file at `offset` (removing it when not even its header survives).
+fn cut(path: &Path, offset: usize) -> Result<(), OpenError> {
+    let fail =
+        |e: std::io::Error| OpenError::Io(format!("cannot truncate {}: {e}", path.display()));
+    if offset < super::record::SEGMENT_HEADER_LEN {
+        std::fs::remove_file(path).map_err(fail)?;
+    } else {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(fail)?;
+        f.set_len(offset as u64).map_err(fail)?;
+        f.sync_all().map_err(fail)?;
+    }
+    Ok(())
+}
+
+fn drop_segments(segments: &[(u64, PathBuf)]) -> Result<u64, OpenError> {
+    let mut bytes = 0;
+    for (_, p) in segments {
+        bytes += std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        std::fs::remove_file(p)
+            .map_err(|e| OpenError::Io(format!("cannot remove {}: {e}", p.display())))?;
+    }
+    Ok(bytes)
+}

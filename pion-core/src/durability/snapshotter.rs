@@ -1,0 +1,149 @@
+//! Taking a snapshot: the cut (every shard locked for a moment, the log rolled to a new
+//! segment, every shard marked for capture), then the capture of each shard into the
+//! snapshot file, then the clean-up of what the snapshot made redundant.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::snapshot::{list_snapshots, SnapshotWriter};
+use crate::keyspace::{LockSet, SHARDS};
+use crate::Engine;
+
+/// What one snapshot did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotSummary {
+    /// Log sequence number it covers.
+    pub seq: u64,
+    /// Keys written.
+    pub keys: u64,
+    /// File size.
+    pub bytes: u64,
+    /// How long every shard was held at the cut, µs.
+    pub pause_us: u64,
+    /// Total time, ms.
+    pub duration_ms: u64,
+}
+
+/// Ends the cut however the snapshot ends, so no shard keeps being captured.
+struct CutGuard<'a>(&'a Engine);
+
+impl Drop for CutGuard<'_> {
+    fn drop(&mut self) {
+        self.0.keyspace().end_cut();
+    }
+}
+
+/// Takes a snapshot now, in this thread (`SAVE`). Errors when persistence is off or a
+/// snapshot is already running.
+pub fn take_snapshot(engine: &Engine) -> Result<SnapshotSummary, String> {
+    let d = engine
+        .durability()
+        .ok_or("persistence is off (--wal off): there is nothing to save to")?;
+    let stats = d.snapshots();
+    if stats.running.swap(true, Ordering::AcqRel) {
+        return Err("Background save already in progress".into());
+    }
+    stats
+        .started_ms
+        .store(crate::engine::unix_ms(), Ordering::Relaxed);
+    let result = run(engine);
+    let now = crate::engine::unix_ms();
+    match &result {
+        Ok(s) => {
+            stats.last_failed.store(false, Ordering::Relaxed);
+            stats.last_save_s.store(now / 1000, Ordering::Relaxed);
+            stats
+                .last_duration_ms
+                .store(s.duration_ms, Ordering::Relaxed);
+            stats.last_pause_us.store(s.pause_us, Ordering::Relaxed);
+            stats.last_keys.store(s.keys, Ordering::Relaxed);
+            stats.last_bytes.store(s.bytes, Ordering::Relaxed);
+            stats.last_seq.store(s.seq, Ordering::Relaxed);
+            stats.count.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            eprintln!("pion: snapshot failed: {e}");
+            stats.last_failed.store(true, Ordering::Relaxed);
+            stats.last_failure_ms.store(now, Ordering::Relaxed);
+        }
+    }
+    stats.running.store(false, Ordering::Release);
+    result
+}
+
+/// Starts a snapshot on its own thread (`BGSAVE`, and the automatic trigger).
+pub fn start_background_snapshot(engine: &Engine) -> Result<(), String> {
+    let d = engine
+        .durability()
+        .ok_or("persistence is off (--wal off): there is nothing to save to")?;
+    if d.snapshots().running.load(Ordering::Acquire) {
+        return Err("Background save already in progress".into());
+    }
+    let engine = engine.clone();
+    std::thread::Builder::new()
+        .name("pion-snapshot".into())
+        .spawn(move || {
+            let _ = take_snapshot(&engine);
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the snapshot thread: {e}"))
+}
+
+fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
+    let started = Instant::now();
+    let Some(d) = engine.durability() else {
+        return Err("persistence is off".into());
+    };
+    let wal = d.wal();
+    let ks = engine.keyspace();
+    // The cut: with every shard held, nothing is mid-command, so the keyspace is
+    // exactly the effect of records 1..=seq.
+    let (seq, pause_us, guard) = {
+        let all = ks.lock(&LockSet::All, 0);
+        let next = wal.roll()?;
+        ks.begin_cut(&all);
+        let guard = CutGuard(engine);
+        d.snapshots().wal_bytes_at_cut.store(
+            wal.stats().bytes_written.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        (next - 1, started.elapsed().as_micros() as u64, guard)
+    };
+    let io = |e: std::io::Error| format!("cannot write the snapshot in {}: {e}", d.dir().display());
+    let mut writer = SnapshotWriter::create(d.dir(), seq, crate::engine::unix_ms(), ks.databases())
+        .map_err(io)?;
+    let mut sections = 0;
+    for idx in 0..SHARDS {
+        for shard in ks.capture(idx) {
+            writer
+                .section(shard.shard, shard.keys, &shard.body)
+                .map_err(io)?;
+            sections += 1;
+        }
+    }
+    drop(guard);
+    if sections != SHARDS {
+        return Err(format!("captured {sections} of {SHARDS} shards"));
+    }
+    let (path, keys, bytes) = writer.finish().map_err(io)?;
+    // The new snapshot is durable: older ones and the log it covers can go.
+    for (old, p) in list_snapshots(d.dir()).map_err(io)? {
+        if old < seq {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    wal.remove_segments_before(seq + 1).map_err(io)?;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    eprintln!(
+        "pion: snapshot {} written: {keys} keys, {bytes} bytes, {duration_ms} ms \
+         (cut pause {pause_us} µs)",
+        path.display()
+    );
+    Ok(SnapshotSummary {
+        seq,
+        keys,
+        bytes,
+        pause_us,
+        duration_ms,
+    })
+}

@@ -1,0 +1,556 @@
+//! The log writer. Commands append records to an in-memory buffer while they still
+//! hold their shard locks (so the log order is the order conflicting commands ran in);
+//! before a reply leaves, its record is written to the current segment file — and,
+//! under `appendfsync always`, fsynced. Writers share that work: whoever takes the
+//! file lock writes (and syncs) everything appended so far, the others find their
+//! records already done. That is group commit: one `write` and at most one `fsync` per
+//! batch, however many threads and clients contributed to it.
+//!
+//! A failed write or fsync (disk full, I/O error) leaves the records in the buffer,
+//! puts the log in a failed state that refuses further writes, and is retried on every
+//! commit until the disk recovers; nothing is acknowledged before it is logged.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+
+use parking_lot::Mutex;
+
+use super::codec::crc;
+use super::record::{encode_commands, frame, segment_header};
+
+/// When the log is flushed to stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// Before any reply to a write (group commit: one fsync per batch).
+    Always,
+    /// Once a second in the background; a crash of the machine may lose up to a
+    /// second of writes, a crash of the process loses none.
+    EverySec,
+    /// Left to the operating system.
+    No,
+}
+
+impl FsyncPolicy {
+    /// The policy's name as `appendfsync` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FsyncPolicy::Always => "always",
+            FsyncPolicy::EverySec => "everysec",
+            FsyncPolicy::No => "no",
+        }
+    }
+
+    /// Parses `always`, `everysec` or `no` (any case).
+    pub fn parse(s: &str) -> Option<FsyncPolicy> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Some(FsyncPolicy::Always),
+            "everysec" => Some(FsyncPolicy::EverySec),
+            "no" => Some(FsyncPolicy::No),
+            _ => None,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            FsyncPolicy::Always => 0,
+            FsyncPolicy::EverySec => 1,
+            FsyncPolicy::No => 2,
+        }
+    }
+
+    fn from_code(c: u8) -> FsyncPolicy {
+        match c {
+            0 => FsyncPolicy::Always,
+            2 => FsyncPolicy::No,
+            _ => FsyncPolicy::EverySec,
+        }
+    }
+}
+
+/// The file name of the segment whose first record is `first_seq`.
+pub fn segment_name(first_seq: u64) -> String {
+    format!("wal-{first_seq:020}.log")
+}
+
+/// The first sequence number a segment file name declares.
+pub fn parse_segment_name(name: &str) -> Option<u64> {
+    name.strip_prefix("wal-")?
+        .strip_suffix(".log")?
+        .parse()
+        .ok()
+}
+
+/// Counters for `INFO persistence`.
+#[derive(Debug, Default)]
+pub struct WalStats {
+    /// Record bytes written to segment files.
+    pub bytes_written: AtomicU64,
+    /// `write` calls that carried records.
+    pub writes: AtomicU64,
+    /// fsyncs of segment files.
+    pub fsyncs: AtomicU64,
+    /// Unix ms of the last successful fsync.
+    pub last_fsync_ms: AtomicU64,
+    /// Failed writes and fsyncs.
+    pub errors: AtomicU64,
+    /// Bytes in segment files on disk (all segments).
+    pub bytes_on_disk: AtomicU64,
+}
+
+struct Pending {
+    buf: Vec<u8>,
+    last_seq: u64,
+}
+
+struct Segment {
+    file: File,
+    first_seq: u64,
+    size: u64,
+    /// A failed write left bytes past this length: cut them before writing again.
+    truncate_to: Option<u64>,
+    /// Sequence number of the last record in this file.
+    last_seq: u64,
+}
+
+/// The write-ahead log of one data directory.
+pub struct Wal {
+    dir: PathBuf,
+    policy: AtomicU8,
+    segment_limit: u64,
+    pending: Mutex<Pending>,
+    segment: Mutex<Segment>,
+    appended: AtomicU64,
+    written: AtomicU64,
+    synced: AtomicU64,
+    failed: AtomicBool,
+    failure: Mutex<Option<String>>,
+    stats: WalStats,
+    /// Test hook: an errno every write and fsync fails with (0: none).
+    injected: AtomicI32,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Wal {
+    /// Opens a log whose next record is `next_seq`, in a new segment file.
+    pub fn create(
+        dir: &Path,
+        next_seq: u64,
+        policy: FsyncPolicy,
+        segment_limit: u64,
+    ) -> io::Result<Wal> {
+        let segment = new_segment(dir, next_seq)?;
+        let last = next_seq - 1;
+        let wal = Wal {
+            dir: dir.to_path_buf(),
+            policy: AtomicU8::new(policy.code()),
+            segment_limit: segment_limit.max(4096),
+            pending: Mutex::new(Pending {
+                buf: Vec::new(),
+                last_seq: last,
+            }),
+            segment: Mutex::new(segment),
+            appended: AtomicU64::new(last),
+            written: AtomicU64::new(last),
+            synced: AtomicU64::new(last),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            stats: WalStats::default(),
+            injected: AtomicI32::new(0),
+        };
+        let on_disk: u64 = list_segments(dir)?
+            .iter()
+            .filter_map(|(_, p)| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        wal.stats.bytes_on_disk.store(on_disk, Ordering::Relaxed);
+        Ok(wal)
+    }
+
+    /// The fsync policy.
+    pub fn policy(&self) -> FsyncPolicy {
+        FsyncPolicy::from_code(self.policy.load(Ordering::Relaxed))
+    }
+
+    /// Changes the fsync policy (`CONFIG SET appendfsync`).
+    pub fn set_policy(&self, policy: FsyncPolicy) {
+        self.policy.store(policy.code(), Ordering::Relaxed);
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &WalStats {
+        &self.stats
+    }
+
+    /// Sequence number of the last appended record.
+    pub fn appended_seq(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    /// Sequence number up to which records are in the segment files.
+    pub fn written_seq(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// Sequence number up to which records are fsynced.
+    pub fn synced_seq(&self) -> u64 {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Sequence number up to which a reply may be sent under the current policy.
+    pub fn durable_seq(&self) -> u64 {
+        match self.policy() {
+            FsyncPolicy::Always => self.synced_seq(),
+            _ => self.written_seq(),
+        }
+    }
+
+    /// The error that stopped the log, while it lasts.
+    pub fn failure(&self) -> Option<String> {
+        if self.failed.load(Ordering::Relaxed) {
+            self.failure.lock().clone()
+        } else {
+            None
+        }
+    }
+
+    /// Appends one record of commands that ran at `time_ms`; returns its sequence
+    /// number. Call while holding the locks of the keys the commands touched.
+    pub fn append<'a>(
+        &self,
+        time_ms: i64,
+        commands: impl ExactSizeIterator<Item = (usize, &'a [Vec<u8>])>,
+    ) -> u64 {
+        SCRATCH.with(|scratch| {
+            let mut payload = scratch.borrow_mut();
+            payload.clear();
+            encode_commands(time_ms, commands, &mut payload);
+            let payload_crc = crc(&payload);
+            let mut p = self.pending.lock();
+            let seq = p.last_seq + 1;
+            p.last_seq = seq;
+            frame(seq, &payload, payload_crc, &mut p.buf);
+            self.appended.store(seq, Ordering::Release);
+            if payload.capacity() > 1 << 20 {
+                *payload = Vec::new();
+            }
+            seq
+        })
+    }
+
+    /// Makes every record up to `seq` durable under the current policy: written to the
+    /// segment file, and under `always` fsynced. Returns the error text when the disk
+    /// refuses (the records stay queued and are retried by the next commit).
+    pub fn commit(&self, seq: u64) -> Result<(), String> {
+        let always = self.policy() == FsyncPolicy::Always;
+        let done = |w: &Wal| {
+            if always {
+                w.synced_seq() >= seq
+            } else {
+                w.written_seq() >= seq
+            }
+        };
+        if done(self) && !self.failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut seg = self.segment.lock();
+        if done(self) && !self.failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.write_pending(&mut seg)?;
+        if always {
+            self.sync_locked(&mut seg)?;
+        }
+        self.recovered();
+        Ok(())
+    }
+
+    /// Writes and fsyncs everything appended so far (the everysec tick, shutdown).
+    pub fn sync_all(&self) -> Result<(), String> {
+        let mut seg = self.segment.lock();
+        self.write_pending(&mut seg)?;
+        if self.synced_seq() < self.written_seq() {
+            self.sync_locked(&mut seg)?;
+        }
+        self.recovered();
+        Ok(())
+    }
+
+    /// Ends the current segment and starts a new one at the next sequence number;
+    /// returns that number. Everything appended before is written first. Used at a
+    /// snapshot's cut, with every shard locked, so no record is being appended.
+    pub fn roll(&self) -> Result<u64, String> {
+        let mut seg = self.segment.lock();
+        self.write_pending(&mut seg)?;
+        let next = self.written_seq() + 1;
+        if seg.first_seq != next {
+            self.roll_locked(&mut seg, next)?;
+        }
+        Ok(next)
+    }
+
+    /// Deletes every segment that ends before `first_kept` (a snapshot covers them).
+    pub fn remove_segments_before(&self, first_kept: u64) -> io::Result<usize> {
+        let segments = list_segments(&self.dir)?;
+        let mut removed = 0;
+        for (i, (first, path)) in segments.iter().enumerate() {
+            let next_first = segments.get(i + 1).map(|(f, _)| *f);
+            // A segment may go only when the next one starts at or before the first
+            // record still needed.
+            if *first < first_kept && next_first.is_some_and(|n| n <= first_kept) {
+                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                std::fs::remove_file(path)?;
+                self.stats.bytes_on_disk.fetch_sub(
+                    len.min(self.stats.bytes_on_disk.load(Ordering::Relaxed)),
+                    Ordering::Relaxed,
+                );
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            sync_dir(&self.dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Test hook: make every log write and fsync fail with this OS error number (as a
+    /// full disk does), or stop failing with `None`.
+    #[doc(hidden)]
+    pub fn inject_failure(&self, errno: Option<i32>) {
+        self.injected.store(errno.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    fn injected(&self) -> io::Result<()> {
+        match self.injected.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        }
+    }
+
+    fn fail(&self, what: &str, e: &io::Error) -> String {
+        let text = format!("{what}: {e}");
+        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        if !self.failed.swap(true, Ordering::Relaxed) {
+            eprintln!("pion: write-ahead log {text}; writes are refused until it succeeds");
+        }
+        *self.failure.lock() = Some(text.clone());
+        text
+    }
+
+    fn recovered(&self) {
+        if self.failed.swap(false, Ordering::Relaxed) {
+            eprintln!("pion: write-ahead log writable again; writes accepted");
+            *self.failure.lock() = None;
+        }
+    }
+
+    /// Writes the pending buffer to the segment file (rolling first when the segment
+    /// is full). On failure the bytes go back to the front of the buffer.
+    fn write_pending(&self, seg: &mut Segment) -> Result<(), String> {
+        let (buf, last) = {
+            let mut p = self.pending.lock();
+            (std::mem::take(&mut p.buf), p.last_seq)
+        };
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let result = self.write_buf(seg, &buf, last);
+        if let Err(e) = result {
+            let mut p = self.pending.lock();
+            let newer = std::mem::replace(&mut p.buf, buf);
+            p.buf.extend_from_slice(&newer);
+            return Err(e);
+        }
+        let mut p = self.pending.lock();
+        if p.buf.is_empty() && p.buf.capacity() < buf.capacity() && buf.capacity() <= 4 << 20 {
+            // Reuse the larger allocation for the next batch.
+            let mut buf = buf;
+            buf.clear();
+            p.buf = buf;
+        }
+        Ok(())
+    }
+
+    fn write_buf(&self, seg: &mut Segment, buf: &[u8], last: u64) -> Result<(), String> {
+        if let Some(len) = seg.truncate_to {
+            seg.file
+                .set_len(len)
+                .map_err(|e| self.fail("cannot cut a partial write", &e))?;
+            seg.truncate_to = None;
+        }
+        if seg.size >= self.segment_limit && seg.last_seq >= seg.first_seq {
+            let next = self.written_seq() + 1;
+            self.roll_locked(seg, next)?;
+        }
+        let before = seg.size;
+        let outcome = self.injected().and_then(|()| seg.file.write_all(buf));
+        if let Err(e) = outcome {
+            // Part of the batch may have reached the file: cut it off now, or before the
+            // next write if that fails too, so the log never has a hole mid-file.
+            seg.truncate_to = Some(before);
+            if seg.file.set_len(before).is_ok() {
+                seg.truncate_to = None;
+            }
+            return Err(self.fail("write failed", &e));
+        }
+        let n = buf.len() as u64;
+        seg.size += n;
+        seg.last_seq = last;
+        self.stats.bytes_written.fetch_add(n, Ordering::Relaxed);
+        self.stats.bytes_on_disk.fetch_add(n, Ordering::Relaxed);
+        self.stats.writes.fetch_add(1, Ordering::Relaxed);
+        self.written.store(last, Ordering::Release);
+        Ok(())
+    }
+
+    fn sync_locked(&self, seg: &mut Segment) -> Result<(), String> {
+        let target = self.written_seq();
+        self.injected()
+            .and_then(|()| seg.file.sync_data())
+            .map_err(|e| self.fail("fsync failed", &e))?;
+        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .last_fsync_ms
+            .store(crate::engine::unix_ms() as u64, Ordering::Relaxed);
+        self.synced.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn roll_locked(&self, seg: &mut Segment, next: u64) -> Result<(), String> {
+        if self.policy() != FsyncPolicy::No {
+            self.sync_locked(seg)?;
+        }
+        let fresh =
+            new_segment(&self.dir, next).map_err(|e| self.fail("cannot start segment", &e))?;
+        self.stats
+            .bytes_on_disk
+            .fetch_add(fresh.size, Ordering::Relaxed);
+        *seg = fresh;
+        Ok(())
+    }
+}
+
+/// Creates a segment file with its header, durably (file and directory entry).
+fn new_segment(dir: &Path, first_seq: u64) -> io::Result<Segment> {
+    let path = dir.join(segment_name(first_seq));
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    file.write_all(&segment_header(first_seq))?;
+    file.sync_all()?;
+    sync_dir(dir)?;
+    // Appends from here on: after a partial write is cut off, the next write lands at
+    // the new end.
+    let file = OpenOptions::new().append(true).open(&path)?;
+    Ok(Segment {
+        file,
+        first_seq,
+        size: super::record::SEGMENT_HEADER_LEN as u64,
+        truncate_to: None,
+        last_seq: first_seq - 1,
+    })
+}
+
+/// Segment files of a directory, ordered by their first sequence number.
+pub fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if let Some(first) = entry.file_name().to_str().and_then(parse_segment_name) {
+            out.push((first, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// fsyncs a directory, so the files created or renamed in it survive a power loss.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::record::{scan_segment, ScanEnd};
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pion-wal-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    fn set(wal: &Wal, i: u64) -> u64 {
+        let argv = vec![b"SET".to_vec(), b"k".to_vec(), i.to_string().into_bytes()];
+        wal.append(1, [(0usize, argv.as_slice())].into_iter())
+    }
+
+    #[test]
+    fn records_reach_the_file_on_commit_and_segments_roll() {
+        let dir = tmp("roll");
+        let wal = Wal::create(&dir, 1, FsyncPolicy::Always, 4096).expect("create");
+        let mut last = 0;
+        for i in 0..400 {
+            last = set(&wal, i);
+            if i % 7 == 0 {
+                wal.commit(last).expect("commit");
+            }
+        }
+        wal.commit(last).expect("commit");
+        assert_eq!(wal.synced_seq(), 400);
+        let segments = list_segments(&dir).expect("list");
+        assert!(segments.len() > 3, "segments rolled: {segments:?}");
+        let mut next = 1;
+        for (first, path) in &segments {
+            let bytes = std::fs::read(path).expect("read");
+            let scan = scan_segment(&bytes);
+            assert_eq!(scan.first_seq, Some(*first));
+            assert_eq!(scan.end, ScanEnd::Clean);
+            for r in &scan.records {
+                assert_eq!(r.seq, next);
+                next += 1;
+            }
+        }
+        assert_eq!(next, 401);
+        // Everything before the last roll can go once a snapshot covers it.
+        let first_kept = wal.roll().expect("roll");
+        assert_eq!(first_kept, 401);
+        wal.remove_segments_before(first_kept).expect("remove");
+        assert_eq!(list_segments(&dir).expect("list").len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_failing_disk_keeps_records_queued_until_it_recovers() {
+        let dir = tmp("fail");
+        let wal = Wal::create(&dir, 1, FsyncPolicy::EverySec, 1 << 20).expect("create");
+        let a = set(&wal, 1);
+        wal.commit(a).expect("commit");
+        wal.inject_failure(Some(28));
+        let b = set(&wal, 2);
+        let err = wal.commit(b).expect_err("disk full");
+        assert!(err.contains("No space left on device"), "{err}");
+        assert!(wal.failure().is_some());
+        assert_eq!(wal.written_seq(), 1);
+        let c = set(&wal, 3);
+        assert!(wal.commit(c).is_err());
+        wal.inject_failure(None);
+        wal.commit(c).expect("recovered");
+        assert!(wal.failure().is_none());
+        let bytes = std::fs::read(&list_segments(&dir).expect("list")[0].1).expect("read");
+        let scan = scan_segment(&bytes);
+        assert_eq!(scan.end, ScanEnd::Clean);
+        assert_eq!(
+            scan.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
