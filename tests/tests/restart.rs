@@ -546,7 +546,7 @@ fn scratch_databases(client: &mut Client, rng: &mut SmallRng) {
 fn populate(client: &mut Client, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     populate_db(client, 0, &mut rng, 1);
-    populate_db(client, 1, &mut rng, 3);
+    populate_db(client, 1, &mut rng, 2);
     nondeterministic(client, 0, &mut rng);
     nondeterministic(client, 1, &mut rng);
     scratch_databases(client, &mut rng);
