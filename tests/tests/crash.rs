@@ -534,6 +534,8 @@ struct Harness {
     seed: u64,
     cycles: usize,
     writers: usize,
+    /// The `--appendfsync` policy, which INFO must report back.
+    policy: String,
     args: Vec<String>,
 }
 
@@ -645,6 +647,28 @@ impl Harness {
         }
     }
 
+    /// Checks that INFO reports the log on, at the policy asked for.
+    fn check_config(&self, server: &PionProcess) {
+        let Ok((RespValue::Bulk(_, Some(text)), _)) =
+            server.client().call(&["INFO", "persistence"])
+        else {
+            self.fail(0, server, "INFO persistence gave no text".into());
+        };
+        let text = String::from_utf8_lossy(&text);
+        for field in [
+            "wal_enabled:1".to_string(),
+            format!("wal_fsync_policy:{}", self.policy),
+        ] {
+            if !text.contains(&field) {
+                self.fail(
+                    0,
+                    server,
+                    format!("INFO persistence lacks {field}:\n{text}"),
+                );
+            }
+        }
+    }
+
     /// Reads `INFO persistence`: whether a snapshot is running. Fails the run if the
     /// last one failed.
     fn snapshot_running(&self, cycle: usize, server: &PionProcess) -> bool {
@@ -675,6 +699,9 @@ impl Harness {
             .collect();
         for cycle in 0..self.cycles {
             let mut server = PionProcess::start(dir.path(), &args);
+            if cycle == 0 {
+                self.check_config(&server);
+            }
             self.verify(cycle, &server, &mut threads, &mut stats);
             let port = server.port();
             let writers: Vec<_> = threads
@@ -784,6 +811,7 @@ fn sigkill_loses_no_acknowledged_write() {
         cycles: env_or("PION_CRASH_CYCLES", 20),
         writers: 4,
         args: durability_args(&policy),
+        policy,
     }
     .run();
 }
@@ -794,9 +822,10 @@ fn sigkill_loses_no_acknowledged_write_fsync_always_two_threads() {
     args.extend(["--threads".to_string(), "2".to_string()]);
     Harness {
         name: "crash-always",
-        seed: env_or("PION_CRASH_SEED", DEFAULT_SEED).wrapping_add(1),
+        seed: env_or("PION_CRASH_SEED", DEFAULT_SEED),
         cycles: 5,
         writers: 4,
+        policy: "always".into(),
         args,
     }
     .run();
