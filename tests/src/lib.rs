@@ -3,8 +3,10 @@
 //! and the corpus format the differential tests replay.
 
 pub mod corpus;
+pub mod process;
 pub mod resp;
 pub mod servers;
 
+pub use process::{temp_dir, PionProcess, TempDir};
 pub use resp::{Client, RespValue};
 pub use servers::{free_port, PionServer, RedisServer};

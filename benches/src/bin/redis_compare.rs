@@ -4,9 +4,16 @@
 //! ```text
 //! cargo build --release -p pion-server
 //! cargo run --release -p pion-benches --bin redis_compare -- [--requests N] [--threads T] [--rounds R]
+//!     [--persistence off|everysec|always]
 //! ```
+//!
+//! `--persistence` (default `off`: both servers in memory only) compares the cost of
+//! durability: redis-server with its append-only file and pion-server with its
+//! write-ahead log, both at the given fsync policy and each in a fresh data directory
+//! (removed afterwards). Only writes pay for it, so then only SET is measured.
 
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,6 +36,26 @@ fn wait_port(port: u16) {
 }
 
 struct Proc(Child);
+
+/// A fresh data directory for one server, removed on drop (after the server: declare
+/// it before the `Proc` that uses it).
+struct DataDir(PathBuf);
+
+impl DataDir {
+    fn new(name: &str) -> DataDir {
+        let path = std::env::temp_dir().join(format!("pion-bench-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+        DataDir(path)
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -76,6 +103,21 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
+    let persistence = args
+        .iter()
+        .position(|a| a == "--persistence")
+        .and_then(|i| args.get(i + 1))
+        .map_or("off", String::as_str);
+    if !["off", "everysec", "always"].contains(&persistence) {
+        eprintln!("--persistence takes off, everysec or always, not '{persistence}'");
+        std::process::exit(2);
+    }
+    // With persistence only writes differ; reads would measure the same thing twice.
+    let tests = if persistence == "off" {
+        "set,get"
+    } else {
+        "set"
+    };
     let requests = arg("--requests", 1_000_000);
     let threads = arg("--threads", 1);
     let exe_dir = std::env::current_exe()
@@ -86,25 +128,30 @@ fn main() {
         .filter(|p| p.exists())
         .expect("build pion-server in the same profile first");
 
+    // Declared before the servers, so they are removed after the servers stop.
+    let redis_dir = DataDir::new("redis");
+    let pion_dir = DataDir::new("pion");
+    let mut redis_cmd = Command::new("redis-server");
+    let mut pion_cmd = Command::new(&pion_bin);
+    if persistence == "off" {
+        redis_cmd.args(["--appendonly", "no"]);
+        pion_cmd.args(["--wal", "off"]);
+    } else {
+        redis_cmd.args(["--appendonly", "yes", "--appendfsync", persistence]);
+        pion_cmd.args(["--wal", "on", "--appendfsync", persistence]);
+    }
     let redis_port = free_port();
     let _redis = Proc(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &redis_port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+        redis_cmd
+            .args(["--port", &redis_port.to_string(), "--save", "", "--dir"])
+            .arg(&redis_dir.0)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server must be installed"),
     );
     let pion_port = free_port();
-    let data = std::env::temp_dir().join(format!("pion-bench-{pion_port}"));
     let _pion = Proc(
-        Command::new(&pion_bin)
+        pion_cmd
             .args([
                 "--port",
                 &pion_port.to_string(),
@@ -112,7 +159,7 @@ fn main() {
                 &threads.to_string(),
                 "--dir",
             ])
-            .arg(&data)
+            .arg(&pion_dir.0)
             .stderr(Stdio::null())
             .spawn()
             .expect("start pion-server"),
@@ -120,9 +167,13 @@ fn main() {
     wait_port(redis_port);
     wait_port(pion_port);
     let rounds = arg("--rounds", 3).max(1) as usize;
+    let mode = match persistence {
+        "off" => "persistence off (in memory only)".to_string(),
+        p => format!("persistence appendfsync {p} (redis AOF, pion WAL)"),
+    };
     println!(
-        "redis-benchmark -t set,get -c 50 -n {requests} -r 100000; pion --threads {threads}; \
-         median of {rounds} rounds, servers alternating first"
+        "redis-benchmark -t {tests} -c 50 -n {requests} -r 100000; pion --threads {threads}; \
+         {mode}; median of {rounds} rounds, servers alternating first"
     );
     println!(
         "{:<6} {:>9} {:>14} {:>14} {:>7}",
@@ -134,11 +185,11 @@ fn main() {
         for round in 0..rounds {
             // Alternate which server goes first so neither always gets the warmer machine.
             if round % 2 == 0 {
-                redis_runs.push(bench(redis_port, "set,get", 50, pipeline, requests));
-                pion_runs.push(bench(pion_port, "set,get", 50, pipeline, requests));
+                redis_runs.push(bench(redis_port, tests, 50, pipeline, requests));
+                pion_runs.push(bench(pion_port, tests, 50, pipeline, requests));
             } else {
-                pion_runs.push(bench(pion_port, "set,get", 50, pipeline, requests));
-                redis_runs.push(bench(redis_port, "set,get", 50, pipeline, requests));
+                pion_runs.push(bench(pion_port, tests, 50, pipeline, requests));
+                redis_runs.push(bench(redis_port, tests, 50, pipeline, requests));
             }
         }
         for (i, (name, _)) in redis_runs[0].iter().enumerate() {

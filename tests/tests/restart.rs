@@ -1,0 +1,885 @@
+//! Restart equivalence: what a client can observe — every key of every database, its
+//! type, full content and absolute expiry — is the same after a restart as before it,
+//! whether the server stopped cleanly, was SIGKILLed, recovered from a snapshot plus the
+//! log written after it, or was killed right after a BGSAVE taken while writes ran. The
+//! data covers every type and encoding boundary, binary values, infinite and fractional
+//! scores, and the commands whose log entry must not be the command itself (SPOP,
+//! INCRBYFLOAT, relative expiry, SWAPDB, FLUSHDB). Also: a second server on the same data
+//! directory is refused while the first runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use pion_tests::{temp_dir, Client, PionProcess, RespValue};
+
+/// Commands sent per pipelined batch.
+const PIPELINE: usize = 256;
+
+/// Far-future relative expiries (milliseconds): nothing expires during a test.
+const FAR_MS: u64 = 1_000_000_000;
+
+/// A key's observable content; the variant is its TYPE.
+#[derive(Debug, Clone, PartialEq)]
+enum Content {
+    Str(Vec<u8>),
+    List(Vec<Vec<u8>>),
+    /// Members sorted.
+    Set(Vec<Vec<u8>>),
+    /// Field/value pairs sorted by field.
+    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// Member/score pairs in ZRANGE order, scores as the server prints them.
+    ZSet(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+/// A key as a client sees it.
+#[derive(Debug, Clone, PartialEq)]
+struct Dumped {
+    content: Content,
+    /// PEXPIRETIME: absolute deadline in Unix ms, or -1.
+    pexpiretime: i64,
+}
+
+/// Every key of every database: (db, key) → what it holds.
+type Dump = BTreeMap<(usize, Vec<u8>), Dumped>;
+
+/// Commands to send in pipelined batches; every reply must be a non-error.
+#[derive(Default)]
+struct Batch {
+    cmds: Vec<Vec<Vec<u8>>>,
+}
+
+impl Batch {
+    fn push<A: AsRef<[u8]>>(&mut self, args: &[A]) {
+        self.cmds
+            .push(args.iter().map(|a| a.as_ref().to_vec()).collect());
+    }
+
+    /// Sends everything, pipelined, on `client`; returns the replies.
+    fn run(self, client: &mut Client) -> Vec<RespValue> {
+        let replies = pipeline(client, &self.cmds);
+        for (cmd, reply) in self.cmds.iter().zip(&replies) {
+            assert!(
+                !reply.is_error(),
+                "`{}` failed: {}",
+                render_cmd(cmd),
+                reply.render()
+            );
+        }
+        replies
+    }
+}
+
+fn render_cmd(cmd: &[Vec<u8>]) -> String {
+    cmd.iter()
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn pipeline(client: &mut Client, cmds: &[Vec<Vec<u8>>]) -> Vec<RespValue> {
+    let mut replies = Vec::with_capacity(cmds.len());
+    for chunk in cmds.chunks(PIPELINE) {
+        let mut bytes = Vec::new();
+        for cmd in chunk {
+            bytes.extend(Client::encode(cmd));
+        }
+        client.send_raw(&bytes).expect("send a pipelined batch");
+        for _ in chunk {
+            replies.push(client.read_reply().expect("read a pipelined reply").0);
+        }
+    }
+    replies
+}
+
+fn ok(client: &mut Client, args: &[&str]) -> RespValue {
+    let reply = client.cmd(args);
+    assert!(
+        !reply.is_error() && !matches!(reply, RespValue::Line(b'!', _)),
+        "`{}` failed: {}",
+        args.join(" "),
+        reply.render()
+    );
+    reply
+}
+
+fn bulk(v: &RespValue) -> Vec<u8> {
+    match v {
+        RespValue::Bulk(_, Some(b)) => b.clone(),
+        other => panic!("expected a bulk string, got {}", other.render()),
+    }
+}
+
+fn items(v: &RespValue) -> Vec<Vec<u8>> {
+    match v {
+        RespValue::Agg(_, Some(items)) => items.iter().map(bulk).collect(),
+        other => panic!("expected an array, got {}", other.render()),
+    }
+}
+
+fn integer(v: &RespValue) -> i64 {
+    match v {
+        RespValue::Line(b':', n) => String::from_utf8_lossy(n)
+            .parse()
+            .expect("an integer reply"),
+        other => panic!("expected an integer, got {}", other.render()),
+    }
+}
+
+fn pairs(flat: Vec<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = flat.into_iter();
+    let mut out = Vec::new();
+    while let (Some(a), Some(b)) = (it.next(), it.next()) {
+        out.push((a, b));
+    }
+    out
+}
+
+fn database_count(client: &mut Client) -> usize {
+    let reply = ok(client, &["CONFIG", "GET", "databases"]);
+    let flat = items(&reply);
+    flat.get(1)
+        .and_then(|n| String::from_utf8_lossy(n).parse().ok())
+        .unwrap_or(16)
+}
+
+/// Every key of every database with TYPE, full content (sets and hashes sorted) and
+/// PEXPIRETIME. Leaves the connection on database 0.
+fn dump(client: &mut Client) -> Dump {
+    let mut out = Dump::new();
+    for db in 0..database_count(client) {
+        ok(client, &["SELECT", &db.to_string()]);
+        let mut keys = BTreeSet::new();
+        let mut cursor = b"0".to_vec();
+        loop {
+            let reply = client.cmd(&[b"SCAN".as_slice(), &cursor, b"COUNT", b"1000"]);
+            let RespValue::Agg(_, Some(parts)) = &reply else {
+                panic!("SCAN replied {}", reply.render());
+            };
+            cursor = bulk(&parts[0]);
+            keys.extend(items(&parts[1]));
+            if cursor == b"0" {
+                break;
+            }
+        }
+        let keys: Vec<Vec<u8>> = keys.into_iter().collect();
+        let types: Vec<RespValue> = pipeline(
+            client,
+            &keys
+                .iter()
+                .map(|k| vec![b"TYPE".to_vec(), k.clone()])
+                .collect::<Vec<_>>(),
+        );
+        let mut reads = Vec::new();
+        for (key, ty) in keys.iter().zip(&types) {
+            let RespValue::Line(b'+', ty) = ty else {
+                panic!("TYPE replied {}", ty.render());
+            };
+            let k = key.clone();
+            let read: Vec<Vec<u8>> = match ty.as_slice() {
+                b"string" => vec![b"GET".to_vec(), k],
+                b"list" => vec![b"LRANGE".to_vec(), k, b"0".to_vec(), b"-1".to_vec()],
+                b"set" => vec![b"SMEMBERS".to_vec(), k],
+                b"hash" => vec![b"HGETALL".to_vec(), k],
+                b"zset" => vec![
+                    b"ZRANGE".to_vec(),
+                    k,
+                    b"0".to_vec(),
+                    b"-1".to_vec(),
+                    b"WITHSCORES".to_vec(),
+                ],
+                other => panic!(
+                    "db {db} key {:?}: unexpected TYPE {}",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(other)
+                ),
+            };
+            reads.push(read);
+            reads.push(vec![b"PEXPIRETIME".to_vec(), key.clone()]);
+        }
+        let replies = pipeline(client, &reads);
+        for (i, key) in keys.into_iter().enumerate() {
+            let (content, ttl) = (&replies[2 * i], &replies[2 * i + 1]);
+            let content = match reads[2 * i][0].as_slice() {
+                b"GET" => Content::Str(bulk(content)),
+                b"LRANGE" => Content::List(items(content)),
+                b"SMEMBERS" => {
+                    let mut m = items(content);
+                    m.sort();
+                    Content::Set(m)
+                }
+                b"HGETALL" => {
+                    let mut p = pairs(items(content));
+                    p.sort();
+                    Content::Hash(p)
+                }
+                _ => Content::ZSet(pairs(items(content))),
+            };
+            out.insert(
+                (db, key),
+                Dumped {
+                    content,
+                    pexpiretime: integer(ttl),
+                },
+            );
+        }
+    }
+    ok(client, &["SELECT", "0"]);
+    out
+}
+
+fn short(text: String) -> String {
+    let chars = text.chars().count();
+    if chars > 300 {
+        format!(
+            "{}… ({chars} chars)",
+            text.chars().take(300).collect::<String>()
+        )
+    } else {
+        text
+    }
+}
+
+fn describe(d: Option<&Dumped>) -> String {
+    match d {
+        None => "(absent)".into(),
+        Some(d) => {
+            let show = |b: &Vec<u8>| format!("{:?}", String::from_utf8_lossy(b));
+            let content = match &d.content {
+                Content::Str(s) => format!("string {}", show(s)),
+                Content::List(l) => format!("list {:?}", l.iter().map(show).collect::<Vec<_>>()),
+                Content::Set(s) => format!("set {:?}", s.iter().map(show).collect::<Vec<_>>()),
+                Content::Hash(h) => format!(
+                    "hash {:?}",
+                    h.iter()
+                        .map(|(f, v)| (show(f), show(v)))
+                        .collect::<Vec<_>>()
+                ),
+                Content::ZSet(z) => format!(
+                    "zset {:?}",
+                    z.iter()
+                        .map(|(m, s)| (show(m), show(s)))
+                        .collect::<Vec<_>>()
+                ),
+            };
+            short(format!("{content}, pexpiretime {}", d.pexpiretime))
+        }
+    }
+}
+
+/// Fails with the first differences if the two dumps are not identical.
+fn assert_same(label: &str, before: &Dump, after: &Dump) {
+    if before == after {
+        return;
+    }
+    let keys: BTreeSet<&(usize, Vec<u8>)> = before.keys().chain(after.keys()).collect();
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter(|k| before.get(*k) != after.get(*k))
+        .map(|k| {
+            format!(
+                "db {} key {:?}:\n    before {}\n    after  {}",
+                k.0,
+                String::from_utf8_lossy(&k.1),
+                describe(before.get(k)),
+                describe(after.get(k))
+            )
+        })
+        .collect();
+    panic!(
+        "{label}: {} keys differ ({} keys before, {} after); first ones:\n{}",
+        diffs.len(),
+        before.len(),
+        after.len(),
+        diffs
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+fn ascii(rng: &mut SmallRng, max: usize) -> String {
+    let len = rng.gen_range(1..=max);
+    (0..len)
+        .map(|_| char::from(rng.gen_range(b' '..=b'~')))
+        .collect()
+}
+
+fn binary(rng: &mut SmallRng, max: usize) -> Vec<u8> {
+    let len = rng.gen_range(0..=max);
+    (0..len).map(|_| rng.gen::<u8>()).collect()
+}
+
+/// Fractional, tiny, huge and integral scores, as text a client would send.
+fn score(rng: &mut SmallRng) -> String {
+    match rng.gen_range(0..6) {
+        0 => rng.gen_range(-1000..1000).to_string(),
+        1 => format!("{}", rng.gen_range(-1.0e6..1.0e6f64)),
+        2 => format!("{:e}", rng.gen_range(1.0e-300..1.0e-290f64)),
+        3 => [
+            "0.1",
+            "-0.25",
+            "3.141592653589793",
+            "1.7976931348623157e308",
+        ][rng.gen_range(0..4)]
+        .to_string(),
+        _ => format!("{}", f64::from(rng.gen_range(-100i32..100)) / 8.0),
+    }
+}
+
+/// Fills database `db` with every type at both sides of the encoding thresholds;
+/// `scale` divides the key counts. Some keys get far-future expiries.
+fn populate_db(client: &mut Client, db: usize, rng: &mut SmallRng, scale: usize) {
+    ok(client, &["SELECT", &db.to_string()]);
+    let n = |count: usize| (count / scale).max(1);
+    let mut batch = Batch::default();
+    for i in 0..n(600) {
+        batch.push(&["SET", &format!("str:{i}"), &ascii(rng, 60)]);
+    }
+    for i in 0..n(200) {
+        let v = rng.gen_range(i64::MIN / 2..i64::MAX / 2).to_string();
+        batch.push(&["SET", &format!("int:{i}"), &v]);
+    }
+    for (k, v) in [
+        ("int:max", i64::MAX.to_string()),
+        ("int:min", i64::MIN.to_string()),
+        ("int:zero", "0".into()),
+        ("int:lead0", "007".into()),
+        ("int:neg", "-17".into()),
+    ] {
+        batch.push(&["SET", k, &v]);
+    }
+    for i in 0..n(64) {
+        batch.push(&[
+            b"SET".to_vec(),
+            format!("bin:{i}").into_bytes(),
+            binary(rng, 200),
+        ]);
+    }
+    batch.push(&[b"SET".to_vec(), b"bin:all".to_vec(), (0..=255u8).collect()]);
+    batch.push(&[
+        b"SET".to_vec(),
+        b"key\0with\r\nbinary\xff".to_vec(),
+        b"value".to_vec(),
+    ]);
+    batch.push(&["SET", "big:str", &"x".repeat(200_000 / scale)]);
+    for i in 0..n(150) {
+        let mut cmd = vec!["HSET".to_string(), format!("hash:{i}")];
+        for f in 0..rng.gen_range(1..10) {
+            cmd.push(format!("f{f}"));
+            cmd.push(ascii(rng, 20));
+        }
+        batch.push(&cmd);
+    }
+    for j in 0..2 {
+        let key = format!("hash:big{j}");
+        for chunk in 0..7 {
+            let mut cmd = vec!["HSET".to_string(), key.clone()];
+            for f in 0..100 {
+                cmd.push(format!("field{}", chunk * 100 + f));
+                cmd.push(ascii(rng, 30));
+            }
+            batch.push(&cmd);
+        }
+    }
+    batch.push(&["HSET", "hash:longval", "a", &"v".repeat(100), "b", "short"]);
+    for i in 0..n(150) {
+        let mut cmd = vec!["RPUSH".to_string(), format!("list:{i}")];
+        cmd.extend((0..rng.gen_range(1..20)).map(|_| ascii(rng, 15)));
+        batch.push(&cmd);
+        batch.push(&["LPUSH", &format!("list:{i}"), "head"]);
+    }
+    for chunk in 0..30 {
+        let mut cmd = vec!["RPUSH".to_string(), "list:big".to_string()];
+        cmd.extend((0..100).map(|e| format!("e{}", chunk * 100 + e)));
+        batch.push(&cmd);
+    }
+    for i in 0..n(150) {
+        let mut cmd = vec!["SADD".to_string(), format!("iset:{i}")];
+        cmd.extend((0..rng.gen_range(1..20)).map(|_| rng.gen_range(-500..500).to_string()));
+        batch.push(&cmd);
+    }
+    for chunk in 0..10 {
+        let mut cmd = vec!["SADD".to_string(), "iset:big".to_string()];
+        cmd.extend((0..100).map(|e| (chunk * 100 + e).to_string()));
+        batch.push(&cmd);
+    }
+    for i in 0..n(100) {
+        let mut cmd = vec!["SADD".to_string(), format!("sset:{i}")];
+        cmd.extend((0..rng.gen_range(3..20)).map(|_| ascii(rng, 10)));
+        batch.push(&cmd);
+    }
+    for chunk in 0..7 {
+        let mut cmd = vec!["SADD".to_string(), "sset:big".to_string()];
+        cmd.extend((0..100).map(|e| format!("member-{}", chunk * 100 + e)));
+        batch.push(&cmd);
+    }
+    for i in 0..n(150) {
+        let mut cmd = vec!["ZADD".to_string(), format!("zset:{i}")];
+        for m in 0..rng.gen_range(1..15) {
+            cmd.push(score(rng));
+            cmd.push(format!("m{m}"));
+        }
+        batch.push(&cmd);
+    }
+    batch.push(&[
+        "ZADD", "zset:inf", "-inf", "low", "+inf", "high", "0", "zero", "-0.5", "neg", "1e-300",
+        "tiny",
+    ]);
+    for chunk in 0..6 {
+        let mut cmd = vec!["ZADD".to_string(), "zset:big".to_string()];
+        for m in 0..100 {
+            cmd.push(score(rng));
+            cmd.push(format!("member{}", chunk * 100 + m));
+        }
+        batch.push(&cmd);
+    }
+    batch.run(client);
+
+    // Far-future deadlines on about a tenth of the keys, of every type.
+    let mut batch = Batch::default();
+    for (prefix, count) in [
+        ("str", 600),
+        ("int", 200),
+        ("hash", 150),
+        ("list", 150),
+        ("iset", 150),
+        ("sset", 100),
+        ("zset", 150),
+    ] {
+        for i in (0..n(count)).step_by(10) {
+            let ms = FAR_MS + rng.gen_range(0..1_000_000u64);
+            batch.push(&["PEXPIRE", &format!("{prefix}:{i}"), &ms.to_string()]);
+        }
+    }
+    batch.push(&["PEXPIRE", "hash:big0", &FAR_MS.to_string()]);
+    batch.push(&["PEXPIRE", "zset:big", &(FAR_MS + 7).to_string()]);
+    batch.run(client);
+}
+
+/// Commands whose effect depends on randomness or on the clock, and commands over
+/// whole databases: the log must record what they did, not replay them blindly.
+fn nondeterministic(client: &mut Client, db: usize, rng: &mut SmallRng) {
+    ok(client, &["SELECT", &db.to_string()]);
+    let mut batch = Batch::default();
+    for i in 0..20 {
+        batch.push(&["SPOP", &format!("sset:{i}"), "2"]);
+        batch.push(&["SPOP", &format!("iset:{i}")]);
+    }
+    batch.push(&["SPOP", "iset:big", "5"]);
+    batch.push(&["SPOP", "sset:big", "3"]);
+    for i in 0..30 {
+        for _ in 0..3 {
+            let by = ["0.1", "1.5e3", "-2.25", "3.0000000000000004", "1e-7"][rng.gen_range(0..5)];
+            batch.push(&["INCRBYFLOAT", &format!("float:{i}"), by]);
+            batch.push(&["HINCRBYFLOAT", &format!("hash:{i}"), "ff", by]);
+        }
+    }
+    batch.push(&["INCRBYFLOAT", "int:zero", "0.1"]);
+    for i in 0..30 {
+        batch.push(&["SETEX", &format!("setex:{i}"), "100000", &ascii(rng, 10)]);
+        batch.push(&[
+            "EXPIRE",
+            &format!("str:{}", 100 + i),
+            &(200_000 + i).to_string(),
+        ]);
+        batch.push(&["GETEX", &format!("str:{}", 200 + i), "EX", "300000"]);
+        batch.push(&["GETEX", &format!("str:{}", 300 + i), "PX", "400000000"]);
+    }
+    // PERSIST through GETEX on keys that had deadlines.
+    for i in (0..100).step_by(10) {
+        batch.push(&["GETEX", &format!("str:{i}"), "PERSIST"]);
+    }
+    // More mutations of every type.
+    for i in 30..50 {
+        batch.push(&["APPEND", &format!("str:{i}"), "-appended"]);
+        batch.push(&["SETRANGE", &format!("str:{}", i + 20), "3", "XYZ"]);
+        batch.push(&["LPOP", &format!("list:{i}")]);
+        batch.push(&["LSET", &format!("list:{}", i + 20), "0", "replaced"]);
+        batch.push(&["HDEL", &format!("hash:{i}"), "f0", "f1"]);
+        batch.push(&["SREM", &format!("iset:{}", i + 30), "1", "2", "3"]);
+        batch.push(&["ZINCRBY", &format!("zset:{i}"), "0.5", "m0"]);
+        batch.push(&["ZREM", &format!("zset:{}", i + 20), "m1"]);
+        batch.push(&["ZPOPMIN", &format!("zset:{}", i + 40)]);
+        batch.push(&["SMOVE", &format!("sset:{i}"), "sset:big", "nonexistent"]);
+        batch.push(&["LMOVE", &format!("list:{i}"), "list:big", "LEFT", "RIGHT"]);
+        batch.push(&["PERSIST", &format!("str:{}", i * 10)]);
+        batch.push(&["DEL", &format!("int:{i}")]);
+    }
+    batch.push(&["SET", "str:61", "kept-ttl", "KEEPTTL"]);
+    batch.push(&["RENAME", "str:1", "renamed:1"]);
+    batch.push(&["RENAME", "hash:big1", "renamed:hash"]);
+    batch.push(&["RENAMENX", "zset:inf", "renamed:zset"]);
+    batch.run(client);
+}
+
+/// Uses databases 2–4 as scratch space for SWAPDB and FLUSHDB.
+fn scratch_databases(client: &mut Client, rng: &mut SmallRng) {
+    for (db, count) in [(2, 50), (3, 30), (4, 40)] {
+        ok(client, &["SELECT", &db.to_string()]);
+        let mut batch = Batch::default();
+        for i in 0..count {
+            batch.push(&["SET", &format!("scratch{db}:{i}"), &ascii(rng, 20)]);
+            batch.push(&["RPUSH", &format!("scratchlist{db}:{i}"), "a", "b"]);
+        }
+        batch.push(&["PEXPIRE", &format!("scratch{db}:0"), &FAR_MS.to_string()]);
+        batch.run(client);
+    }
+    ok(client, &["SWAPDB", "2", "3"]);
+    ok(client, &["SELECT", "4"]);
+    ok(client, &["FLUSHDB"]);
+    ok(client, &["SET", "after-flush", "1"]);
+    ok(client, &["SELECT", "2"]);
+    ok(client, &["SET", "after-swap", "in db 2 (was db 3)"]);
+    ok(client, &["SELECT", "0"]);
+}
+
+/// A few thousand keys over databases 0 and 1 (plus scratch use of 2–4), every type,
+/// expiries, and the non-deterministic and whole-database commands.
+fn populate(client: &mut Client, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    populate_db(client, 0, &mut rng, 1);
+    populate_db(client, 1, &mut rng, 2);
+    nondeterministic(client, 0, &mut rng);
+    nondeterministic(client, 1, &mut rng);
+    scratch_databases(client, &mut rng);
+}
+
+/// A round of writes after a snapshot: new keys, overwrites, deletes, expiries and
+/// random pops, so recovery needs the snapshot and the log after it.
+fn more_writes(client: &mut Client, seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for db in [0, 1] {
+        ok(client, &["SELECT", &db.to_string()]);
+        let mut batch = Batch::default();
+        for i in 0..300 {
+            match rng.gen_range(0..8) {
+                0 => batch.push(&["SET", &format!("str:{i}"), &ascii(&mut rng, 30)]),
+                1 => batch.push(&["SET", &format!("new:{i}"), &ascii(&mut rng, 30)]),
+                2 => batch.push(&["DEL", &format!("hash:{i}")]),
+                3 => batch.push(&["RPUSH", &format!("list:{i}"), "tail"]),
+                4 => batch.push(&["ZADD", &format!("zset:{i}"), &score(&mut rng), "added"]),
+                5 => batch.push(&["SPOP", &format!("iset:{i}")]),
+                6 => batch.push(&["EXPIRE", &format!("list:{i}"), "500000"]),
+                _ => batch.push(&["INCRBYFLOAT", &format!("float:{i}"), "0.3"]),
+            }
+        }
+        batch.run(client);
+    }
+    ok(client, &["SELECT", "0"]);
+}
+
+/// INFO persistence as text.
+fn persistence(client: &mut Client) -> String {
+    String::from_utf8_lossy(&bulk(&ok(client, &["INFO", "persistence"]))).into_owned()
+}
+
+fn unix_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Starts a server on a fresh directory and fills it.
+fn populated(name: &str) -> (pion_tests::TempDir, PionProcess, Dump) {
+    let dir = temp_dir(name);
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut client = server.client();
+    populate(&mut client, 7);
+    let before = dump(&mut client);
+    assert!(before.len() > 2000, "populated only {} keys", before.len());
+    assert!(
+        before.keys().any(|(db, _)| *db == 1) && before.keys().any(|(db, _)| *db == 2),
+        "expected keys in several databases"
+    );
+    assert!(
+        before.values().filter(|d| d.pexpiretime > 0).count() > 100,
+        "expected keys with deadlines"
+    );
+    (dir, server, before)
+}
+
+#[test]
+fn clean_shutdown_then_restart_keeps_everything() {
+    let (dir, mut server, before) = populated("restart-clean");
+    let info = persistence(&mut server.client());
+    for field in [
+        "rdb_bgsave_in_progress:0",
+        "wal_enabled:1",
+        "wal_fsync_policy:everysec",
+    ] {
+        assert!(
+            info.contains(field),
+            "INFO persistence lacks {field}:\n{info}"
+        );
+    }
+    let status = server.shutdown();
+    assert!(status.success(), "SHUTDOWN exit status {status}");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    assert_same(
+        "after SHUTDOWN and restart",
+        &before,
+        &dump(&mut server.client()),
+    );
+
+    // The same through SIGTERM, after more writes.
+    more_writes(&mut server.client(), 11);
+    let before = dump(&mut server.client());
+    let status = server.terminate();
+    assert!(status.success(), "SIGTERM exit status {status}");
+    let server = PionProcess::start(dir.path(), &[]);
+    assert_same(
+        "after SIGTERM and restart",
+        &before,
+        &dump(&mut server.client()),
+    );
+}
+
+#[test]
+fn sigkill_then_restart_keeps_everything() {
+    let (dir, mut server, before) = populated("restart-kill");
+    server.kill9();
+    let mut server = PionProcess::start(dir.path(), &[]);
+    assert_same(
+        "after SIGKILL and restart",
+        &before,
+        &dump(&mut server.client()),
+    );
+    // Recovering must leave a directory that recovers again, also after more writes.
+    more_writes(&mut server.client(), 12);
+    let before = dump(&mut server.client());
+    server.kill9();
+    let server = PionProcess::start(dir.path(), &[]);
+    assert_same(
+        "after a second SIGKILL and restart",
+        &before,
+        &dump(&mut server.client()),
+    );
+}
+
+#[test]
+fn snapshot_plus_log_tail_after_sigkill() {
+    let (dir, mut server, _) = populated("restart-snapshot");
+    let mut client = server.client();
+    let started = unix_secs();
+    assert_eq!(
+        ok(&mut client, &["SAVE"]),
+        RespValue::Line(b'+', b"OK".to_vec())
+    );
+    let lastsave = integer(&ok(&mut client, &["LASTSAVE"]));
+    assert!(
+        lastsave >= started - 1 && lastsave <= unix_secs() + 1,
+        "LASTSAVE {lastsave} is not the time of the SAVE just done (~{started})"
+    );
+    more_writes(&mut client, 13);
+    let before = dump(&mut client);
+    server.kill9();
+    let mut server = PionProcess::start(dir.path(), &[]);
+    assert_same(
+        "after SAVE, more writes, SIGKILL and restart",
+        &before,
+        &dump(&mut server.client()),
+    );
+    // A snapshot taken by a recovered server, then a log tail again.
+    assert!(!ok(&mut server.client(), &["SAVE"]).is_error());
+    more_writes(&mut server.client(), 14);
+    let before = dump(&mut server.client());
+    server.kill9();
+    let server = PionProcess::start(dir.path(), &[]);
+    assert_same(
+        "after a second SAVE, more writes, SIGKILL and restart",
+        &before,
+        &dump(&mut server.client()),
+    );
+}
+
+/// The writer's own keys: strings, lists, hashes and counters it keeps a model of.
+fn writer_thread(port: u16, stop: Arc<AtomicBool>) -> (u64, Dump) {
+    let mut client = Client::connect(port).expect("writer connects");
+    ok(&mut client, &["SELECT", "5"]);
+    let mut rng = SmallRng::seed_from_u64(99);
+    let mut model: BTreeMap<Vec<u8>, Content> = BTreeMap::new();
+    let mut writes = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let i = rng.gen_range(0..200);
+        let (key, reply) = match rng.gen_range(0..4) {
+            0 => {
+                let key = format!("w:s{i}");
+                let v = ascii(&mut rng, 40);
+                let reply = client.cmd(&["SET", &key, &v]);
+                model.insert(key.clone().into_bytes(), Content::Str(v.into_bytes()));
+                (key, reply)
+            }
+            1 => {
+                let key = format!("w:l{i}");
+                let v = format!("x{writes}");
+                let reply = client.cmd(&["RPUSH", &key, &v]);
+                match model
+                    .entry(key.clone().into_bytes())
+                    .or_insert_with(|| Content::List(Vec::new()))
+                {
+                    Content::List(l) => l.push(v.into_bytes()),
+                    _ => unreachable!("w:l keys are lists"),
+                }
+                (key, reply)
+            }
+            2 => {
+                let key = format!("w:h{}", i % 20);
+                let field = format!("f{i}");
+                let v = writes.to_string();
+                let reply = client.cmd(&["HSET", &key, &field, &v]);
+                match model
+                    .entry(key.clone().into_bytes())
+                    .or_insert_with(|| Content::Hash(Vec::new()))
+                {
+                    Content::Hash(h) => {
+                        h.retain(|(f, _)| f != field.as_bytes());
+                        h.push((field.into_bytes(), v.into_bytes()));
+                        h.sort();
+                    }
+                    _ => unreachable!("w:h keys are hashes"),
+                }
+                (key, reply)
+            }
+            _ => {
+                let key = format!("w:n{}", i % 10);
+                let reply = client.cmd(&["INCR", &key]);
+                let entry = model
+                    .entry(key.clone().into_bytes())
+                    .or_insert_with(|| Content::Str(b"0".to_vec()));
+                if let Content::Str(v) = entry {
+                    let n: i64 = String::from_utf8_lossy(v).parse().unwrap_or(0);
+                    *v = (n + 1).to_string().into_bytes();
+                }
+                (key, reply)
+            }
+        };
+        assert!(
+            !reply.is_error() && !matches!(reply, RespValue::Line(b'!', _)),
+            "writer: write to {key} failed: {}",
+            reply.render()
+        );
+        writes += 1;
+    }
+    let view = model
+        .into_iter()
+        .map(|(k, content)| {
+            (
+                (5, k),
+                Dumped {
+                    content,
+                    pexpiretime: -1,
+                },
+            )
+        })
+        .collect();
+    (writes, view)
+}
+
+fn wait_snapshot_done(client: &mut Client) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let info = persistence(client);
+        assert!(
+            info.contains("rdb_bgsave_in_progress:"),
+            "INFO persistence lacks rdb_bgsave_in_progress:\n{info}"
+        );
+        if info.contains("rdb_bgsave_in_progress:0") {
+            return info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "BGSAVE still running after 120 s:\n{info}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn bgsave_during_writes_then_sigkill() {
+    let (dir, mut server, _) = populated("restart-bgsave");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (port, stop) = (server.port(), stop.clone());
+        thread::spawn(move || writer_thread(port, stop))
+    };
+    thread::sleep(Duration::from_millis(100));
+    let mut client = server.client();
+    let reply = ok(&mut client, &["BGSAVE"]);
+    assert_eq!(
+        reply,
+        RespValue::Line(b'+', b"Background saving started".to_vec())
+    );
+    let info = wait_snapshot_done(&mut client);
+    assert!(
+        info.contains("rdb_last_bgsave_status:ok"),
+        "BGSAVE did not succeed:\n{info}"
+    );
+    // Writes continue past the snapshot, so recovery needs the log after it.
+    thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::Relaxed);
+    let (writes, writer_view) = writer.join().expect("writer thread");
+    assert!(writes > 0, "the writer wrote nothing");
+    let before = dump(&mut client);
+    for (key, expected) in &writer_view {
+        assert_eq!(
+            before.get(key),
+            Some(expected),
+            "before the kill, the server disagrees with the writer on {:?}",
+            String::from_utf8_lossy(&key.1)
+        );
+    }
+    server.kill9();
+    let server = PionProcess::start(dir.path(), &[]);
+    let after = dump(&mut server.client());
+    for (key, expected) in &writer_view {
+        assert_eq!(
+            after.get(key),
+            Some(expected),
+            "after the restart, {:?} is not what the writer last wrote ({writes} writes)",
+            String::from_utf8_lossy(&key.1)
+        );
+    }
+    assert_same(
+        "after BGSAVE during writes, SIGKILL and restart",
+        &before,
+        &after,
+    );
+}
+
+#[test]
+fn second_server_on_the_same_dir_is_refused() {
+    let dir = temp_dir("restart-lock");
+    let first = PionProcess::start(dir.path(), &[]);
+    let mut client = first.client();
+    ok(&mut client, &["SET", "owner", "first"]);
+    match PionProcess::try_start(dir.path(), &[]) {
+        Ok(mut second) => {
+            second.kill9();
+            panic!("a second pion-server started on a data directory in use");
+        }
+        Err(text) => assert!(
+            text.to_lowercase().contains("lock"),
+            "the refusal does not mention the lock:\n{text}"
+        ),
+    }
+    assert_eq!(
+        client.cmd(&["GET", "owner"]),
+        RespValue::Bulk(b'$', Some(b"first".to_vec())),
+        "the first server stopped serving"
+    );
+    ok(&mut client, &["SET", "owner", "still first"]);
+    let mut fresh = first.client();
+    assert_eq!(
+        fresh.cmd(&["GET", "owner"]),
+        RespValue::Bulk(b'$', Some(b"still first".to_vec()))
+    );
+}
