@@ -525,6 +525,10 @@ fn spawn_log_keeper(engine: Weak<EngineInner>) {
                 let Some(d) = engine.durability() else {
                     return;
                 };
+                if d.wal().failure().is_some() {
+                    // Retry the queued records until the disk takes them again.
+                    let _ = d.wal().commit(d.wal().appended_seq());
+                }
                 if d.wal().policy() == FsyncPolicy::EverySec
                     && last_sync.elapsed() >= Duration::from_secs(1)
                 {

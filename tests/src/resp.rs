@@ -110,6 +110,11 @@ impl Client {
         out
     }
 
+    /// Changes how long a read waits before failing (20 s by default).
+    pub fn set_read_timeout(&self, timeout: Duration) -> io::Result<()> {
+        self.stream.set_read_timeout(Some(timeout))
+    }
+
     /// Sends raw bytes.
     pub fn send_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.stream.write_all(bytes)

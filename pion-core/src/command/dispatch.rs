@@ -192,8 +192,13 @@ fn run(
     };
     if let Some(failure) = engine.durability().and_then(|d| d.wal().failure()) {
         // As Redis does on a failing append-only file: writes (and PING, so that
-        // health checks notice) are refused until the log is writable again.
-        if wal.is_some() || spec.name == "ping" {
+        // health checks notice) are refused until the log is writable again. Each
+        // refused command first retries the queued records, so writes resume as soon
+        // as the disk does.
+        let retried = engine
+            .durability()
+            .map(|d| d.wal().commit(d.wal().appended_seq()));
+        if (wal.is_some() || spec.name == "ping") && !matches!(retried, Some(Ok(()))) {
             engine.command_stats().reject(resolved.stat);
             return (
                 Reply::Error(

@@ -342,3 +342,6 @@ impl Drop for Durability {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

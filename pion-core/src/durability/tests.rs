@@ -1,0 +1,433 @@
+//! Engine-level durability tests: reopen equivalence, torn and damaged logs, the lock,
+//! a failing disk, and snapshots taken while other threads write.
+
+use std::path::{Path, PathBuf};
+
+use super::record::SEGMENT_HEADER_LEN;
+use super::wal::list_segments;
+use super::{DurabilityOptions, FsyncPolicy, OpenError, RecoverMode};
+use crate::{Engine, EngineOptions, Reply};
+
+fn tmp(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "pion-durability-{name}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn options(dir: &Path) -> DurabilityOptions {
+    DurabilityOptions::new(dir)
+}
+
+fn open(dir: &Path) -> Result<Engine, OpenError> {
+    Engine::open_with(
+        EngineOptions {
+            disable_active_expiry: true,
+            ..EngineOptions::default()
+        },
+        options(dir),
+    )
+}
+
+fn open_with(dir: &Path, f: impl FnOnce(&mut DurabilityOptions)) -> Result<Engine, OpenError> {
+    let mut o = options(dir);
+    f(&mut o);
+    Engine::open_with(
+        EngineOptions {
+            disable_active_expiry: true,
+            ..EngineOptions::default()
+        },
+        o,
+    )
+}
+
+fn run(e: &Engine, db: usize, args: &[&str]) -> Reply {
+    e.execute(db, args)
+}
+
+/// Every key of every database with its type, content and deadline, in a canonical
+/// order, through the public commands.
+fn dump(e: &Engine) -> Vec<String> {
+    let mut out = Vec::new();
+    for db in 0..4 {
+        let Reply::Array(keys) = run(e, db, &["KEYS", "*"]) else {
+            panic!("KEYS failed");
+        };
+        let mut keys: Vec<String> = keys
+            .into_iter()
+            .map(|k| match k {
+                Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        keys.sort();
+        for k in keys {
+            let t = run(e, db, &["TYPE", &k]);
+            let content = match &t {
+                Reply::Status(s) if s == "string" => run(e, db, &["GET", &k]),
+                Reply::Status(s) if s == "hash" => sorted(run(e, db, &["HGETALL", &k])),
+                Reply::Status(s) if s == "list" => run(e, db, &["LRANGE", &k, "0", "-1"]),
+                Reply::Status(s) if s == "set" => sorted(run(e, db, &["SMEMBERS", &k])),
+                _ => run(e, db, &["ZRANGE", &k, "0", "-1", "WITHSCORES"]),
+            };
+            let deadline = run(e, db, &["PEXPIRETIME", &k]);
+            out.push(format!("{db} {k} {t:?} {content:?} {deadline:?}"));
+        }
+    }
+    out
+}
+
+fn sorted(r: Reply) -> Reply {
+    match r {
+        Reply::Array(mut v) | Reply::Set(mut v) => {
+            v.sort_by_key(|x| format!("{x:?}"));
+            Reply::Array(v)
+        }
+        Reply::Map(mut v) => {
+            v.sort_by_key(|x| format!("{x:?}"));
+            Reply::Map(v)
+        }
+        other => other,
+    }
+}
+
+fn populate(e: &Engine) {
+    for i in 0..300 {
+        let k = format!("k{i}");
+        run(e, i % 3, &["SET", &k, &format!("v{i}")]);
+        run(e, 0, &["HSET", "h", &format!("f{i}"), &i.to_string()]);
+        run(e, 0, &["RPUSH", "l", &i.to_string()]);
+        run(e, 1, &["SADD", "s", &(i * 7).to_string()]);
+        run(e, 1, &["SADD", "words", &format!("w{i}")]);
+        run(e, 2, &["ZADD", "z", &format!("{}.5", i % 17), &k]);
+    }
+    run(e, 0, &["PEXPIRE", "k0", "100000000"]);
+    run(e, 0, &["SET", "ttl", "x", "EX", "5000"]);
+    run(e, 0, &["INCRBYFLOAT", "f", "1.1"]);
+    run(e, 0, &["HINCRBYFLOAT", "h", "float", "2.5"]);
+    run(e, 1, &["SPOP", "words", "100"]);
+    run(e, 1, &["SPOP", "s"]);
+    run(e, 0, &["LPOP", "l", "3"]);
+    run(e, 3, &["SET", "gone", "1"]);
+    run(e, 3, &["FLUSHDB"]);
+    run(e, 0, &["RENAME", "k3", "renamed"]);
+    run(e, 2, &["ZINCRBY", "z", "-inf", "k2"]);
+}
+
+#[test]
+fn reopen_restores_every_type_and_deadline() {
+    let dir = tmp("reopen");
+    let before = {
+        let e = open(&dir).expect("open");
+        populate(&e);
+        dump(&e)
+    };
+    assert!(before.len() > 300);
+    let e = open(&dir).expect("reopen from the log");
+    assert_eq!(dump(&e), before);
+    // A snapshot, more writes, and a reopen: snapshot plus log tail.
+    assert_eq!(run(&e, 0, &["SAVE"]), Reply::ok());
+    run(&e, 0, &["SET", "after", "snapshot"]);
+    run(&e, 1, &["SPOP", "s", "3"]);
+    let before = dump(&e);
+    drop(e);
+    let e = open(&dir).expect("reopen from snapshot and log");
+    assert_eq!(dump(&e), before);
+    let r = e.durability().expect("durable").recovery().clone();
+    assert!(r.snapshot_keys > 0 && r.records >= 2, "{r:?}");
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The newest segment file.
+fn last_segment(dir: &Path) -> PathBuf {
+    list_segments(dir)
+        .expect("list")
+        .last()
+        .expect("a segment")
+        .1
+        .clone()
+}
+
+fn write_n(dir: &Path, n: usize) {
+    let e = open(dir).expect("open");
+    for i in 0..n {
+        run(&e, 0, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+}
+
+#[test]
+fn a_torn_tail_is_truncated_and_everything_before_it_kept() {
+    let dir = tmp("torn");
+    write_n(&dir, 10);
+    let seg = last_segment(&dir);
+    let len = std::fs::metadata(&seg).expect("meta").len();
+    // Cut the last record in half, as a crash during its write would.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .expect("open");
+    f.set_len(len - 5).expect("cut");
+    drop(f);
+    let e = open(&dir).expect("a torn tail does not stop start-up");
+    let r = e.durability().expect("durable").recovery().clone();
+    assert_eq!(r.records, 9);
+    assert!(r.truncated_bytes > 0);
+    assert_eq!(run(&e, 0, &["GET", "k8"]), Reply::bulk("8"));
+    assert_eq!(run(&e, 0, &["GET", "k9"]), Reply::Null);
+    // The log goes on from there.
+    run(&e, 0, &["SET", "k9", "again"]);
+    drop(e);
+    let e = open(&dir).expect("reopen");
+    assert_eq!(run(&e, 0, &["GET", "k9"]), Reply::bulk("again"));
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn damage_in_the_middle_stops_start_up_naming_file_and_offset() {
+    let dir = tmp("corrupt");
+    write_n(&dir, 10);
+    let seg = last_segment(&dir);
+    let mut bytes = std::fs::read(&seg).expect("read");
+    // Flip a byte inside the third record's payload.
+    let offset = super::record::scan_segment(&bytes).records[2].offset;
+    bytes[offset + 20] ^= 0xff;
+    std::fs::write(&seg, &bytes).expect("write");
+    let err = open(&dir).err().expect("damage must stop start-up");
+    let text = err.to_string();
+    assert!(matches!(err, OpenError::Damaged(_)), "{text}");
+    assert!(text.contains(&seg.display().to_string()), "{text}");
+    assert!(text.contains(&format!("offset {offset}")), "{text}");
+    assert!(text.contains("--wal-recover truncate"), "{text}");
+    // Nothing was changed by the failed start: the same error again.
+    assert_eq!(open(&dir).err().map(|e| e.to_string()), Some(text));
+    // Truncating keeps the two records before the damage.
+    let e = open_with(&dir, |o| o.recover = RecoverMode::Truncate).expect("truncate");
+    assert_eq!(run(&e, 0, &["DBSIZE"]), Reply::Integer(2));
+    let r = e.durability().expect("durable").recovery().clone();
+    assert_eq!(r.truncated_bytes as usize, bytes.len() - offset);
+    drop(e);
+    let e = open(&dir).expect("the truncated log is clean");
+    assert_eq!(run(&e, 0, &["DBSIZE"]), Reply::Integer(2));
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_missing_segment_is_a_gap_not_a_silent_skip() {
+    let dir = tmp("gap");
+    {
+        let e = open_with(&dir, |o| o.segment_bytes = 4096).expect("open");
+        for i in 0..300 {
+            run(&e, 0, &["SET", &format!("k{i}"), &"x".repeat(40)]);
+        }
+    }
+    let segments = list_segments(&dir).expect("list");
+    assert!(segments.len() >= 3);
+    std::fs::remove_file(&segments[1].1).expect("remove");
+    let text = open(&dir)
+        .err()
+        .expect("a gap must stop start-up")
+        .to_string();
+    assert!(text.contains("missing records"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_damaged_snapshot_is_named() {
+    let dir = tmp("badsnap");
+    {
+        let e = open(&dir).expect("open");
+        populate(&e);
+        assert_eq!(run(&e, 0, &["SAVE"]), Reply::ok());
+    }
+    let (_, path) = super::snapshot::list_snapshots(&dir)
+        .expect("list")
+        .pop()
+        .expect("a snapshot");
+    let mut bytes = std::fs::read(&path).expect("read");
+    let n = bytes.len();
+    bytes[n / 2] ^= 1;
+    std::fs::write(&path, bytes).expect("write");
+    let text = open(&dir).err().expect("damaged snapshot").to_string();
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_crash_while_writing_a_snapshot_leaves_the_last_good_one() {
+    let dir = tmp("snapcrash");
+    let before = {
+        let e = open(&dir).expect("open");
+        populate(&e);
+        assert_eq!(run(&e, 0, &["SAVE"]), Reply::ok());
+        run(&e, 0, &["SET", "tail", "1"]);
+        dump(&e)
+    };
+    // What a crash halfway through the next snapshot leaves behind.
+    std::fs::write(dir.join("snapshot.tmp"), b"PIONSNP1 half written").expect("write");
+    let e = open(&dir).expect("open");
+    assert_eq!(dump(&e), before);
+    assert!(!dir.join("snapshot.tmp").exists());
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_second_opener_gets_a_clear_error() {
+    let dir = tmp("lock");
+    let e = open(&dir).expect("open");
+    // Same process: waits for a closing engine, then reports the holder.
+    let err = open(&dir).err().expect("locked");
+    assert!(matches!(err, OpenError::InUse(_)), "{err}");
+    assert!(
+        err.to_string().contains("in use by another process"),
+        "{err}"
+    );
+    drop(e);
+    assert!(open(&dir).is_ok(), "the lock goes with the engine");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_disk_refuses_writes_keeps_reads_and_loses_nothing_acknowledged() {
+    let dir = tmp("diskfull");
+    let e = open(&dir).expect("open");
+    run(&e, 0, &["SET", "a", "1"]);
+    let wal = e.durability().expect("durable").wal();
+    wal.inject_failure(Some(28)); // ENOSPC
+                                  // The write that meets the full disk is not acknowledged.
+    let r = run(&e, 0, &["SET", "b", "2"]);
+    assert!(
+        matches!(&r, Reply::Error(t) if t.starts_with("MISCONF Errors writing to the write-ahead log: write failed: No space left on device")),
+        "{r:?}"
+    );
+    // Further writes are refused before they run; reads still work.
+    let r = run(&e, 0, &["SET", "c", "3"]);
+    assert!(
+        matches!(&r, Reply::Error(t) if t.starts_with("MISCONF")),
+        "{r:?}"
+    );
+    assert_eq!(run(&e, 0, &["GET", "a"]), Reply::bulk("1"));
+    assert_eq!(run(&e, 0, &["GET", "c"]), Reply::Null);
+    let info = match run(&e, 0, &["INFO", "persistence"]) {
+        Reply::Verbatim(_, b) | Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert!(info.contains("wal_status:failed"), "{info}");
+    assert!(info.contains("aof_last_write_status:err"), "{info}");
+    // The disk recovers: writes resume, and b (applied, logged late) is durable.
+    wal.inject_failure(None);
+    assert_eq!(run(&e, 0, &["SET", "c", "3"]), Reply::ok());
+    let before = dump(&e);
+    drop(e);
+    let e = open(&dir).expect("reopen");
+    assert_eq!(dump(&e), before);
+    assert_eq!(run(&e, 0, &["GET", "b"]), Reply::bulk("2"));
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fsync_policy_follows_config_set() {
+    let dir = tmp("policy");
+    let e = open_with(&dir, |o| o.fsync = FsyncPolicy::Always).expect("open");
+    let wal = e.durability().expect("durable").wal();
+    assert_eq!(wal.policy(), FsyncPolicy::Always);
+    run(&e, 0, &["SET", "a", "1"]);
+    assert_eq!(
+        wal.synced_seq(),
+        wal.appended_seq(),
+        "always: synced before the reply"
+    );
+    assert_eq!(
+        run(&e, 0, &["CONFIG", "SET", "appendfsync", "no"]),
+        Reply::ok()
+    );
+    assert_eq!(wal.policy(), FsyncPolicy::No);
+    assert_eq!(
+        run(&e, 0, &["CONFIG", "GET", "appendonly"]),
+        Reply::Map(vec![(Reply::bulk("appendonly"), Reply::bulk("yes"))])
+    );
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn snapshots_under_concurrent_writes_lose_and_duplicate_nothing() {
+    let dir = tmp("concurrent");
+    let e = open(&dir).expect("open");
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let e = e.clone();
+            std::thread::spawn(move || {
+                for i in 0..3000 {
+                    e.execute(0, &["RPUSH", &format!("list{t}"), &i.to_string()]);
+                    e.execute(0, &["INCR", &format!("n{t}")]);
+                    e.execute(
+                        0,
+                        &[
+                            "HSET",
+                            &format!("h{}", i % 50),
+                            &format!("{t}"),
+                            &i.to_string(),
+                        ],
+                    );
+                }
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    while writers.iter().any(|w| !w.is_finished()) {
+        if run(&e, 0, &["SAVE"]) == Reply::ok() {
+            taken += 1;
+        }
+    }
+    for w in writers {
+        w.join().expect("writer");
+    }
+    assert!(taken >= 2, "only {taken} snapshots during the writes");
+    let before = dump(&e);
+    drop(e);
+    let e = open(&dir).expect("reopen");
+    assert_eq!(dump(&e), before);
+    for t in 0..4 {
+        // Every push exactly once, in order.
+        let want: Vec<Reply> = (0..3000).map(|i| Reply::bulk(i.to_string())).collect();
+        assert_eq!(
+            run(&e, 0, &["LRANGE", &format!("list{t}"), "0", "-1"]),
+            Reply::Array(want)
+        );
+        assert_eq!(run(&e, 0, &["GET", &format!("n{t}")]), Reply::bulk("3000"));
+    }
+    // Only the newest snapshot and the log after it remain.
+    let snaps = super::snapshot::list_snapshots(&dir).expect("list");
+    assert_eq!(snaps.len(), 1);
+    let first = list_segments(&dir).expect("list")[0].0;
+    assert!(first <= snaps[0].0 + 1);
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_segment_with_only_a_torn_header_is_removed() {
+    let dir = tmp("tornheader");
+    write_n(&dir, 3);
+    let seg = last_segment(&dir);
+    let next = dir.join(super::wal::segment_name(4));
+    std::fs::write(
+        &next,
+        &std::fs::read(&seg).expect("read")[..SEGMENT_HEADER_LEN / 2],
+    )
+    .expect("write");
+    let e = open(&dir).expect("open");
+    assert_eq!(run(&e, 0, &["DBSIZE"]), Reply::Integer(3));
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
