@@ -178,6 +178,20 @@ fn decode_entry(r: &mut Reader<'_>, limits: &EncodingLimits) -> Result<LoadedKey
     })
 }
 
+/// Decodes a section body (keys until the bytes run out), for tests and fuzzing of
+/// the value decoder behind a checksum that random input never passes.
+pub fn decode_body(
+    body: &[u8],
+    limits: &EncodingLimits,
+    mut each: impl FnMut(LoadedKey),
+) -> Result<(), String> {
+    let mut r = Reader::new(body);
+    while r.remaining() > 0 {
+        each(decode_entry(&mut r, limits).map_err(|e| e.0.to_string())?);
+    }
+    Ok(())
+}
+
 /// Writes a snapshot: sections as the shards are dumped, then the end marker.
 pub struct SnapshotWriter {
     out: BufWriter<File>,
