@@ -12,6 +12,17 @@ use crate::durability::{Durability, DurabilityOptions, FsyncPolicy, OpenError};
 use crate::keyspace::Keyspace;
 use crate::reply::Reply;
 
+/// Whether a reply may leave (see [`Engine::reply_readiness`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The writes it acknowledges are durable.
+    Ready,
+    /// An fsync that covers them is under way.
+    Waiting,
+    /// The disk refuses the log; retry later.
+    Failed,
+}
+
 /// How to open an engine.
 #[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
@@ -202,7 +213,44 @@ impl Engine {
         let _ = engine.inner.durability.set(d);
         engine.start_background(&options);
         spawn_log_keeper(Arc::downgrade(&engine.inner));
+        if let Some(d) = engine.durability() {
+            spawn_log_syncer(Arc::downgrade(&engine.inner), Arc::clone(d.wal().signal()));
+        }
         Ok(engine)
+    }
+
+    /// Whether a reply that acknowledges the client's writes up to log record `seq`
+    /// may be sent now. Never waits for an fsync: under `always` it starts one in the
+    /// background and answers [`Readiness::Waiting`]; the callbacks registered with
+    /// [`on_log_synced`](Self::on_log_synced) run when it is done.
+    pub fn reply_readiness(&self, seq: u64) -> Readiness {
+        let Some(d) = self.durability() else {
+            return Readiness::Ready;
+        };
+        let wal = d.wal();
+        let failing = wal.failure().is_some();
+        if seq == 0 || (!failing && wal.durable_seq() >= seq) {
+            return Readiness::Ready;
+        }
+        if failing || wal.policy() != FsyncPolicy::Always {
+            return match self.make_durable(seq) {
+                Ok(()) => Readiness::Ready,
+                Err(_) => Readiness::Failed,
+            };
+        }
+        if wal.write_through(seq).is_err() {
+            return Readiness::Failed;
+        }
+        wal.signal().request(seq);
+        Readiness::Waiting
+    }
+
+    /// Registers a callback run after every background fsync of the log (an event
+    /// loop's waker, so that it sends the replies that were waiting for it).
+    pub fn on_log_synced(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        if let Some(d) = self.durability() {
+            d.wal().signal().listen(wake);
+        }
     }
 
     /// The engine's durable storage, unless it is in-memory only.
@@ -509,6 +557,39 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
     drop(spawned);
 }
 
+/// The background fsync for `appendfsync always`: event loops ask for it and go on
+/// serving other clients while it runs; it wakes them when it is done. Writes keep
+/// landing in the segment file during the fsync, so batches overlap.
+fn spawn_log_syncer(engine: Weak<EngineInner>, signal: Arc<crate::durability::wal::SyncSignal>) {
+    let spawned = std::thread::Builder::new()
+        .name("pion-fsync".into())
+        .spawn(move || {
+            let mut done = 0;
+            loop {
+                let wanted = signal.wait(done, Duration::from_millis(100));
+                let Some(inner) = engine.upgrade() else {
+                    return;
+                };
+                let Some(d) = inner.durability.get() else {
+                    return;
+                };
+                let wal = d.wal();
+                if wanted > wal.synced_seq() && wal.failure().is_none() {
+                    // A failure is recorded in the log's state; event loops retry it
+                    // on their tick.
+                    let _ = wal.sync_concurrently();
+                    signal.notify();
+                }
+                done = wanted;
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!(
+            "pion: cannot start the fsync thread ({e}): replies under `always` wait for ticks"
+        );
+    }
+}
+
 /// The log's background duties: the once-a-second fsync under `everysec`, and the
 /// automatic snapshot once enough log was written since the last one.
 fn spawn_log_keeper(engine: Weak<EngineInner>) {
@@ -516,6 +597,7 @@ fn spawn_log_keeper(engine: Weak<EngineInner>) {
         .name("pion-log".into())
         .spawn(move || {
             let mut last_sync = std::time::Instant::now();
+            let mut spare_failing = false;
             loop {
                 std::thread::sleep(Duration::from_millis(50));
                 let Some(inner) = engine.upgrade() else {
@@ -535,6 +617,15 @@ fn spawn_log_keeper(engine: Weak<EngineInner>) {
                     // A failure is recorded in the log's state and retried next tick.
                     let _ = d.wal().sync_all();
                     last_sync = std::time::Instant::now();
+                }
+                match d.wal().prepare_spare() {
+                    Ok(()) => spare_failing = false,
+                    // Not fatal: a roll then creates its segment itself.
+                    Err(e) if !spare_failing => {
+                        spare_failing = true;
+                        eprintln!("pion: cannot prepare the next log segment: {e}");
+                    }
+                    Err(_) => {}
                 }
                 if d.snapshot_due(unix_ms()) {
                     let _ = crate::durability::start_background_snapshot(&engine);

@@ -13,6 +13,7 @@ use std::time::Duration;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
+use pion_core::engine::Readiness;
 use pion_core::Engine;
 
 use crate::connection::Connection;
@@ -128,6 +129,10 @@ impl Server {
             let poll = Poll::new()?;
             let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
             self.stop.wakers.lock().push(Arc::clone(&waker));
+            let on_sync = Arc::clone(&waker);
+            self.engine.on_log_synced(Box::new(move || {
+                let _ = on_sync.wake();
+            }));
             workers.push(Worker {
                 index,
                 poll,
@@ -364,9 +369,10 @@ impl Worker {
         let mut open = !conn.peer_closed;
         loop {
             // A reply leaves only once the log holds the writes it acknowledges (group
-            // commit: the first connection of a pass writes, and under `always`
-            // fsyncs, the records of every connection served so far).
-            if engine.make_durable(conn.client.wal_seq).is_err() {
+            // commit: the first connection of a pass writes the records of every
+            // connection served so far; under `always` the fsync runs in the
+            // background and wakes this loop when done).
+            if engine.reply_readiness(conn.client.wal_seq) != Readiness::Ready {
                 if !self.held.contains(&token) {
                     self.held.push(token);
                 }

@@ -130,18 +130,20 @@ pub struct Framed<'a> {
 /// How a segment ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScanEnd {
-    /// After the last complete record.
+    /// After the last complete record: nothing more, or only zeros (segment files are
+    /// zero-filled ahead of the records).
     Clean,
-    /// A record cut short by a crash: `bytes` bytes from `offset` to the end of the file
-    /// (an incomplete header or payload, a final record whose checksum fails, or a
-    /// zero-filled tail). Safe to truncate when it is the newest segment.
+    /// A record cut short by a crash: `bytes` bytes from `offset` to the end of the
+    /// file hold an incomplete or unverifiable record and no valid record after it.
+    /// Never acknowledged; safe to truncate when it is the newest segment.
     Torn {
         /// Where the torn record starts.
         offset: usize,
         /// Bytes from there to the end of the file.
         bytes: usize,
     },
-    /// Damage with more data after it: never skipped silently.
+    /// A bad record with valid records after it (or a bad header): never skipped
+    /// silently.
     Corrupt {
         /// Where the bad record starts.
         offset: usize,
@@ -158,8 +160,32 @@ pub struct Scan<'a> {
     pub first_seq: Option<u64>,
     /// Every valid record before the end.
     pub records: Vec<Framed<'a>>,
+    /// Offset just past the last valid record (or the header).
+    pub records_end: usize,
     /// How the segment ends.
     pub end: ScanEnd,
+}
+
+/// The record header at `pos`, if the bytes are there: (payload length, crc, seq).
+fn header_at(bytes: &[u8], pos: usize) -> Option<(usize, u32, u64)> {
+    let mut r = Reader::new(bytes.get(pos..)?);
+    Some((r.u32().ok()? as usize, r.u32().ok()?, r.u64().ok()?))
+}
+
+/// Whether a complete record with a valid checksum and a sequence number after
+/// `after_seq` starts anywhere at or past `from`. A crash only ever tears the newest
+/// write, so a bad record followed by a good one is damage, not a torn tail.
+fn valid_record_after(bytes: &[u8], from: usize, after_seq: u64) -> bool {
+    let last = bytes.len().saturating_sub(RECORD_HEADER_LEN);
+    (from..=last).any(|pos| match header_at(bytes, pos) {
+        Some((len, stored, seq)) if seq > after_seq && seq - after_seq < 1 << 40 => {
+            let end = pos + RECORD_HEADER_LEN;
+            end.checked_add(len)
+                .and_then(|e| bytes.get(end..e))
+                .is_some_and(|p| crc_extend(crc(p), &seq.to_le_bytes()) == stored)
+        }
+        _ => false,
+    })
 }
 
 /// Reads a segment: every valid record in order, and how it ends. Never panics.
@@ -167,6 +193,7 @@ pub fn scan_segment(bytes: &[u8]) -> Scan<'_> {
     let mut scan = Scan {
         first_seq: None,
         records: Vec::new(),
+        records_end: 0,
         end: ScanEnd::Clean,
     };
     if bytes.len() < SEGMENT_HEADER_LEN {
@@ -199,67 +226,61 @@ pub fn scan_segment(bytes: &[u8]) -> Scan<'_> {
     scan.first_seq = Some(first_seq);
     let mut pos = SEGMENT_HEADER_LEN;
     let mut expected = first_seq;
+    scan.records_end = pos;
     while pos < bytes.len() {
         let rest = &bytes[pos..];
-        let torn = ScanEnd::Torn {
-            offset: pos,
-            bytes: rest.len(),
-        };
         if rest.iter().all(|&b| b == 0) {
-            scan.end = torn;
-            return scan;
+            return scan; // The zero-filled space after the last record.
         }
-        if rest.len() < RECORD_HEADER_LEN {
-            scan.end = torn;
-            return scan;
-        }
-        let mut r = Reader::new(rest);
-        // The header is present (checked above), so these reads cannot fail.
-        let (len, stored, seq) = match (r.u32(), r.u32(), r.u64()) {
-            (Ok(l), Ok(c), Ok(s)) => (l as usize, c, s),
-            _ => {
-                scan.end = torn;
-                return scan;
+        let problem = match header_at(bytes, pos) {
+            None => Some("incomplete record header"),
+            Some((len, stored, seq)) => {
+                match RECORD_HEADER_LEN
+                    .checked_add(len)
+                    .filter(|&end| end <= rest.len())
+                {
+                    None => Some("record runs past the end of the file"),
+                    Some(end) => {
+                        let payload = &rest[RECORD_HEADER_LEN..end];
+                        if crc_extend(crc(payload), &seq.to_le_bytes()) != stored {
+                            Some("checksum mismatch")
+                        } else if seq != expected {
+                            Some("sequence number out of order")
+                        } else if decode_payload(payload).is_err() {
+                            Some("malformed record")
+                        } else {
+                            scan.records.push(Framed {
+                                offset: pos,
+                                seq,
+                                payload,
+                            });
+                            expected += 1;
+                            pos += end;
+                            scan.records_end = pos;
+                            None
+                        }
+                    }
+                }
             }
         };
-        let end = RECORD_HEADER_LEN.saturating_add(len);
-        if end > rest.len() {
-            scan.end = torn;
-            return scan;
-        }
-        let payload = &rest[RECORD_HEADER_LEN..end];
-        if crc_extend(crc(payload), &seq.to_le_bytes()) != stored {
-            scan.end = if end == rest.len() {
-                torn
+        if let Some(reason) = problem {
+            let newest = match reason {
+                "sequence number out of order" | "malformed record" => false,
+                _ => !valid_record_after(bytes, pos + 1, expected.saturating_sub(1)),
+            };
+            scan.end = if newest {
+                ScanEnd::Torn {
+                    offset: pos,
+                    bytes: bytes.len() - pos,
+                }
             } else {
                 ScanEnd::Corrupt {
                     offset: pos,
-                    reason: "checksum mismatch",
+                    reason,
                 }
             };
             return scan;
         }
-        if seq != expected {
-            scan.end = ScanEnd::Corrupt {
-                offset: pos,
-                reason: "sequence number out of order",
-            };
-            return scan;
-        }
-        if decode_payload(payload).is_err() {
-            scan.end = ScanEnd::Corrupt {
-                offset: pos,
-                reason: "malformed record",
-            };
-            return scan;
-        }
-        scan.records.push(Framed {
-            offset: pos,
-            seq,
-            payload,
-        });
-        expected += 1;
-        pos += end;
     }
     scan
 }
@@ -327,16 +348,6 @@ mod tests {
                 "cut at {cut}"
             );
         }
-        // A zero-filled tail (file size extended, data never written) is torn too.
-        let mut zeros = seg.clone();
-        zeros.extend_from_slice(&[0u8; 100]);
-        assert_eq!(
-            scan_segment(&zeros).end,
-            ScanEnd::Torn {
-                offset: seg.len(),
-                bytes: 100
-            }
-        );
     }
 
     #[test]
@@ -344,20 +355,39 @@ mod tests {
         let seg = segment(1, 3);
         let second = scan_segment(&seg).records[1].offset;
         for pos in second..scan_segment(&seg).records[2].offset {
-            let mut bad = seg.clone();
-            bad[pos] ^= 0x40;
-            let scan = scan_segment(&bad);
-            assert_eq!(scan.records.len(), 1, "flip at {pos}");
-            match scan.end {
-                ScanEnd::Corrupt { offset, .. } => assert_eq!(offset, second),
-                // A flipped length can make the record run past the end of the file.
-                ScanEnd::Torn { offset, .. } => {
-                    assert_eq!(offset, second);
-                    assert!(pos < second + 4, "flip at {pos} read as torn");
-                }
-                ScanEnd::Clean => panic!("flip at {pos} not detected"),
+            for flip in [0x01, 0x40, 0xff] {
+                let mut bad = seg.clone();
+                bad[pos] ^= flip;
+                let scan = scan_segment(&bad);
+                assert_eq!(scan.records.len(), 1, "flip at {pos}");
+                assert!(
+                    matches!(scan.end, ScanEnd::Corrupt { offset, .. } if offset == second),
+                    "flip {flip:#x} at {pos}: {:?}",
+                    scan.end
+                );
             }
         }
+    }
+
+    #[test]
+    fn zeros_after_the_records_are_the_end_and_a_torn_write_before_them_is_torn() {
+        let mut seg = segment(1, 2);
+        let records_end = seg.len();
+        seg.extend_from_slice(&[0u8; 4096]);
+        let scan = scan_segment(&seg);
+        assert_eq!((scan.end, scan.records_end), (ScanEnd::Clean, records_end));
+        // A record written half-way into the zeros (a crash during the write).
+        let mut full = segment(1, 3);
+        let third = scan_segment(&full).records[2].offset;
+        full.truncate(third + 10);
+        full.extend_from_slice(&[0u8; 4096]);
+        assert_eq!(
+            scan_segment(&full).end,
+            ScanEnd::Torn {
+                offset: third,
+                bytes: full.len() - third
+            }
+        );
     }
 
     #[test]

@@ -233,7 +233,12 @@ fn replay_log(
             progress.tick(1);
         }
         match scan.end {
-            ScanEnd::Clean => {}
+            ScanEnd::Clean => {
+                if bytes.len() > scan.records_end && is_last {
+                    // The zero-filled space the crashed process had not used yet.
+                    cut(path, scan.records_end)?;
+                }
+            }
             ScanEnd::Torn { offset, bytes: n } if is_last => {
                 eprintln!(
                     "pion: warning: {} ends with a torn record (a write cut short by a crash, \

@@ -6,16 +6,24 @@
 //! records already done. That is group commit: one `write` and at most one `fsync` per
 //! batch, however many threads and clients contributed to it.
 //!
+//! Segment files are zero-filled when they are created (ahead of time, by the log's
+//! background thread), and records are written into them in place: an fsync then
+//! flushes only data, never the file's size or block map, which makes `always` about
+//! three times cheaper per batch than fsyncing an appended file. Recovery reads the
+//! zeros after the last record as the end of the log.
+//!
 //! A failed write or fsync (disk full, I/O error) leaves the records in the buffer,
 //! puts the log in a failed state that refuses further writes, and is retried on every
 //! commit until the disk recovers; nothing is acknowledged before it is logged.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::codec::crc;
 use super::record::{encode_commands, frame, segment_header};
@@ -105,14 +113,32 @@ struct Pending {
 }
 
 struct Segment {
-    file: File,
+    /// Shared so that an fsync can run without holding the segment lock.
+    file: Arc<File>,
     first_seq: u64,
+    /// Bytes of header and records (the rest of the file is zeros). A failed write may
+    /// leave bytes past this point; the retry writes over them.
     size: u64,
-    /// A failed write left bytes past this length: cut them before writing again.
-    truncate_to: Option<u64>,
     /// Sequence number of the last record in this file.
     last_seq: u64,
+    /// Zero-filled bytes the file was made with: past them, writes would grow the file
+    /// (and every fsync would flush metadata), so the log rolls first.
+    capacity: u64,
 }
+
+/// A zero-filled file made ahead of time, renamed into the next segment at a roll.
+struct Spare {
+    path: PathBuf,
+    file: Arc<File>,
+    capacity: u64,
+}
+
+/// Name of the spare segment file (not a segment until renamed).
+const SPARE_NAME: &str = "wal-spare.tmp";
+
+/// The first segment after start-up is this size at most, so opening an engine never
+/// waits for a full-size segment to be zero-filled; later ones come from the spare.
+const FIRST_SEGMENT_CAPACITY: u64 = 4 << 20;
 
 /// The write-ahead log of one data directory.
 pub struct Wal {
@@ -121,6 +147,7 @@ pub struct Wal {
     segment_limit: u64,
     pending: Mutex<Pending>,
     segment: Mutex<Segment>,
+    spare: Mutex<Option<Spare>>,
     appended: AtomicU64,
     written: AtomicU64,
     synced: AtomicU64,
@@ -129,6 +156,50 @@ pub struct Wal {
     stats: WalStats,
     /// Test hook: an errno every write and fsync fails with (0: none).
     injected: AtomicI32,
+    /// Requests for the background fsync and the callbacks it runs when done.
+    signal: Arc<SyncSignal>,
+}
+
+/// How the event loop asks for an fsync without waiting for it, and hears that it
+/// is done: the log's sync thread waits here, fsyncs, and calls every listener.
+#[derive(Default)]
+pub struct SyncSignal {
+    wanted: Mutex<u64>,
+    ready: Condvar,
+    listeners: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl SyncSignal {
+    /// Asks for the log to be fsynced up to `seq`.
+    pub fn request(&self, seq: u64) {
+        let mut w = self.wanted.lock();
+        if *w < seq {
+            *w = seq;
+            self.ready.notify_one();
+        }
+    }
+
+    /// Waits (at most `timeout`) until an fsync beyond `done` is wanted; returns the
+    /// sequence number wanted.
+    pub fn wait(&self, done: u64, timeout: std::time::Duration) -> u64 {
+        let mut w = self.wanted.lock();
+        if *w <= done {
+            self.ready.wait_for(&mut w, timeout);
+        }
+        *w
+    }
+
+    /// Registers a callback run after each background fsync (an event loop's waker).
+    pub fn listen(&self, f: Box<dyn Fn() + Send + Sync>) {
+        self.listeners.lock().push(f);
+    }
+
+    /// Runs every listener.
+    pub fn notify(&self) {
+        for f in self.listeners.lock().iter() {
+            f();
+        }
+    }
 }
 
 thread_local! {
@@ -143,7 +214,13 @@ impl Wal {
         policy: FsyncPolicy,
         segment_limit: u64,
     ) -> io::Result<Wal> {
-        let segment = new_segment(dir, next_seq)?;
+        let _ = std::fs::remove_file(dir.join(SPARE_NAME));
+        let segment = new_segment(
+            dir,
+            next_seq,
+            None,
+            segment_limit.min(FIRST_SEGMENT_CAPACITY),
+        )?;
         let last = next_seq - 1;
         let wal = Wal {
             dir: dir.to_path_buf(),
@@ -154,6 +231,7 @@ impl Wal {
                 last_seq: last,
             }),
             segment: Mutex::new(segment),
+            spare: Mutex::new(None),
             appended: AtomicU64::new(last),
             written: AtomicU64::new(last),
             synced: AtomicU64::new(last),
@@ -161,6 +239,7 @@ impl Wal {
             failure: Mutex::new(None),
             stats: WalStats::default(),
             injected: AtomicI32::new(0),
+            signal: Arc::new(SyncSignal::default()),
         };
         let on_disk: u64 = list_segments(dir)?
             .iter()
@@ -269,6 +348,44 @@ impl Wal {
         Ok(())
     }
 
+    /// The background-fsync signal (see [`SyncSignal`]).
+    pub fn signal(&self) -> &Arc<SyncSignal> {
+        &self.signal
+    }
+
+    /// Writes every record up to `seq` to the segment file without fsyncing, for a
+    /// caller that will wait for the background fsync instead of doing it.
+    pub fn write_through(&self, seq: u64) -> Result<(), String> {
+        if self.written_seq() >= seq && !self.failed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut seg = self.segment.lock();
+        self.write_pending(&mut seg)
+    }
+
+    /// Writes what is pending and fsyncs, holding the segment lock only to write:
+    /// writers go on appending while the fsync runs (the background sync thread).
+    pub fn sync_concurrently(&self) -> Result<(), String> {
+        let (file, target) = {
+            let mut seg = self.segment.lock();
+            self.write_pending(&mut seg)?;
+            (Arc::clone(&seg.file), self.written_seq())
+        };
+        if self.synced_seq() >= target {
+            return Ok(());
+        }
+        self.injected()
+            .and_then(|()| file.sync_data())
+            .map_err(|e| self.fail("fsync failed", &e))?;
+        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .last_fsync_ms
+            .store(crate::engine::unix_ms() as u64, Ordering::Relaxed);
+        self.synced.fetch_max(target, Ordering::AcqRel);
+        self.recovered();
+        Ok(())
+    }
+
     /// Writes and fsyncs everything appended so far (the everysec tick, shutdown).
     pub fn sync_all(&self) -> Result<(), String> {
         let mut seg = self.segment.lock();
@@ -291,6 +408,29 @@ impl Wal {
             self.roll_locked(&mut seg, next)?;
         }
         Ok(next)
+    }
+
+    /// Zero-fills the next segment ahead of time if it is not ready yet (the log's
+    /// background thread calls this, so a roll only renames a file).
+    pub fn prepare_spare(&self) -> io::Result<()> {
+        if self.spare.lock().is_some() {
+            return Ok(());
+        }
+        let path = self.dir.join(SPARE_NAME);
+        let file = match zero_filled(&path, self.segment_limit) {
+            Ok(f) => f,
+            Err(e) => {
+                // A half-made spare would only take the space the log needs.
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        };
+        *self.spare.lock() = Some(Spare {
+            path,
+            file: Arc::new(file),
+            capacity: self.segment_limit,
+        });
+        Ok(())
     }
 
     /// Deletes every segment that ends before `first_kept` (a snapshot covers them).
@@ -376,28 +516,19 @@ impl Wal {
     }
 
     fn write_buf(&self, seg: &mut Segment, buf: &[u8], last: u64) -> Result<(), String> {
-        if let Some(len) = seg.truncate_to {
-            seg.file
-                .set_len(len)
-                .map_err(|e| self.fail("cannot cut a partial write", &e))?;
-            seg.truncate_to = None;
-        }
-        if seg.size >= self.segment_limit && seg.last_seq >= seg.first_seq {
+        let n = buf.len() as u64;
+        if seg.size + n > seg.capacity && seg.last_seq >= seg.first_seq {
             let next = self.written_seq() + 1;
             self.roll_locked(seg, next)?;
         }
-        let before = seg.size;
-        let outcome = self.injected().and_then(|()| seg.file.write_all(buf));
+        // In place, at the end of the records: a write that fails half-way is written
+        // over by its retry (the retried batch is never shorter).
+        let outcome = self
+            .injected()
+            .and_then(|()| seg.file.write_all_at(buf, seg.size));
         if let Err(e) = outcome {
-            // Part of the batch may have reached the file: cut it off now, or before the
-            // next write if that fails too, so the log never has a hole mid-file.
-            seg.truncate_to = Some(before);
-            if seg.file.set_len(before).is_ok() {
-                seg.truncate_to = None;
-            }
             return Err(self.fail("write failed", &e));
         }
-        let n = buf.len() as u64;
         seg.size += n;
         seg.last_seq = last;
         self.stats.bytes_written.fetch_add(n, Ordering::Relaxed);
@@ -424,8 +555,14 @@ impl Wal {
         if self.policy() != FsyncPolicy::No {
             self.sync_locked(seg)?;
         }
-        let fresh =
-            new_segment(&self.dir, next).map_err(|e| self.fail("cannot start segment", &e))?;
+        // The closed segment keeps exactly its records: no zeros, and no bytes of a
+        // failed write past the end.
+        self.injected()
+            .and_then(|()| seg.file.set_len(seg.size))
+            .map_err(|e| self.fail("cannot close segment", &e))?;
+        let spare = self.spare.lock().take();
+        let fresh = new_segment(&self.dir, next, spare, self.segment_limit)
+            .map_err(|e| self.fail("cannot start segment", &e))?;
         self.stats
             .bytes_on_disk
             .fetch_add(fresh.size, Ordering::Relaxed);
@@ -434,26 +571,55 @@ impl Wal {
     }
 }
 
-/// Creates a segment file with its header, durably (file and directory entry).
-fn new_segment(dir: &Path, first_seq: u64) -> io::Result<Segment> {
-    let path = dir.join(segment_name(first_seq));
+/// Creates a file of `len` zero bytes, written out and fsynced (so that later writes
+/// into it change no metadata).
+fn zero_filled(path: &Path, len: u64) -> io::Result<File> {
     let mut file = OpenOptions::new()
         .create(true)
         .truncate(true)
+        .read(true)
         .write(true)
-        .open(&path)?;
-    file.write_all(&segment_header(first_seq))?;
+        .open(path)?;
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        file.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
     file.sync_all()?;
+    Ok(file)
+}
+
+/// Starts a segment: the spare renamed into place when there is one, else a new
+/// zero-filled file of `capacity` bytes; then its header, durably (file and directory
+/// entry).
+fn new_segment(
+    dir: &Path,
+    first_seq: u64,
+    spare: Option<Spare>,
+    capacity: u64,
+) -> io::Result<Segment> {
+    let path = dir.join(segment_name(first_seq));
+    let (file, capacity) = match spare {
+        Some(s) if s.capacity >= capacity.min(FIRST_SEGMENT_CAPACITY) => {
+            std::fs::rename(&s.path, &path)?;
+            (s.file, s.capacity)
+        }
+        _ => {
+            let capacity = capacity.max(super::record::SEGMENT_HEADER_LEN as u64);
+            (Arc::new(zero_filled(&path, capacity)?), capacity)
+        }
+    };
+    file.write_all_at(&segment_header(first_seq), 0)?;
+    file.sync_data()?;
     sync_dir(dir)?;
-    // Appends from here on: after a partial write is cut off, the next write lands at
-    // the new end.
-    let file = OpenOptions::new().append(true).open(&path)?;
     Ok(Segment {
         file,
         first_seq,
         size: super::record::SEGMENT_HEADER_LEN as u64,
-        truncate_to: None,
         last_seq: first_seq - 1,
+        capacity,
     })
 }
 
