@@ -618,6 +618,8 @@ fn spawn_log_keeper(engine: Weak<EngineInner>) {
                     let _ = d.wal().sync_all();
                     last_sync = std::time::Instant::now();
                 }
+                // A failure is recorded in the log's state and retried.
+                let _ = d.wal().finish_rolled();
                 match d.wal().prepare_spare() {
                     Ok(()) => spare_failing = false,
                     // Not fatal: a roll then creates its segment itself.

@@ -248,6 +248,16 @@ fn replay_log(
                 cut(path, offset)?;
                 report.truncated_bytes += n as u64;
             }
+            ScanEnd::Torn { offset, bytes: n } if next_first == Some(expected) => {
+                // A write that failed (disk full) and was retried in the next segment,
+                // whose first record follows on exactly: nothing is missing.
+                eprintln!(
+                    "pion: note: {} ends with {n} bytes of a failed write that the next \
+                     segment repeats; trimming them",
+                    path.display()
+                );
+                cut(path, offset)?;
+            }
             ScanEnd::Torn { offset, .. } | ScanEnd::Corrupt { offset, .. } => {
                 let reason = match scan.end {
                     ScanEnd::Corrupt { reason, .. } => reason,

@@ -429,3 +429,47 @@ fn a_segment_with_only_a_torn_header_is_removed() {
     drop(e);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_write_repeated_in_the_next_segment_is_not_damage() {
+    use super::codec::crc;
+    use super::record::{encode_commands, frame, segment_header};
+    let dir = tmp("retried");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let record = |seq: u64, out: &mut Vec<u8>| {
+        let argv = vec![
+            b"SET".to_vec(),
+            format!("k{seq}").into_bytes(),
+            b"v".to_vec(),
+        ];
+        let mut payload = Vec::new();
+        encode_commands(1, std::iter::once((0usize, argv.as_slice())), &mut payload);
+        frame(seq, &payload, crc(&payload), out);
+    };
+    let mut first = segment_header(1).to_vec();
+    for seq in 1..=3 {
+        record(seq, &mut first);
+    }
+    // Half of record 4: the write that failed before the log rolled.
+    let mut half = Vec::new();
+    record(4, &mut half);
+    first.extend_from_slice(&half[..half.len() / 2]);
+    std::fs::write(dir.join(super::wal::segment_name(1)), &first).expect("write");
+    let mut second = segment_header(4).to_vec();
+    record(4, &mut second);
+    record(5, &mut second);
+    std::fs::write(dir.join(super::wal::segment_name(4)), &second).expect("write");
+    let e = open(&dir).expect("nothing is missing");
+    assert_eq!(run(&e, 0, &["DBSIZE"]), Reply::Integer(5));
+    drop(e);
+    // A torn record whose successor segment does not follow on is damage.
+    let dir2 = tmp("retried-gap");
+    std::fs::create_dir_all(&dir2).expect("mkdir");
+    std::fs::write(dir2.join(super::wal::segment_name(1)), &first).expect("write");
+    let mut later = segment_header(5).to_vec();
+    record(5, &mut later);
+    std::fs::write(dir2.join(super::wal::segment_name(5)), &later).expect("write");
+    assert!(matches!(open(&dir2), Err(OpenError::Damaged(_))));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir2);
+}

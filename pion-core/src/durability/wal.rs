@@ -126,6 +126,14 @@ struct Segment {
     capacity: u64,
 }
 
+/// A segment the log rolled away from, not yet fsynced and trimmed to its records.
+/// Rolling leaves both to the next sync, so a snapshot's cut never waits for an
+/// fsync.
+struct Closed {
+    file: Arc<File>,
+    size: u64,
+}
+
 /// A zero-filled file made ahead of time, renamed into the next segment at a roll.
 struct Spare {
     path: PathBuf,
@@ -148,6 +156,7 @@ pub struct Wal {
     pending: Mutex<Pending>,
     segment: Mutex<Segment>,
     spare: Mutex<Option<Spare>>,
+    closed: Mutex<Vec<Closed>>,
     appended: AtomicU64,
     written: AtomicU64,
     synced: AtomicU64,
@@ -232,6 +241,7 @@ impl Wal {
             }),
             segment: Mutex::new(segment),
             spare: Mutex::new(None),
+            closed: Mutex::new(Vec::new()),
             appended: AtomicU64::new(last),
             written: AtomicU64::new(last),
             synced: AtomicU64::new(last),
@@ -366,11 +376,13 @@ impl Wal {
     /// Writes what is pending and fsyncs, holding the segment lock only to write:
     /// writers go on appending while the fsync runs (the background sync thread).
     pub fn sync_concurrently(&self) -> Result<(), String> {
-        let (file, target) = {
+        let (file, target, closed) = {
             let mut seg = self.segment.lock();
             self.write_pending(&mut seg)?;
-            (Arc::clone(&seg.file), self.written_seq())
+            let closed = std::mem::take(&mut *self.closed.lock());
+            (Arc::clone(&seg.file), self.written_seq(), closed)
         };
+        self.finish_closed(closed)?;
         if self.synced_seq() >= target {
             return Ok(());
         }
@@ -540,6 +552,8 @@ impl Wal {
 
     fn sync_locked(&self, seg: &mut Segment) -> Result<(), String> {
         let target = self.written_seq();
+        let closed = std::mem::take(&mut *self.closed.lock());
+        self.finish_closed(closed)?;
         self.injected()
             .and_then(|()| seg.file.sync_data())
             .map_err(|e| self.fail("fsync failed", &e))?;
@@ -552,22 +566,45 @@ impl Wal {
     }
 
     fn roll_locked(&self, seg: &mut Segment, next: u64) -> Result<(), String> {
-        if self.policy() != FsyncPolicy::No {
-            self.sync_locked(seg)?;
-        }
-        // The closed segment keeps exactly its records: no zeros, and no bytes of a
-        // failed write past the end.
-        self.injected()
-            .and_then(|()| seg.file.set_len(seg.size))
-            .map_err(|e| self.fail("cannot close segment", &e))?;
         let spare = self.spare.lock().take();
         let fresh = new_segment(&self.dir, next, spare, self.segment_limit)
             .map_err(|e| self.fail("cannot start segment", &e))?;
         self.stats
             .bytes_on_disk
             .fetch_add(fresh.size, Ordering::Relaxed);
-        *seg = fresh;
+        let old = std::mem::replace(seg, fresh);
+        self.closed.lock().push(Closed {
+            file: old.file,
+            size: old.size,
+        });
         Ok(())
+    }
+
+    /// fsyncs rolled-away segments and trims them to their records (no zeros, no
+    /// bytes of a failed write past the end). On failure the rest stay queued.
+    fn finish_closed(&self, mut closed: Vec<Closed>) -> Result<(), String> {
+        while let Some(c) = closed.first() {
+            let done = self
+                .injected()
+                .and_then(|()| c.file.sync_data())
+                .and_then(|()| c.file.set_len(c.size));
+            if let Err(e) = done {
+                let mut queue = self.closed.lock();
+                let newer = std::mem::take(&mut *queue);
+                *queue = closed;
+                queue.extend(newer);
+                return Err(self.fail("cannot close segment", &e));
+            }
+            closed.remove(0);
+        }
+        Ok(())
+    }
+
+    /// fsyncs and trims rolled-away segments now (the background thread, so that
+    /// they are finished even under `appendfsync no`).
+    pub fn finish_rolled(&self) -> Result<(), String> {
+        let closed = std::mem::take(&mut *self.closed.lock());
+        self.finish_closed(closed)
     }
 }
 
