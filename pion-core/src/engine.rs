@@ -150,6 +150,18 @@ pub struct Engine {
     inner: Arc<EngineInner>,
 }
 
+/// A weak handle on an engine: background threads hold one, so they end when the
+/// last [`Engine`] is dropped.
+#[derive(Clone)]
+pub(crate) struct WeakEngine(Weak<EngineInner>);
+
+impl WeakEngine {
+    /// The engine, if it still exists.
+    pub(crate) fn upgrade(&self) -> Option<Engine> {
+        self.0.upgrade().map(|inner| Engine { inner })
+    }
+}
+
 /// The current time in Unix microseconds.
 pub fn unix_us() -> i64 {
     SystemTime::now()
@@ -212,11 +224,19 @@ impl Engine {
         // Set once, here, before any other handle to the engine exists.
         let _ = engine.inner.durability.set(d);
         engine.start_background(&options);
-        spawn_log_keeper(Arc::downgrade(&engine.inner));
+        crate::durability::background::spawn_keeper(engine.downgrade());
         if let Some(d) = engine.durability() {
-            spawn_log_syncer(Arc::downgrade(&engine.inner), Arc::clone(d.wal().signal()));
+            crate::durability::background::spawn_syncer(
+                engine.downgrade(),
+                Arc::clone(d.wal().signal()),
+            );
         }
         Ok(engine)
+    }
+
+    /// A handle that does not keep the engine alive (background threads hold one).
+    pub(crate) fn downgrade(&self) -> WeakEngine {
+        WeakEngine(Arc::downgrade(&self.inner))
     }
 
     /// Whether a reply that acknowledges the client's writes up to log record `seq`
@@ -555,88 +575,6 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
         });
     // Without the thread, keys still expire lazily on access; nothing else depends on it.
     drop(spawned);
-}
-
-/// The background fsync for `appendfsync always`: event loops ask for it and go on
-/// serving other clients while it runs; it wakes them when it is done. Writes keep
-/// landing in the segment file during the fsync, so batches overlap.
-fn spawn_log_syncer(engine: Weak<EngineInner>, signal: Arc<crate::durability::wal::SyncSignal>) {
-    let spawned = std::thread::Builder::new()
-        .name("pion-fsync".into())
-        .spawn(move || {
-            let mut done = 0;
-            loop {
-                let wanted = signal.wait(done, Duration::from_millis(100));
-                let Some(inner) = engine.upgrade() else {
-                    return;
-                };
-                let Some(d) = inner.durability.get() else {
-                    return;
-                };
-                let wal = d.wal();
-                if wanted > wal.synced_seq() && wal.failure().is_none() {
-                    // A failure is recorded in the log's state; event loops retry it
-                    // on their tick.
-                    let _ = wal.sync_concurrently();
-                    signal.notify();
-                }
-                done = wanted;
-            }
-        });
-    if let Err(e) = spawned {
-        eprintln!(
-            "pion: cannot start the fsync thread ({e}): replies under `always` wait for ticks"
-        );
-    }
-}
-
-/// The log's background duties: the once-a-second fsync under `everysec`, and the
-/// automatic snapshot once enough log was written since the last one.
-fn spawn_log_keeper(engine: Weak<EngineInner>) {
-    let spawned = std::thread::Builder::new()
-        .name("pion-log".into())
-        .spawn(move || {
-            let mut last_sync = std::time::Instant::now();
-            let mut spare_failing = false;
-            loop {
-                std::thread::sleep(Duration::from_millis(50));
-                let Some(inner) = engine.upgrade() else {
-                    return;
-                };
-                let engine = Engine { inner };
-                let Some(d) = engine.durability() else {
-                    return;
-                };
-                if d.wal().failure().is_some() {
-                    // Retry the queued records until the disk takes them again.
-                    let _ = d.wal().commit(d.wal().appended_seq());
-                }
-                if d.wal().policy() == FsyncPolicy::EverySec
-                    && last_sync.elapsed() >= Duration::from_secs(1)
-                {
-                    // A failure is recorded in the log's state and retried next tick.
-                    let _ = d.wal().sync_all();
-                    last_sync = std::time::Instant::now();
-                }
-                // A failure is recorded in the log's state and retried.
-                let _ = d.wal().finish_rolled();
-                match d.wal().prepare_spare() {
-                    Ok(()) => spare_failing = false,
-                    // Not fatal: a roll then creates its segment itself.
-                    Err(e) if !spare_failing => {
-                        spare_failing = true;
-                        eprintln!("pion: cannot prepare the next log segment: {e}");
-                    }
-                    Err(_) => {}
-                }
-                if d.snapshot_due(unix_ms()) {
-                    let _ = crate::durability::start_background_snapshot(&engine);
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        eprintln!("pion: cannot start the log thread ({e}): no background fsync or snapshots");
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! and the corpus format the differential tests replay.
 
 pub mod corpus;
+pub mod crash_model;
+pub mod dump;
 pub mod process;
 pub mod resp;
 pub mod servers;

@@ -9,11 +9,14 @@
 //! after its sequence number. The data directory is locked, so a second process can
 //! never write to the same files.
 
+pub(crate) mod background;
 pub mod codec;
 pub mod record;
 mod recovery;
+mod segment;
 pub mod snapshot;
 mod snapshotter;
+mod sync_signal;
 pub mod wal;
 
 use std::fs::File;

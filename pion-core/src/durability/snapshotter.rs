@@ -113,12 +113,24 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     let mut writer = SnapshotWriter::create(d.dir(), seq, crate::engine::unix_ms(), ks.databases())
         .map_err(io)?;
     let mut sections = 0;
+    let mut keys_so_far = 0;
+    let mut last_report = Instant::now();
     for idx in 0..SHARDS {
         for shard in ks.capture(idx) {
             writer
                 .section(shard.shard, shard.keys, &shard.body)
                 .map_err(io)?;
             sections += 1;
+            keys_so_far += shard.keys;
+        }
+        if last_report.elapsed().as_secs() >= 1 {
+            // A large keyspace takes a while: say how far it got.
+            last_report = Instant::now();
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            eprintln!(
+                "pion: snapshot: {sections}/{SHARDS} shards, {keys_so_far} keys ({:.0} keys/s)",
+                keys_so_far as f64 / secs
+            );
         }
     }
     drop(guard);

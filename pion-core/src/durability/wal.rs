@@ -16,17 +16,21 @@
 //! puts the log in a failed state that refuses further writes, and is retried on every
 //! commit until the disk recovers; nothing is acknowledged before it is logged.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use super::codec::crc;
-use super::record::{encode_commands, frame, segment_header};
+use super::record::{encode_commands, frame};
+pub use super::segment::{list_segments, parse_segment_name, segment_name, sync_dir};
+use super::segment::{
+    new_segment, zero_filled, Closed, Segment, Spare, FIRST_SEGMENT_CAPACITY, SPARE_NAME,
+};
+pub use super::sync_signal::SyncSignal;
 
 /// When the log is flushed to stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,19 +81,6 @@ impl FsyncPolicy {
     }
 }
 
-/// The file name of the segment whose first record is `first_seq`.
-pub fn segment_name(first_seq: u64) -> String {
-    format!("wal-{first_seq:020}.log")
-}
-
-/// The first sequence number a segment file name declares.
-pub fn parse_segment_name(name: &str) -> Option<u64> {
-    name.strip_prefix("wal-")?
-        .strip_suffix(".log")?
-        .parse()
-        .ok()
-}
-
 /// Counters for `INFO persistence`.
 #[derive(Debug, Default)]
 pub struct WalStats {
@@ -112,42 +103,6 @@ struct Pending {
     last_seq: u64,
 }
 
-struct Segment {
-    /// Shared so that an fsync can run without holding the segment lock.
-    file: Arc<File>,
-    first_seq: u64,
-    /// Bytes of header and records (the rest of the file is zeros). A failed write may
-    /// leave bytes past this point; the retry writes over them.
-    size: u64,
-    /// Sequence number of the last record in this file.
-    last_seq: u64,
-    /// Zero-filled bytes the file was made with: past them, writes would grow the file
-    /// (and every fsync would flush metadata), so the log rolls first.
-    capacity: u64,
-}
-
-/// A segment the log rolled away from, not yet fsynced and trimmed to its records.
-/// Rolling leaves both to the next sync, so a snapshot's cut never waits for an
-/// fsync.
-struct Closed {
-    file: Arc<File>,
-    size: u64,
-}
-
-/// A zero-filled file made ahead of time, renamed into the next segment at a roll.
-struct Spare {
-    path: PathBuf,
-    file: Arc<File>,
-    capacity: u64,
-}
-
-/// Name of the spare segment file (not a segment until renamed).
-const SPARE_NAME: &str = "wal-spare.tmp";
-
-/// The first segment after start-up is this size at most, so opening an engine never
-/// waits for a full-size segment to be zero-filled; later ones come from the spare.
-const FIRST_SEGMENT_CAPACITY: u64 = 4 << 20;
-
 /// The write-ahead log of one data directory.
 pub struct Wal {
     dir: PathBuf,
@@ -167,48 +122,6 @@ pub struct Wal {
     injected: AtomicI32,
     /// Requests for the background fsync and the callbacks it runs when done.
     signal: Arc<SyncSignal>,
-}
-
-/// How the event loop asks for an fsync without waiting for it, and hears that it
-/// is done: the log's sync thread waits here, fsyncs, and calls every listener.
-#[derive(Default)]
-pub struct SyncSignal {
-    wanted: Mutex<u64>,
-    ready: Condvar,
-    listeners: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
-}
-
-impl SyncSignal {
-    /// Asks for the log to be fsynced up to `seq`.
-    pub fn request(&self, seq: u64) {
-        let mut w = self.wanted.lock();
-        if *w < seq {
-            *w = seq;
-            self.ready.notify_one();
-        }
-    }
-
-    /// Waits (at most `timeout`) until an fsync beyond `done` is wanted; returns the
-    /// sequence number wanted.
-    pub fn wait(&self, done: u64, timeout: std::time::Duration) -> u64 {
-        let mut w = self.wanted.lock();
-        if *w <= done {
-            self.ready.wait_for(&mut w, timeout);
-        }
-        *w
-    }
-
-    /// Registers a callback run after each background fsync (an event loop's waker).
-    pub fn listen(&self, f: Box<dyn Fn() + Send + Sync>) {
-        self.listeners.lock().push(f);
-    }
-
-    /// Runs every listener.
-    pub fn notify(&self) {
-        for f in self.listeners.lock().iter() {
-            f();
-        }
-    }
 }
 
 thread_local! {
@@ -606,76 +519,6 @@ impl Wal {
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)
     }
-}
-
-/// Creates a file of `len` zero bytes, written out and fsynced (so that later writes
-/// into it change no metadata).
-fn zero_filled(path: &Path, len: u64) -> io::Result<File> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .read(true)
-        .write(true)
-        .open(path)?;
-    let chunk = vec![0u8; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(chunk.len() as u64) as usize;
-        file.write_all(&chunk[..n])?;
-        left -= n as u64;
-    }
-    file.sync_all()?;
-    Ok(file)
-}
-
-/// Starts a segment: the spare renamed into place when there is one, else a new
-/// zero-filled file of `capacity` bytes; then its header, durably (file and directory
-/// entry).
-fn new_segment(
-    dir: &Path,
-    first_seq: u64,
-    spare: Option<Spare>,
-    capacity: u64,
-) -> io::Result<Segment> {
-    let path = dir.join(segment_name(first_seq));
-    let (file, capacity) = match spare {
-        Some(s) if s.capacity >= capacity.min(FIRST_SEGMENT_CAPACITY) => {
-            std::fs::rename(&s.path, &path)?;
-            (s.file, s.capacity)
-        }
-        _ => {
-            let capacity = capacity.max(super::record::SEGMENT_HEADER_LEN as u64);
-            (Arc::new(zero_filled(&path, capacity)?), capacity)
-        }
-    };
-    file.write_all_at(&segment_header(first_seq), 0)?;
-    file.sync_data()?;
-    sync_dir(dir)?;
-    Ok(Segment {
-        file,
-        first_seq,
-        size: super::record::SEGMENT_HEADER_LEN as u64,
-        last_seq: first_seq - 1,
-        capacity,
-    })
-}
-
-/// Segment files of a directory, ordered by their first sequence number.
-pub fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(first) = entry.file_name().to_str().and_then(parse_segment_name) {
-            out.push((first, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// fsyncs a directory, so the files created or renamed in it survive a power loss.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

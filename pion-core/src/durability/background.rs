@@ -1,0 +1,92 @@
+//! The log's background threads: the fsync thread that `appendfsync always` hands its
+//! syncs to, and the keeper that does the periodic work (the once-a-second fsync under
+//! `everysec`, finishing rolled segments, preparing the next one, retrying a failed
+//! disk, and the automatic snapshot). Both hold only a weak handle on the engine, so
+//! they end when it is dropped.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::sync_signal::SyncSignal;
+use super::wal::FsyncPolicy;
+use crate::engine::{unix_ms, WeakEngine};
+
+/// Starts the fsync thread: event loops ask for a sync and go on serving other
+/// clients while it runs (writes keep landing in the segment file meanwhile, so
+/// batches overlap); it wakes them through the signal's listeners when it is done.
+pub(crate) fn spawn_syncer(engine: WeakEngine, signal: Arc<SyncSignal>) {
+    let spawned = std::thread::Builder::new()
+        .name("pion-fsync".into())
+        .spawn(move || {
+            let mut done = 0;
+            loop {
+                let wanted = signal.wait(done, Duration::from_millis(100));
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                let Some(d) = engine.durability() else {
+                    return;
+                };
+                let wal = d.wal();
+                if wanted > wal.synced_seq() && wal.failure().is_none() {
+                    // A failure is recorded in the log's state; event loops retry it
+                    // on their tick.
+                    let _ = wal.sync_concurrently();
+                    signal.notify();
+                }
+                done = wanted;
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!(
+            "pion: cannot start the fsync thread ({e}): replies under `always` wait for ticks"
+        );
+    }
+}
+
+/// Starts the keeper (every 50 ms).
+pub(crate) fn spawn_keeper(engine: WeakEngine) {
+    let spawned = std::thread::Builder::new()
+        .name("pion-log".into())
+        .spawn(move || {
+            let mut last_sync = Instant::now();
+            let mut spare_failing = false;
+            loop {
+                std::thread::sleep(Duration::from_millis(50));
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                let Some(d) = engine.durability() else {
+                    return;
+                };
+                let wal = d.wal();
+                // Failures below are recorded in the log's state (INFO shows them) and
+                // retried on the next tick.
+                if wal.failure().is_some() {
+                    let _ = wal.commit(wal.appended_seq());
+                }
+                if wal.policy() == FsyncPolicy::EverySec
+                    && last_sync.elapsed() >= Duration::from_secs(1)
+                {
+                    let _ = wal.sync_all();
+                    last_sync = Instant::now();
+                }
+                let _ = wal.finish_rolled();
+                match wal.prepare_spare() {
+                    Ok(()) => spare_failing = false,
+                    // Not fatal: a roll then creates its segment itself.
+                    Err(e) if !spare_failing => {
+                        spare_failing = true;
+                        eprintln!("pion: cannot prepare the next log segment: {e}");
+                    }
+                    Err(_) => {}
+                }
+                if d.snapshot_due(unix_ms()) {
+                    let _ = super::start_background_snapshot(&engine);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("pion: cannot start the log thread ({e}): no background fsync or snapshots");
+    }
+}
