@@ -81,24 +81,38 @@ pub(super) fn zero_filled(path: &Path, len: u64) -> io::Result<File> {
     Ok(file)
 }
 
-/// Starts a segment: the spare renamed into place when there is one, else a new
-/// zero-filled file of `capacity` bytes; then its header, durably (file and directory
-/// entry).
+/// Starts a segment: the spare renamed into place when there is one, else a new file
+/// (zero-filled to `capacity` bytes when `zero_fill`); then its header, durably (file
+/// and directory entry).
+///
+/// Zero-filling pays off only when every batch is fsynced (`always`): under the other
+/// policies a segment starts empty and grows, and `capacity` is only where it rolls.
 pub(super) fn new_segment(
     dir: &Path,
     first_seq: u64,
     spare: Option<Spare>,
     capacity: u64,
+    zero_fill: bool,
 ) -> io::Result<Segment> {
     let path = dir.join(segment_name(first_seq));
+    let header_len = super::record::SEGMENT_HEADER_LEN as u64;
     let (file, capacity) = match spare {
         Some(s) if s.capacity >= capacity.min(FIRST_SEGMENT_CAPACITY) => {
             std::fs::rename(&s.path, &path)?;
             (s.file, s.capacity)
         }
-        _ => {
-            let capacity = capacity.max(super::record::SEGMENT_HEADER_LEN as u64);
+        _ if zero_fill => {
+            let capacity = capacity.max(header_len);
             (Arc::new(zero_filled(&path, capacity)?), capacity)
+        }
+        _ => {
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .read(true)
+                .write(true)
+                .open(&path)?;
+            (Arc::new(file), capacity.max(header_len))
         }
     };
     file.write_all_at(&segment_header(first_seq), 0)?;

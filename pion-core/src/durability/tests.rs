@@ -473,3 +473,32 @@ fn a_failed_write_repeated_in_the_next_segment_is_not_damage() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
 }
+
+#[test]
+fn always_writes_into_zero_filled_segments_and_recovers_from_them() {
+    let dir = tmp("zerofilled");
+    let before = {
+        let e = open_with(&dir, |o| {
+            o.fsync = FsyncPolicy::Always;
+            o.segment_bytes = 64 << 10;
+        })
+        .expect("open");
+        for i in 0..2000 {
+            run(&e, 0, &["SET", &format!("k{i}"), &"v".repeat(50)]);
+        }
+        // The segment being written is full size, its tail still zeros.
+        let seg = last_segment(&dir);
+        assert_eq!(std::fs::metadata(&seg).expect("meta").len(), 64 << 10);
+        dump(&e)
+    };
+    assert!(
+        list_segments(&dir).expect("list").len() > 2,
+        "segments rolled"
+    );
+    let e = open(&dir).expect("reopen");
+    assert_eq!(dump(&e), before);
+    let r = e.durability().expect("durable").recovery().clone();
+    assert_eq!((r.records, r.truncated_bytes), (2000, 0));
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
