@@ -240,9 +240,12 @@ impl Engine {
     }
 
     /// Whether a reply that acknowledges the client's writes up to log record `seq`
-    /// may be sent now. Never waits for an fsync: under `always` it starts one in the
-    /// background and answers [`Readiness::Waiting`]; the callbacks registered with
-    /// [`on_log_synced`](Self::on_log_synced) run when it is done.
+    /// may be sent now. Never waits for an fsync: under `always` it writes the records
+    /// and answers [`Readiness::Waiting`]; the caller then fsyncs itself when it has
+    /// nothing else to do ([`sync_log_now`](Self::sync_log_now)) or hands the fsync
+    /// to the log's sync thread ([`request_log_sync`](Self::request_log_sync)), whose
+    /// completion runs the callbacks registered with
+    /// [`on_log_synced`](Self::on_log_synced).
     pub fn reply_readiness(&self, seq: u64) -> Readiness {
         let Some(d) = self.durability() else {
             return Readiness::Ready;
@@ -261,8 +264,31 @@ impl Engine {
         if wal.write_through(seq).is_err() {
             return Readiness::Failed;
         }
-        wal.signal().request(seq);
         Readiness::Waiting
+    }
+
+    /// fsyncs the log in the calling thread (an event loop with nothing else to do:
+    /// no hand-off to another thread and back). Wakes the other loops afterwards.
+    pub fn sync_log_now(&self) {
+        if let Some(d) = self.durability() {
+            // A failure is recorded in the log's state; replies then stay held.
+            let _ = d.wal().sync_concurrently();
+            d.wal().signal().notify();
+        }
+    }
+
+    /// Hands an fsync of everything written so far to the log's sync thread (an event
+    /// loop with other clients to serve meanwhile).
+    pub fn request_log_sync(&self) {
+        if let Some(d) = self.durability() {
+            d.wal().signal().request(d.wal().written_seq());
+        }
+    }
+
+    /// Whether the log's sync thread has an fsync under way.
+    pub fn log_sync_in_flight(&self) -> bool {
+        self.durability()
+            .is_some_and(|d| d.wal().signal().in_flight())
     }
 
     /// Registers a callback run after every background fsync of the log (an event

@@ -70,6 +70,8 @@ struct Worker {
     /// Connections whose replies wait for the write-ahead log (the disk refused the
     /// write): retried every tick, sent once the log has them.
     held: Vec<Token>,
+    /// Connections whose replies wait for an fsync (`appendfsync always`).
+    awaiting_sync: Vec<Token>,
     next_token: usize,
 }
 
@@ -141,6 +143,7 @@ impl Server {
                 conns: HashMap::new(),
                 pending: Vec::new(),
                 held: Vec::new(),
+                awaiting_sync: Vec::new(),
                 next_token: FIRST_CONN,
             });
         }
@@ -205,7 +208,12 @@ impl Worker {
         let mut round_robin = 0usize;
         let mut last_sweep = std::time::Instant::now();
         while !stop.stop.load(Ordering::SeqCst) {
-            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
+            // Replies waiting for an fsync: look for other work without sleeping. With
+            // none, fsync here (no hand-off to the sync thread and back); with some,
+            // hand the fsync over and serve it meanwhile.
+            let waiting = !self.awaiting_sync.is_empty() && !engine.log_sync_in_flight();
+            let timeout = if waiting { Duration::ZERO } else { TICK };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
                 }
@@ -216,6 +224,13 @@ impl Worker {
                 max_query_buffer: engine.config().with(|c| c.client_query_buffer_limit),
                 unauthenticated: false,
             };
+            if waiting {
+                if events.is_empty() {
+                    engine.sync_log_now();
+                } else {
+                    engine.request_log_sync();
+                }
+            }
             let mut woken = false;
             for event in events.iter() {
                 match event.token() {
@@ -232,6 +247,10 @@ impl Worker {
                 }
             }
             self.flush_pending(engine, &limits);
+            let awaiting = std::mem::take(&mut self.awaiting_sync);
+            for token in awaiting {
+                self.flush_one(token, engine, &limits);
+            }
             // Kills are also signalled through the waker, so one sweep per tick is
             // enough; it visits every connection, so not on every event.
             if last_sweep.elapsed() >= TICK || woken {
@@ -372,12 +391,22 @@ impl Worker {
             // commit: the first connection of a pass writes the records of every
             // connection served so far; under `always` the fsync runs in the
             // background and wakes this loop when done).
-            if engine.reply_readiness(conn.client.wal_seq) != Readiness::Ready {
-                if !self.held.contains(&token) {
-                    self.held.push(token);
+            match engine.reply_readiness(conn.client.wal_seq) {
+                Readiness::Ready => {}
+                Readiness::Waiting => {
+                    if !self.awaiting_sync.contains(&token) {
+                        self.awaiting_sync.push(token);
+                    }
+                    conn.publish_buffers();
+                    return;
                 }
-                conn.publish_buffers();
-                return;
+                Readiness::Failed => {
+                    if !self.held.contains(&token) {
+                        self.held.push(token);
+                    }
+                    conn.publish_buffers();
+                    return;
+                }
             }
             match flush(stream, conn, engine) {
                 Ok(true) if conn.pending_input() > 0 && !conn.closing => {

@@ -32,7 +32,10 @@ pub(crate) fn spawn_syncer(engine: WeakEngine, signal: Arc<SyncSignal>) {
                     // A failure is recorded in the log's state; event loops retry it
                     // on their tick.
                     let _ = wal.sync_concurrently();
+                    signal.set_in_flight(false);
                     signal.notify();
+                } else {
+                    signal.set_in_flight(false);
                 }
                 done = wanted;
             }

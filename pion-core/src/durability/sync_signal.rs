@@ -1,6 +1,8 @@
 //! How an event loop asks for an fsync without waiting for it, and hears that it is
 //! done (`appendfsync always`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::{Condvar, Mutex};
 
 /// How the event loop asks for an fsync without waiting for it, and hears that it
@@ -10,6 +12,8 @@ pub struct SyncSignal {
     wanted: Mutex<u64>,
     ready: Condvar,
     listeners: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    /// The sync thread is fsyncing now.
+    busy: AtomicBool,
 }
 
 impl SyncSignal {
@@ -18,6 +22,7 @@ impl SyncSignal {
         let mut w = self.wanted.lock();
         if *w < seq {
             *w = seq;
+            self.busy.store(true, Ordering::Release);
             self.ready.notify_one();
         }
     }
@@ -30,6 +35,16 @@ impl SyncSignal {
             self.ready.wait_for(&mut w, timeout);
         }
         *w
+    }
+
+    /// Whether the sync thread has an fsync under way (or about to start).
+    pub fn in_flight(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// Marks the sync thread busy or idle.
+    pub fn set_in_flight(&self, busy: bool) {
+        self.busy.store(busy, Ordering::Release);
     }
 
     /// Registers a callback run after each background fsync (an event loop's waker).
