@@ -82,3 +82,31 @@ fn replies_follow_their_fsync_one_thread() {
 fn replies_follow_their_fsync_four_threads() {
     check(4);
 }
+
+/// A client that reads a write is not answered before that write's fsync either: no
+/// client is shown data that a power loss could take back.
+#[test]
+fn reads_are_not_answered_ahead_of_the_fsync_of_what_they_show() {
+    let server = PionServer::start(2);
+    let mut admin = Client::connect(server.port).expect("connect");
+    assert_eq!(admin.cmd(&["CONFIG", "SET", "appendfsync", "always"]), ok());
+    let engine = server.engine.clone();
+    let port = server.port;
+    let writer = std::thread::spawn(move || {
+        let mut c = Client::connect(port).expect("connect");
+        for i in 0..500 {
+            assert_eq!(c.cmd(&["SET", "shared", &i.to_string()]), ok());
+        }
+    });
+    let wal = engine.durability().expect("durable").wal();
+    let mut reader = Client::connect(server.port).expect("connect");
+    while !writer.is_finished() {
+        let before = wal.appended_seq();
+        let _ = reader.cmd(&["GET", "shared"]);
+        assert!(
+            wal.synced_seq() >= before,
+            "a read was answered before the fsync of writes it could see"
+        );
+    }
+    writer.join().expect("writer");
+}

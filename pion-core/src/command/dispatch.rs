@@ -269,6 +269,16 @@ fn run(
                 }
             }
         }
+        if let Some(d) = engine.durability() {
+            // Whatever this command saw was appended by now: its reply, too, waits
+            // until the log has it, so no client is shown a write a crash could take
+            // back. (While the disk is failing, reads go on instead, and may show the
+            // writes that met the failure; those are logged when it recovers.)
+            let wal = d.wal();
+            if wal.failure().is_none() {
+                ctx.client.wal_seq = ctx.client.wal_seq.max(wal.appended_seq());
+            }
+        }
         result
     };
     let finished = Instant::now();
