@@ -483,12 +483,12 @@ fn always_writes_into_zero_filled_segments_and_recovers_from_them() {
             o.segment_bytes = 64 << 10;
         })
         .expect("open");
+        // The first segment is made full size, zero-filled.
+        let seg = last_segment(&dir);
+        assert_eq!(std::fs::metadata(&seg).expect("meta").len(), 64 << 10);
         for i in 0..2000 {
             run(&e, 0, &["SET", &format!("k{i}"), &"v".repeat(50)]);
         }
-        // The segment being written is full size, its tail still zeros.
-        let seg = last_segment(&dir);
-        assert_eq!(std::fs::metadata(&seg).expect("meta").len(), 64 << 10);
         dump(&e)
     };
     assert!(

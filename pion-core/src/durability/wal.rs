@@ -483,8 +483,15 @@ impl Wal {
 
     fn roll_locked(&self, seg: &mut Segment, next: u64) -> Result<(), String> {
         let spare = self.spare.lock().take();
-        let zero_fill = self.policy() == FsyncPolicy::Always;
-        let fresh = new_segment(&self.dir, next, spare, self.segment_limit, zero_fill)
+        // Rolls happen with writers waiting (and at a snapshot's cut, with every shard
+        // held): never zero-fill here. Without a spare ready, a short plain segment
+        // bridges until the background thread has made one.
+        let capacity = if spare.is_none() && self.policy() == FsyncPolicy::Always {
+            self.segment_limit.min(FIRST_SEGMENT_CAPACITY)
+        } else {
+            self.segment_limit
+        };
+        let fresh = new_segment(&self.dir, next, spare, capacity, false)
             .map_err(|e| self.fail("cannot start segment", &e))?;
         self.stats
             .bytes_on_disk
