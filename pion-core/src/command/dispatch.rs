@@ -250,10 +250,7 @@ fn run(
         let result = (spec.handler)(&mut ctx, argv);
         if spec.has(super::flags::WRITE) {
             let db = ctx.db();
-            for &i in &keys {
-                // Settling only fails for keys outside the lock, which cannot happen here.
-                let _ = ctx.ks.settle(db, &argv[i]);
-            }
+            settle_keys(&mut ctx, argv, &keys);
             if let (Some(wal), true) = (wal, result.is_ok()) {
                 // Still holding the keys' shards: the log order is the order in which
                 // commands on the same keys ran.
@@ -322,14 +319,20 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
         effect: Effect::AsSent,
     };
     let result = (spec.handler)(&mut ctx, argv);
-    let db = ctx.db();
-    for &i in &keys {
-        // Settling only fails for keys outside the lock, which cannot happen here.
-        let _ = ctx.ks.settle(db, &argv[i]);
-    }
+    settle_keys(&mut ctx, argv, &keys);
     match result {
         Ok(r) => r,
         Err(e) => e.into(),
+    }
+}
+
+/// After a write: re-estimates the memory of the command's keys and deletes those
+/// that became empty collections.
+fn settle_keys(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], keys: &[usize]) {
+    let db = ctx.db();
+    for &i in keys {
+        // Settling only fails for keys outside the lock, which cannot happen here.
+        let _ = ctx.ks.settle(db, &argv[i]);
     }
 }
 

@@ -129,11 +129,19 @@ pub(super) fn new_segment(
 
 /// Segment files of a directory, ordered by their first sequence number.
 pub fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    list_numbered(dir, parse_segment_name)
+}
+
+/// The files of a directory whose names `parse` reads a number from, ordered by it.
+pub(super) fn list_numbered(
+    dir: &Path,
+    parse: fn(&str) -> Option<u64>,
+) -> io::Result<Vec<(u64, PathBuf)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        if let Some(first) = entry.file_name().to_str().and_then(parse_segment_name) {
-            out.push((first, entry.path()));
+        if let Some(n) = entry.file_name().to_str().and_then(parse) {
+            out.push((n, entry.path()));
         }
     }
     out.sort();

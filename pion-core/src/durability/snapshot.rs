@@ -50,15 +50,7 @@ pub fn parse_snapshot_name(name: &str) -> Option<u64> {
 
 /// Snapshot files of a directory, oldest first.
 pub fn list_snapshots(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(seq) = entry.file_name().to_str().and_then(parse_snapshot_name) {
-            out.push((seq, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
+    super::segment::list_numbered(dir, parse_snapshot_name)
 }
 
 /// Appends one key to a section body.

@@ -302,14 +302,7 @@ impl Wal {
         if self.synced_seq() >= target {
             return Ok(());
         }
-        self.injected()
-            .and_then(|()| file.sync_data())
-            .map_err(|e| self.fail("fsync failed", &e))?;
-        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .last_fsync_ms
-            .store(crate::engine::unix_ms() as u64, Ordering::Relaxed);
-        self.synced.fetch_max(target, Ordering::AcqRel);
+        self.fsync(&file, target)?;
         self.recovered();
         Ok(())
     }
@@ -470,8 +463,13 @@ impl Wal {
         let target = self.written_seq();
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)?;
+        self.fsync(&seg.file, target)
+    }
+
+    /// fsyncs the segment file that holds the records up to `target`, and counts it.
+    fn fsync(&self, file: &std::fs::File, target: u64) -> Result<(), String> {
         self.injected()
-            .and_then(|()| seg.file.sync_data())
+            .and_then(|()| file.sync_data())
             .map_err(|e| self.fail("fsync failed", &e))?;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.stats
