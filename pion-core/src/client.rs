@@ -103,6 +103,9 @@ pub struct ClientState {
     /// Sequence number of the last write-ahead-log record this client's commands
     /// appended: its replies may leave only once the log is durable up to here.
     pub wal_seq: u64,
+    /// This client replays the write-ahead log at start-up (internal commands such as
+    /// `KV.EVICT` are accepted only from it).
+    pub replaying: bool,
 }
 
 impl ClientState {
@@ -160,6 +163,7 @@ impl ClientState {
             no_touch: false,
             rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),
             wal_seq: 0,
+            replaying: false,
         }
     }
 

@@ -47,6 +47,8 @@ pub struct ConfigValues {
     pub appendonly: bool,
     /// `appendfsync`: `always`, `everysec` or `no`.
     pub appendfsync: String,
+    /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
+    pub kv_budget: u64,
 }
 
 impl Default for ConfigValues {
@@ -70,6 +72,7 @@ impl Default for ConfigValues {
             threads: 1,
             appendonly: false,
             appendfsync: "everysec".into(),
+            kv_budget: 0,
         }
     }
 }
@@ -289,6 +292,17 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    // The prompt cache's byte budget (0: none); least recently used leaf blocks are
+    // evicted beyond it.
+    Param {
+        name: "kv-budget",
+        aliases: &[],
+        get: |c| c.kv_budget.to_string(),
+        set: Some(|c, v| {
+            c.kv_budget = parse_mem_arg(v)?;
+            Ok(())
+        }),
+    },
     Param {
         name: "maxmemory-policy",
         aliases: &[],
@@ -389,6 +403,11 @@ impl Config {
     /// A copy of every value.
     pub fn snapshot(&self) -> ConfigValues {
         self.values.read().clone()
+    }
+
+    /// Changes values in place (start-up settings that bypass `CONFIG SET`'s checks).
+    pub fn update(&self, f: impl FnOnce(&mut ConfigValues)) {
+        f(&mut self.values.write());
     }
 
     /// Reads values under the lock.

@@ -134,6 +134,8 @@ pub(crate) struct EngineInner {
     shutdown_waker: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     /// The data directory, log and snapshots (absent for an in-memory engine).
     durability: std::sync::OnceLock<Durability>,
+    /// The prompt cache (K/V prefix blocks).
+    prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -219,10 +221,15 @@ impl Engine {
         options.config.appendonly = true;
         options.config.appendfsync = durability.fsync.name().to_string();
         options.config.dir = durability.dir.display().to_string();
+        // Recovery replays the prompt cache's evictions as they were logged: the
+        // budget applies only once it is done.
+        let kv_budget = std::mem::take(&mut options.config.kv_budget);
         let engine = Engine::build(&options);
         let d = crate::durability::open(&engine, &durability)?;
         // Set once, here, before any other handle to the engine exists.
         let _ = engine.inner.durability.set(d);
+        engine.inner.config.update(|c| c.kv_budget = kv_budget);
+        engine.config_changed();
         engine.start_background(&options);
         crate::durability::background::spawn_keeper(engine.downgrade());
         if let Some(d) = engine.durability() {
@@ -299,6 +306,12 @@ impl Engine {
         }
     }
 
+    /// The prompt cache (K/V prefix blocks). Lock it for as short as possible; a
+    /// command that changes it logs the change while still holding the lock.
+    pub fn prefix(&self) -> &parking_lot::Mutex<crate::prefix::PrefixStore> {
+        &self.inner.prefix
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -358,6 +371,7 @@ impl Engine {
             wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
             shutdown_waker: parking_lot::Mutex::new(None),
             durability: std::sync::OnceLock::new(),
+            prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
         });
         let engine = Engine { inner };
         engine.config_changed();
@@ -505,6 +519,23 @@ impl Engine {
             if let Some(p) = policy {
                 d.wal().set_policy(p);
             }
+        }
+        self.apply_kv_budget();
+    }
+
+    /// Applies `kv-budget` to the prompt cache, logging what it evicts (so recovery
+    /// does not bring those blocks back); returns the log record's sequence number.
+    pub fn apply_kv_budget(&self) -> u64 {
+        let budget = self.inner.config.with(|c| c.kv_budget);
+        let mut store = self.inner.prefix.lock();
+        let evicted = store.set_budget(budget);
+        match self.durability() {
+            Some(d) if !evicted.is_empty() => {
+                let cmds = crate::commands::prefix::eviction_records(&evicted);
+                d.wal()
+                    .append(unix_ms(), cmds.iter().map(|c| (0usize, c.as_slice())))
+            }
+            _ => 0,
         }
     }
 

@@ -33,6 +33,24 @@ pub enum Effect {
 }
 
 impl Ctx<'_> {
+    /// Appends these commands to the write-ahead log now, as the effect of the running
+    /// command (which then logs nothing more). For state outside the keyspace's
+    /// shards (the prefix store): call it while holding that state's lock, so the log
+    /// order is the order the changes were made in.
+    pub fn log_now(&mut self, commands: &[Vec<Vec<u8>>]) {
+        self.effect = Effect::Nothing;
+        if commands.is_empty() {
+            return;
+        }
+        if let Some(d) = self.engine.durability() {
+            let db = self.client.db;
+            let seq = d
+                .wal()
+                .append(self.now_ms(), commands.iter().map(|c| (db, c.as_slice())));
+            self.client.wal_seq = seq;
+        }
+    }
+
     /// Logs these commands instead of the one that ran (see [`Effect::Rewritten`]).
     pub fn log_as(&mut self, commands: Vec<Vec<Vec<u8>>>) {
         self.effect = if commands.is_empty() {

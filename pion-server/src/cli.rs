@@ -22,6 +22,7 @@ enum Opt {
     WalRecover,
     WalSegmentSize,
     SnapshotWalSize,
+    KvBudget,
     Help,
     Version,
 }
@@ -47,6 +48,7 @@ const FLAGS: &[Flag] = &[
     Flag { name: "--wal-recover", takes_value: true, opt: Opt::WalRecover, topic: "Durability", help: "strict (default): refuse to start on a damaged log, naming file and offset; truncate: drop everything from the damage on, with a warning" },
     Flag { name: "--wal-segment-size", takes_value: true, opt: Opt::WalSegmentSize, topic: "Durability", help: "log segment file size before a new one starts (default 64M; K/M/G suffixes)" },
     Flag { name: "--snapshot-wal-size", takes_value: true, opt: Opt::SnapshotWalSize, topic: "Durability", help: "take a snapshot after this much log (default 256M; 0: only on SAVE/BGSAVE); bounds recovery time" },
+    Flag { name: "--kv-budget", takes_value: true, opt: Opt::KvBudget, topic: "Prompt cache", help: "bytes of K/V blocks kept (K/M/G suffixes; default 0: no limit); least recently used leaf blocks are evicted beyond it" },
     Flag { name: "--threads", takes_value: true, opt: Opt::Threads, topic: "Performance", help: "worker threads serving clients; all share one keyspace (default 1)" },
     Flag { name: "--help", takes_value: false, opt: Opt::Help, topic: "General", help: "print this help" },
     Flag { name: "--version", takes_value: false, opt: Opt::Version, topic: "General", help: "print the version" },
@@ -186,6 +188,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                 }
             }
             Opt::SnapshotWalSize => durability.snapshot_after_bytes = parse_size(name, &value)?,
+            Opt::KvBudget => cfg.kv_budget = parse_size(name, &value)?,
             Opt::Databases => {
                 cfg.databases = parse_num(name, &value)?;
                 if cfg.databases == 0 || cfg.databases > 1_000_000 {

@@ -59,6 +59,23 @@ const EXEMPT: &[(&str, &str)] = &[
     ),
     ("object|help", "help text"),
     ("memory|help", "help text"),
+    // The prompt cache has no Redis counterpart: its commands are tested against the
+    // store's own model in pion-core/src/prefix/tests.rs and over the wire in
+    // tests/tests/prompt_cache.rs.
+    ("kv.register", "Pion-only: prefix tests"),
+    ("kv.manifest", "Pion-only: prefix tests"),
+    ("kv.namespaces", "Pion-only: prefix tests"),
+    ("kv.info", "Pion-only: prefix tests"),
+    ("kv.put", "Pion-only: prefix tests"),
+    ("kv.match", "Pion-only: prefix tests"),
+    ("kv.blockids", "Pion-only: prefix tests"),
+    ("kv.get", "Pion-only: prefix tests"),
+    ("kv.del", "Pion-only: prefix tests"),
+    ("kv.drop", "Pion-only: prefix tests"),
+    (
+        "kv.evict",
+        "internal: replayed from the log (prefix durability tests)",
+    ),
 ];
 
 fn corpus_commands() -> BTreeSet<String> {

@@ -41,6 +41,8 @@ pub enum Group {
     Connection,
     /// Server commands.
     Server,
+    /// Prompt-cache (K/V prefix store) commands, `KV.*`.
+    PrefixCache,
 }
 
 impl Group {
@@ -55,6 +57,7 @@ impl Group {
             Group::SortedSet => "sorted-set",
             Group::Connection => "connection",
             Group::Server => "server",
+            Group::PrefixCache => "prefix-cache",
         }
     }
 }
@@ -379,7 +382,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 9] {
+fn families() -> [&'static [CommandSpec]; 10] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -391,6 +394,7 @@ fn families() -> [&'static [CommandSpec]; 9] {
         connection::COMMANDS,
         server::COMMANDS,
         persistence::COMMANDS,
+        prefix::COMMANDS,
     ]
 }
 

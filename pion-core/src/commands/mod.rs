@@ -6,6 +6,7 @@ pub mod hashes;
 pub mod keys;
 pub mod lists;
 pub mod persistence;
+pub mod prefix;
 pub mod server;
 pub mod sets;
 pub mod strings;

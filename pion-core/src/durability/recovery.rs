@@ -153,6 +153,11 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
     })
     .map_err(damaged)?;
     result.map_err(|e| damaged(format!("{e:?}")))?;
+    if let Some(body) = snap.prefix_body() {
+        let blocks =
+            crate::prefix::persist::load(&mut engine.prefix().lock(), body).map_err(damaged)?;
+        eprintln!("pion: loaded {blocks} prompt-cache blocks from the snapshot");
+    }
     if progress.started.elapsed() >= Duration::from_secs(1) {
         progress.report(" done");
     }
@@ -185,6 +190,7 @@ fn replay_log(
     let mut expected = base + 1;
     let mut client = ClientState::detached(engine.clients(), 0);
     client.authenticated = true;
+    client.replaying = true;
     let mut progress = Progress::new("replaying the log", "records");
     let mut stop_after: Option<usize> = None;
     for (i, (first, path)) in segments.iter().enumerate() {

@@ -241,6 +241,23 @@ impl SnapshotWriter {
         Ok(())
     }
 
+    /// Writes the prompt cache (`P` section: tag, body length, body, CRC32C of the body
+    /// after it, so the body streams from the shared block buffers).
+    pub fn prefix_section(&mut self, export: &crate::prefix::persist::Export) -> io::Result<()> {
+        if export.is_empty() {
+            return Ok(());
+        }
+        let len = export.len();
+        let mut h = Vec::with_capacity(9);
+        h.push(b'P');
+        put_u64(&mut h, len);
+        self.out.write_all(&h)?;
+        let c = export.write(&mut self.out)?;
+        self.out.write_all(&c.to_le_bytes())?;
+        self.bytes += 9 + len + 4;
+        Ok(())
+    }
+
     /// Ends the file, makes it durable and gives it its final name; returns the path,
     /// the number of keys and the file size.
     pub fn finish(mut self) -> io::Result<(PathBuf, u64, u64)> {
@@ -273,6 +290,8 @@ pub struct SnapshotContents {
     pub databases: usize,
     /// Section bodies with their key counts, in file order.
     sections: Vec<(usize, std::ops::Range<usize>)>,
+    /// The prompt cache's section body, if the snapshot has one.
+    prefix: Option<std::ops::Range<usize>>,
     bytes: Vec<u8>,
     /// Keys in the file.
     pub keys: u64,
@@ -297,6 +316,7 @@ impl SnapshotContents {
             _ => return Err(bad("truncated header", 0)),
         };
         let mut sections = Vec::new();
+        let mut prefix = None;
         let mut keys = 0u64;
         loop {
             let at = r.position();
@@ -318,6 +338,23 @@ impl SnapshotContents {
                     }
                     sections.push((n as usize, start..start + body.len()));
                     keys += u64::from(n);
+                }
+                b'P' => {
+                    let len = r
+                        .u64()
+                        .map_err(|_| bad("truncated prompt-cache section", at))?;
+                    let start = r.position();
+                    let body = usize::try_from(len)
+                        .ok()
+                        .and_then(|l| r.take(l).ok())
+                        .ok_or_else(|| bad("prompt-cache section runs past the end", at))?;
+                    let c = r
+                        .u32()
+                        .map_err(|_| bad("truncated prompt-cache section", at))?;
+                    if crc(body) != c || prefix.is_some() {
+                        return Err(bad("prompt-cache section checksum mismatch", at));
+                    }
+                    prefix = Some(start..start + body.len());
                 }
                 b'E' => {
                     let parsed = (|| Ok::<_, Malformed>((r.u32()?, r.u64()?, r.u32()?)))()
@@ -342,9 +379,15 @@ impl SnapshotContents {
             created_ms,
             databases,
             sections,
+            prefix,
             bytes,
             keys,
         })
+    }
+
+    /// The prompt cache's section body, if any.
+    pub fn prefix_body(&self) -> Option<&[u8]> {
+        self.prefix.clone().map(|r| &self.bytes[r])
     }
 
     /// Decodes every key, calling `each` in file order.

@@ -98,16 +98,26 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     let ks = engine.keyspace();
     // The cut: with every shard held, nothing is mid-command, so the keyspace is
     // exactly the effect of records 1..=seq.
-    let (seq, pause_us, guard) = {
+    let (seq, pause_us, guard, prefix) = {
         let all = ks.lock(&LockSet::All, 0);
+        // The prompt cache logs its changes under its own lock: holding it too makes
+        // its export the state at the same record (payloads are shared, not copied).
+        let store = engine.prefix().lock();
+        let prefix = store.export();
         let next = wal.roll()?;
+        drop(store);
         ks.begin_cut(&all);
         let guard = CutGuard(engine);
         d.snapshots().wal_bytes_at_cut.store(
             wal.stats().bytes_written.load(Ordering::Relaxed),
             Ordering::Relaxed,
         );
-        (next - 1, started.elapsed().as_micros() as u64, guard)
+        (
+            next - 1,
+            started.elapsed().as_micros() as u64,
+            guard,
+            prefix,
+        )
     };
     let io = |e: std::io::Error| format!("cannot write the snapshot in {}: {e}", d.dir().display());
     let mut writer = SnapshotWriter::create(d.dir(), seq, crate::engine::unix_ms(), ks.databases())
@@ -134,6 +144,8 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
         }
     }
     drop(guard);
+    writer.prefix_section(&prefix).map_err(io)?;
+    drop(prefix);
     if sections != SHARDS {
         return Err(format!("captured {sections} of {SHARDS} shards"));
     }

@@ -1,0 +1,336 @@
+//! The prompt cache over RESP: `KV.*` commands on the prefix store. Token sequences
+//! travel as little-endian `u32` bytes (or, for inspection from redis-cli, as decimal
+//! arguments after `TOKENS`); block ids as 32 hex digits; layer data as raw bytes.
+//!
+//! Changes are logged while the store's lock is held (`Ctx::log_now`), so the log's
+//! order is the store's; a store's record carries its blocks' bytes, and the evictions
+//! it caused, so recovery rebuilds exactly what was acknowledged and nothing evicted.
+
+use crate::command::flags::*;
+use crate::command::{CommandSpec, Group};
+use crate::commands::util::is_kw;
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::prefix::block_id::tokens_from_le;
+use crate::prefix::{BlockId, Manifest, PrefixError};
+use crate::reply::Reply;
+
+/// This family's part of the command table.
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("kv.register", 3, WRITE, Group::PrefixCache, register).doc(
+        "Registers a prompt-cache namespace with its JSON manifest (model, tokenizer, block size, dtype, tier, layers).",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.manifest", 2, READONLY | FAST, Group::PrefixCache, manifest)
+        .doc("Returns a namespace's manifest as JSON.", "0.1.0"),
+    CommandSpec::new("kv.namespaces", 1, READONLY, Group::PrefixCache, namespaces)
+        .doc("Lists the prompt-cache namespaces.", "0.1.0"),
+    CommandSpec::new("kv.info", -1, READONLY, Group::PrefixCache, info).doc(
+        "Returns prompt-cache counters: all namespaces, or one.",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.put", -5, WRITE | DENYOOM, Group::PrefixCache, put).doc(
+        "Stores one block (its tokens and every layer's data) after a parent block; returns its id.",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.match", -3, READONLY, Group::PrefixCache, match_prefix).doc(
+        "Returns the longest stored usable prefix of a token sequence: tokens matched and block ids.",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.blockids", -3, READONLY | FAST, Group::PrefixCache, block_ids).doc(
+        "Returns the block ids of a token sequence (whether stored or not).",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.get", -3, READONLY, Group::PrefixCache, get).doc(
+        "Returns a block's token count and its layers' data (all, or those listed after LAYERS; DECODE: back to the namespace's dtype).",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.del", 3, WRITE, Group::PrefixCache, del)
+        .doc("Deletes a block and every block after it.", "0.1.0"),
+    CommandSpec::new("kv.drop", 2, WRITE, Group::PrefixCache, drop_namespace)
+        .doc("Deletes a namespace and all its blocks.", "0.1.0"),
+    CommandSpec::new("kv.evict", -3, WRITE, Group::PrefixCache, evict).doc(
+        "Internal: replays logged evictions at start-up (refused from clients).",
+        "0.1.0",
+    ),
+];
+
+fn prefix_err(e: PrefixError) -> OpError {
+    OpError::Custom(e.0.into())
+}
+
+fn text(arg: &[u8]) -> OpResult<&str> {
+    std::str::from_utf8(arg).map_err(|_| OpError::custom("ERR namespace names must be UTF-8"))
+}
+
+fn block_id(arg: &[u8]) -> OpResult<BlockId> {
+    BlockId::parse(arg).ok_or_else(|| {
+        OpError::custom("ERR invalid block id: 32 hex digits, or root for a sequence's first block")
+    })
+}
+
+/// Token ids from `argv[at..]`: one argument of little-endian u32 bytes, or `TOKENS`
+/// followed by decimal ids.
+fn tokens_arg(argv: &[Vec<u8>], at: usize) -> OpResult<Vec<u32>> {
+    let rest = &argv[at..];
+    if rest.first().is_some_and(|a| is_kw(a, "tokens")) {
+        return rest[1..]
+            .iter()
+            .map(|t| {
+                std::str::from_utf8(t)
+                    .ok()
+                    .and_then(|s| s.parse::<u32>().ok())
+                    .ok_or_else(|| OpError::custom("ERR token ids must be integers 0..4294967295"))
+            })
+            .collect();
+    }
+    match rest {
+        [bytes] => tokens_from_le(bytes).ok_or_else(|| {
+            OpError::custom("ERR tokens must be little-endian u32 bytes (a multiple of 4 bytes)")
+        }),
+        _ => Err(OpError::Syntax),
+    }
+}
+
+/// The log records of evictions: `KV.EVICT ns id` per namespace run.
+pub fn eviction_records(evicted: &[(String, BlockId)]) -> Vec<Vec<Vec<u8>>> {
+    evicted
+        .iter()
+        .map(|(ns, id)| {
+            vec![
+                b"KV.EVICT".to_vec(),
+                ns.as_bytes().to_vec(),
+                id.hex().into_bytes(),
+            ]
+        })
+        .collect()
+}
+
+fn register(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    if name.is_empty() || name.len() > 256 {
+        return Err(OpError::custom("ERR namespace names are 1 to 256 bytes"));
+    }
+    let manifest = Manifest::parse(&argv[2]).map_err(|e| OpError::custom(format!("ERR {e}")))?;
+    let engine = ctx.engine;
+    let mut store = engine.prefix().lock();
+    let created = store.register(name, manifest).map_err(prefix_err)?;
+    // Logged as sent (a re-registration of the same manifest changes nothing).
+    ctx.log_now(&if created {
+        vec![argv.to_vec()]
+    } else {
+        Vec::new()
+    });
+    Ok(Reply::ok())
+}
+
+fn manifest(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let store = ctx.engine.prefix().lock();
+    let m = store.manifest(text(&argv[1])?).map_err(prefix_err)?;
+    Ok(Reply::bulk(m.to_json()))
+}
+
+fn namespaces(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    let store = ctx.engine.prefix().lock();
+    Ok(Reply::Array(
+        store.names().into_iter().map(Reply::bulk).collect(),
+    ))
+}
+
+fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let store = ctx.engine.prefix().lock();
+    let int = |n: u64| Reply::Integer(n as i64);
+    let pairs = |s: crate::prefix::NamespaceStats| {
+        vec![
+            (Reply::bulk("blocks"), int(s.blocks)),
+            (Reply::bulk("bytes"), int(s.bytes)),
+            (Reply::bulk("hits"), int(s.hits)),
+            (Reply::bulk("misses"), int(s.misses)),
+            (Reply::bulk("hit_tokens"), int(s.hit_tokens)),
+            (Reply::bulk("stores"), int(s.stores)),
+            (Reply::bulk("dedup"), int(s.dedup)),
+            (Reply::bulk("fetches"), int(s.fetches)),
+            (Reply::bulk("evictions"), int(s.evictions)),
+        ]
+    };
+    match argv.len() {
+        1 => {
+            let mut total = crate::prefix::NamespaceStats::default();
+            let names = store.names();
+            for n in &names {
+                let s = store.stats(n).map_err(prefix_err)?;
+                total.blocks += s.blocks;
+                total.bytes += s.bytes;
+                total.hits += s.hits;
+                total.misses += s.misses;
+                total.hit_tokens += s.hit_tokens;
+                total.stores += s.stores;
+                total.dedup += s.dedup;
+                total.fetches += s.fetches;
+                total.evictions += s.evictions;
+            }
+            let mut out = vec![
+                (Reply::bulk("namespaces"), int(names.len() as u64)),
+                (Reply::bulk("budget"), int(store.budget())),
+            ];
+            out.extend(pairs(total));
+            Ok(Reply::Map(out))
+        }
+        2 => Ok(Reply::Map(pairs(
+            store.stats(text(&argv[1])?).map_err(prefix_err)?,
+        ))),
+        _ => Err(OpError::Syntax),
+    }
+}
+
+/// `KV.PUT ns parent tokens layer…`.
+fn put(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let parent = block_id(&argv[2])?;
+    let tokens = tokens_from_le(&argv[3]).ok_or_else(|| {
+        OpError::custom("ERR tokens must be little-endian u32 bytes (a multiple of 4 bytes)")
+    })?;
+    let layers: Vec<Vec<u8>> = argv[4..].to_vec();
+    let engine = ctx.engine;
+    let mut store = engine.prefix().lock();
+    let stored = store
+        .put(name, parent, &tokens, layers)
+        .map_err(prefix_err)?;
+    // The store as sent (replay stores the same bytes and gets the same id), then the
+    // evictions it caused, in one record: applied together or not at all.
+    let mut records = Vec::new();
+    if stored.created {
+        records.push(argv.to_vec());
+    } else if argv[4..].iter().any(|l| !l.is_empty()) {
+        // Possibly recurrent state added to a stored block: replaying is harmless.
+        records.push(argv.to_vec());
+    }
+    records.extend(eviction_records(&stored.evicted));
+    ctx.log_now(&records);
+    Ok(Reply::bulk(stored.id.hex()))
+}
+
+fn match_prefix(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let tokens = tokens_arg(argv, 2)?;
+    let m = ctx
+        .engine
+        .prefix()
+        .lock()
+        .longest_prefix(name, &tokens)
+        .map_err(prefix_err)?;
+    Ok(Reply::Array(vec![
+        Reply::Integer(m.tokens as i64),
+        Reply::Array(m.blocks.iter().map(|b| Reply::bulk(b.hex())).collect()),
+    ]))
+}
+
+fn block_ids(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let tokens = tokens_arg(argv, 2)?;
+    let block_tokens = ctx
+        .engine
+        .prefix()
+        .lock()
+        .manifest(name)
+        .map_err(prefix_err)?
+        .block_tokens as usize;
+    Ok(Reply::Array(
+        BlockId::chain_all(&tokens, block_tokens)
+            .into_iter()
+            .map(|b| Reply::bulk(b.hex()))
+            .collect(),
+    ))
+}
+
+/// `KV.GET ns id [LAYERS i …] [DECODE]`.
+fn get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let id = block_id(&argv[2])?;
+    let mut layers: Option<Vec<usize>> = None;
+    let mut decode = false;
+    let mut i = 3;
+    while i < argv.len() {
+        if is_kw(&argv[i], "decode") {
+            decode = true;
+            i += 1;
+        } else if is_kw(&argv[i], "layers") {
+            let mut list = Vec::new();
+            i += 1;
+            while i < argv.len() && !is_kw(&argv[i], "decode") {
+                let n = std::str::from_utf8(&argv[i])
+                    .ok()
+                    .and_then(|s| s.parse::<usize>().ok())
+                    .ok_or_else(|| OpError::custom("ERR layer indexes must be integers"))?;
+                list.push(n);
+                i += 1;
+            }
+            layers = Some(list);
+        } else {
+            return Err(OpError::Syntax);
+        }
+    }
+    let store_lock = ctx.engine.prefix();
+    let mut store = store_lock.lock();
+    let (tokens, data) = store.get(name, id, layers.as_deref()).map_err(prefix_err)?;
+    let manifest = store.manifest(name).map_err(prefix_err)?.clone();
+    drop(store);
+    let indexes: Vec<usize> = layers.unwrap_or_else(|| (0..data.len()).collect());
+    let mut out = Vec::with_capacity(data.len() + 1);
+    out.push(Reply::Integer(i64::from(tokens)));
+    for (idx, d) in indexes.into_iter().zip(data) {
+        out.push(match d {
+            None => Reply::Null,
+            Some(bytes) if decode => Reply::Bulk(
+                crate::prefix::decode_layer(&manifest, idx, tokens, &bytes).map_err(prefix_err)?,
+            ),
+            Some(bytes) => Reply::Bulk(bytes.to_vec()),
+        });
+    }
+    Ok(Reply::Array(out))
+}
+
+fn del(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let id = block_id(&argv[2])?;
+    let engine = ctx.engine;
+    let mut store = engine.prefix().lock();
+    let removed = store.delete(name, id).map_err(prefix_err)?;
+    ctx.log_now(&if removed > 0 {
+        vec![argv.to_vec()]
+    } else {
+        Vec::new()
+    });
+    Ok(Reply::Integer(removed as i64))
+}
+
+fn drop_namespace(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let engine = ctx.engine;
+    let mut store = engine.prefix().lock();
+    let existed = store.drop_namespace(name);
+    ctx.log_now(&if existed {
+        vec![argv.to_vec()]
+    } else {
+        Vec::new()
+    });
+    Ok(Reply::Integer(i64::from(existed)))
+}
+
+/// `KV.EVICT ns id…` (recovery only).
+fn evict(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if !ctx.client.replaying {
+        return Err(OpError::custom(
+            "ERR KV.EVICT is internal: it replays logged evictions at start-up",
+        ));
+    }
+    let name = text(&argv[1])?;
+    let mut store = ctx.engine.prefix().lock();
+    let mut n = 0;
+    for a in &argv[2..] {
+        if store.evict(name, block_id(a)?) {
+            n += 1;
+        }
+    }
+    Ok(Reply::Integer(n))
+}

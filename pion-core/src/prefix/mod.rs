@@ -1,0 +1,38 @@
+//! The prompt cache: a K/V-prefix block store. A model's prompt is prefilled once; its
+//! K/V (and, for hybrid models, recurrent state) is stored in fixed-size token blocks
+//! named by a chained hash, and any later request — another process, after a crash —
+//! gets the longest stored prefix back instead of recomputing it.
+//!
+//! - [`manifest`]: a namespace's identity and layer layout, checked on every call;
+//! - [`block_id`]: the stable chained hash that names blocks;
+//! - [`store`]: blocks, sharing of common prefixes, longest-prefix match, the byte
+//!   budget and its leaf-first LRU eviction;
+//! - [`quant`] and `encode`: the storage tiers (as given, int8, 4-bit mlx layout, 2-bit).
+
+pub mod block_id;
+mod encode;
+pub mod manifest;
+pub mod persist;
+pub mod quant;
+pub mod store;
+
+pub use block_id::BlockId;
+pub use manifest::{Layer, Manifest};
+pub use store::{Match, NamespaceStats, PrefixError, PrefixStore, Stored};
+
+/// One stored layer back in the namespace's dtype (`KV.GET … DECODE`).
+pub fn decode_layer(
+    manifest: &Manifest,
+    layer: usize,
+    tokens: u32,
+    stored: &[u8],
+) -> Result<Vec<u8>, PrefixError> {
+    let l = manifest
+        .layers
+        .get(layer)
+        .ok_or_else(|| PrefixError(format!("ERR layer {layer} out of range")))?;
+    encode::to_wire(manifest, l, tokens, stored)
+}
+
+#[cfg(test)]
+mod tests;

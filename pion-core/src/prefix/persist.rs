@@ -1,0 +1,161 @@
+//! The prompt cache in a snapshot: every namespace's manifest and blocks, parents
+//! before children, written as the snapshot's `P` section and read back at recovery.
+//!
+//! ```text
+//! body      = count:u32 namespace*
+//! namespace = name:bytes manifest_json:bytes blocks:u32 block*
+//! block     = id:u128 parent:u128 tokens:u32 layers:u32 (present:u8 [data:bytes])*
+//! bytes     = len:u32 byte[len]            (data: len:u64)
+//! ```
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use super::block_id::BlockId;
+use super::manifest::Manifest;
+use super::store::{LayerData, PrefixStore};
+use crate::durability::codec::Reader;
+
+/// One block as exported: cheap to take under the store's lock (payloads are shared).
+pub struct ExportBlock {
+    id: BlockId,
+    parent: BlockId,
+    tokens: u32,
+    layers: Vec<LayerData>,
+}
+
+/// The store's content at one instant.
+pub struct Export {
+    namespaces: Vec<(String, String, Vec<ExportBlock>)>,
+}
+
+impl PrefixStore {
+    /// Everything, parents before children (payloads shared, not copied).
+    pub fn export(&self) -> Export {
+        let mut namespaces = Vec::new();
+        for name in self.names() {
+            let Ok(m) = self.manifest(&name) else {
+                continue;
+            };
+            let json = m.to_json();
+            let blocks = self
+                .blocks_parent_first(&name)
+                .into_iter()
+                .map(|(id, b)| ExportBlock {
+                    id,
+                    parent: b.parent,
+                    tokens: b.tokens,
+                    layers: b.layers.clone(),
+                })
+                .collect();
+            namespaces.push((name, json, blocks));
+        }
+        Export { namespaces }
+    }
+}
+
+impl Export {
+    /// Bytes [`write`](Self::write) will produce.
+    pub fn len(&self) -> u64 {
+        let mut n = 4u64;
+        for (name, json, blocks) in &self.namespaces {
+            n += 4 + name.len() as u64 + 4 + json.len() as u64 + 4;
+            for b in blocks {
+                n += 16 + 16 + 4 + 4;
+                for l in &b.layers {
+                    n += 1 + l.as_ref().map_or(0, |d| 8 + d.len() as u64);
+                }
+            }
+        }
+        n
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.namespaces.is_empty()
+    }
+
+    /// Writes the body; returns its CRC32C.
+    pub fn write(&self, out: &mut impl Write) -> io::Result<u32> {
+        let mut crc = 0u32;
+        let mut put = |out: &mut dyn Write, bytes: &[u8]| -> io::Result<()> {
+            crc = crc32c::crc32c_append(crc, bytes);
+            out.write_all(bytes)
+        };
+        put(out, &(self.namespaces.len() as u32).to_le_bytes())?;
+        for (name, json, blocks) in &self.namespaces {
+            put(out, &(name.len() as u32).to_le_bytes())?;
+            put(out, name.as_bytes())?;
+            put(out, &(json.len() as u32).to_le_bytes())?;
+            put(out, json.as_bytes())?;
+            put(out, &(blocks.len() as u32).to_le_bytes())?;
+            for b in blocks {
+                put(out, &b.id.0.to_le_bytes())?;
+                put(out, &b.parent.0.to_le_bytes())?;
+                put(out, &b.tokens.to_le_bytes())?;
+                put(out, &(b.layers.len() as u32).to_le_bytes())?;
+                for l in &b.layers {
+                    match l {
+                        None => put(out, &[0])?,
+                        Some(d) => {
+                            put(out, &[1])?;
+                            put(out, &(d.len() as u64).to_le_bytes())?;
+                            put(out, d)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(crc)
+    }
+}
+
+/// Loads a `P` section body into `store` (empty at recovery).
+pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
+    let bad = |what: &str| format!("prompt-cache section: {what}");
+    let mut r = Reader::new(body);
+    let n = r.count(12).map_err(|_| bad("truncated"))?;
+    let mut loaded = 0u64;
+    for _ in 0..n {
+        let name = std::str::from_utf8(r.bytes().map_err(|_| bad("truncated name"))?)
+            .map_err(|_| bad("namespace name not UTF-8"))?
+            .to_string();
+        let manifest = Manifest::parse(r.bytes().map_err(|_| bad("truncated manifest"))?)
+            .map_err(|e| bad(&e))?;
+        store.register(&name, manifest).map_err(|e| bad(&e.0))?;
+        let blocks = r.count(40).map_err(|_| bad("truncated"))?;
+        for _ in 0..blocks {
+            let u128_at = |r: &mut Reader<'_>| -> Result<u128, String> {
+                let b = r.take(16).map_err(|_| bad("truncated block"))?;
+                let mut a = [0u8; 16];
+                a.copy_from_slice(b);
+                Ok(u128::from_le_bytes(a))
+            };
+            let id = BlockId(u128_at(&mut r)?);
+            let parent = BlockId(u128_at(&mut r)?);
+            let tokens = r.u32().map_err(|_| bad("truncated block"))?;
+            let nl = r.count(1).map_err(|_| bad("truncated block"))?;
+            let mut layers = Vec::with_capacity(nl);
+            for _ in 0..nl {
+                match r.u8().map_err(|_| bad("truncated layer"))? {
+                    0 => layers.push(None),
+                    1 => {
+                        let len = r.u64().map_err(|_| bad("truncated layer"))?;
+                        let len = usize::try_from(len).map_err(|_| bad("layer too large"))?;
+                        let d = r.take(len).map_err(|_| bad("truncated layer"))?;
+                        layers.push(Some(Arc::from(d)));
+                    }
+                    _ => return Err(bad("bad layer marker")),
+                }
+            }
+            store
+                .restore_block(&name, id, parent, tokens, layers)
+                .map_err(|e| bad(&e.0))?;
+            loaded += 1;
+        }
+    }
+    if r.remaining() != 0 {
+        return Err(bad("trailing bytes"));
+    }
+    Ok(loaded)
+}

@@ -1,0 +1,160 @@
+//! The prompt cache over the wire, against a real `pion-server` process: two
+//! conversations sharing a 2,048-token prefix store it once (checked in bytes), the
+//! longest prefix comes back, and after SIGKILL and restart every acknowledged block
+//! is fetched bit for bit (from the snapshot and from the log after it).
+
+use pion_core::prefix::BlockId;
+use pion_tests::process::{temp_dir, PionProcess};
+use pion_tests::{Client, RespValue};
+
+const BLOCK: usize = 256;
+const HEADS: usize = 2;
+const DIM: usize = 64;
+const LAYERS: usize = 4;
+
+fn manifest() -> String {
+    let layer = format!(r#"{{"kind":"attention","kv_heads":{HEADS},"head_dim":{DIM}}}"#);
+    format!(
+        r#"{{"model":"wire-test","block_tokens":{BLOCK},"dtype":"f16","layers":[{}]}}"#,
+        vec![layer; LAYERS].join(",")
+    )
+}
+
+fn le(tokens: &[u32]) -> Vec<u8> {
+    tokens.iter().flat_map(|t| t.to_le_bytes()).collect()
+}
+
+/// Layer bytes that depend on the block's tokens and the layer (so a wrong block or a
+/// swapped layer shows).
+fn layer(tokens: &[u32], l: usize) -> Vec<u8> {
+    let n = 2 * HEADS * tokens.len() * DIM * 2;
+    let mut x = tokens.iter().fold(l as u64 + 1, |a, &t| {
+        a.wrapping_mul(6364136223846793005)
+            .wrapping_add(u64::from(t))
+    });
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+fn ok(c: &mut Client, args: &[&[u8]]) -> RespValue {
+    let r = c.cmd(args);
+    assert!(!r.is_error(), "{}", r.render());
+    r
+}
+
+/// Stores a sequence block by block (only blocks not already stored are sent, as a
+/// client does after `KV.MATCH`); returns every block id and how many were sent.
+fn store(c: &mut Client, tokens: &[u32]) -> (Vec<BlockId>, usize) {
+    let ids = BlockId::chain_all(tokens, BLOCK);
+    let RespValue::Agg(_, Some(m)) = ok(c, &[b"KV.MATCH", b"conv", &le(tokens)]) else {
+        panic!("KV.MATCH");
+    };
+    let RespValue::Agg(_, Some(have)) = &m[1] else {
+        panic!("KV.MATCH ids");
+    };
+    let mut sent = 0;
+    for (i, chunk) in tokens.chunks(BLOCK).enumerate().skip(have.len()) {
+        let parent = if i == 0 {
+            "root".to_string()
+        } else {
+            ids[i - 1].hex()
+        };
+        let layers: Vec<Vec<u8>> = (0..LAYERS).map(|l| layer(chunk, l)).collect();
+        let tok = le(chunk);
+        let mut args: Vec<&[u8]> = vec![b"KV.PUT", b"conv", parent.as_bytes(), &tok];
+        args.extend(layers.iter().map(Vec::as_slice));
+        let reply = ok(c, &args);
+        assert_eq!(
+            reply,
+            RespValue::Bulk(b'$', Some(ids[i].hex().into_bytes()))
+        );
+        sent += 1;
+    }
+    (ids, sent)
+}
+
+fn stat(c: &mut Client, field: &str) -> i64 {
+    let RespValue::Agg(_, Some(v)) = ok(c, &[b"KV.INFO", b"conv"]) else {
+        panic!("KV.INFO");
+    };
+    for pair in v.chunks(2) {
+        if pair[0] == RespValue::Bulk(b'$', Some(field.as_bytes().to_vec())) {
+            if let RespValue::Line(b':', n) = &pair[1] {
+                return String::from_utf8_lossy(n).parse().expect("integer");
+            }
+        }
+    }
+    panic!("no {field}")
+}
+
+fn check_blocks(c: &mut Client, tokens: &[u32], ids: &[BlockId]) {
+    for (chunk, id) in tokens.chunks(BLOCK).zip(ids) {
+        let RespValue::Agg(_, Some(v)) = ok(c, &[b"KV.GET", b"conv", id.hex().as_bytes()]) else {
+            panic!("KV.GET");
+        };
+        assert_eq!(
+            v[0],
+            RespValue::Line(b':', chunk.len().to_string().into_bytes())
+        );
+        for l in 0..LAYERS {
+            assert!(
+                v[l + 1] == RespValue::Bulk(b'$', Some(layer(chunk, l))),
+                "block {} layer {l} differs",
+                id.hex()
+            );
+        }
+    }
+}
+
+#[test]
+fn shared_prefixes_once_and_bit_identical_after_sigkill() {
+    let dir = temp_dir("prompt-cache");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    ok(&mut c, &[b"KV.REGISTER", b"conv", manifest().as_bytes()]);
+    // Two conversations: a common 2,048-token prefix (8 blocks), then their own turns.
+    let prefix: Vec<u32> = (10_000..12_048).collect();
+    let mut a = prefix.clone();
+    a.extend(1..=300);
+    let mut b = prefix.clone();
+    b.extend(50_000..50_100);
+    let (ids_a, sent_a) = store(&mut c, &a);
+    assert_eq!(sent_a, 10);
+    let bytes_a = stat(&mut c, "bytes");
+    // A snapshot between the two: some blocks come back from it, the rest from the log.
+    assert_eq!(c.cmd(&["SAVE"]), RespValue::Line(b'+', b"OK".to_vec()));
+    let (ids_b, sent_b) = store(&mut c, &b);
+    assert_eq!(sent_b, 1, "only b's own block travels");
+    let per_token = (LAYERS * 2 * HEADS * DIM * 2) as i64;
+    assert_eq!(
+        stat(&mut c, "bytes") - bytes_a,
+        100 * per_token,
+        "the prefix is stored once"
+    );
+    assert_eq!(stat(&mut c, "blocks"), 11);
+    server.kill9();
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    check_blocks(&mut c, &a, &ids_a);
+    check_blocks(&mut c, &b, &ids_b);
+    let RespValue::Agg(_, Some(m)) = ok(&mut c, &[b"KV.MATCH", b"conv", &le(&a)]) else {
+        panic!("KV.MATCH");
+    };
+    assert_eq!(m[0], RespValue::Line(b':', b"2348".to_vec()));
+    // Deleting the shared prefix's last block takes both conversations' tails with it.
+    ok(&mut c, &[b"KV.DEL", b"conv", ids_a[7].hex().as_bytes()]);
+    assert_eq!(stat(&mut c, "blocks"), 7);
+    assert_eq!(
+        ok(&mut c, &[b"KV.NAMESPACES"]),
+        RespValue::Agg(
+            b'*',
+            Some(vec![RespValue::Bulk(b'$', Some(b"conv".to_vec()))])
+        )
+    );
+}
