@@ -32,6 +32,7 @@ pub mod info;
 pub mod keyspace;
 mod long_double;
 pub mod num;
+pub mod prefix;
 pub mod reply;
 pub(crate) mod strtod;
 #[cfg(test)]

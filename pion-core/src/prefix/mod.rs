@@ -1,0 +1,3 @@
+//! The prompt cache: stored transformer K/V blocks, keyed by the tokens that produced them.
+
+pub mod quant;

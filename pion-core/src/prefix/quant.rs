@@ -1,0 +1,811 @@
+//! Quantisation tiers for stored K/V blocks.
+//!
+//! A prompt cache is bounded by memory: one 256-token block of a 32-layer model with
+//! 8 KV heads of 128 dims is 32 MiB of f16 K/V. Storing it at 8, 4 or 2 bits per
+//! element holds two, four or eight times as many prefixes in the same memory, at a
+//! measured cost in accuracy (`doc/quantisation.md` has the layouts and the error
+//! table). This module is the pure part of that: it turns one tensor (the keys or the
+//! values of one layer of one block) into its stored bytes and back, with no
+//! knowledge of namespaces, blocks or the keyspace.
+//!
+//! Every function is total: a byte string of the wrong length, a shape the tier cannot
+//! hold or a shape whose size overflows is a [`QuantError`], never a panic. Values that
+//! are not finite (NaN, infinities) are encoded without error but their group
+//! reconstructs as garbage; K/V from a working model never holds them.
+//!
+//! All tiers but [`Tier::AsGiven`] share one layout: the codes, packed, then one scale
+//! per group, then one bias per group. An element decodes as `scale * q + bias`.
+//!
+//! | tier   | bits | groups                                           | scales and biases |
+//! |--------|------|--------------------------------------------------|-------------------|
+//! | `int8` | 8    | 32 consecutive elements along `head_dim`         | f32               |
+//! | `q4`   | 4    | 32 consecutive elements along `head_dim`         | the input dtype   |
+//! | `q2`   | 2    | keys: one per (head, channel) over all tokens; values: 32 along `head_dim` | f16 |
+//!
+//! Codes are packed least-significant-bits first into little-endian `u32` words in
+//! row-major element order (`[heads, tokens, head_dim]`), so element `i` sits in word
+//! `i / (32 / bits)` at bit `bits * (i % (32 / bits))`. For 8 bits that is simply one
+//! byte per element in element order. For 4 bits it is exactly the layout of
+//! `mx.quantize(x, group_size=32, bits=4)`, so mlx's `QuantizedKVCache` can take the
+//! bytes as they are.
+
+use std::fmt;
+
+use half::{bf16, f16};
+
+/// Elements per group along `head_dim` (every quantised tier needs `head_dim` to be a
+/// multiple of it).
+const GROUP: usize = 32;
+
+/// Element type of K/V tensors as clients send them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// IEEE 754 half precision, little-endian.
+    F16,
+    /// bfloat16 (the top half of an f32), little-endian.
+    BF16,
+    /// IEEE 754 single precision, little-endian.
+    F32,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 => 4,
+        }
+    }
+
+    /// Parses a dtype name: `f16`/`float16`, `bf16`/`bfloat16`, `f32`/`float32`
+    /// (ASCII case ignored).
+    pub fn parse(s: &str) -> Option<Self> {
+        const NAMES: [(&str, DType); 6] = [
+            ("f16", DType::F16),
+            ("float16", DType::F16),
+            ("bf16", DType::BF16),
+            ("bfloat16", DType::BF16),
+            ("f32", DType::F32),
+            ("float32", DType::F32),
+        ];
+        NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(s))
+            .map(|&(_, d)| d)
+    }
+
+    /// The canonical name (`f16`, `bf16`, `f32`), as [`DType::parse`] accepts it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F32 => "f32",
+        }
+    }
+}
+
+/// How a namespace stores K/V.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// The bytes exactly as the client sent them.
+    AsGiven,
+    /// 8-bit affine codes per group of 32 along `head_dim`, f32 scale and minimum.
+    Int8,
+    /// 4-bit affine codes per group of 32 along `head_dim`, in mlx's packed layout.
+    Q4,
+    /// KIVI-style 2-bit codes: keys per channel, values per group of 32 per token.
+    Q2,
+}
+
+impl Tier {
+    /// Parses a tier name: `as-given` (also `fp16`, `native`), `int8`, `q4`, `q2`
+    /// (ASCII case ignored).
+    pub fn parse(s: &str) -> Option<Self> {
+        const NAMES: [(&str, Tier); 6] = [
+            ("as-given", Tier::AsGiven),
+            ("fp16", Tier::AsGiven),
+            ("native", Tier::AsGiven),
+            ("int8", Tier::Int8),
+            ("q4", Tier::Q4),
+            ("q2", Tier::Q2),
+        ];
+        NAMES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(s))
+            .map(|&(_, t)| t)
+    }
+
+    /// The canonical name (`as-given`, `int8`, `q4`, `q2`), as [`Tier::parse`] accepts it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::AsGiven => "as-given",
+            Tier::Int8 => "int8",
+            Tier::Q4 => "q4",
+            Tier::Q2 => "q2",
+        }
+    }
+
+    /// Bits per stored code (`None` for [`Tier::AsGiven`]).
+    fn bits(self) -> Option<u32> {
+        match self {
+            Tier::AsGiven => None,
+            Tier::Int8 => Some(8),
+            Tier::Q4 => Some(4),
+            Tier::Q2 => Some(2),
+        }
+    }
+
+    /// Element type of the per-group scales and biases.
+    fn param_dtype(self, input: DType) -> DType {
+        match self {
+            Tier::Int8 => DType::F32,
+            Tier::AsGiven | Tier::Q4 => input,
+            Tier::Q2 => DType::F16,
+        }
+    }
+}
+
+/// Whether a tensor holds keys or values (`q2` groups them differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The K tensor.
+    Keys,
+    /// The V tensor.
+    Values,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Keys => "keys",
+            Role::Values => "values",
+        }
+    }
+}
+
+/// The shape of one layer's K (or V) for one block: `[heads, tokens, head_dim]`,
+/// row-major.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    /// KV heads.
+    pub heads: usize,
+    /// Tokens in the block.
+    pub tokens: usize,
+    /// Elements per head per token.
+    pub head_dim: usize,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}, {}, {}]", self.heads, self.tokens, self.head_dim)
+    }
+}
+
+/// Why a tensor could not be encoded or decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuantError(pub String);
+
+impl fmt::Display for QuantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for QuantError {}
+
+/// How a tier groups the elements of a tensor for its scales and biases.
+#[derive(Clone, Copy)]
+enum Grouping {
+    /// Groups of [`GROUP`] consecutive elements along `head_dim`.
+    Rows,
+    /// One group per (head, channel), spanning every token of the block.
+    Channels,
+}
+
+fn grouping(tier: Tier, role: Role) -> Grouping {
+    match (tier, role) {
+        (Tier::Q2, Role::Keys) => Grouping::Channels,
+        _ => Grouping::Rows,
+    }
+}
+
+/// The byte counts of one encoded tensor: codes, then scales, then biases.
+struct Layout {
+    elements: usize,
+    code_bytes: usize,
+    param_bytes: usize,
+}
+
+impl Layout {
+    fn total(&self) -> Option<usize> {
+        self.code_bytes
+            .checked_add(self.param_bytes.checked_mul(2)?)
+    }
+}
+
+/// The element count of `shape`, checked for overflow and for what `tier` can hold.
+fn elements(tier: Tier, shape: Shape) -> Result<usize, QuantError> {
+    if tier != Tier::AsGiven && shape.head_dim % GROUP != 0 {
+        return Err(QuantError(format!(
+            "tier {} needs head_dim to be a multiple of {GROUP}, got shape {shape}",
+            tier.name()
+        )));
+    }
+    shape
+        .heads
+        .checked_mul(shape.tokens)
+        .and_then(|n| n.checked_mul(shape.head_dim))
+        .ok_or_else(|| QuantError(format!("shape {shape} is too large")))
+}
+
+/// The encoded layout of a quantised tier (`bits` is that tier's).
+fn layout(
+    tier: Tier,
+    bits: u32,
+    dtype: DType,
+    shape: Shape,
+    role: Role,
+) -> Result<Layout, QuantError> {
+    let elements = elements(tier, shape)?;
+    let too_large = || QuantError(format!("shape {shape} is too large"));
+    // `elements` is a multiple of 32, so the codes fill whole u32 words.
+    let code_bytes = elements / 8 * bits as usize;
+    let groups = match grouping(tier, role) {
+        Grouping::Rows => elements / GROUP,
+        // No tokens, no groups: an empty block encodes to nothing.
+        Grouping::Channels if elements == 0 => 0,
+        Grouping::Channels => shape
+            .heads
+            .checked_mul(shape.head_dim)
+            .ok_or_else(too_large)?,
+    };
+    let param_bytes = groups
+        .checked_mul(tier.param_dtype(dtype).size())
+        .ok_or_else(too_large)?;
+    let layout = Layout {
+        elements,
+        code_bytes,
+        param_bytes,
+    };
+    layout.total().ok_or_else(too_large)?;
+    Ok(layout)
+}
+
+/// Bytes of `shape` as the client sends it in `dtype`.
+fn input_len(tier: Tier, dtype: DType, shape: Shape) -> Result<usize, QuantError> {
+    elements(tier, shape)?
+        .checked_mul(dtype.size())
+        .ok_or_else(|| QuantError(format!("shape {shape} is too large")))
+}
+
+/// Decodes little-endian `dtype` elements to f32.
+///
+/// Fails when `bytes` is not a whole number of elements.
+pub fn to_f32(dtype: DType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
+    if bytes.len() % dtype.size() != 0 {
+        return Err(QuantError(format!(
+            "{} bytes is not a whole number of {} elements ({} bytes each)",
+            bytes.len(),
+            dtype.name(),
+            dtype.size()
+        )));
+    }
+    Ok(match dtype {
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        DType::BF16 => bytes
+            .chunks_exact(2)
+            .map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    })
+}
+
+/// Encodes f32 values as little-endian `dtype` elements, rounding to nearest even
+/// (values beyond the range of f16 become infinities).
+pub fn from_f32(dtype: DType, values: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * dtype.size());
+    match dtype {
+        DType::F16 => {
+            for &v in values {
+                out.extend_from_slice(&f16::from_f32(v).to_le_bytes());
+            }
+        }
+        DType::BF16 => {
+            for &v in values {
+                out.extend_from_slice(&bf16::from_f32(v).to_le_bytes());
+            }
+        }
+        DType::F32 => {
+            for &v in values {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// Rounds `v` to the nearest value `dtype` can hold.
+fn round_to(dtype: DType, v: f32) -> f32 {
+    match dtype {
+        DType::F16 => f16::from_f32(v).to_f32(),
+        DType::BF16 => bf16::from_f32(v).to_f32(),
+        DType::F32 => v,
+    }
+}
+
+/// Encoded size in bytes of one tensor (K or V) of `shape` stored at `tier` for input
+/// `dtype`.
+///
+/// This is the length [`encode`] returns and [`decode`] expects. For a shape that
+/// [`encode`] rejects (`head_dim` not a multiple of 32 under a quantised tier, or a
+/// size that overflows `usize`) it is 0.
+pub fn encoded_len(tier: Tier, dtype: DType, shape: Shape, role: Role) -> usize {
+    let len = match tier.bits() {
+        None => input_len(tier, dtype, shape),
+        Some(bits) => layout(tier, bits, dtype, shape, role).map(|l| l.total().unwrap_or(0)),
+    };
+    len.unwrap_or(0)
+}
+
+/// Encodes one tensor of `shape`, given as little-endian `dtype` bytes, at `tier`.
+///
+/// [`Tier::AsGiven`] returns the input unchanged. Fails when `input` is not exactly
+/// `shape` in `dtype`, or when the tier cannot hold the shape.
+pub fn encode(
+    tier: Tier,
+    dtype: DType,
+    shape: Shape,
+    role: Role,
+    input: &[u8],
+) -> Result<Vec<u8>, QuantError> {
+    let expected = input_len(tier, dtype, shape)?;
+    if input.len() != expected {
+        return Err(QuantError(format!(
+            "expected {expected} bytes for shape {shape} {}, got {}",
+            dtype.name(),
+            input.len()
+        )));
+    }
+    let Some(bits) = tier.bits() else {
+        return Ok(input.to_vec());
+    };
+    let layout = layout(tier, bits, dtype, shape, role)?;
+    let x = to_f32(dtype, input)?;
+    let levels = ((1u32 << bits) - 1) as f32;
+    let pdtype = tier.param_dtype(dtype);
+    let (scales, biases) = match grouping(tier, role) {
+        Grouping::Rows => row_params(&x, levels, pdtype),
+        Grouping::Channels => channel_params(&x, shape, levels, pdtype),
+    };
+    let codes = quantise(
+        &x,
+        shape,
+        grouping(tier, role),
+        &scales,
+        &biases,
+        levels as u8,
+    );
+    let mut out = Vec::with_capacity(layout.total().unwrap_or(0));
+    pack(&codes, bits, &mut out);
+    out.extend_from_slice(&from_f32(pdtype, &scales));
+    out.extend_from_slice(&from_f32(pdtype, &biases));
+    Ok(out)
+}
+
+/// Decodes one tensor that [`encode`] produced for the same `tier`, `dtype`, `shape`
+/// and `role`, back to little-endian `dtype` bytes.
+///
+/// Fails when `encoded` is not exactly [`encoded_len`] bytes, or when the tier cannot
+/// hold the shape.
+pub fn decode(
+    tier: Tier,
+    dtype: DType,
+    shape: Shape,
+    role: Role,
+    encoded: &[u8],
+) -> Result<Vec<u8>, QuantError> {
+    let Some(bits) = tier.bits() else {
+        let expected = input_len(tier, dtype, shape)?;
+        if encoded.len() != expected {
+            return Err(QuantError(format!(
+                "expected {expected} bytes for shape {shape} {}, got {}",
+                dtype.name(),
+                encoded.len()
+            )));
+        }
+        return Ok(encoded.to_vec());
+    };
+    let layout = layout(tier, bits, dtype, shape, role)?;
+    let expected = layout.total().unwrap_or(0);
+    if encoded.len() != expected {
+        return Err(QuantError(format!(
+            "expected {expected} bytes of {} {} for shape {shape} {}, got {}",
+            tier.name(),
+            role.name(),
+            dtype.name(),
+            encoded.len()
+        )));
+    }
+    let (packed, params) = encoded.split_at(layout.code_bytes);
+    let (scales, biases) = params.split_at(layout.param_bytes);
+    let pdtype = tier.param_dtype(dtype);
+    let scales = to_f32(pdtype, scales)?;
+    let biases = to_f32(pdtype, biases)?;
+    let codes = unpack(packed, bits, layout.elements);
+    let x = dequantise(&codes, shape, grouping(tier, role), &scales, &biases);
+    Ok(from_f32(dtype, &x))
+}
+
+/// The smallest and largest of `values`, ignoring NaN; `(0, 0)` when there is none.
+fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
+    let (lo, hi) = values.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if lo > hi {
+        (0.0, 0.0)
+    } else {
+        (lo, hi)
+    }
+}
+
+/// Scale and bias of one group spanning `[lo, hi]`, both rounded to what `pdtype`
+/// holds (so that encoding quantises against exactly the values decoding will use).
+fn group_params(lo: f32, hi: f32, levels: f32, pdtype: DType) -> (f32, f32) {
+    (round_to(pdtype, (hi - lo) / levels), round_to(pdtype, lo))
+}
+
+/// Per-group parameters for groups of [`GROUP`] consecutive elements.
+fn row_params(x: &[f32], levels: f32, pdtype: DType) -> (Vec<f32>, Vec<f32>) {
+    x.chunks_exact(GROUP)
+        .map(|g| {
+            let (lo, hi) = min_max(g.iter().copied());
+            group_params(lo, hi, levels, pdtype)
+        })
+        .unzip()
+}
+
+/// Per-(head, channel) parameters over all tokens, in `[heads, head_dim]` order.
+fn channel_params(x: &[f32], shape: Shape, levels: f32, pdtype: DType) -> (Vec<f32>, Vec<f32>) {
+    if x.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let d = shape.head_dim;
+    let mut scales = Vec::with_capacity(shape.heads * d);
+    let mut biases = Vec::with_capacity(shape.heads * d);
+    let mut lo = vec![f32::INFINITY; d];
+    let mut hi = vec![f32::NEG_INFINITY; d];
+    let per_head = shape.tokens * d;
+    for h in 0..shape.heads {
+        lo.fill(f32::INFINITY);
+        hi.fill(f32::NEG_INFINITY);
+        let head = &x[h * per_head..(h + 1) * per_head];
+        for row in head.chunks_exact(d) {
+            for ((l, u), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(row) {
+                *l = l.min(v);
+                *u = u.max(v);
+            }
+        }
+        for (&l, &u) in lo.iter().zip(&hi) {
+            let (l, u) = if l > u { (0.0, 0.0) } else { (l, u) };
+            let (s, b) = group_params(l, u, levels, pdtype);
+            scales.push(s);
+            biases.push(b);
+        }
+    }
+    (scales, biases)
+}
+
+/// `1 / scale`, or 0 when the group is constant (or its scale is not usable): every
+/// element then gets code 0 and decodes to the bias.
+fn inverse(scale: f32) -> f32 {
+    if scale > 0.0 && scale.is_finite() {
+        1.0 / scale
+    } else {
+        0.0
+    }
+}
+
+/// The code of `v`: nearest level, clamped to `0..=levels`. `as u8` saturates, so a
+/// negative or NaN quotient gives 0.
+fn code(v: f32, bias: f32, inv: f32, levels: u8) -> u8 {
+    (((v - bias) * inv + 0.5) as u8).min(levels)
+}
+
+/// One code per element, in element order.
+fn quantise(
+    x: &[f32],
+    shape: Shape,
+    grouping: Grouping,
+    scales: &[f32],
+    biases: &[f32],
+    levels: u8,
+) -> Vec<u8> {
+    let mut codes = vec![0u8; x.len()];
+    match grouping {
+        Grouping::Rows => {
+            let groups = x.chunks_exact(GROUP).zip(codes.chunks_exact_mut(GROUP));
+            for ((g, c), (&s, &b)) in groups.zip(scales.iter().zip(biases)) {
+                let inv = inverse(s);
+                for (q, &v) in c.iter_mut().zip(g) {
+                    *q = code(v, b, inv, levels);
+                }
+            }
+        }
+        Grouping::Channels => {
+            let d = shape.head_dim;
+            if x.is_empty() {
+                return codes;
+            }
+            let per_head = shape.tokens * d;
+            let inv: Vec<f32> = scales.iter().map(|&s| inverse(s)).collect();
+            let heads = x
+                .chunks_exact(per_head)
+                .zip(codes.chunks_exact_mut(per_head));
+            for (h, (xh, ch)) in heads.enumerate() {
+                let inv = &inv[h * d..(h + 1) * d];
+                let bias = &biases[h * d..(h + 1) * d];
+                for (row, crow) in xh.chunks_exact(d).zip(ch.chunks_exact_mut(d)) {
+                    for (((q, &v), &b), &i) in crow.iter_mut().zip(row).zip(bias).zip(inv) {
+                        *q = code(v, b, i, levels);
+                    }
+                }
+            }
+        }
+    }
+    codes
+}
+
+/// Reconstructs `scale * q + bias` for every element.
+fn dequantise(
+    codes: &[u8],
+    shape: Shape,
+    grouping: Grouping,
+    scales: &[f32],
+    biases: &[f32],
+) -> Vec<f32> {
+    let mut x = vec![0f32; codes.len()];
+    match grouping {
+        Grouping::Rows => {
+            let groups = codes.chunks_exact(GROUP).zip(x.chunks_exact_mut(GROUP));
+            for ((c, g), (&s, &b)) in groups.zip(scales.iter().zip(biases)) {
+                for (v, &q) in g.iter_mut().zip(c) {
+                    *v = s * f32::from(q) + b;
+                }
+            }
+        }
+        Grouping::Channels => {
+            let d = shape.head_dim;
+            if codes.is_empty() {
+                return x;
+            }
+            let per_head = shape.tokens * d;
+            let heads = codes
+                .chunks_exact(per_head)
+                .zip(x.chunks_exact_mut(per_head));
+            for (h, (ch, xh)) in heads.enumerate() {
+                let scale = &scales[h * d..(h + 1) * d];
+                let bias = &biases[h * d..(h + 1) * d];
+                for (crow, row) in ch.chunks_exact(d).zip(xh.chunks_exact_mut(d)) {
+                    for (((v, &q), &s), &b) in row.iter_mut().zip(crow).zip(scale).zip(bias) {
+                        *v = s * f32::from(q) + b;
+                    }
+                }
+            }
+        }
+    }
+    x
+}
+
+/// Appends `codes` packed `bits` to a code, least significant bits first, into
+/// little-endian u32 words. `codes.len()` is a multiple of 32.
+fn pack(codes: &[u8], bits: u32, out: &mut Vec<u8>) {
+    if bits == 8 {
+        out.extend_from_slice(codes);
+        return;
+    }
+    let per_word = (32 / bits) as usize;
+    for chunk in codes.chunks_exact(per_word) {
+        let word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |w, (j, &q)| w | (u32::from(q) << (bits as usize * j)));
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// The inverse of [`pack`]: `elements` codes from `packed`.
+fn unpack(packed: &[u8], bits: u32, elements: usize) -> Vec<u8> {
+    if bits == 8 {
+        return packed.to_vec();
+    }
+    let per_word = (32 / bits) as usize;
+    let mask = (1u32 << bits) - 1;
+    let mut codes = vec![0u8; elements];
+    for (w, chunk) in packed.chunks_exact(4).zip(codes.chunks_exact_mut(per_word)) {
+        let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        for (j, q) in chunk.iter_mut().enumerate() {
+            *q = ((word >> (bits as usize * j)) & mask) as u8;
+        }
+    }
+    codes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    const TIERS: [Tier; 4] = [Tier::AsGiven, Tier::Int8, Tier::Q4, Tier::Q2];
+    const DTYPES: [DType; 3] = [DType::F16, DType::BF16, DType::F32];
+    const ROLES: [Role; 2] = [Role::Keys, Role::Values];
+
+    fn shape(heads: usize, tokens: usize, head_dim: usize) -> Shape {
+        Shape {
+            heads,
+            tokens,
+            head_dim,
+        }
+    }
+
+    /// A standard normal sample (Box–Muller).
+    fn gaussian(rng: &mut SmallRng) -> f32 {
+        let u1: f64 = 1.0 - rng.gen::<f64>();
+        let u2: f64 = rng.gen();
+        ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+    }
+
+    /// K and V that look like a real model's: keys carry a per-channel offset and
+    /// spread, with a few outlier channels per head 5–20× larger than the rest;
+    /// values are roughly Gaussian with a per-head spread.
+    fn real_kv(seed: u64, s: Shape) -> (Vec<f32>, Vec<f32>) {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let (d, t) = (s.head_dim, s.tokens);
+        let mut keys = Vec::with_capacity(s.heads * t * d);
+        let mut values = Vec::with_capacity(s.heads * t * d);
+        for _ in 0..s.heads {
+            let mut offset: Vec<f32> = (0..d).map(|_| gaussian(&mut rng)).collect();
+            let mut spread: Vec<f32> = (0..d).map(|_| rng.gen_range(0.5..1.5)).collect();
+            let outliers = (d / 32).max(2).min(d);
+            for c in rand::seq::index::sample(&mut rng, d, outliers) {
+                let m = rng.gen_range(5.0..20.0);
+                offset[c] *= m;
+                spread[c] *= m;
+            }
+            let v_spread: f32 = rng.gen_range(0.5..2.0);
+            for _ in 0..t {
+                for c in 0..d {
+                    keys.push(offset[c] + spread[c] * gaussian(&mut rng));
+                    values.push(v_spread * gaussian(&mut rng));
+                }
+            }
+        }
+        (keys, values)
+    }
+
+    /// Max abs error, mean abs error, and the cosine similarity of original and
+    /// reconstruction per `head_dim` row, averaged over rows.
+    fn errors(orig: &[f32], recon: &[f32], head_dim: usize) -> (f32, f32, f64) {
+        assert_eq!(orig.len(), recon.len());
+        let mut max_abs = 0f32;
+        let mut sum_abs = 0f64;
+        for (&a, &b) in orig.iter().zip(recon) {
+            let e = (a - b).abs();
+            max_abs = max_abs.max(e);
+            sum_abs += f64::from(e);
+        }
+        let mut cos_sum = 0f64;
+        let rows = orig.len() / head_dim;
+        for (a, b) in orig
+            .chunks_exact(head_dim)
+            .zip(recon.chunks_exact(head_dim))
+        {
+            let (mut ab, mut aa, mut bb) = (0f64, 0f64, 0f64);
+            for (&x, &y) in a.iter().zip(b) {
+                let (x, y) = (f64::from(x), f64::from(y));
+                ab += x * y;
+                aa += x * x;
+                bb += y * y;
+            }
+            cos_sum += ab / (aa.sqrt() * bb.sqrt());
+        }
+        (
+            max_abs,
+            (sum_abs / orig.len() as f64) as f32,
+            cos_sum / rows as f64,
+        )
+    }
+
+    /// Encodes and decodes `x` (already representable in `dtype`), returning the
+    /// reconstruction.
+    fn round_trip(tier: Tier, dtype: DType, s: Shape, role: Role, x: &[f32]) -> Vec<f32> {
+        let input = from_f32(dtype, x);
+        let enc = encode(tier, dtype, s, role, &input).unwrap();
+        assert_eq!(enc.len(), encoded_len(tier, dtype, s, role));
+        to_f32(dtype, &decode(tier, dtype, s, role, &enc).unwrap()).unwrap()
+    }
+
+    /// Lower bound on the mean row cosine per tier and role; upper bound on mean abs
+    /// error relative to the tensor's RMS. Chosen from the measured table in
+    /// `doc/quantisation.md` with margin.
+    fn bounds(tier: Tier, role: Role) -> (f64, f32) {
+        match (tier, role) {
+            (Tier::AsGiven, _) => (1.0 - 1e-12, 0.0),
+            (Tier::Int8, _) => (0.9999, 0.006),
+            (Tier::Q4, _) => (0.99, 0.09),
+            (Tier::Q2, Role::Keys) => (0.91, 0.2),
+            (Tier::Q2, Role::Values) => (0.92, 0.35),
+        }
+    }
+
+    fn rms(x: &[f32]) -> f32 {
+        (x.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / x.len() as f64).sqrt() as f32
+    }
+
+    #[test]
+    fn quant_error_table() {
+        let mut failures = Vec::new();
+        println!(
+            "| dtype | shape | tier | role | bytes/elem | max abs err | mean abs err | mean abs err / RMS | row cosine |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for dtype in DTYPES {
+            for (seed, s) in [(1, shape(8, 256, 128)), (2, shape(2, 37, 64))] {
+                let (keys, values) = real_kv(seed, s);
+                for tier in TIERS {
+                    for role in ROLES {
+                        let x = if role == Role::Keys { &keys } else { &values };
+                        // The reference is what the client sent: `x` in `dtype`.
+                        let x = to_f32(dtype, &from_f32(dtype, x)).unwrap();
+                        let y = round_trip(tier, dtype, s, role, &x);
+                        let (max_abs, mean_abs, cos) = errors(&x, &y, s.head_dim);
+                        let rel = mean_abs / rms(&x);
+                        let per_elem = encoded_len(tier, dtype, s, role) as f64
+                            / (s.heads * s.tokens * s.head_dim) as f64;
+                        println!(
+                            "| {} | {s} | {} | {} | {per_elem:.3} | {max_abs:.4} | {mean_abs:.5} | {rel:.4} | {cos:.6} |",
+                            dtype.name(),
+                            tier.name(),
+                            role.name()
+                        );
+                        let (min_cos, max_rel) = bounds(tier, role);
+                        if cos < min_cos || rel > max_rel {
+                            failures.push(format!(
+                                "{} {} {} {s}: cosine {cos}, relative mean error {rel}",
+                                dtype.name(),
+                                tier.name(),
+                                role.name()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "bounds not met: {failures:#?}");
+
+        // Why q2 groups keys per channel: grouping them per token, as values are,
+        // loses more.
+        let s = shape(8, 256, 128);
+        let (keys, _) = real_kv(1, s);
+        let keys = to_f32(DType::F16, &from_f32(DType::F16, &keys)).unwrap();
+        let per_channel = round_trip(Tier::Q2, DType::F16, s, Role::Keys, &keys);
+        let per_token = round_trip(Tier::Q2, DType::F16, s, Role::Values, &keys);
+        let (_, channel_err, channel_cos) = errors(&keys, &per_channel, s.head_dim);
+        let (_, token_err, token_cos) = errors(&keys, &per_token, s.head_dim);
+        println!(
+            "q2 keys {s} f16: per channel mean abs err {channel_err:.5} cosine {channel_cos:.6}; \
+             per token mean abs err {token_err:.5} cosine {token_cos:.6}"
+        );
+        assert!(
+            channel_err < token_err * 0.9,
+            "{channel_err} vs {token_err}"
+        );
+    }
+}
