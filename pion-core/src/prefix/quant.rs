@@ -225,7 +225,7 @@ impl Layout {
 
 /// The element count of `shape`, checked for overflow and for what `tier` can hold.
 fn elements(tier: Tier, shape: Shape) -> Result<usize, QuantError> {
-    if tier != Tier::AsGiven && shape.head_dim % GROUP != 0 {
+    if tier != Tier::AsGiven && !shape.head_dim.is_multiple_of(GROUP) {
         return Err(QuantError(format!(
             "tier {} needs head_dim to be a multiple of {GROUP}, got shape {shape}",
             tier.name()
@@ -282,7 +282,7 @@ fn input_len(tier: Tier, dtype: DType, shape: Shape) -> Result<usize, QuantError
 ///
 /// Fails when `bytes` is not a whole number of elements.
 pub fn to_f32(dtype: DType, bytes: &[u8]) -> Result<Vec<f32>, QuantError> {
-    if bytes.len() % dtype.size() != 0 {
+    if !bytes.len().is_multiple_of(dtype.size()) {
         return Err(QuantError(format!(
             "{} bytes is not a whole number of {} elements ({} bytes each)",
             bytes.len(),
@@ -727,9 +727,10 @@ mod tests {
     /// reconstruction.
     fn round_trip(tier: Tier, dtype: DType, s: Shape, role: Role, x: &[f32]) -> Vec<f32> {
         let input = from_f32(dtype, x);
-        let enc = encode(tier, dtype, s, role, &input).unwrap();
+        let enc = encode(tier, dtype, s, role, &input).expect("encodes");
         assert_eq!(enc.len(), encoded_len(tier, dtype, s, role));
-        to_f32(dtype, &decode(tier, dtype, s, role, &enc).unwrap()).unwrap()
+        let dec = decode(tier, dtype, s, role, &enc).expect("decodes");
+        to_f32(dtype, &dec).expect("whole elements")
     }
 
     /// Lower bound on the mean row cosine per tier and role; upper bound on mean abs
@@ -750,6 +751,328 @@ mod tests {
     }
 
     #[test]
+    fn names_parse_and_print() {
+        for d in DTYPES {
+            assert_eq!(DType::parse(d.name()), Some(d));
+        }
+        assert_eq!(DType::parse("float16"), Some(DType::F16));
+        assert_eq!(DType::parse("BFloat16"), Some(DType::BF16));
+        assert_eq!(DType::parse("float32"), Some(DType::F32));
+        assert_eq!(DType::parse("f64"), None);
+        assert_eq!(
+            DTYPES.map(DType::size),
+            [2, 2, 4],
+            "bytes per element of f16, bf16, f32"
+        );
+        for t in TIERS {
+            assert_eq!(Tier::parse(t.name()), Some(t));
+        }
+        assert_eq!(Tier::parse("fp16"), Some(Tier::AsGiven));
+        assert_eq!(Tier::parse("native"), Some(Tier::AsGiven));
+        assert_eq!(Tier::parse("Q4"), Some(Tier::Q4));
+        assert_eq!(Tier::parse("q3"), None);
+        assert_eq!(Tier::parse(""), None);
+    }
+
+    #[test]
+    fn as_given_is_bit_exact() {
+        // Every bit pattern, NaN payloads and signed zeros included.
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(2048).collect();
+        for dtype in DTYPES {
+            let s = shape(2, 3, 64);
+            let input = &bytes[..s.heads * s.tokens * s.head_dim * dtype.size()];
+            for role in ROLES {
+                let enc = encode(Tier::AsGiven, dtype, s, role, input).expect("encodes");
+                assert_eq!(enc, input);
+                assert_eq!(
+                    decode(Tier::AsGiven, dtype, s, role, &enc).expect("decodes"),
+                    input
+                );
+            }
+        }
+        // Conversions are exact for every f16 and bf16 value that is not NaN.
+        for dtype in [DType::F16, DType::BF16] {
+            let all: Vec<u8> = (0..=u16::MAX).flat_map(u16::to_le_bytes).collect();
+            let x = to_f32(dtype, &all).expect("whole elements");
+            let back = from_f32(dtype, &x);
+            for (i, (a, b)) in all.chunks(2).zip(back.chunks(2)).enumerate() {
+                assert!(a == b || x[i].is_nan(), "{} {i:#06x}", dtype.name());
+            }
+        }
+    }
+
+    #[test]
+    fn encoded_len_matches_encode() {
+        let shapes = [
+            shape(8, 256, 128),
+            shape(2, 37, 64),
+            shape(1, 1, 32),
+            shape(3, 0, 96),
+            shape(0, 5, 64),
+        ];
+        for s in shapes {
+            let (keys, values) = real_kv(3, s);
+            for dtype in DTYPES {
+                for tier in TIERS {
+                    for (role, x) in [(Role::Keys, &keys), (Role::Values, &values)] {
+                        let enc =
+                            encode(tier, dtype, s, role, &from_f32(dtype, x)).expect("encodes");
+                        assert_eq!(enc.len(), encoded_len(tier, dtype, s, role));
+                    }
+                }
+            }
+        }
+        // The layouts, in numbers: [8, 256, 128] f16 is 262,144 elements.
+        let s = shape(8, 256, 128);
+        let n = 8 * 256 * 128;
+        let len = |tier, dtype, role| encoded_len(tier, dtype, s, role);
+        assert_eq!(len(Tier::AsGiven, DType::F16, Role::Keys), 2 * n);
+        assert_eq!(len(Tier::Int8, DType::F16, Role::Keys), n + 2 * 4 * n / 32);
+        assert_eq!(
+            len(Tier::Q4, DType::F16, Role::Keys),
+            n / 2 + 2 * 2 * n / 32
+        );
+        assert_eq!(
+            len(Tier::Q4, DType::F32, Role::Keys),
+            n / 2 + 2 * 4 * n / 32
+        );
+        assert_eq!(
+            len(Tier::Q2, DType::F32, Role::Keys),
+            n / 4 + 2 * 2 * 8 * 128
+        );
+        assert_eq!(
+            len(Tier::Q2, DType::F32, Role::Values),
+            n / 4 + 2 * 2 * n / 32
+        );
+        // Shapes a tier cannot hold.
+        assert_eq!(
+            len(Tier::Q4, DType::F16, Role::Keys),
+            n / 2 + 2 * 2 * n / 32
+        );
+        let odd = shape(8, 256, 80);
+        assert_eq!(encoded_len(Tier::Int8, DType::F16, odd, Role::Keys), 0);
+        assert_eq!(
+            encoded_len(Tier::AsGiven, DType::F16, odd, Role::Keys),
+            2 * 8 * 256 * 80
+        );
+        let huge = shape(usize::MAX, 2, 32);
+        for tier in TIERS {
+            assert_eq!(encoded_len(tier, DType::F16, huge, Role::Keys), 0);
+        }
+    }
+
+    #[test]
+    fn errors_say_what_was_expected() {
+        let s = shape(2, 4, 64);
+        let err = encode(Tier::Q4, DType::F16, s, Role::Keys, &[0; 10]).expect_err("rejected");
+        assert_eq!(
+            err.to_string(),
+            "expected 1024 bytes for shape [2, 4, 64] f16, got 10"
+        );
+        let err = decode(Tier::Q4, DType::F16, s, Role::Keys, &[0; 10]).expect_err("rejected");
+        assert_eq!(
+            err.to_string(),
+            "expected 320 bytes of q4 keys for shape [2, 4, 64] f16, got 10"
+        );
+        let err =
+            decode(Tier::AsGiven, DType::BF16, s, Role::Values, &[0; 3]).expect_err("rejected");
+        assert_eq!(
+            err.to_string(),
+            "expected 1024 bytes for shape [2, 4, 64] bf16, got 3"
+        );
+        let odd = shape(1, 1, 80);
+        let err = encode(Tier::Int8, DType::F32, odd, Role::Keys, &[0; 320]).expect_err("rejected");
+        assert_eq!(
+            err.to_string(),
+            "tier int8 needs head_dim to be a multiple of 32, got shape [1, 1, 80]"
+        );
+        let huge = shape(usize::MAX / 2, 3, 32);
+        let err = encode(Tier::Q2, DType::F32, huge, Role::Keys, &[]).expect_err("rejected");
+        assert!(err.to_string().contains("too large"), "{err}");
+        let err = to_f32(DType::F32, &[0; 7]).expect_err("rejected");
+        assert_eq!(
+            err.to_string(),
+            "7 bytes is not a whole number of f32 elements (4 bytes each)"
+        );
+    }
+
+    /// Each element comes back within half a quantisation step of its group, plus
+    /// the rounding of the scale and bias to their stored type and of the result to
+    /// the input dtype.
+    #[test]
+    fn every_element_within_half_a_step() {
+        fn eps(d: DType) -> f32 {
+            match d {
+                DType::F16 => 1.0 / 1024.0,
+                DType::BF16 => 1.0 / 128.0,
+                DType::F32 => 1e-6,
+            }
+        }
+        let s = shape(4, 64, 64);
+        let (keys, values) = real_kv(4, s);
+        for dtype in DTYPES {
+            for tier in [Tier::Int8, Tier::Q4, Tier::Q2] {
+                for (role, x) in [(Role::Keys, &keys), (Role::Values, &values)] {
+                    let x = to_f32(dtype, &from_f32(dtype, x)).expect("whole elements");
+                    let y = round_trip(tier, dtype, s, role, &x);
+                    let levels = ((1u32 << tier.bits().unwrap_or(0)) - 1) as f32;
+                    let pe = eps(tier.param_dtype(dtype));
+                    // The (lo, hi) of the group each element belongs to.
+                    let (t, d) = (s.tokens, s.head_dim);
+                    let ranges: Vec<(f32, f32)> = match grouping(tier, role) {
+                        Grouping::Rows => x
+                            .chunks(GROUP)
+                            .flat_map(|g| [min_max(g.iter().copied()); GROUP])
+                            .collect(),
+                        Grouping::Channels => (0..x.len())
+                            .map(|i| {
+                                let (h, c) = (i / (t * d), i % d);
+                                min_max((0..t).map(|k| x[(h * t + k) * d + c]))
+                            })
+                            .collect(),
+                    };
+                    for (i, (&a, &b)) in x.iter().zip(&y).enumerate() {
+                        let (lo, hi) = ranges[i];
+                        let tol = 0.5 * (hi - lo) / levels
+                            + (lo.abs() + hi.abs()) * pe
+                            + a.abs() * eps(dtype);
+                        assert!(
+                            (a - b).abs() <= tol,
+                            "{} {} {} element {i}: {a} came back as {b} (group [{lo}, {hi}])",
+                            dtype.name(),
+                            tier.name(),
+                            role.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The bytes of `mx.quantize(x, group_size=32, bits=4)` for a known `x` decode
+    /// here to what `mx.dequantize` gives (mlx 0.32, f16), so mlx-packed blocks and
+    /// blocks from this module are interchangeable.
+    #[test]
+    fn q4_reads_mlx_packing() {
+        // x[i] = (((i * 37) % 101) - 50) / 16, exact in f16, as [1, 2, 64].
+        let x: Vec<f32> = (0..128)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 16.0)
+            .collect();
+        let words: [u32; 16] = [
+            0x7d38e4af, 0x8e4af5b1, 0x9f5b06c2, 0xa06c28d3, 0xb17d39f4, 0xd28e4af5, 0xe39f5b07,
+            0xf4a06c28, 0x0a4f93d7, 0xf93e82c6, 0xe82d70b5, 0xd71b5fa4, 0xc60a4f93, 0xb5f93d82,
+            0xa4e82c60, 0x83d71b5f,
+        ];
+        let scales: [u16; 4] = [0xb640, 0xb620, 0x3620, 0x3640];
+        let biases: [u16; 4] = [0x4240, 0x4220, 0xc220, 0xc240];
+        let mut mlx = Vec::new();
+        for w in words {
+            mlx.extend_from_slice(&w.to_le_bytes());
+        }
+        for p in scales.iter().chain(&biases) {
+            mlx.extend_from_slice(&p.to_le_bytes());
+        }
+        let s = shape(1, 2, 64);
+        let ours = decode(Tier::Q4, DType::F16, s, Role::Keys, &mlx).expect("decodes");
+        let ours = to_f32(DType::F16, &ours).expect("whole elements");
+        // mx.dequantize of those bytes, as f16 bits.
+        let expected = "78c140ba403eb0c00000d03fd0bf40367841b0bcb03c78c140ba403eb0c00000b04040be403a4042b0bcb03c78c140b6d03fd0bf0000b04040be403a404240ba203e5cc120b6a83fa8bf20365c4198bc983c5cc120ba203e98c000009840a8bf2036204298bc983c5cc120b6a83f98c00000984020be203a204220ba203e5cc120b6a83fa8bf20365c4120be203a20c220ba203e98c000009840a8bf20365c4198bc983c20c220b6a83f98c00000984020be203a5c4198bc983c5cc120b6a83fd0bf4036784140be403a40c240ba403eb0c00000d03fd0bf40367841b0bcb03c40c240ba403eb0c00000b04040be403a7841b0bcb03c78c140b6d03fd0bf0000";
+        let expected: Vec<u8> = (0..expected.len() / 2)
+            .map(|i| u8::from_str_radix(&expected[2 * i..2 * i + 2], 16).expect("hex"))
+            .collect();
+        let expected = to_f32(DType::F16, &expected).expect("whole elements");
+        for (i, (&a, &b)) in ours.iter().zip(&expected).enumerate() {
+            // mlx rounds once more (to f16 between the multiply and the add).
+            assert!(
+                (a - b).abs() <= b.abs() / 1024.0,
+                "element {i}: {a} vs mlx {b}"
+            );
+        }
+        // And this module's own encoding of x is close to x, as mlx's is.
+        let y = round_trip(Tier::Q4, DType::F16, s, Role::Keys, &x);
+        let (max_abs, _, _) = errors(&x, &y, 64);
+        let (mlx_max_abs, _, _) = errors(&x, &expected, 64);
+        assert!(
+            max_abs <= 0.21 && mlx_max_abs <= 0.41,
+            "{max_abs} {mlx_max_abs}"
+        );
+    }
+
+    fn any_tier() -> impl Strategy<Value = Tier> {
+        prop::sample::select(TIERS.to_vec())
+    }
+
+    fn any_dtype() -> impl Strategy<Value = DType> {
+        prop::sample::select(DTYPES.to_vec())
+    }
+
+    fn any_role() -> impl Strategy<Value = Role> {
+        prop::sample::select(ROLES.to_vec())
+    }
+
+    fn any_shape() -> impl Strategy<Value = Shape> {
+        prop_oneof![
+            4 => (0usize..4, 0usize..40, prop::sample::select(vec![0usize, 32, 64, 96, 128])),
+            1 => (0usize..4, 0usize..8, 0usize..130),
+            1 => (any::<usize>(), any::<usize>(), any::<usize>()),
+        ]
+        .prop_map(|(heads, tokens, head_dim)| shape(heads, tokens, head_dim))
+    }
+
+    proptest! {
+        #[test]
+        fn encode_decode_never_panic(
+            tier in any_tier(),
+            dtype in any_dtype(),
+            role in any_role(),
+            s in any_shape(),
+            junk in prop::collection::vec(any::<u8>(), 0..64),
+            seed in any::<u64>(),
+        ) {
+            // Arbitrary bytes of the right length for the shape (NaNs, infinities,
+            // subnormals), and junk of an arbitrary length.
+            let n = s.heads.checked_mul(s.tokens).and_then(|n| n.checked_mul(s.head_dim));
+            if let Some(len) = n.and_then(|n| n.checked_mul(dtype.size())).filter(|&l| l <= 1 << 16) {
+                let mut rng = SmallRng::seed_from_u64(seed);
+                let input: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+                match encode(tier, dtype, s, role, &input) {
+                    Ok(enc) => {
+                        prop_assert_eq!(enc.len(), encoded_len(tier, dtype, s, role));
+                        let dec = decode(tier, dtype, s, role, &enc);
+                        prop_assert_eq!(dec.map(|d| d.len()), Ok(len));
+                    }
+                    Err(_) => prop_assert!(tier != Tier::AsGiven && !s.head_dim.is_multiple_of(GROUP)),
+                }
+            }
+            let _ = encode(tier, dtype, s, role, &junk);
+            if let Ok(dec) = decode(tier, dtype, s, role, &junk) {
+                prop_assert_eq!(Some(dec.len()), n.map(|n| n * dtype.size()));
+            }
+            let _ = to_f32(dtype, &junk);
+        }
+
+        #[test]
+        fn decode_of_encode_has_the_input_length(
+            tier in any_tier(),
+            dtype in any_dtype(),
+            role in any_role(),
+            heads in 0usize..4,
+            tokens in 0usize..40,
+            groups in 0usize..5,
+            seed in any::<u64>(),
+        ) {
+            let s = shape(heads, tokens, groups * GROUP);
+            let (keys, values) = real_kv(seed, s);
+            let x = if role == Role::Keys { keys } else { values };
+            let input = from_f32(dtype, &x);
+            let enc = encode(tier, dtype, s, role, &input).expect("encodes");
+            prop_assert_eq!(enc.len(), encoded_len(tier, dtype, s, role));
+            let dec = decode(tier, dtype, s, role, &enc).expect("decodes");
+            prop_assert_eq!(dec.len(), input.len());
+        }
+    }
+
+    #[test]
     fn quant_error_table() {
         let mut failures = Vec::new();
         println!(
@@ -763,7 +1086,7 @@ mod tests {
                     for role in ROLES {
                         let x = if role == Role::Keys { &keys } else { &values };
                         // The reference is what the client sent: `x` in `dtype`.
-                        let x = to_f32(dtype, &from_f32(dtype, x)).unwrap();
+                        let x = to_f32(dtype, &from_f32(dtype, x)).expect("whole elements");
                         let y = round_trip(tier, dtype, s, role, &x);
                         let (max_abs, mean_abs, cos) = errors(&x, &y, s.head_dim);
                         let rel = mean_abs / rms(&x);
@@ -794,7 +1117,7 @@ mod tests {
         // loses more.
         let s = shape(8, 256, 128);
         let (keys, _) = real_kv(1, s);
-        let keys = to_f32(DType::F16, &from_f32(DType::F16, &keys)).unwrap();
+        let keys = to_f32(DType::F16, &from_f32(DType::F16, &keys)).expect("whole elements");
         let per_channel = round_trip(Tier::Q2, DType::F16, s, Role::Keys, &keys);
         let per_token = round_trip(Tier::Q2, DType::F16, s, Role::Values, &keys);
         let (_, channel_err, channel_cos) = errors(&keys, &per_channel, s.head_dim);
