@@ -23,6 +23,8 @@ enum Opt {
     WalSegmentSize,
     SnapshotWalSize,
     KvBudget,
+    KvCache,
+    KvCachePort,
     Help,
     Version,
 }
@@ -49,6 +51,8 @@ const FLAGS: &[Flag] = &[
     Flag { name: "--wal-segment-size", takes_value: true, opt: Opt::WalSegmentSize, topic: "Durability", help: "log segment file size before a new one starts (default 64M; K/M/G suffixes)" },
     Flag { name: "--snapshot-wal-size", takes_value: true, opt: Opt::SnapshotWalSize, topic: "Durability", help: "take a snapshot after this much log (default 256M; 0: only on SAVE/BGSAVE); bounds recovery time" },
     Flag { name: "--kv-budget", takes_value: true, opt: Opt::KvBudget, topic: "Prompt cache", help: "bytes of K/V blocks kept (K/M/G suffixes; default 0: no limit); least recently used leaf blocks are evicted beyond it" },
+    Flag { name: "--kvcache", takes_value: true, opt: Opt::KvCache, topic: "Prompt cache", help: "on (default): serve the binary lane for bulk K/V on --kvcache-port; off: RESP only" },
+    Flag { name: "--kvcache-port", takes_value: true, opt: Opt::KvCachePort, topic: "Prompt cache", help: "port of the binary lane (default: --port + 1)" },
     Flag { name: "--threads", takes_value: true, opt: Opt::Threads, topic: "Performance", help: "worker threads serving clients; all share one keyspace (default 1)" },
     Flag { name: "--help", takes_value: false, opt: Opt::Help, topic: "General", help: "print this help" },
     Flag { name: "--version", takes_value: false, opt: Opt::Version, topic: "General", help: "print the version" },
@@ -61,6 +65,8 @@ pub struct ServeOptions {
     pub config: ConfigValues,
     /// Where and how data is kept; `None` with `--wal off`.
     pub durability: Option<DurabilityOptions>,
+    /// Port of the binary lane; `None` with `--kvcache off`.
+    pub kvcache_port: Option<u16>,
 }
 
 /// What the command line asked for.
@@ -114,6 +120,8 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     let mut bind: Option<String> = None;
     let mut pass = env_pass;
     let mut wal = true;
+    let mut kvcache = true;
+    let mut kvcache_port: Option<u16> = None;
     let mut durability = DurabilityOptions::new("");
     let mut i = 0;
     while i < args.len() {
@@ -189,6 +197,14 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
             }
             Opt::SnapshotWalSize => durability.snapshot_after_bytes = parse_size(name, &value)?,
             Opt::KvBudget => cfg.kv_budget = parse_size(name, &value)?,
+            Opt::KvCache => {
+                kvcache = match value.to_ascii_lowercase().as_str() {
+                    "on" | "yes" => true,
+                    "off" | "no" => false,
+                    _ => return Err(format!("--kvcache takes on or off, got '{value}'")),
+                }
+            }
+            Opt::KvCachePort => kvcache_port = Some(parse_num(name, &value)?),
             Opt::Databases => {
                 cfg.databases = parse_num(name, &value)?;
                 if cfg.databases == 0 || cfg.databases > 1_000_000 {
@@ -208,9 +224,16 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     };
     bind_addrs(&cfg.bind)?;
     durability.dir = cfg.dir.clone().into();
+    let lane_port = match kvcache_port {
+        Some(p) => Some(p),
+        None => Some(cfg.port.checked_add(1).ok_or(
+            "--port 65535 leaves no port for the binary lane: set --kvcache-port or --kvcache off",
+        )?),
+    };
     Ok(Command::Serve(Box::new(ServeOptions {
         config: cfg,
         durability: wal.then_some(durability),
+        kvcache_port: if kvcache { lane_port } else { None },
     })))
 }
 

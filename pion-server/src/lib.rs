@@ -5,6 +5,7 @@
 //! [`pion_core::Engine`]. All command semantics live in `pion-core`; this crate only
 //! moves bytes.
 
+pub mod binary;
 pub mod cli;
 pub mod connection;
 pub mod event_loop;

@@ -83,8 +83,23 @@ fn main() -> ExitCode {
         }
     };
     let engine_for_close = engine.clone();
+    let lane_engine = engine.clone();
     let server = Server::with_listeners(engine, listeners, threads);
     let stop = server.stop_handle();
+    if let Some(lane_port) = opts.kvcache_port {
+        for ip in &addrs {
+            let addr = SocketAddr::new(*ip, lane_port);
+            let started = TcpListener::bind(addr)
+                .and_then(|l| pion_server::binary::serve(lane_engine.clone(), l, stop.flag()));
+            match started {
+                Ok(_) => eprintln!("pion-server binary lane (prompt cache) on {addr}"),
+                Err(e) => {
+                    eprintln!("pion-server: cannot serve the binary lane on {addr}: {e} (--kvcache off to run without it)");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    }
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, stop.flag()) {
             eprintln!("pion-server: cannot install signal handler: {e}");
