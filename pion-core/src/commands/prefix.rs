@@ -190,11 +190,10 @@ fn put(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let tokens = tokens_from_le(&argv[3]).ok_or_else(|| {
         OpError::custom("ERR tokens must be little-endian u32 bytes (a multiple of 4 bytes)")
     })?;
-    let layers: Vec<Vec<u8>> = argv[4..].to_vec();
     let engine = ctx.engine;
     let mut store = engine.prefix().lock();
     let stored = store
-        .put(name, parent, &tokens, layers)
+        .put(name, parent, &tokens, &argv[4..])
         .map_err(prefix_err)?;
     // The store as sent (replay stores the same bytes and gets the same id), then the
     // evictions it caused, in one record: applied together or not at all.

@@ -240,7 +240,7 @@ impl Wal {
             p.last_seq = seq;
             frame(seq, &payload, payload_crc, &mut p.buf);
             self.appended.store(seq, Ordering::Release);
-            if payload.capacity() > 1 << 20 {
+            if payload.capacity() > 64 << 20 {
                 *payload = Vec::new();
             }
             seq
@@ -427,7 +427,7 @@ impl Wal {
             return Err(e);
         }
         let mut p = self.pending.lock();
-        if p.buf.is_empty() && p.buf.capacity() < buf.capacity() && buf.capacity() <= 4 << 20 {
+        if p.buf.is_empty() && p.buf.capacity() < buf.capacity() && buf.capacity() <= 64 << 20 {
             // Reuse the larger allocation for the next batch.
             let mut buf = buf;
             buf.clear();

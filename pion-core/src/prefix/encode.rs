@@ -3,6 +3,8 @@
 //! are K then V, each `[kv_heads, tokens, head_dim]`; recurrent state is never
 //! quantised (it is kept exactly as sent: float32 state stays float32).
 
+use std::sync::Arc;
+
 use super::manifest::{Layer, Manifest};
 use super::quant::{self, DType, Role, Shape, Tier};
 use super::store::PrefixError;
@@ -15,23 +17,27 @@ fn dtype_of(m: &Manifest) -> DType {
     DType::parse(&m.dtype).unwrap_or(DType::F16)
 }
 
-/// The stored form of one layer's bytes (already checked for length).
+/// The stored form of one layer's bytes (already checked for length): `None` for a
+/// recurrent layer sent empty (no state at this block).
 pub fn to_stored(
     m: &Manifest,
     layer: &Layer,
     tokens: u32,
-    data: Vec<u8>,
-) -> Result<Vec<u8>, PrefixError> {
+    data: &[u8],
+) -> Result<Option<Arc<[u8]>>, PrefixError> {
+    if data.is_empty() {
+        return Ok(None);
+    }
     let (Layer::Attention { kv_heads, head_dim }
     | Layer::Sliding {
         kv_heads, head_dim, ..
     }) = *layer
     else {
-        return Ok(data);
+        return Ok(Some(Arc::from(data)));
     };
     let tier = tier_of(m);
-    if tier == Tier::AsGiven || data.is_empty() {
-        return Ok(data);
+    if tier == Tier::AsGiven {
+        return Ok(Some(Arc::from(data)));
     }
     let shape = Shape {
         heads: kv_heads as usize,
@@ -46,7 +52,7 @@ pub fn to_stored(
         quant::encode(tier, dtype, shape, Role::Values, v)
             .map_err(|e| PrefixError(format!("ERR {e}")))?,
     );
-    Ok(out)
+    Ok(Some(Arc::from(out)))
 }
 
 /// One layer's stored bytes back in the namespace's dtype (for clients that do not

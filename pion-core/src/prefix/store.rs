@@ -233,7 +233,7 @@ impl PrefixStore {
         name: &str,
         parent: BlockId,
         tokens: &[u32],
-        layers: Vec<Vec<u8>>,
+        layers: &[Vec<u8>],
     ) -> Result<Stored, PrefixError> {
         let ns = self.ns(name)?;
         let m = &ns.manifest;
@@ -279,31 +279,20 @@ impl PrefixStore {
         }
         let id = BlockId::chain(parent, tokens);
         let ns_id = ns.id;
-        // Into the namespace's storage tier (as given, or quantised).
-        let layers = layers
-            .into_iter()
-            .zip(&m.layers)
-            .map(|(data, layer)| super::encode::to_stored(m, layer, n, data))
-            .collect::<Result<Vec<Vec<u8>>, PrefixError>>()?;
-        let bytes: u64 = layers.iter().map(|l| l.len() as u64).sum();
-        if self.budget > 0 && bytes > self.budget {
-            return err(format!(
-                "ERR the block is {bytes} bytes, more than the whole kv-budget ({})",
-                self.budget
-            ));
-        }
-        let ns = self.ns_mut(name)?;
-        if let Some(existing) = ns.blocks.get_mut(&id) {
+        if ns.blocks.contains_key(&id) {
             // Shared prefix: nothing new to store, except recurrent state the stored
-            // copy was missing.
+            // copy was missing (state is kept exactly as sent).
+            let ns = self.ns_mut(name)?;
             let mut added = 0u64;
-            for (slot, data) in existing.layers.iter_mut().zip(layers) {
-                if slot.is_none() && !data.is_empty() {
-                    added += data.len() as u64;
-                    *slot = Some(Arc::from(data));
+            if let Some(existing) = ns.blocks.get_mut(&id) {
+                for (slot, data) in existing.layers.iter_mut().zip(layers) {
+                    if slot.is_none() && !data.is_empty() {
+                        added += data.len() as u64;
+                        *slot = Some(Arc::from(data.as_slice()));
+                    }
                 }
+                existing.bytes += added;
             }
-            existing.bytes += added;
             ns.stats.dedup += 1;
             self.bytes += added;
             self.touch(ns_id, name, id);
@@ -314,10 +303,20 @@ impl PrefixStore {
                 evicted,
             });
         }
-        let layers: Vec<LayerData> = layers
-            .into_iter()
-            .map(|d| (!d.is_empty()).then(|| Arc::from(d)))
-            .collect();
+        // Into the namespace's storage tier (as given, or quantised): one copy.
+        let layers = layers
+            .iter()
+            .zip(&m.layers)
+            .map(|(data, layer)| super::encode::to_stored(m, layer, n, data))
+            .collect::<Result<Vec<LayerData>, PrefixError>>()?;
+        let bytes: u64 = layers.iter().flatten().map(|l| l.len() as u64).sum();
+        if self.budget > 0 && bytes > self.budget {
+            return err(format!(
+                "ERR the block is {bytes} bytes, more than the whole kv-budget ({})",
+                self.budget
+            ));
+        }
+        let ns = self.ns_mut(name)?;
         ns.blocks.insert(
             id,
             Block {
