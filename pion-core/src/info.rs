@@ -22,7 +22,7 @@ const DEFAULT: &[&str] = &[
     "cluster",
     "keyspace",
 ];
-const ALL_EXTRA: &[&str] = &["commandstats"];
+const ALL_EXTRA: &[&str] = &["commandstats", "prompt_cache"];
 
 /// The `INFO [section …]` handler.
 pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -199,6 +199,29 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         "cluster" => {
             header!("# Cluster");
             line("cluster_enabled", &0);
+        }
+        "prompt_cache" => {
+            header!("# Prompt_cache");
+            let store = e.prefix().lock();
+            let names = store.names();
+            let mut total = crate::prefix::NamespaceStats::default();
+            for n in &names {
+                if let Ok(s) = store.stats(n) {
+                    total.blocks += s.blocks;
+                    total.hits += s.hits;
+                    total.misses += s.misses;
+                    total.hit_tokens += s.hit_tokens;
+                    total.evictions += s.evictions;
+                }
+            }
+            line("kv_namespaces", &names.len());
+            line("kv_blocks", &total.blocks);
+            line("kv_bytes", &store.bytes());
+            line("kv_budget", &store.budget());
+            line("kv_hits", &total.hits);
+            line("kv_misses", &total.misses);
+            line("kv_hit_tokens", &total.hit_tokens);
+            line("kv_evictions", &total.evictions);
         }
         "keyspace" => {
             header!("# Keyspace");

@@ -80,3 +80,28 @@ def test_pipeline_without_transaction_and_scan(server):
     assert "pion_version" in info
     assert r.client_setname("tester") is True
     assert r.client_getname() == "tester"
+
+
+def test_prompt_cache_commands_through_redis_py(server):
+    """The KV.* commands are plain binary-safe RESP: redis-py drives them unmodified."""
+    import json
+    import struct
+
+    r = redis.Redis(port=server)
+    manifest = {
+        "model": "py-test",
+        "block_tokens": 4,
+        "dtype": "f16",
+        "layers": [{"kind": "attention", "kv_heads": 1, "head_dim": 8}],
+    }
+    assert r.execute_command("KV.REGISTER", "py", json.dumps(manifest)) == b"OK"
+    tokens = struct.pack("<4I", 1, 2, 3, 4)
+    layer = bytes(range(2 * 1 * 4 * 8 * 2))  # K and V, f16
+    block_id = r.execute_command("KV.PUT", "py", "root", tokens, layer)
+    assert len(block_id) == 32
+    matched, ids = r.execute_command("KV.MATCH", "py", tokens + struct.pack("<I", 9))
+    assert matched == 4 and ids == [block_id]
+    count, data = r.execute_command("KV.GET", "py", block_id)
+    assert count == 4 and data == layer
+    with pytest.raises(redis.ResponseError, match="unknown namespace"):
+        r.execute_command("KV.MATCH", "nope", tokens)

@@ -236,6 +236,18 @@ fn eviction_takes_least_recently_used_leaves_first() {
         Reply::Error(t) => assert!(t.contains("not stored"), "{t}"),
         other => panic!("{other:?}"),
     }
+    // INFO prompt_cache has the operator's view.
+    match e.execute(0, &["INFO", "prompt_cache"]) {
+        Reply::Verbatim(_, b) | Reply::Bulk(b) => {
+            let text = String::from_utf8_lossy(&b).into_owned();
+            assert!(text.contains("kv_evictions:1"), "{text}");
+            assert!(
+                text.contains(&format!("kv_budget:{}", 6 * per_block)),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     // Shrinking the budget evicts at once.
     e.execute(
         0,
