@@ -76,6 +76,14 @@ const EXEMPT: &[(&str, &str)] = &[
         "kv.evict",
         "internal: replayed from the log (prefix durability tests)",
     ),
+    (
+        "kv.putref",
+        "internal: replayed from the log (prefix durability tests)",
+    ),
+    (
+        "kv.reloc",
+        "internal: replayed from the log (compaction test)",
+    ),
 ];
 
 fn corpus_commands() -> BTreeSet<String> {

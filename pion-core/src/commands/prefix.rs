@@ -3,15 +3,18 @@
 //! arguments after `TOKENS`); block ids as 32 hex digits; layer data as raw bytes.
 //!
 //! Changes are logged while the store's lock is held (`Ctx::log_now`), so the log's
-//! order is the store's; a store's record carries its blocks' bytes, and the evictions
-//! it caused, so recovery rebuilds exactly what was acknowledged and nothing evicted.
+//! order is the store's. A durable store writes the block's payloads to the block
+//! files and logs where they are (`KV.PUTREF`), with the evictions it caused, so
+//! recovery rebuilds exactly what was acknowledged and nothing evicted.
 
 use crate::command::flags::*;
 use crate::command::{CommandSpec, Group};
 use crate::commands::util::is_kw;
+use crate::durability::codec::Reader;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::prefix::block_id::tokens_from_le;
+use crate::prefix::blockfile::{Loc, LOC_LEN};
 use crate::prefix::{BlockId, Manifest, PrefixError};
 use crate::reply::Reply;
 
@@ -51,6 +54,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Deletes a namespace and all its blocks.", "0.1.0"),
     CommandSpec::new("kv.evict", -3, WRITE, Group::PrefixCache, evict).doc(
         "Internal: replays logged evictions at start-up (refused from clients).",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.putref", 5, WRITE, Group::PrefixCache, put_ref).doc(
+        "Internal: replays a logged store whose payloads are in the block files (refused from clients).",
+        "0.1.0",
+    ),
+    CommandSpec::new("kv.reloc", 4, WRITE, Group::PrefixCache, reloc).doc(
+        "Internal: replays compaction's new payload locations (refused from clients).",
         "0.1.0",
     ),
 ];
@@ -195,18 +206,161 @@ fn put(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let stored = store
         .put(name, parent, &tokens, &argv[4..])
         .map_err(prefix_err)?;
-    // The store as sent (replay stores the same bytes and gets the same id), then the
-    // evictions it caused, in one record: applied together or not at all.
+    // Durable: the new payloads go to the block files first, and the log records
+    // where they are (KV.PUTREF), then the evictions the store caused, in one record:
+    // applied together or not at all.
     let mut records = Vec::new();
-    if stored.created {
-        records.push(argv.to_vec());
-    } else if argv[4..].iter().any(|l| !l.is_empty()) {
-        // Possibly recurrent state added to a stored block: replaying is harmless.
-        records.push(argv.to_vec());
+    if let Some(files) = store.files().cloned() {
+        if !stored.new_layers.is_empty() {
+            let mut refs = Vec::with_capacity(stored.new_layers.len() * 28);
+            for &i in &stored.new_layers {
+                let Some(data) = store.layer(name, stored.id, i) else {
+                    continue;
+                };
+                let loc = files.append(&data).map_err(|e| {
+                    OpError::custom(format!(
+                        "MISCONF Errors writing to the write-ahead log: block file: {e}"
+                    ))
+                })?;
+                store.set_loc(name, stored.id, i, loc);
+                refs.extend_from_slice(&(i as u32).to_le_bytes());
+                loc.encode(&mut refs);
+            }
+            records.push(vec![
+                b"KV.PUTREF".to_vec(),
+                argv[1].clone(),
+                argv[2].clone(),
+                argv[3].clone(),
+                refs,
+            ]);
+        }
     }
     records.extend(eviction_records(&stored.evicted));
     ctx.log_now(&records);
     Ok(Reply::bulk(stored.id.hex()))
+}
+
+/// `(layer, location)` pairs of a `KV.PUTREF`/`KV.RELOC` record.
+fn refs_arg(arg: &[u8]) -> OpResult<Vec<(usize, Loc)>> {
+    let bad = || OpError::custom("ERR malformed block-file references");
+    if !arg.len().is_multiple_of(4 + LOC_LEN) {
+        return Err(bad());
+    }
+    let mut r = Reader::new(arg);
+    let mut out = Vec::new();
+    while r.remaining() > 0 {
+        let i = r.u32().map_err(|_| bad())? as usize;
+        out.push((i, Loc::decode(&mut r).ok_or_else(bad)?));
+    }
+    Ok(out)
+}
+
+fn replay_only(ctx: &Ctx<'_>, name: &str) -> OpResult<()> {
+    if ctx.client.replaying {
+        Ok(())
+    } else {
+        Err(OpError::custom(format!(
+            "ERR {name} is internal: it replays the log at start-up"
+        )))
+    }
+}
+
+/// `KV.PUTREF ns parent tokens refs` (recovery only): a logged store whose payloads
+/// are in the block files.
+fn put_ref(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    replay_only(ctx, "KV.PUTREF")?;
+    let name = text(&argv[1])?;
+    let parent = block_id(&argv[2])?;
+    let tokens = tokens_from_le(&argv[3]).ok_or(OpError::Syntax)?;
+    let refs = refs_arg(&argv[4])?;
+    let mut store = ctx.engine.prefix().lock();
+    let files = store
+        .files()
+        .cloned()
+        .ok_or_else(|| OpError::custom("ERR no block files"))?;
+    let mut layers = Vec::with_capacity(refs.len());
+    for (i, loc) in refs {
+        let data = files
+            .read(loc)
+            .map_err(|e| OpError::custom(format!("ERR {e}")))?;
+        layers.push((i, std::sync::Arc::from(data), loc));
+    }
+    let id = store
+        .replay_put(name, parent, &tokens, layers)
+        .map_err(prefix_err)?;
+    Ok(Reply::bulk(id.hex()))
+}
+
+/// `KV.RELOC ns id refs` (recovery only): compaction moved these payloads.
+fn reloc(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    replay_only(ctx, "KV.RELOC")?;
+    let name = text(&argv[1])?;
+    let id = block_id(&argv[2])?;
+    let refs = refs_arg(&argv[3])?;
+    let mut store = ctx.engine.prefix().lock();
+    let files = store.files().cloned();
+    let mut n = 0;
+    for (i, loc) in refs {
+        if let Some(f) = &files {
+            f.retain(loc);
+        }
+        if store.set_loc(name, id, i, loc) {
+            n += 1;
+        } else if let Some(f) = &files {
+            f.release(loc);
+        }
+    }
+    Ok(Reply::Integer(n))
+}
+
+/// Moves the live payloads of the most wasteful block file to the active one, logging
+/// the new locations; retires files left empty (deleted once a snapshot covers the
+/// log up to here). Returns the bytes moved.
+pub fn compact(engine: &crate::Engine, budget_bytes: u64) -> u64 {
+    let Some(d) = engine.durability() else {
+        return 0;
+    };
+    let mut store = engine.prefix().lock();
+    let Some(files) = store.files().cloned() else {
+        return 0;
+    };
+    let mut moved = 0u64;
+    let mut records = Vec::new();
+    if let Some(&file) = files.compaction_candidates().first() {
+        let mut by_block: std::collections::BTreeMap<(String, BlockId), Vec<u8>> =
+            std::collections::BTreeMap::new();
+        for (name, id, i) in store.layers_in_file(file) {
+            if moved >= budget_bytes {
+                break;
+            }
+            let Some(data) = store.layer(&name, id, i) else {
+                continue;
+            };
+            let Ok(loc) = files.append(&data) else { break };
+            store.set_loc(&name, id, i, loc);
+            moved += loc.len;
+            let refs = by_block.entry((name, id)).or_default();
+            refs.extend_from_slice(&(i as u32).to_le_bytes());
+            loc.encode(refs);
+        }
+        for ((name, id), refs) in by_block {
+            records.push(vec![
+                b"KV.RELOC".to_vec(),
+                name.into_bytes(),
+                id.hex().into_bytes(),
+                refs,
+            ]);
+        }
+    }
+    let wal = d.wal();
+    if !records.is_empty() {
+        wal.append(
+            crate::engine::unix_ms(),
+            records.iter().map(|c| (0usize, c.as_slice())),
+        );
+    }
+    files.retire_empty(wal.appended_seq());
+    moved
 }
 
 fn match_prefix(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {

@@ -84,6 +84,17 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                     }
                     Err(_) => {}
                 }
+                // Reclaim the space of evicted prompt-cache blocks, a bounded amount per
+                // tick; emptied files go once a snapshot covers the log.
+                let files = engine.prefix().lock().files().cloned();
+                if let Some(files) = files {
+                    if !files.compaction_candidates().is_empty() {
+                        crate::commands::prefix::compact(&engine, 32 << 20);
+                        if files.compaction_candidates().is_empty() {
+                            let _ = super::start_background_snapshot(&engine);
+                        }
+                    }
+                }
                 if d.snapshot_due(unix_ms()) {
                     let _ = super::start_background_snapshot(&engine);
                 }

@@ -51,6 +51,8 @@ pub struct DurabilityOptions {
     pub snapshot_after_bytes: u64,
     /// What recovery does with a damaged log.
     pub recover: RecoverMode,
+    /// Size at which a prompt-cache block file is closed and a new one started.
+    pub block_file_bytes: u64,
 }
 
 impl DurabilityOptions {
@@ -63,6 +65,7 @@ impl DurabilityOptions {
             segment_bytes: 64 << 20,
             snapshot_after_bytes: 256 << 20,
             recover: RecoverMode::Strict,
+            block_file_bytes: 256 << 20,
         }
     }
 }
@@ -312,7 +315,22 @@ pub(crate) fn open(
     std::fs::create_dir_all(dir)
         .map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
     let lock = lock_dir(dir)?;
+    // Prompt-cache payloads live in block files that log records and snapshots name.
+    let files = std::sync::Arc::new(
+        crate::prefix::blockfile::BlockFiles::open(dir, options.block_file_bytes).map_err(|e| {
+            OpenError::Io(format!(
+                "cannot open the block files in {}: {e}",
+                dir.display()
+            ))
+        })?,
+    );
+    engine
+        .prefix()
+        .lock()
+        .set_files(std::sync::Arc::clone(&files));
     let recovery = recovery::recover(engine, options)?;
+    // Files nothing references any more are deleted after the next snapshot.
+    files.retire_empty(recovery.last_seq);
     let wal = Wal::create(
         dir,
         recovery.last_seq + 1,
@@ -320,6 +338,8 @@ pub(crate) fn open(
         options.segment_bytes,
     )
     .map_err(|e| OpenError::Io(format!("cannot start the log in {}: {e}", dir.display())))?;
+    // Payloads reach the disk before any log record that names them is fsynced.
+    wal.set_companion(Box::new(move || files.sync()));
     let snapshots = SnapshotStats::default();
     snapshots
         .last_save_s

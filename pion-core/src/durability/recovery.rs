@@ -317,7 +317,13 @@ fn apply(
             ));
         }
         client.select(db);
-        if crate::command::replay(engine, client, &c.argv, time_ms).is_error() {
+        let reply = crate::command::replay(engine, client, &c.argv, time_ms);
+        if let crate::Reply::Error(e) = &reply {
+            // A logged store whose payload cannot be read back is damage, not a
+            // command that failed when it ran.
+            if c.argv[0].eq_ignore_ascii_case(b"KV.PUTREF") {
+                return Err(format!("prompt-cache block unreadable: {e}"));
+            }
             report.command_errors += 1;
         }
         report.commands += 1;

@@ -157,6 +157,11 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
         }
     }
     wal.remove_segments_before(seq + 1).map_err(io)?;
+    // Block files emptied before the cut: no log record still to be replayed names them.
+    let files = engine.prefix().lock().files().cloned();
+    if let Some(files) = files {
+        files.delete_covered(seq).map_err(io)?;
+    }
     let duration_ms = started.elapsed().as_millis() as u64;
     eprintln!(
         "pion: snapshot {} written: {keys} keys, {bytes} bytes, {duration_ms} ms \

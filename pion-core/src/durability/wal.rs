@@ -124,7 +124,13 @@ pub struct Wal {
     injected: AtomicI32,
     /// Requests for the background fsync and the callbacks it runs when done.
     signal: Arc<SyncSignal>,
+    /// Files the log's records point into (prompt-cache block files): fsynced before
+    /// the log itself.
+    companion: std::sync::OnceLock<Companion>,
 }
+
+/// fsyncs the files a log's records point into.
+type Companion = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -166,6 +172,7 @@ impl Wal {
             stats: WalStats::default(),
             injected: AtomicI32::new(0),
             signal: Arc::new(SyncSignal::default()),
+            companion: std::sync::OnceLock::new(),
         };
         let on_disk: u64 = list_segments(dir)?
             .iter()
@@ -466,8 +473,19 @@ impl Wal {
         self.fsync(&seg.file, target)
     }
 
-    /// fsyncs the segment file that holds the records up to `target`, and counts it.
+    /// Registers the files the log's records point into, fsynced before the log.
+    pub fn set_companion(&self, sync: Companion) {
+        let _ = self.companion.set(sync);
+    }
+
+    /// fsyncs the segment file that holds the records up to `target` (and first the
+    /// files its records point into), and counts it.
     fn fsync(&self, file: &std::fs::File, target: u64) -> Result<(), String> {
+        if let Some(sync) = self.companion.get() {
+            self.injected()
+                .and_then(|()| sync())
+                .map_err(|e| self.fail("block file fsync failed", &e))?;
+        }
         self.injected()
             .and_then(|()| file.sync_data())
             .map_err(|e| self.fail("fsync failed", &e))?;

@@ -10,6 +10,7 @@
 //! - [`quant`] and `encode`: the storage tiers (as given, int8, 4-bit mlx layout, 2-bit).
 
 pub mod block_id;
+pub mod blockfile;
 mod encode;
 pub mod manifest;
 pub mod persist;

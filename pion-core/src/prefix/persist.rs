@@ -1,19 +1,22 @@
 //! The prompt cache in a snapshot: every namespace's manifest and blocks, parents
 //! before children, written as the snapshot's `P` section and read back at recovery.
+//! Payloads stay in the block files: the section holds their locations only.
 //!
 //! ```text
 //! body      = count:u32 namespace*
 //! namespace = name:bytes manifest_json:bytes blocks:u32 block*
-//! block     = id:u128 parent:u128 tokens:u32 layers:u32 (present:u8 [data:bytes])*
-//! bytes     = len:u32 byte[len]            (data: len:u64)
+//! block     = id:u128 parent:u128 tokens:u32 layers:u32 (present:u8 [location])*
+//! bytes     = len:u32 byte[len]
+//! location  = file:u32 offset:u64 len:u64 crc:u32      (see blockfile)
 //! ```
 
 use std::io::{self, Write};
 use std::sync::Arc;
 
 use super::block_id::BlockId;
+use super::blockfile::{Loc, LOC_LEN};
 use super::manifest::Manifest;
-use super::store::{LayerData, PrefixStore};
+use super::store::PrefixStore;
 use crate::durability::codec::Reader;
 
 /// One block as exported: cheap to take under the store's lock (payloads are shared).
@@ -21,7 +24,7 @@ pub struct ExportBlock {
     id: BlockId,
     parent: BlockId,
     tokens: u32,
-    layers: Vec<LayerData>,
+    locs: Vec<Option<Loc>>,
 }
 
 /// The store's content at one instant.
@@ -45,7 +48,7 @@ impl PrefixStore {
                     id,
                     parent: b.parent,
                     tokens: b.tokens,
-                    layers: b.layers.clone(),
+                    locs: b.locs.clone(),
                 })
                 .collect();
             namespaces.push((name, json, blocks));
@@ -62,8 +65,8 @@ impl Export {
             n += 4 + name.len() as u64 + 4 + json.len() as u64 + 4;
             for b in blocks {
                 n += 16 + 16 + 4 + 4;
-                for l in &b.layers {
-                    n += 1 + l.as_ref().map_or(0, |d| 8 + d.len() as u64);
+                for l in &b.locs {
+                    n += 1 + if l.is_some() { LOC_LEN as u64 } else { 0 };
                 }
             }
         }
@@ -93,14 +96,14 @@ impl Export {
                 put(out, &b.id.0.to_le_bytes())?;
                 put(out, &b.parent.0.to_le_bytes())?;
                 put(out, &b.tokens.to_le_bytes())?;
-                put(out, &(b.layers.len() as u32).to_le_bytes())?;
-                for l in &b.layers {
+                put(out, &(b.locs.len() as u32).to_le_bytes())?;
+                for l in &b.locs {
                     match l {
                         None => put(out, &[0])?,
-                        Some(d) => {
-                            put(out, &[1])?;
-                            put(out, &(d.len() as u64).to_le_bytes())?;
-                            put(out, d)?;
+                        Some(loc) => {
+                            let mut enc = vec![1];
+                            loc.encode(&mut enc);
+                            put(out, &enc)?;
                         }
                     }
                 }
@@ -136,14 +139,22 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
             let tokens = r.u32().map_err(|_| bad("truncated block"))?;
             let nl = r.count(1).map_err(|_| bad("truncated block"))?;
             let mut layers = Vec::with_capacity(nl);
+            let mut locs = Vec::with_capacity(nl);
             for _ in 0..nl {
                 match r.u8().map_err(|_| bad("truncated layer"))? {
-                    0 => layers.push(None),
+                    0 => {
+                        layers.push(None);
+                        locs.push(None);
+                    }
                     1 => {
-                        let len = r.u64().map_err(|_| bad("truncated layer"))?;
-                        let len = usize::try_from(len).map_err(|_| bad("layer too large"))?;
-                        let d = r.take(len).map_err(|_| bad("truncated layer"))?;
-                        layers.push(Some(Arc::from(d)));
+                        let loc = Loc::decode(&mut r).ok_or_else(|| bad("truncated location"))?;
+                        let files = store
+                            .files()
+                            .ok_or_else(|| bad("no block files to read payloads from"))?;
+                        let data = files.read(loc)?;
+                        files.retain(loc);
+                        layers.push(Some(Arc::from(data)));
+                        locs.push(Some(loc));
                     }
                     _ => return Err(bad("bad layer marker")),
                 }
@@ -151,6 +162,11 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
             store
                 .restore_block(&name, id, parent, tokens, layers)
                 .map_err(|e| bad(&e.0))?;
+            for (i, loc) in locs.into_iter().enumerate() {
+                if let Some(loc) = loc {
+                    store.set_loc_restored(&name, id, i, loc);
+                }
+            }
             loaded += 1;
         }
     }

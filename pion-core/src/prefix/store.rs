@@ -11,6 +11,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::block_id::BlockId;
+use super::blockfile::{BlockFiles, Loc};
 use super::manifest::{dtype_size, Layer, Manifest};
 
 /// Why a prefix-store operation was refused (the text is the wire error).
@@ -40,6 +41,8 @@ pub struct Block {
     pub tokens: u32,
     /// Per layer, in model order.
     pub layers: Vec<LayerData>,
+    /// Where each present layer is on disk (durable engines).
+    pub locs: Vec<Option<Loc>>,
     children: SmallVec<[BlockId; 2]>,
     last_used: u64,
     bytes: u64,
@@ -91,6 +94,9 @@ pub struct Stored {
     pub created: bool,
     /// Blocks evicted to make room: (namespace, id).
     pub evicted: Vec<(String, BlockId)>,
+    /// Layers this store added (all present ones for a new block; recurrent state
+    /// filled into a stored block).
+    pub new_layers: Vec<usize>,
 }
 
 /// The result of a longest-prefix lookup.
@@ -113,6 +119,8 @@ pub struct PrefixStore {
     bytes: u64,
     tick: u64,
     budget: u64,
+    /// Where payloads are kept on disk (durable engines).
+    files: Option<Arc<BlockFiles>>,
 }
 
 /// Bytes a client sends for one layer of a block of `tokens` tokens: K then V in the
@@ -284,11 +292,13 @@ impl PrefixStore {
             // copy was missing (state is kept exactly as sent).
             let ns = self.ns_mut(name)?;
             let mut added = 0u64;
+            let mut new_layers = Vec::new();
             if let Some(existing) = ns.blocks.get_mut(&id) {
-                for (slot, data) in existing.layers.iter_mut().zip(layers) {
+                for (i, (slot, data)) in existing.layers.iter_mut().zip(layers).enumerate() {
                     if slot.is_none() && !data.is_empty() {
                         added += data.len() as u64;
                         *slot = Some(Arc::from(data.as_slice()));
+                        new_layers.push(i);
                     }
                 }
                 existing.bytes += added;
@@ -301,6 +311,7 @@ impl PrefixStore {
                 id,
                 created: false,
                 evicted,
+                new_layers,
             });
         }
         // Into the namespace's storage tier (as given, or quantised): one copy.
@@ -316,13 +327,16 @@ impl PrefixStore {
                 self.budget
             ));
         }
+        let new_layers = (0..layers.len()).filter(|&i| layers[i].is_some()).collect();
         let ns = self.ns_mut(name)?;
+        let nl = layers.len();
         ns.blocks.insert(
             id,
             Block {
                 parent,
                 tokens: n,
                 layers,
+                locs: vec![None; nl],
                 children: SmallVec::new(),
                 last_used: 0,
                 bytes,
@@ -354,6 +368,7 @@ impl PrefixStore {
             id,
             created: true,
             evicted,
+            new_layers,
         })
     }
 
@@ -457,6 +472,7 @@ impl PrefixStore {
                 stack.extend(b.children.iter().copied());
                 self.leaves.remove(&(b.last_used, ns_id, cur));
                 self.bytes -= b.bytes;
+                self.release(&b);
                 removed += 1;
             }
         }
@@ -490,6 +506,7 @@ impl PrefixStore {
         for (id, b) in &ns.blocks {
             self.leaves.remove(&(b.last_used, ns.id, *id));
             self.bytes -= b.bytes;
+            self.release(b);
         }
         true
     }
@@ -516,6 +533,7 @@ impl PrefixStore {
         let b = ns.blocks.remove(&id)?;
         ns.stats.evictions += 1;
         self.bytes -= b.bytes;
+        self.release(&b);
         self.unlink_child(&name, ns_id, b.parent, id);
         Some((name, id))
     }
@@ -541,6 +559,137 @@ impl PrefixStore {
 }
 
 impl PrefixStore {
+    /// Keeps payloads in these block files from now on (durable engines, set before
+    /// recovery).
+    pub fn set_files(&mut self, files: Arc<BlockFiles>) {
+        self.files = Some(files);
+    }
+
+    /// The block files, if payloads are kept on disk.
+    pub fn files(&self) -> Option<&Arc<BlockFiles>> {
+        self.files.as_ref()
+    }
+
+    fn release(&self, b: &Block) {
+        if let Some(files) = &self.files {
+            for loc in b.locs.iter().flatten() {
+                files.release(*loc);
+            }
+        }
+    }
+
+    /// A stored layer's bytes.
+    pub fn layer(&self, name: &str, id: BlockId, idx: usize) -> Option<Arc<[u8]>> {
+        self.namespaces
+            .get(name)?
+            .blocks
+            .get(&id)?
+            .layers
+            .get(idx)?
+            .clone()
+    }
+
+    /// Records where a layer's payload is on disk (replacing, and releasing, an older
+    /// location: compaction). Returns false if the block or layer is gone.
+    pub fn set_loc(&mut self, name: &str, id: BlockId, idx: usize, loc: Loc) -> bool {
+        let Some(slot) = self
+            .namespaces
+            .get_mut(name)
+            .and_then(|ns| ns.blocks.get_mut(&id))
+            .and_then(|b| b.locs.get_mut(idx))
+        else {
+            return false;
+        };
+        let old = slot.replace(loc);
+        if let (Some(old), Some(files)) = (old, &self.files) {
+            files.release(old);
+        }
+        true
+    }
+
+    /// Every live layer whose payload is in block file `file`.
+    pub fn layers_in_file(&self, file: u32) -> Vec<(String, BlockId, usize)> {
+        let mut out = Vec::new();
+        for (name, ns) in &self.namespaces {
+            for (id, b) in &ns.blocks {
+                for (i, loc) in b.locs.iter().enumerate() {
+                    if loc.is_some_and(|l| l.file == file) {
+                        out.push((name.clone(), *id, i));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Puts back a logged store at recovery: the block (or the layers it added to a
+    /// stored block), with payloads already read from the block files.
+    pub fn replay_put(
+        &mut self,
+        name: &str,
+        parent: BlockId,
+        tokens: &[u32],
+        layers: Vec<(usize, Arc<[u8]>, Loc)>,
+    ) -> Result<BlockId, PrefixError> {
+        let id = BlockId::chain(parent, tokens);
+        let nl = self.manifest(name)?.layers.len();
+        if layers.iter().any(|(i, _, _)| *i >= nl) {
+            return err("ERR logged layer out of range");
+        }
+        if !self.contains(name, id) {
+            let mut data: Vec<LayerData> = vec![None; nl];
+            for (i, d, _) in &layers {
+                data[*i] = Some(Arc::clone(d));
+            }
+            self.restore_block(name, id, parent, tokens.len() as u32, data)?;
+            // A replayed block is as recently used as the order of the log says.
+            self.touch_replayed(name, id);
+        } else {
+            let ns = self.ns_mut(name)?;
+            let mut added = 0;
+            if let Some(b) = ns.blocks.get_mut(&id) {
+                for (i, d, _) in &layers {
+                    if b.layers[*i].is_none() {
+                        added += d.len() as u64;
+                        b.layers[*i] = Some(Arc::clone(d));
+                    }
+                }
+                b.bytes += added;
+            }
+            self.bytes += added;
+        }
+        for (i, _, loc) in layers {
+            if let Some(files) = &self.files {
+                files.retain(loc);
+            }
+            self.set_loc_quiet(name, id, i, loc);
+        }
+        Ok(id)
+    }
+
+    /// Records a layer's location read from a snapshot (already counted live).
+    pub fn set_loc_restored(&mut self, name: &str, id: BlockId, idx: usize, loc: Loc) {
+        self.set_loc_quiet(name, id, idx, loc);
+    }
+
+    fn set_loc_quiet(&mut self, name: &str, id: BlockId, idx: usize, loc: Loc) {
+        if let Some(slot) = self
+            .namespaces
+            .get_mut(name)
+            .and_then(|ns| ns.blocks.get_mut(&id))
+            .and_then(|b| b.locs.get_mut(idx))
+        {
+            *slot = Some(loc);
+        }
+    }
+
+    fn touch_replayed(&mut self, name: &str, id: BlockId) {
+        if let Ok(ns) = self.ns(name) {
+            let ns_id = ns.id;
+            self.touch(ns_id, name, id);
+        }
+    }
+
     /// A namespace's blocks, every parent before its children (for a snapshot).
     pub fn blocks_parent_first(&self, name: &str) -> Vec<(BlockId, &Block)> {
         let Some(ns) = self.namespaces.get(name) else {
@@ -581,12 +730,14 @@ impl PrefixStore {
             return err(format!("ERR block {} twice", id.hex()));
         }
         let bytes = layers.iter().flatten().map(|d| d.len() as u64).sum();
+        let nl = layers.len();
         ns.blocks.insert(
             id,
             Block {
                 parent,
                 tokens,
                 layers,
+                locs: vec![None; nl],
                 children: SmallVec::new(),
                 last_used: 0,
                 bytes,

@@ -377,3 +377,110 @@ fn stored_blocks_survive_a_restart_bit_for_bit_and_evictions_stay_evicted() {
     drop(e);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn block_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("blocks"))
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn evicted_space_is_compacted_away_and_what_is_live_survives() {
+    let dir = tmp("compact");
+    let per_block = ((2 * 2 * 32 + 2 * 32) * 2 * BLOCK) as u64;
+    let open_small = |budget: u64| {
+        let mut options = EngineOptions::default();
+        options.config.kv_budget = budget;
+        let mut d = DurabilityOptions::new(&dir);
+        d.block_file_bytes = 64 << 10; // ~10 blocks per file
+        Engine::open_with(options, d).expect("open")
+    };
+    let (live, before) = {
+        let e = open_small(20 * per_block);
+        register(&e, "m", "as-given", false);
+        let mut seqs = Vec::new();
+        for k in 0..30u32 {
+            let tokens = seq(10_000 * (k + 1), 48); // 3 blocks each, 90 in all
+            store_seq(&e, "m", &tokens, None);
+            seqs.push(tokens);
+        }
+        assert!(info(&e, "m", "evictions") >= 60);
+        // The background compaction moves the live blocks out of mostly-dead files and
+        // a snapshot then lets the emptied files go.
+        let files_after_stores = block_files(&dir).len();
+        eprintln!("block files after stores: {files_after_stores}");
+        let mut files = files_after_stores;
+        for _ in 0..200 {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+            files = block_files(&dir).len();
+            if files * 2 <= files_after_stores {
+                break;
+            }
+        }
+        eprintln!("block files: {files_after_stores} -> {files}");
+        assert!(
+            files * 2 <= files_after_stores,
+            "block files {files_after_stores} -> {files}: compaction did not reclaim"
+        );
+        // What is left on disk is about what is live: 20 blocks' worth plus the files
+        // being written.
+        let on_disk: u64 = block_files(&dir)
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        assert!(
+            on_disk < 60 * per_block,
+            "{on_disk} bytes of block files for 20 live blocks"
+        );
+        let live: Vec<Vec<u32>> = seqs
+            .into_iter()
+            .filter(|s| matched(&e, "m", s).0 == 48)
+            .collect();
+        assert!(!live.is_empty());
+        let before: Vec<Reply> = live
+            .iter()
+            .flat_map(|s| crate::prefix::BlockId::chain_all(s, BLOCK))
+            .map(|id| fetch_all(&e, "m", &id.hex()))
+            .collect();
+        (live, before)
+    };
+    let e = open_small(20 * per_block);
+    let after: Vec<Reply> = live
+        .iter()
+        .flat_map(|s| crate::prefix::BlockId::chain_all(s, BLOCK))
+        .map(|id| fetch_all(&e, "m", &id.hex()))
+        .collect();
+    assert_eq!(
+        after, before,
+        "live blocks bit-identical after compaction and restart"
+    );
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_damaged_block_file_stops_start_up_naming_it() {
+    let dir = tmp("badblock");
+    {
+        let e = open(&dir, 0);
+        register(&e, "m", "as-given", false);
+        store_seq(&e, "m", &seq(0, 32), None);
+    }
+    let file = block_files(&dir)
+        .into_iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+        .expect("a block file with data");
+    let mut bytes = std::fs::read(&file).expect("read");
+    bytes[100] ^= 0xff;
+    std::fs::write(&file, &bytes).expect("write");
+    let err = Engine::open_with(EngineOptions::default(), DurabilityOptions::new(&dir))
+        .err()
+        .expect("a damaged payload must stop start-up");
+    let text = err.to_string();
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    assert!(text.contains("checksum"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

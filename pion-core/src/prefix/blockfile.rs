@@ -1,0 +1,328 @@
+//! Block payloads on disk: append-only files of checksummed records, which the log and
+//! snapshots reference by location instead of carrying the bytes. A snapshot of a large
+//! prompt cache is then an index, not a copy of the cache.
+//!
+//! ```text
+//! blocks/blk-0000000007.dat = record*
+//! record = "PKVB" len:u64 crc:u32 data[len]        (crc: CRC32C of data)
+//! location = file:u32 offset:u64 (of the record) len:u64 crc:u32
+//! ```
+//!
+//! Space of evicted and deleted blocks is reclaimed by compaction: live payloads of a
+//! mostly-dead file are appended again (and their new locations logged); the emptied
+//! file is *retired* at that log position and deleted once a snapshot covers it, so no
+//! log record still to be replayed can name it.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::durability::codec::{crc, Reader};
+
+const MAGIC: &[u8; 4] = b"PKVB";
+const RECORD_HEADER: u64 = 16;
+
+/// Where a payload is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    /// File number.
+    pub file: u32,
+    /// Offset of the record header.
+    pub offset: u64,
+    /// Payload bytes.
+    pub len: u64,
+    /// CRC32C of the payload.
+    pub crc: u32,
+}
+
+/// Bytes of an encoded [`Loc`].
+pub const LOC_LEN: usize = 24;
+
+impl Loc {
+    /// Appends the location's 24-byte encoding.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.file.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.crc.to_le_bytes());
+    }
+
+    /// Reads an encoded location.
+    pub fn decode(r: &mut Reader<'_>) -> Option<Loc> {
+        Some(Loc {
+            file: r.u32().ok()?,
+            offset: r.u64().ok()?,
+            len: r.u64().ok()?,
+            crc: r.u32().ok()?,
+        })
+    }
+}
+
+struct FileInfo {
+    file: Arc<File>,
+    size: u64,
+    live: u64,
+}
+
+struct Files {
+    active: u32,
+    files: BTreeMap<u32, FileInfo>,
+    /// Emptied files and the log sequence number after which no record names them.
+    retired: Vec<(u32, u64)>,
+    dirty: bool,
+}
+
+/// The block files of one data directory.
+pub struct BlockFiles {
+    dir: PathBuf,
+    roll_bytes: u64,
+    inner: Mutex<Files>,
+}
+
+fn file_name(n: u32) -> String {
+    format!("blk-{n:010}.dat")
+}
+
+fn parse_name(name: &str) -> Option<u32> {
+    name.strip_prefix("blk-")?
+        .strip_suffix(".dat")?
+        .parse()
+        .ok()
+}
+
+/// Counters for `INFO` and compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FileStats {
+    /// Block files on disk.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes of payloads still in use.
+    pub live: u64,
+}
+
+impl BlockFiles {
+    /// Opens `dir/blocks`, creating it; new payloads go to a new file after the
+    /// existing ones. Live bytes are counted as payloads are referenced at recovery.
+    pub fn open(dir: &Path, roll_bytes: u64) -> io::Result<BlockFiles> {
+        let dir = dir.join("blocks");
+        std::fs::create_dir_all(&dir)?;
+        let mut files = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            if let Some(n) = entry.file_name().to_str().and_then(parse_name) {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(entry.path())?;
+                let size = file.metadata()?.len();
+                files.insert(
+                    n,
+                    FileInfo {
+                        file: Arc::new(file),
+                        size,
+                        live: 0,
+                    },
+                );
+            }
+        }
+        let active = files.keys().next_back().map_or(1, |n| n + 1);
+        let bf = BlockFiles {
+            dir,
+            roll_bytes: roll_bytes.max(64 << 10),
+            inner: Mutex::new(Files {
+                active,
+                files,
+                retired: Vec::new(),
+                dirty: false,
+            }),
+        };
+        bf.create(&mut bf.inner.lock(), active)?;
+        Ok(bf)
+    }
+
+    fn create(&self, f: &mut Files, n: u32) -> io::Result<()> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(self.dir.join(file_name(n)))?;
+        crate::durability::wal::sync_dir(&self.dir)?;
+        f.files.insert(
+            n,
+            FileInfo {
+                file: Arc::new(file),
+                size: 0,
+                live: 0,
+            },
+        );
+        f.active = n;
+        Ok(())
+    }
+
+    /// Appends a payload; returns where it is.
+    pub fn append(&self, data: &[u8]) -> io::Result<Loc> {
+        let mut f = self.inner.lock();
+        let active = f.active;
+        if f.files
+            .get(&active)
+            .is_some_and(|a| a.size >= self.roll_bytes)
+        {
+            if let Some(a) = f.files.get(&active) {
+                a.file.sync_data()?;
+            }
+            self.create(&mut f, active + 1)?;
+        }
+        let active = f.active;
+        let info = f
+            .files
+            .get_mut(&active)
+            .ok_or_else(|| io::Error::other("no active block file"))?;
+        let c = crc(data);
+        let mut head = Vec::with_capacity(RECORD_HEADER as usize);
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        head.extend_from_slice(&c.to_le_bytes());
+        let offset = info.size;
+        info.file.write_all_at(&head, offset)?;
+        info.file.write_all_at(data, offset + RECORD_HEADER)?;
+        info.size += RECORD_HEADER + data.len() as u64;
+        info.live += data.len() as u64;
+        f.dirty = true;
+        Ok(Loc {
+            file: active,
+            offset,
+            len: data.len() as u64,
+            crc: c,
+        })
+    }
+
+    /// Reads and checks a payload; the error names the file and offset.
+    pub fn read(&self, loc: Loc) -> Result<Vec<u8>, String> {
+        let path = self.dir.join(file_name(loc.file));
+        let file = {
+            let f = self.inner.lock();
+            f.files.get(&loc.file).map(|i| Arc::clone(&i.file))
+        };
+        let Some(file) = file else {
+            return Err(format!("block file {} is missing", path.display()));
+        };
+        let bad = |what: &str| format!("{} offset {}: {what}", path.display(), loc.offset);
+        let mut head = [0u8; RECORD_HEADER as usize];
+        file.read_exact_at(&mut head, loc.offset)
+            .map_err(|e| bad(&format!("cannot read the record ({e})")))?;
+        let len = u64::from_le_bytes(head[4..12].try_into().map_err(|_| bad("bad header"))?);
+        let stored = u32::from_le_bytes(head[12..16].try_into().map_err(|_| bad("bad header"))?);
+        if &head[..4] != MAGIC || len != loc.len || stored != loc.crc {
+            return Err(bad("the record does not match the location the log gives"));
+        }
+        let size = usize::try_from(len).map_err(|_| bad("record too large"))?;
+        let mut data = vec![0u8; size];
+        file.read_exact_at(&mut data, loc.offset + RECORD_HEADER)
+            .map_err(|e| bad(&format!("cannot read the payload ({e})")))?;
+        if crc(&data) != loc.crc {
+            return Err(bad("payload checksum mismatch"));
+        }
+        Ok(data)
+    }
+
+    /// Counts a payload as referenced (recovery).
+    pub fn retain(&self, loc: Loc) {
+        if let Some(i) = self.inner.lock().files.get_mut(&loc.file) {
+            i.live += loc.len;
+        }
+    }
+
+    /// Counts a payload as no longer referenced (evicted, deleted, relocated).
+    pub fn release(&self, loc: Loc) {
+        if let Some(i) = self.inner.lock().files.get_mut(&loc.file) {
+            i.live = i.live.saturating_sub(loc.len);
+        }
+    }
+
+    /// fsyncs what was appended since the last call (before the log's fsync).
+    pub fn sync(&self) -> io::Result<()> {
+        let file = {
+            let mut f = self.inner.lock();
+            if !f.dirty {
+                return Ok(());
+            }
+            f.dirty = false;
+            f.files.get(&f.active).map(|i| Arc::clone(&i.file))
+        };
+        match file {
+            Some(file) => file.sync_data(),
+            None => Ok(()),
+        }
+    }
+
+    /// Files worth compacting: not the active one, at least an eighth of a file's size
+    /// dead and less than half live. Most dead first.
+    pub fn compaction_candidates(&self) -> Vec<u32> {
+        let f = self.inner.lock();
+        let mut v: Vec<(u64, u32)> = f
+            .files
+            .iter()
+            .filter(|(n, i)| {
+                **n != f.active
+                    && !f.retired.iter().any(|(r, _)| r == *n)
+                    && i.size > 0
+                    && i.size - i.live >= self.roll_bytes / 8
+                    && i.live * 2 < i.size
+            })
+            .map(|(n, i)| (i.size - i.live, *n))
+            .collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Marks files with nothing live (other than the active one) as retired after log
+    /// record `seq`; returns how many.
+    pub fn retire_empty(&self, seq: u64) -> usize {
+        let mut f = self.inner.lock();
+        let active = f.active;
+        let empty: Vec<u32> = f
+            .files
+            .iter()
+            .filter(|(n, i)| **n != active && i.live == 0)
+            .map(|(n, _)| *n)
+            .filter(|n| !f.retired.iter().any(|(r, _)| r == n))
+            .collect();
+        for n in &empty {
+            f.retired.push((*n, seq));
+        }
+        empty.len()
+    }
+
+    /// Deletes retired files that a snapshot at `snapshot_seq` covers.
+    pub fn delete_covered(&self, snapshot_seq: u64) -> io::Result<usize> {
+        let mut f = self.inner.lock();
+        let (gone, keep): (Vec<_>, Vec<_>) =
+            f.retired.iter().partition(|(_, seq)| *seq <= snapshot_seq);
+        f.retired = keep;
+        for (n, _) in &gone {
+            f.files.remove(n);
+            std::fs::remove_file(self.dir.join(file_name(*n)))?;
+        }
+        if !gone.is_empty() {
+            crate::durability::wal::sync_dir(&self.dir)?;
+        }
+        Ok(gone.len())
+    }
+
+    /// Files, bytes and live bytes.
+    pub fn stats(&self) -> FileStats {
+        let f = self.inner.lock();
+        FileStats {
+            files: f.files.len() as u64,
+            bytes: f.files.values().map(|i| i.size).sum(),
+            live: f.files.values().map(|i| i.live).sum(),
+        }
+    }
+}
