@@ -42,6 +42,23 @@ fn layer(tokens: &[u32], l: usize) -> Vec<u8> {
         .collect()
 }
 
+/// The `KV.PUT` arguments for block `i` of a sequence whose block ids are `ids`.
+fn put_args(ids: &[BlockId], i: usize, chunk: &[u32]) -> Vec<Vec<u8>> {
+    let parent = if i == 0 {
+        "root".to_string()
+    } else {
+        ids[i - 1].hex()
+    };
+    let mut args = vec![
+        b"KV.PUT".to_vec(),
+        b"conv".to_vec(),
+        parent.into_bytes(),
+        le(chunk),
+    ];
+    args.extend((0..LAYERS).map(|l| layer(chunk, l)));
+    args
+}
+
 fn ok(c: &mut Client, args: &[&[u8]]) -> RespValue {
     let r = c.cmd(args);
     assert!(!r.is_error(), "{}", r.render());
@@ -60,15 +77,8 @@ fn store(c: &mut Client, tokens: &[u32]) -> (Vec<BlockId>, usize) {
     };
     let mut sent = 0;
     for (i, chunk) in tokens.chunks(BLOCK).enumerate().skip(have.len()) {
-        let parent = if i == 0 {
-            "root".to_string()
-        } else {
-            ids[i - 1].hex()
-        };
-        let layers: Vec<Vec<u8>> = (0..LAYERS).map(|l| layer(chunk, l)).collect();
-        let tok = le(chunk);
-        let mut args: Vec<&[u8]> = vec![b"KV.PUT", b"conv", parent.as_bytes(), &tok];
-        args.extend(layers.iter().map(Vec::as_slice));
+        let owned = put_args(&ids, i, chunk);
+        let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
         let reply = ok(c, &args);
         assert_eq!(
             reply,
@@ -202,16 +212,7 @@ fn acknowledged_blocks_survive_repeated_sigkill() {
                 tokens.extend((0..(BLOCK as u32 * 2)).map(|t| conv + k * 7919 + t));
                 let ids = BlockId::chain_all(&tokens, BLOCK);
                 for (i, chunk) in tokens.chunks(BLOCK).enumerate() {
-                    let parent = if i == 0 {
-                        "root".to_string()
-                    } else {
-                        ids[i - 1].hex()
-                    };
-                    let layers: Vec<Vec<u8>> = (0..LAYERS).map(|l| layer(chunk, l)).collect();
-                    let tok = le(chunk);
-                    let mut a: Vec<&[u8]> = vec![b"KV.PUT", b"conv", parent.as_bytes(), &tok];
-                    a.extend(layers.iter().map(Vec::as_slice));
-                    match c.call(&a) {
+                    match c.call(&put_args(&ids, i, chunk)) {
                         Ok((RespValue::Bulk(_, Some(id)), _)) => {
                             assert_eq!(id, ids[i].hex().into_bytes());
                             done.push((chunk.to_vec(), ids[i]));

@@ -343,19 +343,7 @@ impl PrefixStore {
             },
         );
         ns.stats.stores += 1;
-        let mut parent_was_leaf = None;
-        if parent != BlockId::ROOT {
-            if let Some(p) = ns.blocks.get_mut(&parent) {
-                if p.children.is_empty() {
-                    parent_was_leaf = Some(p.last_used);
-                }
-                p.children.push(id);
-            }
-        }
-        if let Some(last_used) = parent_was_leaf {
-            // The parent now has a longer prefix after it: no longer evictable.
-            self.leaves.remove(&(last_used, ns_id, parent));
-        }
+        self.link_child(name, ns_id, parent, id);
         self.bytes += bytes;
         self.tick += 1;
         let tick = self.tick;
@@ -478,6 +466,25 @@ impl PrefixStore {
         }
         self.unlink_child(name, ns_id, parent, id);
         Ok(removed)
+    }
+
+    /// Adds `child` to `parent`'s children: the parent, with a longer prefix after it
+    /// now, is no longer an evictable leaf.
+    fn link_child(&mut self, name: &str, ns_id: u32, parent: BlockId, child: BlockId) {
+        if parent == BlockId::ROOT {
+            return;
+        }
+        let Some(p) = self
+            .namespaces
+            .get_mut(name)
+            .and_then(|ns| ns.blocks.get_mut(&parent))
+        else {
+            return;
+        };
+        if p.children.is_empty() {
+            self.leaves.remove(&(p.last_used, ns_id, parent));
+        }
+        p.children.push(child);
     }
 
     /// Removes `child` from `parent`'s children; a parent left childless becomes an
@@ -743,16 +750,7 @@ impl PrefixStore {
                 bytes,
             },
         );
-        let mut parent_was_leaf = None;
-        if let Some(p) = ns.blocks.get_mut(&parent) {
-            if p.children.is_empty() {
-                parent_was_leaf = Some(p.last_used);
-            }
-            p.children.push(id);
-        }
-        if let Some(last_used) = parent_was_leaf {
-            self.leaves.remove(&(last_used, ns_id, parent));
-        }
+        self.link_child(name, ns_id, parent, id);
         self.leaves.insert((0, ns_id, id));
         self.bytes += bytes;
         Ok(())
