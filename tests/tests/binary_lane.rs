@@ -262,3 +262,18 @@ fn a_password_applies_to_the_lane() {
     assert_eq!(opc, codec::ERROR);
     assert!(String::from_utf8_lossy(&body).contains("unknown namespace"));
 }
+
+#[test]
+fn the_client_limit_applies_to_the_lane() {
+    let (_dir, server, lane_port) = start(&["--maxclients", "2"]);
+    // One RESP client and one lane client fill the limit.
+    let _resp = server.client();
+    let mut first = Lane::connect(lane_port);
+    assert_eq!(first.call(&Request::Ping(vec![])).0, op::PING | 0x80);
+    let mut second = Lane::connect(lane_port);
+    let (opc, body) = second.reply();
+    assert_eq!(opc, codec::ERROR);
+    assert_eq!(body, b"ERR max number of clients reached");
+    // The admitted connection is unaffected.
+    assert_eq!(first.call(&Request::Ping(b"ok".to_vec())).1, b"ok");
+}

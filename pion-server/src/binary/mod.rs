@@ -33,7 +33,21 @@ pub fn serve(
         .spawn(move || {
             while !stop.load(Ordering::SeqCst) {
                 match listener.accept() {
-                    Ok((stream, _)) => {
+                    Ok((mut stream, _)) => {
+                        // The same client limit as the RESP port (lane sessions are
+                        // registered clients too).
+                        let maxclients = engine.config().with(|c| c.maxclients);
+                        if engine.clients().len() >= maxclients {
+                            let msg = b"ERR max number of clients reached";
+                            let _ = stream.set_nonblocking(false);
+                            let _ = stream.write_all(&header(ERROR, msg.len()));
+                            let _ = stream.write_all(msg);
+                            engine
+                                .server_stats()
+                                .rejected_connections
+                                .fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
                         let engine = engine.clone();
                         let stop = Arc::clone(&stop);
                         let spawned = std::thread::Builder::new()
