@@ -35,8 +35,10 @@ fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+(cd pion-py && cargo fmt -- --check)
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -q -- -D warnings
+(cd pion-py && cargo clippy -q -- -D warnings)
 echo "== cargo build (pion-server)"
 cargo build -q -p pion-server
 echo "== cargo test"
@@ -55,5 +57,7 @@ if command -v cargo-fuzz >/dev/null 2>&1; then
       -max_total_time="${PION_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 2>&1 | tail -n 1)
   done
 fi
+echo "== pion-py (the Python package, built and installed into $VENV)"
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop -q -m pion-py/Cargo.toml >/dev/null
 echo "== pytest"
 PION_SERVER_BIN="$CARGO_TARGET_DIR/debug/pion-server" "$VENV/bin/python" -m pytest -q tests/python
