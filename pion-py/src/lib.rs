@@ -58,7 +58,7 @@ fn to_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 }
 
 /// The embedded engine.
-#[pyclass(module = "pion._pion")]
+#[pyclass(module = "pion._pion", subclass)]
 struct Engine {
     engine: Option<CoreEngine>,
 }

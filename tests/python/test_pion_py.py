@@ -48,4 +48,8 @@ def test_in_memory_engine_and_prompt_cache_commands():
     block = e.execute("KV.PUT", "py", "root", tokens, layer)
     assert e.execute("KV.MATCH", "py", tokens) == [4, [block]]
     assert e.execute("KV.GET", "py", block) == [4, layer]
+    # The typed operations over the same commands.
+    assert e.match("py", [1, 2, 3, 4]) == (4, [block.decode()])
+    assert e.fetch("py", block.decode()) == (4, [layer])
+    assert pion.pack_tokens([1, 2, 3, 4]) == tokens
     assert pion.__version__

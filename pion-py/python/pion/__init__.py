@@ -1,9 +1,19 @@
 """Pion, a memory engine for AI inference.
 
 ``pion.Engine(path)`` runs the engine in this process (no server), durable in
-``path``; ``engine.execute(*args)`` runs any command and returns Python values.
+``path``; ``pion.connect(host, port)`` talks to a running pion-server. Both have
+``execute(*args)`` for any command and the prompt-cache operations (``register``,
+``store_block``, ``match``, ``fetch`` …).
 """
 
-from ._pion import Engine, PionError, __version__
+from . import _pion
+from ._ops import PrefixOps, pack_tokens
+from ._pion import PionError, __version__
+from .client import Client, connect
 
-__all__ = ["Engine", "PionError", "__version__"]
+
+class Engine(_pion.Engine, PrefixOps):
+    """The embedded engine: durable in ``path``, or in memory when ``path`` is None."""
+
+
+__all__ = ["Engine", "Client", "connect", "PionError", "PrefixOps", "pack_tokens", "__version__"]

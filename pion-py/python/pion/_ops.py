@@ -1,0 +1,81 @@
+"""Prompt-cache operations shared by the embedded engine and the network client: thin,
+typed wrappers over the ``KV.*`` commands (see doc/protocol.md)."""
+
+import json
+import struct
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+Tokens = Union[Sequence[int], bytes]
+
+
+def pack_tokens(tokens: Tokens) -> bytes:
+    """Token ids as little-endian u32 bytes (a list, a numpy array or bytes)."""
+    if isinstance(tokens, (bytes, bytearray, memoryview)):
+        return bytes(tokens)
+    tobytes = getattr(tokens, "astype", None)
+    if tobytes is not None:
+        return tokens.astype("<u4").tobytes()  # numpy
+    return struct.pack("<%dI" % len(tokens), *tokens)
+
+
+def block_hex(block_id: Union[str, bytes, None]) -> bytes:
+    """A block id as the server spells it (``None``: the root)."""
+    if block_id is None:
+        return b"root"
+    return block_id.encode() if isinstance(block_id, str) else block_id
+
+
+class PrefixOps:
+    """``register``, ``store_block``, ``match``, ``fetch`` … over ``execute``."""
+
+    def execute(self, *args: Any) -> Any:  # provided by the engine or the client
+        raise NotImplementedError
+
+    def register(self, namespace: str, manifest: Dict[str, Any]) -> None:
+        """Registers a namespace with its manifest (idempotent for the same one)."""
+        self.execute("KV.REGISTER", namespace, json.dumps(manifest))
+
+    def manifest(self, namespace: str) -> Dict[str, Any]:
+        """The namespace's manifest."""
+        return json.loads(self.execute("KV.MANIFEST", namespace))
+
+    def block_ids(self, namespace: str, tokens: Tokens) -> List[str]:
+        """The ids of every block of ``tokens`` (stored or not)."""
+        return [i.decode() for i in self.execute("KV.BLOCKIDS", namespace, pack_tokens(tokens))]
+
+    def match(self, namespace: str, tokens: Tokens) -> Tuple[int, List[str]]:
+        """The longest usable stored prefix: tokens matched and its block ids."""
+        n, ids = self.execute("KV.MATCH", namespace, pack_tokens(tokens))
+        return n, [i.decode() for i in ids]
+
+    def store_block(
+        self,
+        namespace: str,
+        parent: Optional[str],
+        tokens: Tokens,
+        layers: Sequence[Any],
+    ) -> str:
+        """Stores one block after ``parent`` (None: a first block); each layer is
+        bytes or anything with the buffer protocol (numpy arrays: K then V)."""
+        data = [bytes(memoryview(l)) if not isinstance(l, bytes) else l for l in layers]
+        return self.execute(
+            "KV.PUT", namespace, block_hex(parent), pack_tokens(tokens), *data
+        ).decode()
+
+    def fetch(
+        self, namespace: str, block_id: str, layers: Optional[Sequence[int]] = None
+    ) -> Tuple[int, List[Optional[bytes]]]:
+        """A block's token count and its layers' bytes (None: absent recurrent state)."""
+        args: List[Any] = ["KV.GET", namespace, block_id]
+        if layers is not None:
+            args += ["LAYERS", *layers]
+        reply = self.execute(*args)
+        return reply[0], reply[1:]
+
+    def info(self, namespace: Optional[str] = None) -> Dict[str, int]:
+        """Prompt-cache counters."""
+        args = ["KV.INFO"] + ([namespace] if namespace else [])
+        reply = self.execute(*args)
+        if isinstance(reply, list):  # RESP2 flat pairs
+            reply = dict(zip(reply[::2], reply[1::2]))
+        return {(k.decode() if isinstance(k, bytes) else k): v for k, v in reply.items()}
