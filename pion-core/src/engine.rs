@@ -699,9 +699,12 @@ mod tests {
             let before = unix_ms();
             let derived = engine.wall_ms_at(std::time::Instant::now());
             let after = unix_ms();
+            // The derived clock advances with the monotonic clock and is re-anchored
+            // every expiry tick; while the system clock is being slewed (NTP) the two
+            // drift apart by a fraction of a millisecond per tick.
             assert!(
-                before <= derived && derived <= after,
-                "{before} <= {derived} <= {after}"
+                before - 2 <= derived && derived <= after + 2,
+                "{before} <= {derived} <= {after} (within 2 ms)"
             );
             std::thread::sleep(Duration::from_millis(3));
         }
