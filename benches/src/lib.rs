@@ -2,3 +2,24 @@
 //! comparison harnesses that run Pion and its anchor side by side
 //! (`cargo run --release -p pion-benches --bin redis_compare`). Method and figures are
 //! in doc/benchmarks.md.
+
+use std::net::TcpListener;
+use std::process::Child;
+
+/// A free TCP port on 127.0.0.1 (bound and released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// A server process started by a harness, killed (and reaped) when dropped.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

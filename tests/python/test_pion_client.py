@@ -2,7 +2,6 @@
 same results through the embedded engine and over the wire (RESP and binary lane)."""
 
 import os
-import socket
 import subprocess
 import time
 
@@ -12,16 +11,10 @@ import pytest
 import pion
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, free_port):
     binary = os.environ.get("PION_SERVER_BIN", "target/debug/pion-server")
-    port, lane = _free_port(), _free_port()
+    port, lane = free_port(), free_port()
     data = tmp_path_factory.mktemp("pion-client-data")
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--kvcache-port", str(lane), "--dir", str(data)],

@@ -1,7 +1,6 @@
 """redis-py, unmodified, against a real pion-server process (RESP2 and RESP3)."""
 
 import os
-import socket
 import subprocess
 import time
 
@@ -9,16 +8,10 @@ import pytest
 import redis
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, free_port):
     binary = os.environ.get("PION_SERVER_BIN", "target/debug/pion-server")
-    port = _free_port()
+    port = free_port()
     data = tmp_path_factory.mktemp("pion-data")
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--dir", str(data), "--threads", "2"],

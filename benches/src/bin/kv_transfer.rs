@@ -8,9 +8,10 @@
 //! target/release/kv_transfer [--rounds 7]
 //! ```
 
+use pion_benches::{free_port, Proc};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pion_core::prefix::BlockId;
@@ -21,22 +22,6 @@ const HEADS: usize = 8;
 const DIM: usize = 64;
 const BLOCK: usize = 256;
 const TOKENS: usize = 2048;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn connect(port: u16) -> TcpStream {
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -8,18 +8,12 @@
 //! target/release/recovery_compare [--keys 1000000] [--tail 200000]
 //! ```
 
+use pion_benches::{free_port, Proc};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
 
 /// Sends one command and returns its reply line (bulk replies: the payload line).
 fn call(port: u16, args: &[&str]) -> String {
@@ -99,15 +93,6 @@ fn info_field(port: u16, field: &str) -> String {
         .unwrap_or("")
         .trim()
         .to_string()
-}
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn pion(bin: &Path, dir: &Path, port: u16) -> Proc {

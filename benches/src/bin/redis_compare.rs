@@ -12,17 +12,10 @@
 //! write-ahead log, both at the given fsync policy and each in a fresh data directory
 //! (removed afterwards). Only writes pay for it, so then only SET is measured.
 
-use std::net::TcpListener;
+use pion_benches::{free_port, Proc};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
-}
 
 fn wait_port(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -34,8 +27,6 @@ fn wait_port(port: u16) {
     }
     panic!("server on port {port} did not start");
 }
-
-struct Proc(Child);
 
 /// A fresh data directory for one server, removed on drop (after the server: declare
 /// it before the `Proc` that uses it).
@@ -54,13 +45,6 @@ impl DataDir {
 impl Drop for DataDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
