@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Pion's whole test suite, installing what the tests need when it is missing:
 # the real redis-server (the differential oracle) and redis-cli, Mesa's Vulkan drivers
-# (wgpu on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu] and redis.
+# (wgpu on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm and redis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,10 +27,34 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx, mlx_lm" >/dev/null 2>&1; then
   echo "== installing Python test dependencies"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" redis
+  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" mlx-lm redis
+fi
+# mlx-lm before 0.32.2 wrote another prompt-cache file layout; its cache module (from
+# the 0.31.3 wheel) lets the tests check that layout of the export lane too.
+LEGACY_MLX_LM="$PWD/$VENV/mlx-lm-legacy"
+if [ ! -f "$LEGACY_MLX_LM/mlx_lm_legacy/models/cache.py" ]; then
+  echo "== fetching mlx-lm 0.31.3's cache module (the older prompt-cache layout)"
+  wheels=$(mktemp -d)
+  if "$VENV/bin/pip" download -q --no-deps mlx-lm==0.31.3 -d "$wheels" >/dev/null 2>&1; then
+    "$VENV/bin/python" - "$wheels" "$LEGACY_MLX_LM/mlx_lm_legacy" <<'PY'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "mlx_lm-*.whl"))[0]
+out = os.path.join(sys.argv[2], "models")
+os.makedirs(out, exist_ok=True)
+with zipfile.ZipFile(wheel) as z:
+    for name in ("cache.py", "base.py"):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(z.read("mlx_lm/models/" + name))
+for d in (sys.argv[2], out):
+    open(os.path.join(d, "__init__.py"), "w").close()
+PY
+  else
+    echo "mlx-lm 0.31.3 unavailable: the older-layout test is skipped"
+  fi
+  rm -rf "$wheels"
 fi
 
 echo "== cargo fmt --check"
@@ -60,4 +84,5 @@ fi
 echo "== pion-py (the Python package, built and installed into $VENV)"
 VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop -q -m pion-py/Cargo.toml >/dev/null
 echo "== pytest"
-PION_SERVER_BIN="$CARGO_TARGET_DIR/debug/pion-server" "$VENV/bin/python" -m pytest -q tests/python
+PION_SERVER_BIN="$CARGO_TARGET_DIR/debug/pion-server" PION_LEGACY_MLX_LM="$LEGACY_MLX_LM" \
+  "$VENV/bin/python" -m pytest -q tests/python

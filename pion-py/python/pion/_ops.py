@@ -28,8 +28,8 @@ def block_hex(block_id: Union[str, bytes, None]) -> bytes:
 class PrefixOps:
     """``register``, ``store_block``, ``match``, ``fetch`` … over ``execute``."""
 
-    def execute(self, *args: Any) -> Any:  # provided by the engine or the client
-        raise NotImplementedError
+    execute: Any
+    """Runs any command (``pion.Engine.execute`` or ``Client.execute``)."""
 
     def register(self, namespace: str, manifest: Dict[str, Any]) -> None:
         """Registers a namespace with its manifest (idempotent for the same one)."""
@@ -71,6 +71,15 @@ class PrefixOps:
             args += ["LAYERS", *layers]
         reply = self.execute(*args)
         return reply[0], reply[1:]
+
+    def export(
+        self, namespace: str, tokens: Tokens, layout: str = "mlx-lm"
+    ) -> Tuple[int, Optional[str]]:
+        """The longest usable stored prefix of ``tokens`` as a safetensors file the
+        server writes (once) in its data directory: tokens matched and the file's path
+        (None when nothing matches). ``layout``: ``mlx-lm`` or ``mlx-lm-legacy``."""
+        n, path = self.execute("KV.EXPORT", namespace, pack_tokens(tokens), "LAYOUT", layout)
+        return n, (path.decode() if isinstance(path, bytes) else path)
 
     def info(self, namespace: Optional[str] = None) -> Dict[str, int]:
         """Prompt-cache counters."""

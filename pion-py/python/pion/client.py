@@ -6,7 +6,7 @@ import socket
 import struct
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ._ops import PrefixOps
+from ._ops import PrefixOps, Tokens, pack_tokens
 from ._pion import PionError
 
 _MAGIC = 0xCA5E
@@ -25,6 +25,22 @@ def _encode(args: Sequence[Any]) -> bytes:
         out.append(a)
         out.append(b"\r\n")
     return b"".join(out)
+
+
+def _send_parts(sock: socket.socket, parts: List[Any]) -> None:
+    """Sends every buffer in order with vectored writes (``sendmsg`` may send part)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    while views:
+        sent = sock.sendmsg(views[:512])
+        while sent:
+            if sent >= views[0].nbytes:
+                sent -= views[0].nbytes
+                views.pop(0)
+            else:
+                views[0] = views[0][sent:]
+                sent = 0
+        while views and views[0].nbytes == 0:
+            views.pop(0)
 
 
 class _Reader:
@@ -83,40 +99,65 @@ class Client(PrefixOps):
         self.sock.sendall(_encode(args))
         return self.reader.reply()
 
-    def _lane_call(self, op: int, body: bytes) -> bytes:
+    def _lane_call(self, op: int, *body: Any) -> memoryview:
+        """One binary-lane request (its body in parts, sent without joining them);
+        the reply body as a view of one buffer the socket filled directly."""
         if self.lane is None:
             self.lane = socket.create_connection((self.host, self.lane_port))
             self.lane.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.password is not None:
                 self._lane_call(0x02, self.password.encode())
-        self.lane.sendall(struct.pack("<HBI", _MAGIC, op, len(body)) + body)
+        size = sum(memoryview(b).nbytes for b in body)
+        _send_parts(self.lane, [struct.pack("<HBI", _MAGIC, op, size), *body])
         head = self._lane_exact(7)
         magic, rop, n = struct.unpack("<HBI", head)
-        data = self._lane_exact(n) if n else b""
+        data = self._lane_exact(n) if n else memoryview(b"")
         if rop == 0xFF:
-            raise PionError(data.decode())
+            raise PionError(bytes(data).decode())
         return data
 
-    def _lane_exact(self, n: int) -> bytes:
+    def _lane_exact(self, n: int) -> memoryview:
         assert self.lane is not None
-        buf = bytearray(n)
-        view = memoryview(buf)
+        view = memoryview(bytearray(n))
         got = 0
         while got < n:
             k = self.lane.recv_into(view[got:])
             if k == 0:
                 raise ConnectionError("the binary lane closed the connection")
             got += k
-        return bytes(buf)
+        return view
+
+    def store_block(
+        self,
+        namespace: str,
+        parent: Optional[str],
+        tokens: Tokens,
+        layers: Sequence[Any],
+    ) -> str:
+        """Stores one block over the binary lane (the layers' buffers are sent as they
+        are, without copies); returns its id."""
+        ns = namespace.encode()
+        packed = pack_tokens(tokens)
+        parent_id = 0 if parent is None else int(parent, 16)
+        head = [
+            struct.pack("<H", len(ns)) + ns + parent_id.to_bytes(16, "little"),
+            struct.pack("<I", len(packed) // 4) + packed + struct.pack("<I", len(layers)),
+        ]
+        parts: List[Any] = head
+        for layer in layers:
+            view = memoryview(layer).cast("B") if not isinstance(layer, bytes) else layer
+            parts += [struct.pack("<Q", len(view)), view]
+        reply = self._lane_call(0x11, *parts)
+        return "%032x" % int.from_bytes(bytes(reply), "little")
 
     def fetch_many(
         self, namespace: str, block_ids: Sequence[str], layers: Optional[Sequence[int]] = None
-    ) -> List[Tuple[int, List[Optional[bytes]]]]:
-        """Several blocks in one binary-lane round trip."""
+    ) -> List[Tuple[int, List[Optional[memoryview]]]]:
+        """Several blocks in one binary-lane round trip; each layer is a view into the
+        one reply buffer (no copy), or None for absent recurrent state."""
         ns = namespace.encode()
         body = struct.pack("<H", len(ns)) + ns + struct.pack("<I", len(block_ids))
-        for b in block_ids:
-            body += int(b, 16).to_bytes(16, "little")
+        body += b"".join(int(b, 16).to_bytes(16, "little") for b in block_ids)
         wanted = list(layers or [])
         body += struct.pack("<I", len(wanted)) + b"".join(struct.pack("<I", l) for l in wanted)
         data = self._lane_call(0x13, body)
@@ -126,7 +167,7 @@ class Client(PrefixOps):
         for _ in range(count):
             tokens, nl = struct.unpack_from("<II", data, at)
             at += 8
-            layer_data: List[Optional[bytes]] = []
+            layer_data: List[Optional[memoryview]] = []
             for _ in range(nl):
                 present = data[at]
                 at += 1
