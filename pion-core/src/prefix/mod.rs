@@ -7,7 +7,8 @@
 //! - [`block_id`]: the stable chained hash that names blocks;
 //! - [`store`]: blocks, sharing of common prefixes, longest-prefix match, the byte
 //!   budget and its leaf-first LRU eviction;
-//! - [`quant`] and `encode`: the storage tiers (as given, int8, 4-bit mlx layout, 2-bit).
+//! - [`quant`] and `encode`: the storage tiers (as given, int8 and 4-bit in mlx's layout,
+//!   2-bit).
 
 pub mod block_id;
 pub mod blockfile;

@@ -318,8 +318,10 @@ fn quantised_tiers_store_less_and_decode_close_to_the_original() {
         .zip(&y)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f32::max);
-    // 4 bits over a group's range of at most 4.0: a step of 0.27, half of it at most.
-    assert!(max_err < 0.2, "max error {max_err}");
+    // 4 bits over a group's range of at most 4.0: a step of 0.27. mlx's quantiser keeps
+    // every element within 15/16 of a step, range / 16 = 0.25, plus the f16 rounding of
+    // scale, bias and result (under 0.005 here).
+    assert!(max_err <= 0.255, "max error {max_err}");
 }
 
 fn tmp(name: &str) -> PathBuf {
