@@ -7,11 +7,13 @@
 //! - [`block_id`]: the stable chained hash that names blocks;
 //! - [`store`]: blocks, sharing of common prefixes, longest-prefix match, the byte
 //!   budget and its leaf-first LRU eviction;
-//! - [`quant`] and `encode`: the storage tiers (as given, int8, 4-bit mlx layout, 2-bit).
+//! - [`quant`] and `encode`: the storage tiers (as given, int8, 4-bit mlx layout, 2-bit);
+//! - [`export`]: a stored prefix as a safetensors file for a client on the same machine.
 
 pub mod block_id;
 pub mod blockfile;
 mod encode;
+pub mod export;
 pub mod manifest;
 pub mod persist;
 pub mod quant;
