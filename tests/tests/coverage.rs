@@ -68,6 +68,7 @@ const EXEMPT: &[(&str, &str)] = &[
     ("kv.info", "Pion-only: prefix tests"),
     ("kv.put", "Pion-only: prefix tests"),
     ("kv.match", "Pion-only: prefix tests"),
+    ("kv.export", "Pion-only: tests/tests/kv_export.rs"),
     ("kv.blockids", "Pion-only: prefix tests"),
     ("kv.get", "Pion-only: prefix tests"),
     ("kv.del", "Pion-only: prefix tests"),

@@ -40,6 +40,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Returns the longest stored usable prefix of a token sequence: tokens matched and block ids.",
         "0.1.0",
     ),
+    CommandSpec::new("kv.export", -3, READONLY, Group::PrefixCache, export).doc(
+        "Returns the longest stored usable prefix of a token sequence and the path of a safetensors file holding it (LAYOUT mlx-lm or mlx-lm-legacy).",
+        "0.1.0",
+    ),
     CommandSpec::new("kv.blockids", -3, READONLY | FAST, Group::PrefixCache, block_ids).doc(
         "Returns the block ids of a token sequence (whether stored or not).",
         "0.1.0",
@@ -83,7 +87,11 @@ fn block_id(arg: &[u8]) -> OpResult<BlockId> {
 /// Token ids from `argv[at..]`: one argument of little-endian u32 bytes, or `TOKENS`
 /// followed by decimal ids.
 fn tokens_arg(argv: &[Vec<u8>], at: usize) -> OpResult<Vec<u32>> {
-    let rest = &argv[at..];
+    tokens_in(&argv[at..])
+}
+
+/// Token ids from these arguments (see [`tokens_arg`]).
+fn tokens_in(rest: &[Vec<u8>]) -> OpResult<Vec<u32>> {
     if rest.first().is_some_and(|a| is_kw(a, "tokens")) {
         return rest[1..]
             .iter()
@@ -180,9 +188,13 @@ fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 total.fetches += s.fetches;
                 total.evictions += s.evictions;
             }
+            let (exports, export_bytes) =
+                store.exports().map_or((0, 0), |e| (e.count(), e.bytes()));
             let mut out = vec![
                 (Reply::bulk("namespaces"), int(names.len() as u64)),
                 (Reply::bulk("budget"), int(store.budget())),
+                (Reply::bulk("exports"), int(exports)),
+                (Reply::bulk("export_bytes"), int(export_bytes)),
             ];
             out.extend(pairs(total));
             Ok(Reply::Map(out))
@@ -376,6 +388,32 @@ fn match_prefix(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         Reply::Integer(m.tokens as i64),
         Reply::Array(m.blocks.iter().map(|b| Reply::bulk(b.hex())).collect()),
     ]))
+}
+
+/// `KV.EXPORT ns tokens [LAYOUT mlx-lm|mlx-lm-legacy]`: `[matched_tokens, path]`, or
+/// `[0, nil]`. Flagged read-only, so the dispatcher never logs it: export files are a
+/// cache outside the log, rebuilt on demand after a restart.
+fn export(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    use crate::prefix::export::{self, Layout};
+    use std::os::unix::ffi::OsStrExt;
+    let name = text(&argv[1])?;
+    let (token_args, layout) = match argv.len().checked_sub(2) {
+        Some(at) if at > 2 && is_kw(&argv[at], "layout") => {
+            let layout = Layout::parse(&argv[at + 1])
+                .ok_or_else(|| OpError::custom("ERR LAYOUT must be mlx-lm or mlx-lm-legacy"))?;
+            (&argv[2..at], layout)
+        }
+        _ => (&argv[2..], Layout::MlxLm),
+    };
+    let tokens = tokens_in(token_args)?;
+    match export::export(ctx.engine.prefix(), name, &tokens, layout) {
+        Ok(Some((n, path))) => Ok(Reply::Array(vec![
+            Reply::Integer(n as i64),
+            Reply::bulk(path.as_os_str().as_bytes()),
+        ])),
+        Ok(None) => Ok(Reply::Array(vec![Reply::Integer(0), Reply::Null])),
+        Err(e) => Err(OpError::custom(e.to_string())),
+    }
 }
 
 fn block_ids(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {

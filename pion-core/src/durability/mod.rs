@@ -324,10 +324,18 @@ pub(crate) fn open(
             ))
         })?,
     );
-    engine
-        .prefix()
-        .lock()
-        .set_files(std::sync::Arc::clone(&files));
+    // Exported prefixes are derived files: whatever an earlier run left is stale.
+    let exports = crate::prefix::export::Exports::open(dir).map_err(|e| {
+        OpenError::Io(format!(
+            "cannot prepare {}: {e}",
+            dir.join(crate::prefix::export::DIR).display()
+        ))
+    })?;
+    {
+        let mut store = engine.prefix().lock();
+        store.set_files(std::sync::Arc::clone(&files));
+        store.set_exports(exports);
+    }
     let recovery = recovery::recover(engine, options)?;
     // Files nothing references any more are deleted after the next snapshot.
     files.retire_empty(recovery.last_seq);

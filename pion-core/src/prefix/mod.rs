@@ -8,11 +8,13 @@
 //! - [`store`]: blocks, sharing of common prefixes, longest-prefix match, the byte
 //!   budget and its leaf-first LRU eviction;
 //! - [`quant`] and `encode`: the storage tiers (as given, int8 and 4-bit in mlx's layout,
-//!   2-bit).
+//!   2-bit);
+//! - [`export`]: a stored prefix as a safetensors file for a client on the same machine.
 
 pub mod block_id;
 pub mod blockfile;
 mod encode;
+pub mod export;
 pub mod manifest;
 pub mod persist;
 pub mod quant;

@@ -378,6 +378,42 @@ pub fn encoded_len(tier: Tier, dtype: DType, shape: Shape, role: Role) -> usize 
     len.unwrap_or(0)
 }
 
+/// The stored layout of one `(head, token)` row under a tier that groups along
+/// `head_dim`: what a reader needs to pick a row's codes, scales and biases out of the
+/// stored bytes without decoding them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLayout {
+    /// Bits per code.
+    pub bits: u32,
+    /// Bytes of packed codes per row (`head_dim * bits / 8`, whole `u32` words).
+    pub code_bytes: usize,
+    /// Bytes of scales per row (and as many of biases): one per group of 32.
+    pub param_bytes: usize,
+    /// Element type of the scales and biases.
+    pub param_dtype: DType,
+}
+
+/// The per-row layout of tensors that `tier` stores in row groups, for input `dtype`
+/// and `head_dim` elements per row; `None` for [`Tier::AsGiven`] (no codes), for keys
+/// under [`Tier::Q2`] (grouped per channel over a whole block, not per row), and for a
+/// `head_dim` the tier cannot hold.
+///
+/// A stored tensor of shape `[heads, tokens, head_dim]` is then `heads * tokens` rows
+/// of codes, then as many rows of scales, then of biases, each section row-major.
+pub fn row_layout(tier: Tier, dtype: DType, head_dim: usize, role: Role) -> Option<RowLayout> {
+    let bits = tier.bits()?;
+    if matches!(grouping(tier, role), Grouping::Channels) || !head_dim.is_multiple_of(GROUP) {
+        return None;
+    }
+    let param_dtype = tier.param_dtype(dtype);
+    Some(RowLayout {
+        bits,
+        code_bytes: head_dim / 8 * bits as usize,
+        param_bytes: head_dim / GROUP * param_dtype.size(),
+        param_dtype,
+    })
+}
+
 /// Encodes one tensor of `shape`, given as little-endian `dtype` bytes, at `tier`.
 ///
 /// [`Tier::AsGiven`] returns the input unchanged. Fails when `input` is not exactly
@@ -967,6 +1003,28 @@ mod tests {
         for tier in TIERS {
             assert_eq!(encoded_len(tier, DType::F16, huge, Role::Keys), 0);
         }
+    }
+
+    #[test]
+    fn row_layout_agrees_with_encoded_len() {
+        let s = shape(3, 5, 96);
+        for dtype in DTYPES {
+            for tier in TIERS {
+                for role in ROLES {
+                    let Some(r) = row_layout(tier, dtype, s.head_dim, role) else {
+                        assert!(tier == Tier::AsGiven || (tier == Tier::Q2 && role == Role::Keys));
+                        continue;
+                    };
+                    let rows = s.heads * s.tokens;
+                    assert_eq!(
+                        rows * (r.code_bytes + 2 * r.param_bytes),
+                        encoded_len(tier, dtype, s, role)
+                    );
+                    assert_eq!(r.code_bytes * 8, s.head_dim * r.bits as usize);
+                }
+            }
+        }
+        assert_eq!(row_layout(Tier::Q4, DType::F16, 80, Role::Values), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use smallvec::SmallVec;
 
 use super::block_id::BlockId;
 use super::blockfile::{BlockFiles, Loc};
+use super::export::Exports;
 use super::manifest::{dtype_size, Layer, Manifest};
 
 /// Why a prefix-store operation was refused (the text is the wire error).
@@ -121,6 +122,8 @@ pub struct PrefixStore {
     budget: u64,
     /// Where payloads are kept on disk (durable engines).
     files: Option<Arc<BlockFiles>>,
+    /// Export files of stored prefixes (engines with a data directory).
+    exports: Option<Exports>,
 }
 
 /// Bytes a client sends for one layer of a block of `tokens` tokens: K then V in the
@@ -461,6 +464,7 @@ impl PrefixStore {
                 self.leaves.remove(&(b.last_used, ns_id, cur));
                 self.bytes -= b.bytes;
                 self.release(&b);
+                self.forget_exports(ns_id, cur);
                 removed += 1;
             }
         }
@@ -515,6 +519,9 @@ impl PrefixStore {
             self.bytes -= b.bytes;
             self.release(b);
         }
+        if let Some(e) = &mut self.exports {
+            e.forget_namespace(ns.id);
+        }
         true
     }
 
@@ -541,6 +548,7 @@ impl PrefixStore {
         ns.stats.evictions += 1;
         self.bytes -= b.bytes;
         self.release(&b);
+        self.forget_exports(ns_id, id);
         self.unlink_child(&name, ns_id, b.parent, id);
         Some((name, id))
     }
@@ -575,6 +583,39 @@ impl PrefixStore {
     /// The block files, if payloads are kept on disk.
     pub fn files(&self) -> Option<&Arc<BlockFiles>> {
         self.files.as_ref()
+    }
+
+    /// Keeps export files in this directory from now on (engines with a data
+    /// directory).
+    pub fn set_exports(&mut self, exports: Exports) {
+        self.exports = Some(exports);
+    }
+
+    /// The export files, if the engine has a data directory.
+    pub fn exports(&self) -> Option<&Exports> {
+        self.exports.as_ref()
+    }
+
+    pub(crate) fn exports_mut(&mut self) -> Option<&mut Exports> {
+        self.exports.as_mut()
+    }
+
+    /// A block left the store: so do the files exported for the prefix it ends.
+    fn forget_exports(&mut self, ns_id: u32, id: BlockId) {
+        if let Some(e) = &mut self.exports {
+            e.forget_block(ns_id, id);
+        }
+    }
+
+    /// A namespace's generation: a number no other registration in this process
+    /// gets (a namespace dropped and registered again gets a new one).
+    pub fn generation(&self, name: &str) -> Option<u32> {
+        self.namespaces.get(name).map(|ns| ns.id)
+    }
+
+    /// A stored block.
+    pub fn block(&self, name: &str, id: BlockId) -> Option<&Block> {
+        self.namespaces.get(name)?.blocks.get(&id)
     }
 
     fn release(&self, b: &Block) {
