@@ -28,6 +28,11 @@ def _scale_weights(model: nn.Module, seed: int, scale: float) -> None:
     model.update(tree_unflatten(params))
 
 
+def _seeded(seed: int) -> None:
+    # Some layers draw parameters at construction (e.g. a GDN's decay): seed those too.
+    mx.random.seed(seed)
+
+
 def _finish(model: nn.Module, seed: int, scale: float, dtype: Any) -> nn.Module:
     _scale_weights(model, seed, scale)
     model.set_dtype(dtype)
@@ -61,6 +66,7 @@ def llama(
         vocab_size=vocab,
         tie_word_embeddings=True,
     )
+    _seeded(seed)
     return _finish(arch.Model(args), seed, scale, dtype)
 
 
@@ -92,6 +98,7 @@ def gemma3(
         sliding_window_pattern=pattern,
         query_pre_attn_scalar=head_dim,
     )
+    _seeded(seed)
     return _finish(arch.Model(args), seed, scale, dtype)
 
 
@@ -133,6 +140,7 @@ def qwen3_next(
         max_position_embeddings=4096,
         full_attention_interval=4,
     )
+    _seeded(seed)
     return _finish(arch.Model(args), seed, scale, dtype)
 
 
@@ -155,6 +163,7 @@ def llama_1b_layout(
         vocab_size=vocab,
         tie_word_embeddings=True,
     )
+    _seeded(seed)
     return _finish(arch.Model(args), seed, 3.0, dtype)
 
 
