@@ -18,6 +18,11 @@ def pack_tokens(tokens: Tokens) -> bytes:
     return struct.pack("<%dI" % len(tokens), *tokens)
 
 
+def _as_bytes(data: Any) -> bytes:
+    """``data``'s bytes (numpy arrays, memoryviews, bytearrays: one copy)."""
+    return data if isinstance(data, bytes) else memoryview(data).tobytes()
+
+
 def block_hex(block_id: Union[str, bytes, None]) -> bytes:
     """A block id as the server spells it (``None``: the root)."""
     if block_id is None:
@@ -57,7 +62,8 @@ class PrefixOps:
     ) -> str:
         """Stores one block after ``parent`` (None: a first block); each layer is
         bytes or anything with the buffer protocol (numpy arrays: K then V)."""
-        data = [bytes(memoryview(l)) if not isinstance(l, bytes) else l for l in layers]
+        # The network client overrides this to send the buffers without copies.
+        data = [_as_bytes(l) for l in layers]
         return self.execute(
             "KV.PUT", namespace, block_hex(parent), pack_tokens(tokens), *data
         ).decode()
