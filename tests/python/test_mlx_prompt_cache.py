@@ -2,7 +2,8 @@
 (miss, hit, partial hit, a second process, after SIGKILL, the export lane, the
 embedded engine) must give exactly the greedy tokens of a cold prefill, for a
 Llama-style model (KVCache), a Gemma-3-style one (RotatingKVCache, a window shorter
-than the prefix) and a Qwen3-Next-style hybrid (ArraysCache recurrent state)."""
+than the prefix) and two hybrids with recurrent state (ArraysCache): a Qwen3-Next-style
+one and a Falcon-H1-style one whose layers hold CacheList(ArraysCache, KVCache)."""
 
 import json
 import os
@@ -26,9 +27,10 @@ PREFIX = [(i * 37 + 11) % 500 + 1 for i in range(300)]
 PREFIX2 = PREFIX[:200] + [(i * 13 + 5) % 500 + 1 for i in range(90)]
 QUESTION = [5, 9, 11, 42, 7]
 HERE = os.path.dirname(__file__)
+HYBRIDS = ("qwen3_next", "falcon_h1")
 
 
-@pytest.fixture(scope="module", params=["llama", "gemma3", "qwen3_next"])
+@pytest.fixture(scope="module", params=["llama", "gemma3", "qwen3_next", "falcon_h1"])
 def case(request):
     """(model name, model, cold tokens after PREFIX, cold tokens after PREFIX2)."""
     model = random_models.build(request.param, seed=SEED)
@@ -52,7 +54,8 @@ def test_kinds_of_layers(case):
     name, model, _, _ = case
     kinds = {s.kind for s in prompt_cache(model, engine=pion.Engine()).slots}
     assert kinds == {"llama": {"attention"}, "gemma3": {"attention", "sliding"},
-                     "qwen3_next": {"attention", "recurrent"}}[name]
+                     "qwen3_next": {"attention", "recurrent"},
+                     "falcon_h1": {"attention", "recurrent"}}[name]
 
 
 def test_embedded_engine_routes(case, tmp_path):
@@ -68,7 +71,7 @@ def test_embedded_engine_routes(case, tmp_path):
         # kept at every prefill step and at the last full block of a prefix).
         assert answer(model, store.get_or_prefill(PREFIX2)) == cold2
         assert store.last["route"] == "partial"
-        assert store.last["matched"] == (STEP if name == "qwen3_next" else 192)
+        assert store.last["matched"] == (STEP if name in HYBRIDS else 192)
         assert answer(model, store.get_or_prefill(PREFIX2)) == cold2
         assert store.last["route"] == "hit"
     # Durable: a new engine on the same directory has the prefix.

@@ -144,6 +144,36 @@ def qwen3_next(
     return _finish(arch.Model(args), seed, scale, dtype)
 
 
+def falcon_h1(
+    seed: int = 0,
+    layers: int = 2,
+    hidden: int = 64,
+    vocab: int = 512,
+    dtype: Any = mx.float32,
+    scale: float = 3.0,
+) -> nn.Module:
+    """A Falcon-H1-style hybrid: every layer runs attention and a Mamba-2 mixer side by
+    side, so its cache is a ``CacheList(ArraysCache, KVCache)`` per layer."""
+    from mlx_lm.models import falcon_h1 as arch
+
+    args = arch.ModelArgs(
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        intermediate_size=hidden * 2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        mamba_d_ssm=64,
+        mamba_n_heads=2,
+        mamba_d_head=32,
+        mamba_d_state=16,
+        mamba_chunk_size=64,
+        vocab_size=vocab,
+    )
+    _seeded(seed)
+    return _finish(arch.Model(args), seed, scale, dtype)
+
+
 def llama_1b_layout(
     seed: int = 0, hidden: int = 128, vocab: int = 1024, dtype: Any = mx.float16
 ) -> nn.Module:
@@ -171,6 +201,7 @@ BUILDERS: Dict[str, Any] = {
     "llama": llama,
     "gemma3": gemma3,
     "qwen3_next": qwen3_next,
+    "falcon_h1": falcon_h1,
     "llama_1b_layout": llama_1b_layout,
 }
 
