@@ -44,7 +44,6 @@ def first_token(model, prompt, cache):
 
 
 def build_model():
-    import mlx.core as mx
     from pion.mlx import random_models
 
     model = random_models.llama_1b_layout(seed=5)

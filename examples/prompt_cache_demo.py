@@ -16,7 +16,6 @@ No weights are downloaded: the model is mlx-lm's Llama built with random weights
 
 import argparse
 import json
-import os
 import socket
 import subprocess
 import sys

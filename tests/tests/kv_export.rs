@@ -56,6 +56,18 @@ fn manifest(tier: &str, layers: &[L]) -> String {
     )
 }
 
+/// `KV.REGISTER ns` with the manifest of `layers` at `tier`.
+fn register(c: &mut Client, ns: &str, tier: &str, layers: &[L]) {
+    ok(
+        c,
+        &[
+            b"KV.REGISTER",
+            ns.as_bytes(),
+            manifest(tier, layers).as_bytes(),
+        ],
+    );
+}
+
 fn ok(c: &mut Client, args: &[&[u8]]) -> RespValue {
     let r = c.cmd(args);
     assert!(!r.is_error(), "{}", r.render());
@@ -271,14 +283,7 @@ fn as_given_exports_are_kv_get_concatenated_in_both_layouts_and_reused() {
     let server = PionProcess::start(dir.path(), &[]);
     let mut c = server.client();
     let layers = [L::Attn(2, 32), L::Attn(1, 64), L::Attn(3, 3)];
-    ok(
-        &mut c,
-        &[
-            b"KV.REGISTER",
-            b"ns/1 \xc3\xa9",
-            manifest("as-given", &layers).as_bytes(),
-        ],
-    );
+    register(&mut c, "ns/1 é", "as-given", &layers);
     let ns = "ns/1 é";
     let tokens: Vec<u32> = (500..500 + 3 * BLOCK as u32 + 5).collect();
     let ids = store(&mut c, ns, &layers, &tokens, |_| true);
@@ -401,14 +406,7 @@ fn quantised_exports_are_the_stored_codes_scales_and_biases() {
     let tokens: Vec<u32> = (1..=2 * BLOCK as u32 + 3).collect();
     let n = tokens.len();
     for (tier, bits) in [("int8", 8usize), ("q4", 4)] {
-        ok(
-            &mut c,
-            &[
-                b"KV.REGISTER",
-                tier.as_bytes(),
-                manifest(tier, &layers).as_bytes(),
-            ],
-        );
+        register(&mut c, tier, tier, &layers);
         let ids = store(&mut c, tier, &layers, &tokens, |_| true);
         let blocks: Vec<(usize, Vec<Option<Vec<u8>>>)> =
             ids.iter().map(|id| get(&mut c, tier, *id, false)).collect();
@@ -467,10 +465,7 @@ fn quantised_exports_are_the_stored_codes_scales_and_biases() {
         }
     }
     // q2 is exported decoded: exactly what KV.GET … DECODE returns.
-    ok(
-        &mut c,
-        &[b"KV.REGISTER", b"q2", manifest("q2", &layers).as_bytes()],
-    );
+    register(&mut c, "q2", "q2", &layers);
     let ids = store(&mut c, "q2", &layers, &tokens, |_| true);
     let (_, path) = export(&mut c, "q2", &tokens, None);
     let file = read_safetensors(&path.expect("path"));
@@ -502,14 +497,7 @@ fn a_hybrid_export_carries_the_last_blocks_state_and_plain_metadata() {
     let server = PionProcess::start(dir.path(), &[]);
     let mut c = server.client();
     let layers = [L::Attn(2, 32), L::State(40)];
-    ok(
-        &mut c,
-        &[
-            b"KV.REGISTER",
-            b"hy",
-            manifest("as-given", &layers).as_bytes(),
-        ],
-    );
+    register(&mut c, "hy", "as-given", &layers);
     // State at blocks 0 and 1, not at block 2: the usable prefix is two blocks.
     let tokens: Vec<u32> = (0..3 * BLOCK as u32).collect();
     let ids = store(&mut c, "hy", &layers, &tokens, |i| i < 2);
@@ -542,14 +530,7 @@ fn export_files_leave_with_their_blocks_and_at_restart_and_are_never_logged() {
     let mut server = PionProcess::start(dir.path(), &["--kv-budget", "25000"]);
     let mut c = server.client();
     let layers = [L::Attn(2, 32)];
-    ok(
-        &mut c,
-        &[
-            b"KV.REGISTER",
-            b"life",
-            manifest("as-given", &layers).as_bytes(),
-        ],
-    );
+    register(&mut c, "life", "as-given", &layers);
     let a: Vec<u32> = (0..2 * BLOCK as u32).collect();
     let ids_a = store(&mut c, "life", &layers, &a, |_| true);
     let (_, pa) = export(&mut c, "life", &a, None);
@@ -585,14 +566,7 @@ fn export_files_leave_with_their_blocks_and_at_restart_and_are_never_logged() {
     assert!(!pl.exists());
     assert_eq!(info(&mut c, "exports"), 0);
     // After a crash, the directory is cleared at start-up.
-    ok(
-        &mut c,
-        &[
-            b"KV.REGISTER",
-            b"life",
-            manifest("as-given", &layers).as_bytes(),
-        ],
-    );
+    register(&mut c, "life", "as-given", &layers);
     store(&mut c, "life", &layers, &a, |_| true);
     let (_, pa) = export(&mut c, "life", &a, None);
     let pa = pa.expect("path");
@@ -624,14 +598,7 @@ fn errors_match_kv_match_and_an_in_memory_server_refuses() {
     let dir = temp_dir("kv-export-errors");
     let server = PionProcess::start(dir.path(), &[]);
     let mut c = server.client();
-    ok(
-        &mut c,
-        &[
-            b"KV.REGISTER",
-            b"e",
-            manifest("as-given", &[L::Attn(1, 32)]).as_bytes(),
-        ],
-    );
+    register(&mut c, "e", "as-given", &[L::Attn(1, 32)]);
     for args in [
         vec![b"nope".as_slice(), b"TOKENS", b"1"],
         vec![b"e", b"\x01\x02\x03"],
@@ -653,14 +620,7 @@ fn errors_match_kv_match_and_an_in_memory_server_refuses() {
     let memory = temp_dir("kv-export-memory");
     let server = PionProcess::start(memory.path(), &["--wal", "off"]);
     let mut c = server.client();
-    ok(
-        &mut c,
-        &[
-            b"KV.REGISTER",
-            b"e",
-            manifest("as-given", &[L::Attn(1, 32)]).as_bytes(),
-        ],
-    );
+    register(&mut c, "e", "as-given", &[L::Attn(1, 32)]);
     assert_eq!(
         error(&mut c, &[b"KV.EXPORT", b"e", b"TOKENS", b"1"]),
         "ERR KV.EXPORT needs a data directory (the engine runs in memory)"

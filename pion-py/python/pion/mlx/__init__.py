@@ -30,7 +30,7 @@ from .._ops import pack_tokens
 from .._pion import PionError
 from ..client import connect
 from . import _build
-from ._layout import Slot, fingerprint, leaf_at, leaves, manifest, namespace_name, probe, set_leaf, tier_bits
+from ._layout import fingerprint, leaf_at, manifest, namespace_name, probe, set_leaf, tier_bits
 
 __all__ = ["PionPromptCache", "mlx_lm_layout"]
 
@@ -287,7 +287,7 @@ class PionPromptCache:
             if not s.per_token:
                 leaf.cache = _build.decode_state(s, np.array(arrays[f"{i}.0"]))
                 continue
-            keys, values = _build.from_export(arrays, self.slots, i, self.bits)
+            keys, values = _build.from_export(arrays, i, self.bits)
             if s.kind == "attention":
                 if self.bits is not None:
                     from mlx_lm.models.cache import QuantizedKVCache

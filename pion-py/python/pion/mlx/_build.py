@@ -17,8 +17,6 @@ import numpy as np
 
 from ._layout import Slot, _np_dtype
 
-_ELEM = {"f16": 2, "bf16": 2, "f32": 4}
-_MX = {"f16": mx.float16, "bf16": mx.bfloat16, "f32": mx.float32}
 _NP_RAW = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}
 
 
@@ -33,12 +31,6 @@ def schedule(n: int, step: int, block_tokens: int, recurrent: bool, start: int =
             cuts.add(last_full)
     cuts.add(n)
     return sorted(c for c in cuts if c > start)
-
-
-def to_mx(a: np.ndarray, dtype: str) -> mx.array:
-    """A numpy array of raw elements as an mlx array of ``dtype``."""
-    out = mx.array(a)
-    return out.view(mx.bfloat16) if dtype == "bf16" else out
 
 
 def to_np(a: mx.array) -> np.ndarray:
@@ -192,7 +184,7 @@ def block_payload(k: np.ndarray, v: np.ndarray, a: int, b: int) -> np.ndarray:
     return out
 
 
-def from_export(arrays: Dict[str, mx.array], slots: Sequence[Slot], i: int, bits: Optional[int]) -> Tuple[Any, Any]:
+def from_export(arrays: Dict[str, mx.array], i: int, bits: Optional[int]) -> Tuple[Any, Any]:
     """Slot ``i``'s K and V from an export file's arrays."""
     if bits is None:
         return arrays[f"{i}.0"], arrays[f"{i}.1"]

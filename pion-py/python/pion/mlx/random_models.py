@@ -50,6 +50,7 @@ def llama(
     vocab: int = 512,
     dtype: Any = mx.float16,
     scale: float = 3.0,
+    mlp_ratio: int = 2,
 ) -> nn.Module:
     """A Llama-style model (every layer full attention: ``KVCache``)."""
     from mlx_lm.models import llama as arch
@@ -58,7 +59,7 @@ def llama(
         model_type="llama",
         hidden_size=hidden,
         num_hidden_layers=layers,
-        intermediate_size=hidden * 2,
+        intermediate_size=hidden * mlp_ratio,
         num_attention_heads=kv_heads * 2,
         num_key_value_heads=kv_heads,
         head_dim=head_dim,
@@ -179,22 +180,7 @@ def llama_1b_layout(
 ) -> nn.Module:
     """Llama-3.2-1B's attention layout (16 layers, 8 KV heads, head_dim 64: 64 MiB of
     f16 K/V at 2,048 tokens) with a narrow hidden size, for the benchmark."""
-    from mlx_lm.models import llama as arch
-
-    args = arch.ModelArgs(
-        model_type="llama",
-        hidden_size=hidden,
-        num_hidden_layers=16,
-        intermediate_size=hidden * 4,
-        num_attention_heads=16,
-        num_key_value_heads=8,
-        head_dim=64,
-        rms_norm_eps=1e-5,
-        vocab_size=vocab,
-        tie_word_embeddings=True,
-    )
-    _seeded(seed)
-    return _finish(arch.Model(args), seed, 3.0, dtype)
+    return llama(seed, layers=16, hidden=hidden, kv_heads=8, head_dim=64, vocab=vocab, dtype=dtype, mlp_ratio=4)
 
 
 BUILDERS: Dict[str, Any] = {
