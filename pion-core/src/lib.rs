@@ -39,6 +39,7 @@ pub(crate) mod strtod;
 mod test_support;
 pub mod typed;
 pub mod value;
+pub mod vector;
 
 pub use engine::{Engine, EngineOptions, Session};
 pub use error::{OpError, OpResult};

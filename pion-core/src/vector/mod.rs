@@ -1,0 +1,311 @@
+//! Vector indexes: the approximate-nearest-neighbour engine behind `FT.*` vector fields
+//! and Redis 8 vector sets.
+//!
+//! A [`VectorIndex`] maps caller-chosen labels (`u64`) to vectors and answers k-nearest
+//! and range queries under one [`Metric`]. It is thread-safe (every method takes
+//! `&self`) so all server threads insert and search at once. The layers above own the
+//! mapping from labels to documents or elements.
+//!
+//! Distances follow RediSearch's conventions, so scores can be reported as they are:
+//! `L2` is the *squared* Euclidean distance, `COSINE` is `1 - cos(a, b)` and `IP` is
+//! `1 - a·b`. Smaller is nearer for all three.
+
+mod flat;
+
+pub use flat::FlatStore;
+
+use std::fmt;
+
+/// How distance between two vectors is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Squared Euclidean distance.
+    L2,
+    /// `1 - cosine similarity`.
+    Cosine,
+    /// `1 - inner product`.
+    Ip,
+}
+
+impl Metric {
+    /// Parses a `DISTANCE_METRIC` argument (case-insensitive).
+    pub fn parse(s: &[u8]) -> Option<Metric> {
+        match s.to_ascii_uppercase().as_slice() {
+            b"L2" => Some(Metric::L2),
+            b"COSINE" => Some(Metric::Cosine),
+            b"IP" => Some(Metric::Ip),
+            _ => None,
+        }
+    }
+
+    /// The name `FT.INFO` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::L2 => "L2",
+            Metric::Cosine => "COSINE",
+            Metric::Ip => "IP",
+        }
+    }
+
+    /// The exact distance between two vectors of the same length, in f32 as
+    /// RediSearch computes it.
+    pub fn distance(self, a: &[f32], b: &[f32]) -> f32 {
+        match self {
+            Metric::L2 => a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum(),
+            Metric::Ip => 1.0 - dot(a, b),
+            Metric::Cosine => {
+                let (na, nb) = (dot(a, a).sqrt(), dot(b, b).sqrt());
+                if na == 0.0 || nb == 0.0 {
+                    1.0
+                } else {
+                    1.0 - dot(a, b) / (na * nb)
+                }
+            }
+        }
+    }
+}
+
+/// The inner product of two equal-length slices.
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Which structure answers queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Exact search over every vector.
+    Flat,
+    /// Hierarchical navigable small-world graph (approximate).
+    Hnsw,
+}
+
+/// How vectors are stored inside the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quantization {
+    /// Full-precision f32.
+    None,
+    /// 8-bit codes with a per-vector scale (the default for HNSW).
+    Int8,
+    /// One bit per dimension (vector sets' `BIN`).
+    Binary,
+}
+
+/// Parameters an index is created with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexParams {
+    /// Dimensions of every vector.
+    pub dim: usize,
+    /// Distance metric.
+    pub metric: Metric,
+    /// Exact or graph.
+    pub algorithm: Algorithm,
+    /// Storage of the vectors.
+    pub quantization: Quantization,
+    /// HNSW: links per node on upper layers (`M`; layer 0 gets `2M`).
+    pub m: usize,
+    /// HNSW: candidate list size while building.
+    pub ef_construction: usize,
+    /// HNSW: default candidate list size while searching.
+    pub ef_runtime: usize,
+    /// HNSW: range queries stop when candidates are farther than `radius * (1 + epsilon)`.
+    pub epsilon: f32,
+    /// Expected number of vectors (storage is reserved up front).
+    pub initial_cap: usize,
+}
+
+impl IndexParams {
+    /// RediSearch's defaults for a field of `dim` dimensions.
+    pub fn new(dim: usize, metric: Metric, algorithm: Algorithm) -> IndexParams {
+        IndexParams {
+            dim,
+            metric,
+            algorithm,
+            quantization: match algorithm {
+                Algorithm::Flat => Quantization::None,
+                Algorithm::Hnsw => Quantization::Int8,
+            },
+            m: 16,
+            ef_construction: 200,
+            ef_runtime: 10,
+            epsilon: 0.01,
+            initial_cap: 0,
+        }
+    }
+}
+
+/// Why a vector was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VectorError {
+    /// The vector's length is not the index's dimension.
+    DimensionMismatch {
+        /// The index's dimension.
+        expected: usize,
+        /// The vector's.
+        got: usize,
+    },
+    /// A component is NaN or infinite.
+    NotFinite,
+}
+
+impl fmt::Display for VectorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VectorError::DimensionMismatch { expected, got } => {
+                write!(f, "vector has {got} dimensions, the index has {expected}")
+            }
+            VectorError::NotFinite => f.write_str("vector has a NaN or infinite component"),
+        }
+    }
+}
+
+impl std::error::Error for VectorError {}
+
+/// One search result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Neighbor {
+    /// The vector's label.
+    pub label: u64,
+    /// Its distance to the query (see [`Metric`]).
+    pub distance: f32,
+}
+
+/// A label filter: only labels for which it returns true are results.
+pub type Filter<'a> = &'a (dyn Fn(u64) -> bool + Sync);
+
+/// Options of one query.
+#[derive(Clone, Copy, Default)]
+pub struct SearchOptions<'a> {
+    /// Candidate list size (HNSW); `None` = the index's `ef_runtime`.
+    pub ef: Option<usize>,
+    /// Only these labels may be returned.
+    pub filter: Option<Filter<'a>>,
+}
+
+/// Counters an index reports for `FT.INFO` / `VINFO` / `INFO`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexStats {
+    /// Vectors in the index.
+    pub vectors: usize,
+    /// Vectors not yet linked into the graph (searched exactly).
+    pub pending: usize,
+    /// Bytes used by codes, links and bookkeeping.
+    pub memory_bytes: usize,
+    /// Highest graph level (HNSW), 0 for flat.
+    pub max_level: usize,
+}
+
+/// A thread-safe vector index.
+pub struct VectorIndex {
+    params: IndexParams,
+    store: FlatStore,
+}
+
+impl VectorIndex {
+    /// An empty index.
+    pub fn new(params: IndexParams) -> VectorIndex {
+        let store = FlatStore::new(params.dim, params.metric);
+        VectorIndex { params, store }
+    }
+
+    /// The parameters it was created with.
+    pub fn params(&self) -> &IndexParams {
+        &self.params
+    }
+
+    /// Inserts a vector, replacing any vector under the same label.
+    pub fn upsert(&self, label: u64, v: &[f32]) -> Result<(), VectorError> {
+        check(&self.params, v)?;
+        self.store.upsert(label, v);
+        Ok(())
+    }
+
+    /// Removes a label; false if it was not there.
+    pub fn remove(&self, label: u64) -> bool {
+        self.store.remove(label)
+    }
+
+    /// Whether a label is present.
+    pub fn contains(&self, label: u64) -> bool {
+        self.store.contains(label)
+    }
+
+    /// Number of vectors.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether the index holds no vector.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stored vector (dequantised when the index keeps codes).
+    pub fn get(&self, label: u64) -> Option<Vec<f32>> {
+        self.store.get(label)
+    }
+
+    /// The `k` nearest labels to `query`, nearest first.
+    pub fn search(&self, query: &[f32], k: usize, opts: &SearchOptions<'_>) -> Vec<Neighbor> {
+        if query.len() != self.params.dim || k == 0 {
+            return Vec::new();
+        }
+        self.store.search(query, k, opts.filter)
+    }
+
+    /// Every label within `radius` of `query`, nearest first.
+    pub fn range(&self, query: &[f32], radius: f32, opts: &SearchOptions<'_>) -> Vec<Neighbor> {
+        if query.len() != self.params.dim {
+            return Vec::new();
+        }
+        self.store.range(query, radius, opts.filter)
+    }
+
+    /// Exact search restricted to the given labels (for very selective filters).
+    pub fn search_among(&self, query: &[f32], k: usize, labels: &[u64]) -> Vec<Neighbor> {
+        self.store.search_among(query, k, labels)
+    }
+
+    /// Links every pending vector into the graph now (`FT.OPTIMIZE`).
+    pub fn optimize(&self) {}
+
+    /// Counters.
+    pub fn stats(&self) -> IndexStats {
+        IndexStats {
+            vectors: self.len(),
+            pending: 0,
+            memory_bytes: self.store.memory_bytes(),
+            max_level: 0,
+        }
+    }
+}
+
+fn check(params: &IndexParams, v: &[f32]) -> Result<(), VectorError> {
+    if v.len() != params.dim {
+        return Err(VectorError::DimensionMismatch {
+            expected: params.dim,
+            got: v.len(),
+        });
+    }
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(VectorError::NotFinite);
+    }
+    Ok(())
+}
+
+/// Keeps the `k` smallest neighbours seen (ties: the smaller label), nearest first.
+pub(crate) fn top_k(mut all: Vec<Neighbor>, k: usize) -> Vec<Neighbor> {
+    let cmp = |a: &Neighbor, b: &Neighbor| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.label.cmp(&b.label))
+    };
+    if all.len() > k {
+        all.select_nth_unstable_by(k, cmp);
+        all.truncate(k);
+    }
+    all.sort_by(cmp);
+    all
+}
+
+#[cfg(test)]
+mod tests;
