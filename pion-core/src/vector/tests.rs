@@ -27,16 +27,16 @@ fn flat_index_is_exact_and_handles_replace_and_remove() {
     let vs = random_vectors(seed, 300, 8);
     let idx = VectorIndex::new(IndexParams::new(8, Metric::L2, Algorithm::Flat));
     for (i, v) in vs.iter().enumerate() {
-        idx.upsert(i as u64, v).unwrap();
+        idx.upsert(i as u64, v).expect("right dimension");
     }
     assert!(idx.remove(3));
     assert!(!idx.remove(3));
-    idx.upsert(5, &vs[0]).unwrap();
+    idx.upsert(5, &vs[0]).expect("right dimension");
     assert_eq!(idx.len(), 299);
     let got = idx.search(&vs[0], 2, &SearchOptions::default());
     let labels: Vec<u64> = got.iter().map(|n| n.label).collect();
     assert_eq!(labels, vec![0, 5]);
-    let even = |l: u64| l % 2 == 0;
+    let even = |l: u64| l.is_multiple_of(2);
     let filtered = idx.search(
         &vs[1],
         10,
