@@ -57,6 +57,13 @@ PY
   rm -rf "$wheels"
 fi
 
+# The search oracle (Redis 8 with RediSearch) for the FT.* and V* differential tests.
+export PION_SEARCH_ORACLE="$PWD/$VENV/search-oracle"
+if [ ! -x "$PION_SEARCH_ORACLE/redis-server" ]; then
+  echo "== fetching the search oracle (Redis 8 + RediSearch, used only as a test oracle)"
+  PYTHON="$VENV/bin/python" bash scripts/search-oracle.sh "$PION_SEARCH_ORACLE"
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 (cd pion-py && cargo fmt -- --check)

@@ -4,6 +4,7 @@
 
 pub mod corpus;
 pub mod crash_model;
+pub mod differential;
 pub mod dump;
 pub mod process;
 pub mod resp;

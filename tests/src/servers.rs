@@ -66,6 +66,35 @@ impl RedisServer {
     /// Starts `redis-server` with extra configuration arguments (`--requirepass x`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
         let bin = std::env::var("PION_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        RedisServer::spawn(&bin, extra)
+    }
+
+    /// Starts the search oracle: Redis 8 (vector sets built in) with the RediSearch and
+    /// RedisJSON modules, assembled by `scripts/search-oracle.sh` into
+    /// `$PION_SEARCH_ORACLE` (default: `.venv/search-oracle` in the workspace).
+    pub fn start_search_oracle() -> RedisServer {
+        let dir = std::env::var_os("PION_SEARCH_ORACLE")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/search-oracle")
+            });
+        let bin = dir.join("redis-server");
+        assert!(
+            bin.exists(),
+            "the search oracle is missing at {}: run scripts/search-oracle.sh {} (scripts/test.sh does)",
+            dir.display(),
+            dir.display()
+        );
+        let search = dir.join("redisearch.so");
+        let json = dir.join("rejson.so");
+        let (search, json) = (search.to_string_lossy(), json.to_string_lossy());
+        RedisServer::spawn(
+            &bin.to_string_lossy(),
+            &["--loadmodule", &search, "--loadmodule", &json],
+        )
+    }
+
+    fn spawn(bin: &str, extra: &[&str]) -> RedisServer {
         for _ in 0..5 {
             let port = free_port();
             let dir = unique_dir("pion-test-redis");
