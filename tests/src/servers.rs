@@ -98,7 +98,7 @@ impl RedisServer {
         for _ in 0..5 {
             let port = free_port();
             let dir = unique_dir("pion-test-redis");
-            let child = Command::new(&bin)
+            let child = Command::new(bin)
                 .args([
                     "--port",
                     &port.to_string(),
