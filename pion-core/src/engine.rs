@@ -136,6 +136,7 @@ pub(crate) struct EngineInner {
     durability: std::sync::OnceLock<Durability>,
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
+    search: std::sync::Arc<crate::index::Indexes>,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -312,6 +313,11 @@ impl Engine {
         &self.inner.prefix
     }
 
+    /// The search indexes (`FT.*`).
+    pub fn search(&self) -> &std::sync::Arc<crate::index::Indexes> {
+        &self.inner.search
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -372,6 +378,7 @@ impl Engine {
             shutdown_waker: parking_lot::Mutex::new(None),
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
+            search: std::sync::Arc::new(crate::index::Indexes::default()),
         });
         let engine = Engine { inner };
         engine.config_changed();

@@ -28,12 +28,14 @@ pub mod engine;
 pub mod error;
 pub mod exec;
 pub mod glob;
+pub mod index;
 pub mod info;
 pub mod keyspace;
 mod long_double;
 pub mod num;
 pub mod prefix;
 pub mod reply;
+pub mod search;
 pub(crate) mod strtod;
 #[cfg(test)]
 mod test_support;

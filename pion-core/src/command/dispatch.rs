@@ -250,7 +250,7 @@ fn run(
         let result = (spec.handler)(&mut ctx, argv);
         if spec.has(super::flags::WRITE) {
             let db = ctx.db();
-            settle_keys(&mut ctx, argv, &keys);
+            settle_keys(&mut ctx, spec, argv, &keys);
             if let (Some(wal), true) = (wal, result.is_ok()) {
                 // Still holding the keys' shards: the log order is the order in which
                 // commands on the same keys ran.
@@ -319,7 +319,7 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
         effect: Effect::AsSent,
     };
     let result = (spec.handler)(&mut ctx, argv);
-    settle_keys(&mut ctx, argv, &keys);
+    settle_keys(&mut ctx, spec, argv, &keys);
     match result {
         Ok(r) => r,
         Err(e) => e.into(),
@@ -328,11 +328,19 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
 
 /// After a write: re-estimates the memory of the command's keys and deletes those
 /// that became empty collections.
-fn settle_keys(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], keys: &[usize]) {
+/// Search indexes follow: each key's document is brought up to date while its shard is
+/// still locked.
+fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) {
     let db = ctx.db();
+    let search = ctx.engine.search();
     for &i in keys {
         // Settling only fails for keys outside the lock, which cannot happen here.
         let _ = ctx.ks.settle(db, &argv[i]);
+        search.key_written(&mut ctx.ks, db, &argv[i]);
+    }
+    // The commands that replace database 0 wholesale: indexes are rebuilt from it.
+    if spec.whole_keyspace && matches!(spec.name, "flushall" | "flushdb" | "swapdb") {
+        search.keyspace_replaced(&mut ctx.ks);
     }
 }
 

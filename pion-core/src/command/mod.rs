@@ -43,6 +43,8 @@ pub enum Group {
     Server,
     /// Prompt-cache (K/V prefix store) commands, `KV.*`.
     PrefixCache,
+    /// Search-index commands, `FT.*` (RediSearch's module group).
+    Search,
 }
 
 impl Group {
@@ -58,6 +60,7 @@ impl Group {
             Group::Connection => "connection",
             Group::Server => "server",
             Group::PrefixCache => "prefix-cache",
+            Group::Search => "module",
         }
     }
 }
@@ -382,7 +385,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 10] {
+fn families() -> [&'static [CommandSpec]; 11] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -395,6 +398,7 @@ fn families() -> [&'static [CommandSpec]; 10] {
         server::COMMANDS,
         persistence::COMMANDS,
         prefix::COMMANDS,
+        search::COMMANDS,
     ]
 }
 

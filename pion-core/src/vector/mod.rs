@@ -268,6 +268,17 @@ impl VectorIndex {
     /// Links every pending vector into the graph now (`FT.OPTIMIZE`).
     pub fn optimize(&self) {}
 
+    /// Links at most `max` pending vectors into the graph; returns how many.
+    pub fn build_pending(&self, max: usize) -> usize {
+        let _ = max;
+        0
+    }
+
+    /// Vectors not yet linked into the graph.
+    pub fn pending(&self) -> usize {
+        0
+    }
+
     /// Counters.
     pub fn stats(&self) -> IndexStats {
         IndexStats {

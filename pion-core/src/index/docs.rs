@@ -1,0 +1,399 @@
+//! The documents of one search index: which hashes are in it, under which document
+//! ids, and the per-field structures queries read (tag and term postings, numbers,
+//! sortable values, vectors).
+//!
+//! A document id is assigned each time a hash is (re)indexed, as RediSearch does, so
+//! ids grow in indexing order; sets of documents are bitsets over ids.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::schema::{FieldKind, FieldSpec, IndexDef};
+use super::text;
+use crate::value::HashValue;
+use crate::vector::VectorIndex;
+
+/// A set of document ids (a bitset over ids).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocSet {
+    words: Vec<u64>,
+}
+
+impl DocSet {
+    /// An empty set.
+    pub fn new() -> DocSet {
+        DocSet::default()
+    }
+
+    /// Adds an id.
+    pub fn insert(&mut self, id: u64) {
+        let w = (id / 64) as usize;
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        self.words[w] |= 1 << (id % 64);
+    }
+
+    /// Removes an id.
+    pub fn remove(&mut self, id: u64) {
+        if let Some(w) = self.words.get_mut((id / 64) as usize) {
+            *w &= !(1 << (id % 64));
+        }
+    }
+
+    /// Whether the id is in the set.
+    pub fn contains(&self, id: u64) -> bool {
+        self.words
+            .get((id / 64) as usize)
+            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+
+    /// Number of ids.
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|w| *w == 0)
+    }
+
+    /// Keeps only ids also in `other`.
+    pub fn and(&mut self, other: &DocSet) {
+        self.words.truncate(other.words.len());
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a &= b;
+        }
+    }
+
+    /// Adds every id of `other`.
+    pub fn or(&mut self, other: &DocSet) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a |= b;
+        }
+    }
+
+    /// Removes every id of `other`.
+    pub fn and_not(&mut self, other: &DocSet) {
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a &= !b;
+        }
+    }
+
+    /// The ids, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let bit = w.trailing_zeros() as u64;
+                w &= w - 1;
+                Some(i as u64 * 64 + bit)
+            })
+        })
+    }
+}
+
+/// One field's searchable structure.
+pub enum FieldIndex {
+    /// Text: term → documents, and each document's tokens in order (for phrases).
+    Text {
+        /// Postings.
+        terms: BTreeMap<Vec<u8>, DocSet>,
+        /// Tokens of each document, in order.
+        tokens: HashMap<u64, Vec<Vec<u8>>>,
+    },
+    /// Tags: tag → documents.
+    Tag {
+        /// Postings.
+        tags: BTreeMap<Vec<u8>, DocSet>,
+        /// Tags of each document.
+        of_doc: HashMap<u64, Vec<Vec<u8>>>,
+    },
+    /// Numbers of each document.
+    Numeric(HashMap<u64, f64>),
+    /// Vectors, labelled by document id.
+    Vector(VectorIndex),
+    /// `NOINDEX`: nothing searchable.
+    None,
+}
+
+impl FieldIndex {
+    /// An empty structure for a field.
+    pub fn for_field(f: &FieldSpec) -> FieldIndex {
+        if f.noindex {
+            return FieldIndex::None;
+        }
+        match &f.kind {
+            FieldKind::Text { .. } => FieldIndex::Text {
+                terms: BTreeMap::new(),
+                tokens: HashMap::new(),
+            },
+            FieldKind::Tag { .. } => FieldIndex::Tag {
+                tags: BTreeMap::new(),
+                of_doc: HashMap::new(),
+            },
+            FieldKind::Numeric => FieldIndex::Numeric(HashMap::new()),
+            FieldKind::Vector(v) => FieldIndex::Vector(VectorIndex::new(v.params.clone())),
+        }
+    }
+}
+
+/// A value a field contributes to a document, parsed and checked.
+enum Parsed {
+    Text(Vec<Vec<u8>>),
+    Tag(Vec<Vec<u8>>),
+    Numeric(f64),
+    Vector(Vec<f32>),
+}
+
+/// Why a hash could not be indexed (counted in `FT.INFO`'s indexing failures).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexingFailure {
+    /// RediSearch's description.
+    pub text: String,
+}
+
+/// The documents of an index.
+#[derive(Default)]
+pub struct Docs {
+    next_id: u64,
+    by_key: HashMap<Vec<u8>, u64>,
+    keys: HashMap<u64, Vec<u8>>,
+    live: DocSet,
+    /// Sortable/returnable values by document: one slot per schema field.
+    values: HashMap<u64, Vec<Option<Vec<u8>>>>,
+    /// One structure per schema field.
+    pub fields: Vec<FieldIndex>,
+    /// Hashes that could not be indexed.
+    pub failures: u64,
+    /// The last failure and its key.
+    pub last_failure: Option<(String, Vec<u8>)>,
+    /// Terms ever added to text postings (for `FT.INFO num_terms`).
+    pub records: u64,
+}
+
+impl Docs {
+    /// An empty document set for a schema.
+    pub fn new(def: &IndexDef) -> Docs {
+        Docs {
+            fields: def.fields.iter().map(FieldIndex::for_field).collect(),
+            ..Docs::default()
+        }
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// Whether there is no document.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// The highest id assigned so far.
+    pub fn max_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Every live document.
+    pub fn all(&self) -> &DocSet {
+        &self.live
+    }
+
+    /// A document's key.
+    pub fn key(&self, id: u64) -> Option<&[u8]> {
+        self.keys.get(&id).map(Vec::as_slice)
+    }
+
+    /// A key's document id.
+    pub fn id_of(&self, key: &[u8]) -> Option<u64> {
+        self.by_key.get(key).copied()
+    }
+
+    /// A document's value of schema field `field` (as stored in the hash).
+    pub fn value(&self, id: u64, field: usize) -> Option<&[u8]> {
+        self.values.get(&id)?.get(field)?.as_deref()
+    }
+
+    /// Adds a field to every document's structures (`FT.ALTER … SCHEMA ADD`); existing
+    /// documents gain it when next indexed.
+    pub fn add_field(&mut self, f: &FieldSpec) {
+        self.fields.push(FieldIndex::for_field(f));
+        for v in self.values.values_mut() {
+            v.push(None);
+        }
+    }
+
+    /// Indexes (or re-indexes) a hash under `key`. A hash with a value that cannot be
+    /// indexed is left out entirely and counted as a failure, as RediSearch does.
+    pub fn index(&mut self, def: &IndexDef, key: &[u8], hash: &HashValue) {
+        self.remove(key);
+        let parsed = match parse_fields(def, hash) {
+            Ok(p) => p,
+            Err(f) => {
+                self.failures += 1;
+                self.last_failure = Some((f.text, key.to_vec()));
+                return;
+            }
+        };
+        let id = self.next_id + 1;
+        // Vectors first: a refused vector leaves nothing half-indexed.
+        for (i, p) in parsed.iter().enumerate() {
+            if let (Some(Parsed::Vector(v)), FieldIndex::Vector(index)) = (p, &self.fields[i]) {
+                if let Err(e) = index.upsert(id, v) {
+                    for field in &self.fields {
+                        if let FieldIndex::Vector(index) = field {
+                            index.remove(id);
+                        }
+                    }
+                    self.failures += 1;
+                    self.last_failure = Some((e.to_string(), key.to_vec()));
+                    return;
+                }
+            }
+        }
+        self.next_id = id;
+        self.by_key.insert(key.to_vec(), id);
+        self.keys.insert(id, key.to_vec());
+        self.live.insert(id);
+        let values = def
+            .fields
+            .iter()
+            .map(|f| hash.get(&f.path).map(<[u8]>::to_vec))
+            .collect();
+        self.values.insert(id, values);
+        for (i, p) in parsed.into_iter().enumerate() {
+            match (p, &mut self.fields[i]) {
+                (Some(Parsed::Text(toks)), FieldIndex::Text { terms, tokens }) => {
+                    for t in &toks {
+                        terms.entry(t.clone()).or_default().insert(id);
+                        self.records += 1;
+                    }
+                    tokens.insert(id, toks);
+                }
+                (Some(Parsed::Tag(vals)), FieldIndex::Tag { tags, of_doc }) => {
+                    for t in &vals {
+                        tags.entry(t.clone()).or_default().insert(id);
+                    }
+                    of_doc.insert(id, vals);
+                }
+                (Some(Parsed::Numeric(n)), FieldIndex::Numeric(map)) => {
+                    map.insert(id, n);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Removes the document of `key`, if any; returns whether there was one.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        let Some(id) = self.by_key.remove(key) else {
+            return false;
+        };
+        self.keys.remove(&id);
+        self.values.remove(&id);
+        self.live.remove(id);
+        for field in &mut self.fields {
+            match field {
+                FieldIndex::Text { terms, tokens } => {
+                    for t in tokens.remove(&id).unwrap_or_default() {
+                        if let Some(set) = terms.get_mut(&t) {
+                            set.remove(id);
+                            if set.is_empty() {
+                                terms.remove(&t);
+                            }
+                        }
+                    }
+                }
+                FieldIndex::Tag { tags, of_doc } => {
+                    for t in of_doc.remove(&id).unwrap_or_default() {
+                        if let Some(set) = tags.get_mut(&t) {
+                            set.remove(id);
+                            if set.is_empty() {
+                                tags.remove(&t);
+                            }
+                        }
+                    }
+                }
+                FieldIndex::Numeric(map) => {
+                    map.remove(&id);
+                }
+                FieldIndex::Vector(index) => {
+                    index.remove(id);
+                }
+                FieldIndex::None => {}
+            }
+        }
+        true
+    }
+
+    /// Removes every document (after `FLUSHALL`), keeping the schema.
+    pub fn clear(&mut self, def: &IndexDef) {
+        let next_id = self.next_id;
+        *self = Docs::new(def);
+        self.next_id = next_id;
+    }
+
+    /// Distinct text terms.
+    pub fn term_count(&self) -> usize {
+        let mut seen: HashSet<&[u8]> = HashSet::new();
+        for f in &self.fields {
+            if let FieldIndex::Text { terms, .. } = f {
+                seen.extend(terms.keys().map(Vec::as_slice));
+            }
+        }
+        seen.len()
+    }
+}
+
+fn parse_fields(def: &IndexDef, hash: &HashValue) -> Result<Vec<Option<Parsed>>, IndexingFailure> {
+    def.fields
+        .iter()
+        .map(|f| {
+            let Some(raw) = hash.get(&f.path) else {
+                return Ok(None);
+            };
+            if f.noindex {
+                return Ok(None);
+            }
+            Ok(Some(match &f.kind {
+                FieldKind::Text { .. } => {
+                    Parsed::Text(text::tokenize(raw, def.stopwords.as_deref()))
+                }
+                FieldKind::Tag {
+                    separator,
+                    case_sensitive,
+                } => Parsed::Tag(text::tag_values(raw, *separator, *case_sensitive)),
+                FieldKind::Numeric => Parsed::Numeric(
+                    std::str::from_utf8(raw)
+                        .ok()
+                        .and_then(|s| crate::num::parse_f64(s.trim().as_bytes()))
+                        .filter(|n| !n.is_nan())
+                        .ok_or_else(|| IndexingFailure {
+                            text: format!(
+                                "Invalid numeric value: '{}'",
+                                String::from_utf8_lossy(raw)
+                            ),
+                        })?,
+                ),
+                FieldKind::Vector(v) => {
+                    Parsed::Vector(v.ty.decode(raw, v.params.dim).ok_or_else(|| {
+                        IndexingFailure {
+                            text: format!(
+                                "Could not add vector with blob size {} (expected size {})",
+                                raw.len(),
+                                v.params.dim * v.ty.width()
+                            ),
+                        }
+                    })?)
+                }
+            }))
+        })
+        .collect()
+}

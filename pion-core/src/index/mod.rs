@@ -1,0 +1,290 @@
+//! Secondary indexes over hashes: what `FT.CREATE` builds and `FT.SEARCH` reads.
+//!
+//! The registry ([`Indexes`]) holds every index of the engine. The command dispatcher
+//! calls [`Indexes::key_written`] after each write command, for each of its keys,
+//! while the key's shard is still locked; the initial scan of an index indexes each
+//! hash under its shard's lock too. So an index always reflects the order in which
+//! writes happened, whichever thread ran them. Indexes cover database 0 only, as in
+//! RediSearch.
+//!
+//! Lock order: shard locks, then an index's document lock. Queries take an index's
+//! document lock, release it, and only then lock shards to load the results.
+
+pub mod docs;
+pub mod eval;
+pub mod schema;
+mod text;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::keyspace::{Keyspace, Locked};
+use crate::value::Value;
+pub use docs::{DocSet, Docs, FieldIndex};
+pub use schema::{FieldKind, FieldSpec, IndexDef};
+
+/// One search index: its definition, its documents and its counters.
+pub struct SearchIndex {
+    /// The definition (`FT.ALTER` adds fields).
+    pub def: RwLock<IndexDef>,
+    /// The documents and per-field structures.
+    pub docs: RwLock<Docs>,
+    /// The initial scan is running.
+    pub scanning: AtomicBool,
+    /// Keys visited by the initial scan so far, and the keyspace size when it began.
+    pub scanned: AtomicU64,
+    /// Keys in database 0 when the scan began.
+    pub scan_total: AtomicU64,
+    /// Queries run against the index.
+    pub uses: AtomicU64,
+    /// Queries by dialect (1 to 4).
+    pub dialects: [AtomicU64; 4],
+    /// When a document was last added (for the background graph build).
+    last_insert: Mutex<Option<Instant>>,
+    /// Seconds spent indexing, in microseconds.
+    pub indexing_us: AtomicU64,
+}
+
+impl SearchIndex {
+    fn new(def: IndexDef) -> SearchIndex {
+        SearchIndex {
+            docs: RwLock::new(Docs::new(&def)),
+            def: RwLock::new(def),
+            scanning: AtomicBool::new(false),
+            scanned: AtomicU64::new(0),
+            scan_total: AtomicU64::new(0),
+            uses: AtomicU64::new(0),
+            dialects: Default::default(),
+            last_insert: Mutex::new(None),
+            indexing_us: AtomicU64::new(0),
+        }
+    }
+
+    /// Brings one key's document up to date with its current value (`None`: gone).
+    pub fn sync(&self, key: &[u8], value: Option<&Value>) {
+        let def = self.def.read();
+        if !def.covers(key) {
+            return;
+        }
+        let started = Instant::now();
+        let mut docs = self.docs.write();
+        match value {
+            Some(Value::Hash(h)) => {
+                docs.index(&def, key, h);
+                *self.last_insert.lock() = Some(started);
+            }
+            _ => {
+                docs.remove(key);
+            }
+        }
+        self.indexing_us
+            .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Links vectors waiting outside the graph: at most `budget` per vector field.
+    /// Returns how many were linked.
+    pub fn build_step(&self, budget: usize) -> usize {
+        let docs = self.docs.read();
+        docs.fields
+            .iter()
+            .map(|f| match f {
+                FieldIndex::Vector(v) => v.build_pending(budget),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Links every waiting vector now, with all cores (`FT.OPTIMIZE`).
+    pub fn optimize(&self) {
+        let docs = self.docs.read();
+        for f in &docs.fields {
+            if let FieldIndex::Vector(v) = f {
+                v.optimize();
+            }
+        }
+    }
+
+    /// Vectors waiting to be linked into a graph, over all vector fields.
+    pub fn pending(&self) -> usize {
+        let docs = self.docs.read();
+        docs.fields
+            .iter()
+            .map(|f| match f {
+                FieldIndex::Vector(v) => v.pending(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// The fraction of the initial scan done (1 when finished).
+    pub fn percent_indexed(&self) -> f64 {
+        if !self.scanning.load(Ordering::Relaxed) {
+            return 1.0;
+        }
+        let total = self.scan_total.load(Ordering::Relaxed).max(1);
+        (self.scanned.load(Ordering::Relaxed) as f64 / total as f64).min(1.0)
+    }
+}
+
+/// Why an index operation failed, with RediSearch's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexError(pub &'static str);
+
+/// Every index of the engine.
+#[derive(Default)]
+pub struct Indexes {
+    map: RwLock<BTreeMap<Vec<u8>, Arc<SearchIndex>>>,
+    /// Whether any index exists (the write path's fast check).
+    any: AtomicBool,
+    builder_started: AtomicBool,
+}
+
+/// How long inserts must pause before the background builder links vectors.
+const BUILD_PAUSE: Duration = Duration::from_millis(50);
+
+/// Vectors waiting at which the builder links even while inserts go on.
+const BUILD_BACKLOG: usize = 4096;
+
+impl Indexes {
+    /// Whether any index exists.
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// The index of that name.
+    pub fn get(&self, name: &[u8]) -> Option<Arc<SearchIndex>> {
+        self.map.read().get(name).cloned()
+    }
+
+    /// Every index name, sorted.
+    pub fn names(&self) -> Vec<Vec<u8>> {
+        self.map.read().keys().cloned().collect()
+    }
+
+    /// Every index.
+    pub fn all(&self) -> Vec<Arc<SearchIndex>> {
+        self.map.read().values().cloned().collect()
+    }
+
+    /// Creates an index; the caller then runs [`Indexes::scan`] unless the definition
+    /// skips it.
+    pub fn create(&self, def: IndexDef) -> Result<Arc<SearchIndex>, IndexError> {
+        let mut map = self.map.write();
+        if map.contains_key(&def.name) {
+            return Err(IndexError("Index already exists"));
+        }
+        let index = Arc::new(SearchIndex::new(def));
+        map.insert(index.def.read().name.clone(), index.clone());
+        self.any.store(true, Ordering::Release);
+        Ok(index)
+    }
+
+    /// Removes an index; returns it, or `None` if there was none.
+    pub fn drop_index(&self, name: &[u8]) -> Option<Arc<SearchIndex>> {
+        let mut map = self.map.write();
+        let index = map.remove(name);
+        self.any.store(!map.is_empty(), Ordering::Release);
+        index
+    }
+
+    /// Removes every index.
+    pub fn clear(&self) {
+        self.map.write().clear();
+        self.any.store(false, Ordering::Release);
+    }
+
+    /// Called after a write command for each of its keys, with the key's shard still
+    /// locked: re-indexes or removes the key's document in every index covering it.
+    pub fn key_written(&self, ks: &mut Locked<'_>, db: usize, key: &[u8]) {
+        if db != 0 || !self.any() {
+            return;
+        }
+        let indexes = self.all();
+        let value = ks.peek(0, key).ok().flatten().map(|e| &e.value);
+        for index in indexes {
+            index.sync(key, value);
+        }
+    }
+
+    /// After a command that rewrote the whole keyspace (`FLUSHALL`, `SWAPDB`): every
+    /// index is rebuilt from database 0 as it now is. Called holding every shard.
+    pub fn keyspace_replaced(&self, ks: &mut Locked<'_>) {
+        if !self.any() {
+            return;
+        }
+        let keys = ks.keys(0).unwrap_or_default();
+        for index in self.all() {
+            {
+                let def = index.def.read();
+                index.docs.write().clear(&def);
+            }
+            for key in &keys {
+                let value = ks.peek(0, key).ok().flatten().map(|e| &e.value);
+                index.sync(key, value);
+            }
+        }
+    }
+
+    /// The initial scan of a new index: visits every key of database 0, indexing each
+    /// hash under its shard's lock (so a concurrent write to it is ordered with the
+    /// scan). Progress is visible in `FT.INFO` (`indexing`, `percent_indexed`).
+    pub fn scan(&self, ks: &Keyspace, index: &SearchIndex, now_ms: i64) {
+        index.scanning.store(true, Ordering::Relaxed);
+        index.scanned.store(0, Ordering::Relaxed);
+        index
+            .scan_total
+            .store(ks.db_size(0) as u64, Ordering::Relaxed);
+        let mut cursor = 0;
+        loop {
+            cursor = ks.scan(0, cursor, 256, now_ms, |key, entry| {
+                index.scanned.fetch_add(1, Ordering::Relaxed);
+                if matches!(entry.value, Value::Hash(_)) {
+                    index.sync(key, Some(&entry.value));
+                }
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+        index.scanning.store(false, Ordering::Relaxed);
+    }
+
+    /// Starts the background builder once: it links waiting vectors into their graphs
+    /// when inserts pause (or the backlog grows), so a stock client that never sends
+    /// `FT.OPTIMIZE` still gets graph-speed queries.
+    pub fn start_builder(self: &Arc<Self>) {
+        if self.builder_started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("pion-vector-build".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(10));
+                let Some(indexes) = weak.upgrade() else {
+                    return;
+                };
+                for index in indexes.all() {
+                    let pending = index.pending();
+                    if pending == 0 {
+                        continue;
+                    }
+                    let paused = index
+                        .last_insert
+                        .lock()
+                        .is_none_or(|t| t.elapsed() >= BUILD_PAUSE);
+                    if paused || pending >= BUILD_BACKLOG {
+                        index.build_step(256);
+                    }
+                }
+            });
+        if spawned.is_err() {
+            // Without a builder thread, queries stay exact over the waiting vectors.
+            self.builder_started.store(false, Ordering::Release);
+        }
+    }
+}
