@@ -99,6 +99,17 @@ impl FlatStore {
         out
     }
 
+    /// A copy of every label and vector, in storage order.
+    pub fn entries(&self) -> Vec<(u64, Vec<f32>)> {
+        let inner = self.inner.read();
+        inner
+            .labels
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (l, inner.data[i * self.dim..(i + 1) * self.dim].to_vec()))
+            .collect()
+    }
+
     /// The `k` nearest accepted labels.
     pub fn search(&self, query: &[f32], k: usize, filter: Option<Filter<'_>>) -> Vec<Neighbor> {
         let inner = self.inner.read();

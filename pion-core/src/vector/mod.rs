@@ -11,6 +11,10 @@
 //! `1 - a·b`. Smaller is nearer for all three.
 
 mod flat;
+mod graph;
+mod hnsw;
+mod persist;
+pub mod quant;
 
 pub use flat::FlatStore;
 
@@ -195,16 +199,34 @@ pub struct IndexStats {
 }
 
 /// A thread-safe vector index.
+///
+/// `FLAT` indexes are exact. `HNSW` indexes keep a graph (see the `graph` module docs)
+/// plus an exact *pending tail*: [`VectorIndex::upsert`] only appends to the tail, which
+/// every query scans exactly, so a write is searchable at once; the tail is linked into
+/// the graph by [`VectorIndex::build_pending`] (callable from many threads at once),
+/// [`VectorIndex::optimize`] (all of it, in parallel), or at write time with
+/// [`VectorIndex::upsert_linked`].
+///
+/// With `Quantization::Int8` the graph holds int8 codes only (no f32 copy), so distances
+/// of graph nodes are estimates (see [`VectorIndex::search`]); the tail is exact.
 pub struct VectorIndex {
     params: IndexParams,
-    store: FlatStore,
+    inner: Inner,
+}
+
+enum Inner {
+    Flat(FlatStore),
+    Hnsw(Box<hnsw::Hnsw>),
 }
 
 impl VectorIndex {
     /// An empty index.
     pub fn new(params: IndexParams) -> VectorIndex {
-        let store = FlatStore::new(params.dim, params.metric);
-        VectorIndex { params, store }
+        let inner = match params.algorithm {
+            Algorithm::Flat => Inner::Flat(FlatStore::new(params.dim, params.metric)),
+            Algorithm::Hnsw => Inner::Hnsw(Box::new(hnsw::Hnsw::new(params.clone()))),
+        };
+        VectorIndex { params, inner }
     }
 
     /// The parameters it was created with.
@@ -212,26 +234,53 @@ impl VectorIndex {
         &self.params
     }
 
-    /// Inserts a vector, replacing any vector under the same label.
+    /// Inserts a vector, replacing any vector under the same label. For HNSW it only
+    /// appends to the pending tail (searched exactly) and returns at once.
     pub fn upsert(&self, label: u64, v: &[f32]) -> Result<(), VectorError> {
         check(&self.params, v)?;
-        self.store.upsert(label, v);
+        match &self.inner {
+            Inner::Flat(f) => f.upsert(label, v),
+            Inner::Hnsw(h) => h.upsert(label, v),
+        }
         Ok(())
     }
 
-    /// Removes a label; false if it was not there.
+    /// Like [`VectorIndex::upsert`], but links the vector into the graph before
+    /// returning (HNSW; many threads may call it at once). Same as `upsert` for FLAT.
+    pub fn upsert_linked(&self, label: u64, v: &[f32]) -> Result<(), VectorError> {
+        check(&self.params, v)?;
+        match &self.inner {
+            Inner::Flat(f) => f.upsert(label, v),
+            Inner::Hnsw(h) => h.upsert_linked(label, v),
+        }
+        Ok(())
+    }
+
+    /// Removes a label; false if it was not there. For HNSW the node is marked dead at
+    /// once (never returned again); once dead nodes reach 1/8 of the live ones (and at
+    /// least 64), or on [`VectorIndex::optimize`], their in-neighbours are reconnected
+    /// with the selection heuristic and the slots are reused.
     pub fn remove(&self, label: u64) -> bool {
-        self.store.remove(label)
+        match &self.inner {
+            Inner::Flat(f) => f.remove(label),
+            Inner::Hnsw(h) => h.remove(label),
+        }
     }
 
     /// Whether a label is present.
     pub fn contains(&self, label: u64) -> bool {
-        self.store.contains(label)
+        match &self.inner {
+            Inner::Flat(f) => f.contains(label),
+            Inner::Hnsw(h) => h.contains(label),
+        }
     }
 
     /// Number of vectors.
     pub fn len(&self) -> usize {
-        self.store.len()
+        match &self.inner {
+            Inner::Flat(f) => f.len(),
+            Inner::Hnsw(h) => h.len(),
+        }
     }
 
     /// Whether the index holds no vector.
@@ -239,34 +288,117 @@ impl VectorIndex {
         self.len() == 0
     }
 
-    /// The stored vector (dequantised when the index keeps codes).
+    /// The stored vector (dequantised when the index keeps codes: Int8 returns
+    /// `scale·code` per component, Binary returns ±1 per component).
     pub fn get(&self, label: u64) -> Option<Vec<f32>> {
-        self.store.get(label)
+        match &self.inner {
+            Inner::Flat(f) => f.get(label),
+            Inner::Hnsw(h) => h.get(label),
+        }
     }
 
     /// The `k` nearest labels to `query`, nearest first.
+    ///
+    /// For HNSW the graph is searched with `opts.ef` (default `ef_runtime`, at least `k`)
+    /// and merged with an exact scan of the pending tail. Distances follow the metric's
+    /// convention; for graph nodes of an Int8 index they are int8 estimates (error of
+    /// the order of `dim·scale²`), for Binary `2·hamming/dim` (COSINE, IP) or
+    /// `4·hamming` (L2). Callers that hold the f32 vectors re-rank with
+    /// [`VectorIndex::search_candidates`].
     pub fn search(&self, query: &[f32], k: usize, opts: &SearchOptions<'_>) -> Vec<Neighbor> {
         if query.len() != self.params.dim || k == 0 {
             return Vec::new();
         }
-        self.store.search(query, k, opts.filter)
+        match &self.inner {
+            Inner::Flat(f) => f.search(query, k, opts.filter),
+            Inner::Hnsw(h) => h.search(
+                query,
+                k,
+                opts.ef.unwrap_or(self.params.ef_runtime),
+                opts.filter,
+            ),
+        }
     }
 
-    /// Every label within `radius` of `query`, nearest first.
+    /// `n` candidates (nearest first, approximate distances for Int8) for a caller that
+    /// re-ranks them exactly with its own f32 vectors; ask for `n` a few times `k`.
+    pub fn search_candidates(
+        &self,
+        query: &[f32],
+        n: usize,
+        opts: &SearchOptions<'_>,
+    ) -> Vec<Neighbor> {
+        let ef = opts.ef.unwrap_or(self.params.ef_runtime).max(n);
+        self.search(
+            query,
+            n,
+            &SearchOptions {
+                ef: Some(ef),
+                filter: opts.filter,
+            },
+        )
+    }
+
+    /// Every label within `radius` of `query`, nearest first. HNSW descends greedily to
+    /// layer 0 and expands while candidates are within `radius·(1 + epsilon)` (RediSearch's
+    /// method), plus the exact tail.
     pub fn range(&self, query: &[f32], radius: f32, opts: &SearchOptions<'_>) -> Vec<Neighbor> {
         if query.len() != self.params.dim {
             return Vec::new();
         }
-        self.store.range(query, radius, opts.filter)
+        match &self.inner {
+            Inner::Flat(f) => f.range(query, radius, opts.filter),
+            Inner::Hnsw(h) => h.range(query, radius, opts.filter),
+        }
     }
 
-    /// Exact search restricted to the given labels (for very selective filters).
+    /// Exact search restricted to the given labels (for very selective filters). For
+    /// graph nodes of Int8/Binary indexes the distances are the code estimates.
     pub fn search_among(&self, query: &[f32], k: usize, labels: &[u64]) -> Vec<Neighbor> {
-        self.store.search_among(query, k, labels)
+        if query.len() != self.params.dim || k == 0 {
+            return Vec::new();
+        }
+        match &self.inner {
+            Inner::Flat(f) => f.search_among(query, k, labels),
+            Inner::Hnsw(h) => h.search_among(query, k, labels),
+        }
     }
 
-    /// Links every pending vector into the graph now (`FT.OPTIMIZE`).
-    pub fn optimize(&self) {}
+    /// Links up to `max` pending vectors into the graph; returns how many. Several
+    /// threads may call it at once: each links its own vectors, with per-node locks.
+    /// Always 0 for FLAT.
+    pub fn build_pending(&self, max: usize) -> usize {
+        match &self.inner {
+            Inner::Flat(_) => 0,
+            Inner::Hnsw(h) => h.build_pending(max),
+        }
+    }
+
+    /// Vectors not yet linked into the graph (0 for FLAT).
+    pub fn pending(&self) -> usize {
+        match &self.inner {
+            Inner::Flat(_) => 0,
+            Inner::Hnsw(h) => h.pending(),
+        }
+    }
+
+    /// Links every pending vector into the graph now (`FT.OPTIMIZE`), with
+    /// `available_parallelism()` threads, after repairing around removed nodes.
+    pub fn optimize(&self) {
+        if let Inner::Hnsw(h) = &self.inner {
+            h.optimize();
+        }
+    }
+
+    /// A node's neighbours, one list per layer, layer 0 first (`VLINKS` reverses it to
+    /// print the top layer first). A pending (not yet linked) label has one empty layer;
+    /// `None` if absent; FLAT gives one empty layer for a present label.
+    pub fn neighbors(&self, label: u64) -> Option<Vec<Vec<u64>>> {
+        match &self.inner {
+            Inner::Flat(f) => f.contains(label).then(|| vec![Vec::new()]),
+            Inner::Hnsw(h) => h.neighbors(label),
+        }
+    }
 
     /// Links at most `max` pending vectors into the graph; returns how many.
     pub fn build_pending(&self, max: usize) -> usize {
@@ -281,12 +413,32 @@ impl VectorIndex {
 
     /// Counters.
     pub fn stats(&self) -> IndexStats {
-        IndexStats {
-            vectors: self.len(),
-            pending: 0,
-            memory_bytes: self.store.memory_bytes(),
-            max_level: 0,
+        match &self.inner {
+            Inner::Flat(f) => IndexStats {
+                vectors: f.len(),
+                pending: 0,
+                memory_bytes: f.memory_bytes(),
+                max_level: 0,
+            },
+            Inner::Hnsw(h) => IndexStats {
+                vectors: h.len(),
+                pending: h.pending(),
+                memory_bytes: h.memory_bytes(),
+                max_level: h.max_level(),
+            },
         }
+    }
+
+    /// Appends the whole index (parameters, graph, codes, pending tail) to `out` in a
+    /// versioned format ending with a CRC32C; see [`VectorIndex::read_from`].
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        persist::write(self, out);
+    }
+
+    /// Loads an index written by [`VectorIndex::write_to`] without rebuilding the graph.
+    /// Truncated, corrupt or unknown-version input is an error, never a panic.
+    pub fn read_from(bytes: &[u8]) -> Result<VectorIndex, String> {
+        persist::read(bytes)
     }
 }
 
@@ -320,3 +472,5 @@ pub(crate) fn top_k(mut all: Vec<Neighbor>, k: usize) -> Vec<Neighbor> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_hnsw;

@@ -1,0 +1,883 @@
+//! The HNSW graph (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor
+//! search using Hierarchical Navigable Small World graphs", 2016/2018).
+//!
+//! Notation of the paper:
+//! * `M`: links a node keeps on layers ≥ 1; `M_max0 = 2M` on layer 0.
+//! * `ef_construction`: size of the dynamic candidate list while inserting.
+//! * `mL = 1/ln(M)`: a node's top layer is `⌊-ln(U(0,1))·mL⌋`, so each layer holds about
+//!   `1/M` of the nodes of the layer below.
+//! * Insertion greedily descends from the entry point (a node on the top layer) to the
+//!   node's top layer, then on each layer from there down to 0 runs `SEARCH-LAYER` with
+//!   `ef_construction` candidates and keeps `M` of them chosen by the neighbour-selection
+//!   heuristic (algorithm 4): a candidate is kept only if it is nearer to the new node
+//!   than to every neighbour kept so far, which spreads links over directions and keeps
+//!   clustered data connected. Each chosen neighbour links back; a neighbour whose list
+//!   is full re-runs the heuristic over its list plus the new node.
+//!
+//! Layout (like hnswlib): slots are dense `u32` ids; layer-0 lists live in one contiguous
+//! array of `1 + M_max0` words per slot (count, then ids), upper lists in one arena of
+//! `1 + M` words per (slot, layer). Links are atomics: readers take no lock (a torn read
+//! only yields an older but valid list) and a writer takes the node's own mutex, so many
+//! threads insert at once. Adding slots or freeing them needs `&mut Graph` (the owner's
+//! write lock), which is brief.
+//!
+//! Deletion marks a slot dead (it is still traversed, never returned). `repair` then
+//! reconnects every node that linked to a dead slot, re-running the heuristic over its
+//! live links plus the dead slots' live links, replaces a dead entry point, and frees
+//! the slots for reuse.
+
+use std::cell::RefCell;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+
+use ahash::AHashMap;
+use parking_lot::Mutex;
+
+use super::quant;
+use super::{Metric, Quantization};
+
+/// Slot flag: removed or replaced (traversed, never returned).
+pub(crate) const DEAD: u8 = 1;
+/// Slot flag: allocated by a build that has not finished (the pending tail answers for it).
+pub(crate) const IN_FLIGHT: u8 = 2;
+/// Slot flag: unused, on the free list.
+pub(crate) const FREE: u8 = 4;
+
+/// No entry point yet.
+const NO_ENTRY: u64 = u64::MAX;
+
+/// A candidate: distance and slot, ordered by distance then slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Cand {
+    pub(crate) d: f32,
+    pub(crate) s: u32,
+}
+
+impl Eq for Cand {}
+
+impl Ord for Cand {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.d.total_cmp(&o.d).then(self.s.cmp(&o.s))
+    }
+}
+
+impl PartialOrd for Cand {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// Stored vectors, one row per slot.
+pub(crate) enum Codes {
+    /// f32 rows (unit-length for COSINE).
+    F32(Vec<f32>),
+    /// Int8 rows and their scales (rows of unit-length vectors for COSINE).
+    I8 { codes: Vec<i8>, scales: Vec<f32> },
+    /// Sign bits, `binary_words(dim)` words per row.
+    Bin(Vec<u64>),
+}
+
+/// A query (or a node acting as one) in the form the distance kernels take.
+pub(crate) enum Query {
+    /// f32 (unit-length for COSINE).
+    F32(Vec<f32>),
+    /// Int8 codes, scale, and the original squared norm (L2).
+    I8 {
+        codes: Vec<i8>,
+        scale: f32,
+        norm2: f32,
+    },
+    /// Sign bits.
+    Bin(Vec<u64>),
+}
+
+/// The graph and the vectors of its nodes.
+pub(crate) struct Graph {
+    pub(crate) dim: usize,
+    pub(crate) metric: Metric,
+    pub(crate) m: usize,
+    pub(crate) m0: usize,
+    pub(crate) ef_construction: usize,
+    pub(crate) codes: Codes,
+    /// The original vector's L2 norm (rebuilds `get()` for COSINE, and `|x|²` for L2).
+    pub(crate) norms: Vec<f32>,
+    pub(crate) labels: Vec<u64>,
+    pub(crate) levels: Vec<u8>,
+    pub(crate) flags: Vec<AtomicU8>,
+    locks: Vec<Mutex<()>>,
+    /// `1 + m0` words per slot: count, then neighbour slots.
+    pub(crate) links0: Vec<AtomicU32>,
+    /// Offset of a slot's first upper list in `upper` (`u32::MAX`: top layer 0).
+    pub(crate) upper_off: Vec<u32>,
+    /// `1 + m` words per (slot, layer ≥ 1).
+    pub(crate) upper: Vec<AtomicU32>,
+    /// Label → slot (the slot may be dead until repaired).
+    pub(crate) map: AHashMap<u64, u32>,
+    free: Vec<u32>,
+    /// `slot << 8 | level`, or `NO_ENTRY`.
+    entry: AtomicU64,
+    entry_lock: Mutex<()>,
+    /// Slots marked dead and not yet repaired.
+    pub(crate) dead: AtomicUsize,
+    /// Linked, returnable nodes.
+    pub(crate) live: AtomicUsize,
+}
+
+thread_local! {
+    static VISITED: RefCell<Visited> = const { RefCell::new(Visited { marks: Vec::new(), epoch: 0 }) };
+}
+
+/// A visited set reused across searches: a slot is visited when its mark equals the
+/// current epoch, so clearing is one increment (a full wipe every 65535 searches).
+struct Visited {
+    marks: Vec<u16>,
+    epoch: u16,
+}
+
+impl Visited {
+    fn reset(&mut self, n: usize) {
+        if self.marks.len() < n {
+            self.marks.resize(n, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marks.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    /// True the first time `s` is seen since the last reset.
+    #[inline]
+    fn insert(&mut self, s: u32) -> bool {
+        let m = &mut self.marks[s as usize];
+        if *m == self.epoch {
+            false
+        } else {
+            *m = self.epoch;
+            true
+        }
+    }
+}
+
+impl Graph {
+    /// An empty graph.
+    pub(crate) fn new(
+        dim: usize,
+        metric: Metric,
+        quant: Quantization,
+        m: usize,
+        ef_construction: usize,
+        cap: usize,
+    ) -> Graph {
+        let m = m.clamp(2, 255);
+        let codes = match quant {
+            Quantization::None => Codes::F32(Vec::new()),
+            Quantization::Int8 => Codes::I8 {
+                codes: Vec::new(),
+                scales: Vec::new(),
+            },
+            Quantization::Binary => Codes::Bin(Vec::new()),
+        };
+        let mut g = Graph {
+            dim,
+            metric,
+            m,
+            m0: 2 * m,
+            ef_construction: ef_construction.max(m),
+            codes,
+            norms: Vec::new(),
+            labels: Vec::new(),
+            levels: Vec::new(),
+            flags: Vec::new(),
+            locks: Vec::new(),
+            links0: Vec::new(),
+            upper_off: Vec::new(),
+            upper: Vec::new(),
+            map: AHashMap::new(),
+            free: Vec::new(),
+            entry: AtomicU64::new(NO_ENTRY),
+            entry_lock: Mutex::new(()),
+            dead: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
+        };
+        g.reserve(cap);
+        g
+    }
+
+    /// Number of slots (live, dead, in flight or free).
+    pub(crate) fn slots(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// `mL = 1/ln(M)`.
+    pub(crate) fn ml(&self) -> f64 {
+        1.0 / (self.m as f64).ln()
+    }
+
+    /// Room for `n` more slots without reallocating.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        let (d, w) = (self.dim, quant::binary_words(self.dim));
+        match &mut self.codes {
+            Codes::F32(v) => v.reserve_exact(n * d),
+            Codes::I8 { codes, scales } => {
+                codes.reserve_exact(n * d);
+                scales.reserve_exact(n);
+            }
+            Codes::Bin(v) => v.reserve_exact(n * w),
+        }
+        self.norms.reserve_exact(n);
+        self.labels.reserve_exact(n);
+        self.levels.reserve_exact(n);
+        self.flags.reserve_exact(n);
+        self.locks.reserve_exact(n);
+        self.upper_off.reserve_exact(n);
+        self.links0.reserve_exact(n * (1 + self.m0));
+        self.upper
+            .reserve_exact(n * (1 + self.m) / self.m.max(1) + 1);
+    }
+
+    /// The entry point and the top layer, if any node was linked.
+    pub(crate) fn entry(&self) -> Option<(u32, usize)> {
+        let e = self.entry.load(Relaxed);
+        (e != NO_ENTRY).then_some(((e >> 8) as u32, (e & 0xff) as usize))
+    }
+
+    /// Highest layer in the graph (0 when empty).
+    pub(crate) fn max_level(&self) -> usize {
+        self.entry().map_or(0, |e| e.1)
+    }
+
+    /// Stores a vector in a new (or freed) slot, flagged `flags`, at layer `level`; its
+    /// lists are empty until `link`. A previous slot of the label is marked dead.
+    pub(crate) fn alloc(&mut self, label: u64, v: &[f32], level: usize, flags: u8) -> u32 {
+        if let Some(old) = self.map.insert(label, 0) {
+            self.mark_dead(old);
+        }
+        let (dim, words) = (self.dim, quant::binary_words(self.dim));
+        let n = quant::norm(v);
+        let unit: Vec<f32>;
+        let src = if self.metric == Metric::Cosine && n > 0.0 {
+            unit = v.iter().map(|x| x / n).collect();
+            &unit[..]
+        } else {
+            v
+        };
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                if self.labels.len() == self.labels.capacity() {
+                    let extra = (self.labels.len() / 4).max(64);
+                    self.reserve(extra);
+                }
+                let s = self.labels.len() as u32;
+                match &mut self.codes {
+                    Codes::F32(c) => c.resize(c.len() + dim, 0.0),
+                    Codes::I8 { codes, scales } => {
+                        codes.resize(codes.len() + dim, 0);
+                        scales.push(0.0);
+                    }
+                    Codes::Bin(c) => c.resize(c.len() + words, 0),
+                }
+                self.norms.push(0.0);
+                self.labels.push(0);
+                self.levels.push(0);
+                self.flags.push(AtomicU8::new(0));
+                self.locks.push(Mutex::new(()));
+                self.upper_off.push(u32::MAX);
+                self.links0
+                    .extend((0..1 + self.m0).map(|_| AtomicU32::new(0)));
+                s
+            }
+        };
+        let i = slot as usize;
+        match &mut self.codes {
+            Codes::F32(c) => c[i * dim..(i + 1) * dim].copy_from_slice(src),
+            Codes::I8 { codes, scales } => {
+                scales[i] = quant::quantize_i8(src, &mut codes[i * dim..(i + 1) * dim]);
+            }
+            Codes::Bin(c) => quant::binarize(src, &mut c[i * words..(i + 1) * words]),
+        }
+        self.norms[i] = n;
+        self.labels[i] = label;
+        self.levels[i] = level as u8;
+        self.flags[i].store(flags, Relaxed);
+        self.links0[i * (1 + self.m0)].store(0, Relaxed);
+        self.upper_off[i] = if level == 0 {
+            u32::MAX
+        } else {
+            let off = self.upper.len();
+            self.upper
+                .extend((0..level * (1 + self.m)).map(|_| AtomicU32::new(0)));
+            off as u32
+        };
+        self.map.insert(label, slot);
+        slot
+    }
+
+    /// Marks a slot dead; true if it was not already. Keeps `live` and `dead` right.
+    pub(crate) fn mark_dead(&self, s: u32) -> bool {
+        let old = self.flags[s as usize].fetch_or(DEAD, Relaxed);
+        if old & (DEAD | FREE) != 0 {
+            return false;
+        }
+        if old & IN_FLIGHT == 0 {
+            self.live.fetch_sub(1, Relaxed);
+        }
+        self.dead.fetch_add(1, Relaxed);
+        true
+    }
+
+    /// The list of slot `s` on layer `l`: `[count, ids…]`.
+    #[inline]
+    pub(crate) fn list(&self, s: u32, l: usize) -> &[AtomicU32] {
+        if l == 0 {
+            let w = 1 + self.m0;
+            &self.links0[s as usize * w..(s as usize + 1) * w]
+        } else {
+            let w = 1 + self.m;
+            let off = self.upper_off[s as usize] as usize + (l - 1) * w;
+            &self.upper[off..off + w]
+        }
+    }
+
+    /// The neighbours of `s` on layer `l`.
+    pub(crate) fn neighbours(&self, s: u32, l: usize) -> Vec<u32> {
+        let list = self.list(s, l);
+        let n = (list[0].load(Relaxed) as usize).min(list.len() - 1);
+        list[1..=n].iter().map(|x| x.load(Relaxed)).collect()
+    }
+
+    fn set_list(&self, s: u32, l: usize, ids: &[u32]) {
+        let list = self.list(s, l);
+        let n = ids.len().min(list.len() - 1);
+        for (cell, &id) in list[1..=n].iter().zip(ids) {
+            cell.store(id, Relaxed);
+        }
+        list[0].store(n as u32, Relaxed);
+    }
+
+    /// The query form of a vector (already checked).
+    pub(crate) fn query(&self, v: &[f32]) -> Query {
+        let n = quant::norm(v);
+        let unit = |v: &[f32]| -> Vec<f32> {
+            if self.metric == Metric::Cosine && n > 0.0 {
+                v.iter().map(|x| x / n).collect()
+            } else {
+                v.to_vec()
+            }
+        };
+        match &self.codes {
+            Codes::F32(_) => Query::F32(unit(v)),
+            Codes::I8 { .. } => {
+                let u = unit(v);
+                let mut codes = vec![0i8; self.dim];
+                let scale = quant::quantize_i8(&u, &mut codes);
+                Query::I8 {
+                    codes,
+                    scale,
+                    norm2: n * n,
+                }
+            }
+            Codes::Bin(_) => {
+                let mut w = vec![0u64; quant::binary_words(self.dim)];
+                quant::binarize(v, &mut w);
+                Query::Bin(w)
+            }
+        }
+    }
+
+    /// A stored node as a query.
+    fn node_query(&self, s: u32) -> Query {
+        let i = s as usize;
+        let d = self.dim;
+        match &self.codes {
+            Codes::F32(c) => Query::F32(c[i * d..(i + 1) * d].to_vec()),
+            Codes::I8 { codes, scales } => Query::I8 {
+                codes: codes[i * d..(i + 1) * d].to_vec(),
+                scale: scales[i],
+                norm2: self.norms[i] * self.norms[i],
+            },
+            Codes::Bin(c) => {
+                let w = quant::binary_words(d);
+                Query::Bin(c[i * w..(i + 1) * w].to_vec())
+            }
+        }
+    }
+
+    /// Distance from a query to slot `s` in the metric's convention (an estimate for
+    /// Int8 and Binary codes).
+    #[inline]
+    pub(crate) fn dist(&self, q: &Query, s: u32) -> f32 {
+        let i = s as usize;
+        let d = self.dim;
+        match (q, &self.codes) {
+            (Query::F32(q), Codes::F32(c)) => {
+                let x = &c[i * d..(i + 1) * d];
+                match self.metric {
+                    Metric::L2 => quant::l2sq_f32(q, x),
+                    Metric::Cosine | Metric::Ip => 1.0 - quant::dot_f32(q, x),
+                }
+            }
+            (
+                Query::I8 {
+                    codes: qc,
+                    scale,
+                    norm2,
+                },
+                Codes::I8 { codes, scales },
+            ) => {
+                let dot = scale * scales[i] * quant::dot_i8(qc, &codes[i * d..(i + 1) * d]);
+                match self.metric {
+                    Metric::L2 => (norm2 + self.norms[i] * self.norms[i] - 2.0 * dot).max(0.0),
+                    Metric::Cosine | Metric::Ip => 1.0 - dot,
+                }
+            }
+            (Query::Bin(q), Codes::Bin(c)) => {
+                let w = q.len();
+                let h = quant::hamming(q, &c[i * w..(i + 1) * w]) as f32;
+                match self.metric {
+                    Metric::L2 => 4.0 * h,
+                    Metric::Cosine | Metric::Ip => 2.0 * h / d as f32,
+                }
+            }
+            _ => f32::INFINITY,
+        }
+    }
+
+    /// The stored vector of slot `s`, dequantised.
+    pub(crate) fn vector(&self, s: u32) -> Vec<f32> {
+        let i = s as usize;
+        let d = self.dim;
+        let factor = if self.metric == Metric::Cosine && self.norms[i] > 0.0 {
+            self.norms[i]
+        } else {
+            1.0
+        };
+        match &self.codes {
+            Codes::F32(c) => c[i * d..(i + 1) * d].iter().map(|x| x * factor).collect(),
+            Codes::I8 { codes, scales } => {
+                quant::dequantize_i8(&codes[i * d..(i + 1) * d], scales[i], factor)
+            }
+            Codes::Bin(c) => {
+                let w = quant::binary_words(d);
+                quant::unbinarize(&c[i * w..(i + 1) * w], d)
+            }
+        }
+    }
+
+    /// Whether slot `s` may be returned (and passes `accept`).
+    #[inline]
+    pub(crate) fn returnable(&self, s: u32) -> bool {
+        self.flags[s as usize].load(Relaxed) & (DEAD | IN_FLIGHT | FREE) == 0
+    }
+
+    /// Greedy walk on layer `l` from `ep` to a local minimum.
+    fn greedy(&self, q: &Query, mut ep: Cand, l: usize) -> Cand {
+        loop {
+            let mut moved = false;
+            for n in self.neighbours(ep.s, l) {
+                let d = self.dist(q, n);
+                if d < ep.d {
+                    ep = Cand { d, s: n };
+                    moved = true;
+                }
+            }
+            if !moved {
+                return ep;
+            }
+        }
+    }
+
+    /// Greedy descent from the entry point to layer `to` (exclusive of the layers
+    /// below it); `None` when the graph is empty.
+    pub(crate) fn descend(&self, q: &Query, to: usize) -> Option<Cand> {
+        let (e, top) = self.entry()?;
+        let mut ep = Cand {
+            d: self.dist(q, e),
+            s: e,
+        };
+        for l in (to + 1..=top).rev() {
+            ep = self.greedy(q, ep, l);
+        }
+        Some(ep)
+    }
+
+    /// `SEARCH-LAYER`: the `ef` nearest accepted slots found from `eps` on layer `l`,
+    /// nearest first. Every slot is traversed; only accepted ones enter the result set,
+    /// and the walk only stops once `ef` accepted ones were found (so selective filters
+    /// search wider instead of returning too few).
+    pub(crate) fn search_layer(
+        &self,
+        q: &Query,
+        eps: &[Cand],
+        ef: usize,
+        l: usize,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<Cand> {
+        VISITED.with(|v| {
+            let mut visited = v.borrow_mut();
+            visited.reset(self.slots());
+            let mut cands: BinaryHeap<Reverse<Cand>> = BinaryHeap::with_capacity(ef * 2);
+            let mut res: BinaryHeap<Cand> = BinaryHeap::with_capacity(ef + 1);
+            for &ep in eps {
+                if !visited.insert(ep.s) {
+                    continue;
+                }
+                if accept(ep.s) {
+                    res.push(ep);
+                }
+                cands.push(Reverse(ep));
+            }
+            while res.len() > ef {
+                res.pop();
+            }
+            let mut bound = if res.len() >= ef {
+                res.peek().map_or(f32::INFINITY, |c| c.d)
+            } else {
+                f32::INFINITY
+            };
+            while let Some(Reverse(c)) = cands.pop() {
+                if c.d > bound {
+                    break;
+                }
+                let list = self.list(c.s, l);
+                let n = (list[0].load(Relaxed) as usize).min(list.len() - 1);
+                for cell in &list[1..=n] {
+                    let nb = cell.load(Relaxed);
+                    if !visited.insert(nb) {
+                        continue;
+                    }
+                    let d = self.dist(q, nb);
+                    if res.len() < ef || d < bound {
+                        let cand = Cand { d, s: nb };
+                        cands.push(Reverse(cand));
+                        if accept(nb) {
+                            res.push(cand);
+                            if res.len() > ef {
+                                res.pop();
+                            }
+                            if res.len() >= ef {
+                                bound = res.peek().map_or(f32::INFINITY, |c| c.d);
+                            }
+                        }
+                    }
+                }
+            }
+            res.into_sorted_vec()
+        })
+    }
+
+    /// Range search on layer 0 (RediSearch's method): from the greedy entry, expand every
+    /// candidate within `max(radius, nearest so far)·(1 + epsilon)`; returns accepted
+    /// slots within `radius`.
+    pub(crate) fn range_layer0(
+        &self,
+        q: &Query,
+        ep: Cand,
+        radius: f32,
+        epsilon: f32,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<Cand> {
+        let widen = |r: f32| r + r.abs() * epsilon;
+        VISITED.with(|v| {
+            let mut visited = v.borrow_mut();
+            visited.reset(self.slots());
+            let mut dynamic = ep.d.max(radius);
+            let mut cands = BinaryHeap::new();
+            let mut out = Vec::new();
+            visited.insert(ep.s);
+            if ep.d <= radius && accept(ep.s) {
+                out.push(ep);
+            }
+            cands.push(Reverse(ep));
+            while let Some(Reverse(c)) = cands.pop() {
+                if c.d > widen(dynamic) {
+                    break;
+                }
+                for nb in self.neighbours(c.s, 0) {
+                    if !visited.insert(nb) {
+                        continue;
+                    }
+                    let d = self.dist(q, nb);
+                    if d <= widen(dynamic) {
+                        cands.push(Reverse(Cand { d, s: nb }));
+                        if d <= radius && accept(nb) {
+                            out.push(Cand { d, s: nb });
+                        }
+                        if d < dynamic {
+                            dynamic = d.max(radius);
+                        }
+                    }
+                }
+            }
+            out.sort();
+            out
+        })
+    }
+
+    /// The neighbour-selection heuristic (the paper's algorithm 4, without extending
+    /// candidates): walk `cands` nearest first and keep one only if it is nearer to the
+    /// base than to every neighbour already kept; at most `m`.
+    fn select(&self, cands: &[Cand], m: usize) -> Vec<u32> {
+        let mut out: Vec<(u32, Query)> = Vec::with_capacity(m);
+        for c in cands {
+            if out.len() >= m {
+                break;
+            }
+            if out.iter().all(|(_, oq)| self.dist(oq, c.s) >= c.d) {
+                out.push((c.s, self.node_query(c.s)));
+            }
+        }
+        out.into_iter().map(|(s, _)| s).collect()
+    }
+
+    fn max_links(&self, l: usize) -> usize {
+        if l == 0 {
+            self.m0
+        } else {
+            self.m
+        }
+    }
+
+    /// Links slot `s` (already allocated) into the graph. Safe to call from many threads
+    /// at once for different slots.
+    pub(crate) fn link(&self, s: u32) {
+        let level = self.levels[s as usize] as usize;
+        let q = self.node_query(s);
+        // A node above the current top holds the entry lock for its whole insertion
+        // (as hnswlib does) so that the entry point moves up exactly once.
+        let mut guard = None;
+        if self.entry().is_none_or(|(_, top)| level > top) {
+            guard = Some(self.entry_lock.lock());
+        }
+        let Some((e, top)) = self.entry() else {
+            self.entry.store((s as u64) << 8 | level as u64, Relaxed);
+            return;
+        };
+        if guard.is_some() && level <= top {
+            guard = None;
+        }
+        let mut ep = Cand {
+            d: self.dist(&q, e),
+            s: e,
+        };
+        for l in (level + 1..=top).rev() {
+            ep = self.greedy(&q, ep, l);
+        }
+        let accept = |x: u32| x != s && self.flags[x as usize].load(Relaxed) & (DEAD | FREE) == 0;
+        let mut eps = vec![ep];
+        for l in (0..=level.min(top)).rev() {
+            let found = self.search_layer(&q, &eps, self.ef_construction, l, &accept);
+            let chosen = self.select(&found, self.m);
+            {
+                let _g = self.locks[s as usize].lock();
+                self.set_list(s, l, &chosen);
+            }
+            for &n in &chosen {
+                self.add_link(n, s, l);
+            }
+            if !found.is_empty() {
+                eps = found;
+            }
+        }
+        if guard.is_some() {
+            self.entry.store((s as u64) << 8 | level as u64, Relaxed);
+        }
+    }
+
+    /// Adds `s` to `n`'s list on layer `l`, shrinking it with the heuristic when full.
+    fn add_link(&self, n: u32, s: u32, l: usize) {
+        if (self.levels[n as usize] as usize) < l {
+            return;
+        }
+        let _g = self.locks[n as usize].lock();
+        let mut ids = self.neighbours(n, l);
+        if ids.contains(&s) {
+            return;
+        }
+        let max = self.max_links(l);
+        if ids.len() < max {
+            let list = self.list(n, l);
+            list[1 + ids.len()].store(s, Relaxed);
+            list[0].store(ids.len() as u32 + 1, Relaxed);
+            return;
+        }
+        ids.push(s);
+        let q = self.node_query(n);
+        let mut cands: Vec<Cand> = ids
+            .iter()
+            .map(|&x| Cand {
+                d: self.dist(&q, x),
+                s: x,
+            })
+            .collect();
+        cands.sort();
+        let chosen = self.select(&cands, max);
+        self.set_list(n, l, &chosen);
+    }
+
+    /// Reconnects the live nodes that link to dead slots, moves the entry point off a
+    /// dead slot and frees dead slots for reuse. Needs exclusive access.
+    pub(crate) fn repair(&mut self) {
+        if self.dead.load(Relaxed) == 0 {
+            return;
+        }
+        let n = self.slots();
+        let gone = |g: &Graph, x: u32| g.flags[x as usize].load(Relaxed) & (DEAD | FREE) != 0;
+        let to_free: Vec<u32> = (0..n as u32)
+            .filter(|&x| self.flags[x as usize].load(Relaxed) & (DEAD | FREE) == DEAD)
+            .collect();
+        for u in 0..n as u32 {
+            if gone(self, u) {
+                continue;
+            }
+            for l in 0..=self.levels[u as usize] as usize {
+                let ids = self.neighbours(u, l);
+                if !ids.iter().any(|&x| gone(self, x)) {
+                    continue;
+                }
+                // Candidates: u's live links, the dead links' live links, and one more hop
+                // through dead ones.
+                let mut set: Vec<u32> = Vec::new();
+                let mut frontier: Vec<u32> = ids;
+                for _ in 0..2 {
+                    let mut next = Vec::new();
+                    for x in frontier {
+                        if x == u || set.contains(&x) {
+                            continue;
+                        }
+                        if gone(self, x) {
+                            if self.levels[x as usize] as usize >= l
+                                && self.flags[x as usize].load(Relaxed) & FREE == 0
+                            {
+                                next.extend(self.neighbours(x, l));
+                            }
+                        } else {
+                            set.push(x);
+                        }
+                    }
+                    frontier = next;
+                }
+                let q = self.node_query(u);
+                let mut cands: Vec<Cand> = set
+                    .into_iter()
+                    .map(|x| Cand {
+                        d: self.dist(&q, x),
+                        s: x,
+                    })
+                    .collect();
+                cands.sort();
+                let chosen = self.select(&cands, self.max_links(l));
+                self.set_list(u, l, &chosen);
+            }
+        }
+        if self.entry().is_some_and(|(e, _)| gone(self, e)) {
+            let best = (0..n as u32)
+                .filter(|&x| !gone(self, x))
+                .max_by_key(|&x| self.levels[x as usize]);
+            let e = best.map_or(NO_ENTRY, |x| {
+                (x as u64) << 8 | self.levels[x as usize] as u64
+            });
+            self.entry.store(e, Relaxed);
+        }
+        for s in to_free {
+            let i = s as usize;
+            if self.map.get(&self.labels[i]) == Some(&s) {
+                self.map.remove(&self.labels[i]);
+            }
+            self.flags[i].store(FREE, Relaxed);
+            self.set_list(s, 0, &[]);
+            for l in 1..=self.levels[i] as usize {
+                self.set_list(s, l, &[]);
+            }
+            self.free.push(s);
+        }
+        self.dead.store(0, Relaxed);
+    }
+
+    /// Rebuilds the free list from flags (after loading).
+    pub(crate) fn rebuild_free(&mut self) {
+        self.free = (0..self.slots() as u32)
+            .filter(|&x| self.flags[x as usize].load(Relaxed) & FREE != 0)
+            .collect();
+    }
+
+    /// Sets the entry point (after loading).
+    pub(crate) fn set_entry(&self, e: Option<(u32, usize)>) {
+        let v = e.map_or(NO_ENTRY, |(s, l)| (s as u64) << 8 | l as u64);
+        self.entry.store(v, Relaxed);
+    }
+
+    /// Bytes held by codes, links and bookkeeping.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let codes = match &self.codes {
+            Codes::F32(v) => v.capacity() * 4,
+            Codes::I8 { codes, scales } => codes.capacity() + scales.capacity() * 4,
+            Codes::Bin(v) => v.capacity() * 8,
+        };
+        codes
+            + self.norms.capacity() * 4
+            + self.labels.capacity() * 8
+            + self.levels.capacity()
+            + self.flags.capacity()
+            + self.locks.capacity() * std::mem::size_of::<Mutex<()>>()
+            + self.links0.capacity() * 4
+            + self.upper_off.capacity() * 4
+            + self.upper.capacity() * 4
+            + self.map.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+            + self.free.capacity() * 4
+    }
+
+    /// Pushes a restored slot (loading): vector row already encoded.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push_raw(
+        &mut self,
+        label: u64,
+        flags: u8,
+        level: usize,
+        norm: f32,
+        row_f32: &[f32],
+        row_i8: (&[i8], f32),
+        row_bin: &[u64],
+        lists: &[Vec<u32>],
+    ) {
+        match &mut self.codes {
+            Codes::F32(c) => c.extend_from_slice(row_f32),
+            Codes::I8 { codes, scales } => {
+                codes.extend_from_slice(row_i8.0);
+                scales.push(row_i8.1);
+            }
+            Codes::Bin(c) => c.extend_from_slice(row_bin),
+        }
+        let s = self.labels.len() as u32;
+        self.norms.push(norm);
+        self.labels.push(label);
+        self.levels.push(level as u8);
+        self.flags.push(AtomicU8::new(flags));
+        self.locks.push(Mutex::new(()));
+        self.links0
+            .extend((0..1 + self.m0).map(|_| AtomicU32::new(0)));
+        self.upper_off.push(if level == 0 {
+            u32::MAX
+        } else {
+            let off = self.upper.len() as u32;
+            self.upper
+                .extend((0..level * (1 + self.m)).map(|_| AtomicU32::new(0)));
+            off
+        });
+        for (l, ids) in lists.iter().enumerate().take(level + 1) {
+            self.set_list(s, l, ids);
+        }
+        if flags & (DEAD | FREE) == 0 {
+            if let Some(old) = self.map.insert(label, s) {
+                self.mark_dead(old);
+            }
+            self.live.fetch_add(1, Relaxed);
+        }
+        if flags & (DEAD | FREE) == DEAD {
+            self.map.entry(label).or_insert(s);
+            self.dead.fetch_add(1, Relaxed);
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! An HNSW index with an exact pending tail.
+//!
+//! `upsert` only appends the f32 vector to the pending tail, which every query scans
+//! exactly, so a vector is searchable the moment it is written. Linking into the graph
+//! happens later, in three steps:
+//!
+//! 1. *claim* (pending and graph write locks, brief): pick pending rows, give each a slot,
+//!    write its codes, flag it `IN_FLIGHT` (queries still answer it from the tail);
+//! 2. *link* (graph read lock, per-node mutexes): insert into the graph; any number of
+//!    threads link different slots at once;
+//! 3. *finish* (pending write lock): drop the rows from the tail and clear `IN_FLIGHT`,
+//!    unless the label was replaced or removed meanwhile (then its slot is already dead).
+//!
+//! Lock order is always pending → graph. Queries hold both read locks, so they see each
+//! label in exactly one place.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+
+use ahash::AHashMap;
+use parking_lot::RwLock;
+use rand::Rng;
+
+use super::graph::{Cand, Graph, DEAD, FREE, IN_FLIGHT};
+use super::{top_k, Filter, IndexParams, Metric, Neighbor};
+
+/// The not-yet-linked vectors.
+#[derive(Default)]
+pub(crate) struct Pending {
+    pub(crate) data: Vec<f32>,
+    pub(crate) labels: Vec<u64>,
+    /// Write sequence of each row (a claim finishes only if it still matches).
+    seqs: Vec<u64>,
+    /// Whether a build claimed the row.
+    claimed: Vec<bool>,
+    rows: AHashMap<u64, usize>,
+}
+
+impl Pending {
+    fn row(&self, dim: usize, r: usize) -> &[f32] {
+        &self.data[r * dim..(r + 1) * dim]
+    }
+
+    fn put(&mut self, dim: usize, label: u64, v: &[f32], seq: u64) {
+        if let Some(&r) = self.rows.get(&label) {
+            self.data[r * dim..(r + 1) * dim].copy_from_slice(v);
+            self.seqs[r] = seq;
+            self.claimed[r] = false;
+            return;
+        }
+        self.rows.insert(label, self.labels.len());
+        self.labels.push(label);
+        self.data.extend_from_slice(v);
+        self.seqs.push(seq);
+        self.claimed.push(false);
+    }
+
+    fn remove(&mut self, dim: usize, label: u64) -> bool {
+        let Some(r) = self.rows.remove(&label) else {
+            return false;
+        };
+        let last = self.labels.len() - 1;
+        if r != last {
+            let moved = self.labels[last];
+            self.data.copy_within(last * dim..(last + 1) * dim, r * dim);
+            self.labels[r] = moved;
+            self.seqs[r] = self.seqs[last];
+            self.claimed[r] = self.claimed[last];
+            self.rows.insert(moved, r);
+        }
+        self.labels.pop();
+        self.seqs.pop();
+        self.claimed.pop();
+        self.data.truncate(last * dim);
+        true
+    }
+
+    /// Number of rows.
+    pub(crate) fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.data.capacity() * 4
+            + self.labels.capacity() * 8
+            + self.seqs.capacity() * 8
+            + self.claimed.capacity()
+            + self.rows.capacity() * 17
+    }
+}
+
+/// Rows claimed by one build.
+pub(crate) struct Batch {
+    items: Vec<(u64, u64, u32)>,
+}
+
+/// Graph plus pending tail.
+pub(crate) struct Hnsw {
+    pub(crate) params: IndexParams,
+    pub(crate) pending: RwLock<Pending>,
+    pub(crate) graph: RwLock<Graph>,
+    seq: AtomicU64,
+}
+
+impl Hnsw {
+    pub(crate) fn new(params: IndexParams) -> Hnsw {
+        let graph = Graph::new(
+            params.dim,
+            params.metric,
+            params.quantization,
+            params.m,
+            params.ef_construction,
+            params.initial_cap,
+        );
+        Hnsw::from_parts(params, Pending::default(), graph)
+    }
+
+    pub(crate) fn from_parts(params: IndexParams, pending: Pending, graph: Graph) -> Hnsw {
+        Hnsw {
+            params,
+            pending: RwLock::new(pending),
+            graph: RwLock::new(graph),
+            seq: AtomicU64::new(1),
+        }
+    }
+
+    /// Restores a pending row (loading).
+    pub(crate) fn restore_pending(p: &mut Pending, dim: usize, label: u64, v: &[f32]) {
+        p.put(dim, label, v, 0);
+    }
+
+    pub(crate) fn upsert(&self, label: u64, v: &[f32]) {
+        let seq = self.seq.fetch_add(1, Relaxed);
+        let mut p = self.pending.write();
+        {
+            let g = self.graph.read();
+            if let Some(&s) = g.map.get(&label) {
+                g.mark_dead(s);
+            }
+        }
+        p.put(self.params.dim, label, v, seq);
+    }
+
+    pub(crate) fn remove(&self, label: u64) -> bool {
+        let (found, repair) = {
+            let mut p = self.pending.write();
+            let in_tail = p.remove(self.params.dim, label);
+            let g = self.graph.read();
+            let in_graph = g.map.get(&label).is_some_and(|&s| g.mark_dead(s));
+            let dead = g.dead.load(Relaxed);
+            let repair = dead >= 64 && dead * 8 >= g.live.load(Relaxed);
+            (in_tail || in_graph, repair)
+        };
+        if repair {
+            self.graph.write().repair();
+        }
+        found
+    }
+
+    pub(crate) fn contains(&self, label: u64) -> bool {
+        let p = self.pending.read();
+        if p.rows.contains_key(&label) {
+            return true;
+        }
+        let g = self.graph.read();
+        g.map.get(&label).is_some_and(|&s| g.returnable(s))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        let p = self.pending.read();
+        p.len() + self.graph.read().live.load(Relaxed)
+    }
+
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.read().len()
+    }
+
+    pub(crate) fn get(&self, label: u64) -> Option<Vec<f32>> {
+        let p = self.pending.read();
+        if let Some(&r) = p.rows.get(&label) {
+            return Some(p.row(self.params.dim, r).to_vec());
+        }
+        let g = self.graph.read();
+        let &s = g.map.get(&label)?;
+        g.returnable(s).then(|| g.vector(s))
+    }
+
+    /// Step 1: claims up to `max` unclaimed pending rows (or only `only`).
+    fn claim(&self, max: usize, only: Option<u64>) -> Batch {
+        let mut p = self.pending.write();
+        let dim = self.params.dim;
+        let rows: Vec<usize> = match only {
+            Some(l) => p
+                .rows
+                .get(&l)
+                .copied()
+                .filter(|&r| !p.claimed[r])
+                .into_iter()
+                .collect(),
+            None => (0..p.len()).filter(|&r| !p.claimed[r]).take(max).collect(),
+        };
+        if rows.is_empty() {
+            return Batch { items: Vec::new() };
+        }
+        let mut g = self.graph.write();
+        if g.slots() + rows.len() > g.labels.capacity() {
+            g.reserve(rows.len());
+        }
+        let ml = g.ml();
+        let mut rng = rand::thread_rng();
+        let mut items = Vec::with_capacity(rows.len());
+        for r in rows {
+            let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+            let level = ((-u.ln() * ml) as usize).min(32);
+            let label = p.labels[r];
+            let slot = g.alloc(label, p.row(dim, r), level, IN_FLIGHT);
+            p.claimed[r] = true;
+            items.push((label, p.seqs[r], slot));
+        }
+        Batch { items }
+    }
+
+    /// Step 2: links the batch with `threads` threads.
+    fn link(&self, batch: &Batch, threads: usize) {
+        let g = self.graph.read();
+        if threads <= 1 || batch.items.len() < 2 * threads {
+            for &(_, _, s) in &batch.items {
+                g.link(s);
+            }
+        } else {
+            let next = AtomicUsize::new(0);
+            std::thread::scope(|sc| {
+                for _ in 0..threads {
+                    sc.spawn(|| loop {
+                        let i = next.fetch_add(1, Relaxed);
+                        let Some(&(_, _, s)) = batch.items.get(i) else {
+                            break;
+                        };
+                        g.link(s);
+                    });
+                }
+            });
+        }
+    }
+
+    /// Step 3: drops linked rows from the tail.
+    fn finish(&self, batch: Batch) {
+        let mut p = self.pending.write();
+        let g = self.graph.read();
+        for (label, seq, slot) in batch.items {
+            let current = p.rows.get(&label).is_some_and(|&r| p.seqs[r] == seq);
+            if current {
+                p.remove(self.params.dim, label);
+                g.flags[slot as usize].fetch_and(!IN_FLIGHT, Relaxed);
+                g.live.fetch_add(1, Relaxed);
+            }
+        }
+        if p.data.capacity() > 4 * p.data.len() + 4096 {
+            p.data.shrink_to_fit();
+            p.labels.shrink_to_fit();
+            p.seqs.shrink_to_fit();
+            p.claimed.shrink_to_fit();
+            p.rows.shrink_to_fit();
+        }
+    }
+
+    pub(crate) fn build_pending(&self, max: usize) -> usize {
+        let batch = self.claim(max, None);
+        let n = batch.items.len();
+        self.link(&batch, 1);
+        self.finish(batch);
+        n
+    }
+
+    pub(crate) fn upsert_linked(&self, label: u64, v: &[f32]) {
+        self.upsert(label, v);
+        let batch = self.claim(1, Some(label));
+        self.link(&batch, 1);
+        self.finish(batch);
+    }
+
+    pub(crate) fn optimize(&self) {
+        self.graph.write().repair();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        loop {
+            let batch = self.claim(usize::MAX, None);
+            if batch.items.is_empty() {
+                break;
+            }
+            self.link(&batch, threads);
+            self.finish(batch);
+        }
+    }
+
+    /// Exact distances over the tail.
+    fn tail(
+        &self,
+        p: &Pending,
+        q: &[f32],
+        filter: Option<Filter<'_>>,
+        keep: impl Fn(f32) -> bool,
+    ) -> Vec<Neighbor> {
+        let metric: Metric = self.params.metric;
+        p.labels
+            .iter()
+            .enumerate()
+            .filter(|(_, &l)| filter.is_none_or(|f| f(l)))
+            .map(|(r, &label)| Neighbor {
+                label,
+                distance: metric.distance(q, p.row(self.params.dim, r)),
+            })
+            .filter(|n| keep(n.distance))
+            .collect()
+    }
+
+    fn to_neighbors(g: &Graph, c: Vec<Cand>) -> impl Iterator<Item = Neighbor> + '_ {
+        c.into_iter().map(|c| Neighbor {
+            label: g.labels[c.s as usize],
+            distance: c.d,
+        })
+    }
+
+    pub(crate) fn search(
+        &self,
+        q: &[f32],
+        k: usize,
+        ef: usize,
+        filter: Option<Filter<'_>>,
+    ) -> Vec<Neighbor> {
+        let p = self.pending.read();
+        let g = self.graph.read();
+        let mut all = self.tail(&p, q, filter, |_| true);
+        let ef = ef.max(k);
+        let query = g.query(q);
+        let accept = |s: u32| g.returnable(s) && filter.is_none_or(|f| f(g.labels[s as usize]));
+        if let Some(ep) = g.descend(&query, 0) {
+            let mut found = g.search_layer(&query, &[ep], ef, 0, &accept);
+            if found.len() < k && filter.is_some() {
+                // Too few accepted nodes reachable within ef: widen once, then scan.
+                found = g.search_layer(&query, &[ep], ef * 8, 0, &accept);
+                if found.len() < k {
+                    found = (0..g.slots() as u32)
+                        .filter(|&s| accept(s))
+                        .map(|s| Cand {
+                            d: g.dist(&query, s),
+                            s,
+                        })
+                        .collect();
+                }
+            }
+            all.extend(Self::to_neighbors(&g, found));
+        }
+        top_k(all, k)
+    }
+
+    pub(crate) fn range(
+        &self,
+        q: &[f32],
+        radius: f32,
+        filter: Option<Filter<'_>>,
+    ) -> Vec<Neighbor> {
+        let p = self.pending.read();
+        let g = self.graph.read();
+        let mut all = self.tail(&p, q, filter, |d| d <= radius);
+        let query = g.query(q);
+        let accept = |s: u32| g.returnable(s) && filter.is_none_or(|f| f(g.labels[s as usize]));
+        if let Some(ep) = g.descend(&query, 0) {
+            let found = g.range_layer0(&query, ep, radius, self.params.epsilon, &accept);
+            all.extend(Self::to_neighbors(&g, found));
+        }
+        let n = all.len();
+        top_k(all, n)
+    }
+
+    pub(crate) fn search_among(&self, q: &[f32], k: usize, labels: &[u64]) -> Vec<Neighbor> {
+        let p = self.pending.read();
+        let g = self.graph.read();
+        let query = g.query(q);
+        let all = labels
+            .iter()
+            .filter_map(|&l| {
+                if let Some(&r) = p.rows.get(&l) {
+                    let d = self.params.metric.distance(q, p.row(self.params.dim, r));
+                    return Some(Neighbor {
+                        label: l,
+                        distance: d,
+                    });
+                }
+                let &s = g.map.get(&l)?;
+                g.returnable(s).then(|| Neighbor {
+                    label: l,
+                    distance: g.dist(&query, s),
+                })
+            })
+            .collect();
+        top_k(all, k)
+    }
+
+    pub(crate) fn neighbors(&self, label: u64) -> Option<Vec<Vec<u64>>> {
+        let p = self.pending.read();
+        if p.rows.contains_key(&label) {
+            return Some(vec![Vec::new()]);
+        }
+        let g = self.graph.read();
+        let &s = g.map.get(&label)?;
+        if !g.returnable(s) {
+            return None;
+        }
+        let levels = g.levels[s as usize] as usize;
+        Some(
+            (0..=levels)
+                .map(|l| {
+                    g.neighbours(s, l)
+                        .into_iter()
+                        .filter(|&x| g.flags[x as usize].load(Relaxed) & (DEAD | FREE) == 0)
+                        .map(|x| g.labels[x as usize])
+                        .collect()
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.pending.read().memory_bytes() + self.graph.read().memory_bytes()
+    }
+
+    pub(crate) fn max_level(&self) -> usize {
+        self.graph.read().max_level()
+    }
+}

@@ -1,0 +1,366 @@
+//! Behaviour of the HNSW index: the pending tail, concurrent building, churn with
+//! repair, filters, range queries, persistence and its robustness, memory use.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::tests::{brute, hnsw_params, random_vectors, recall};
+use super::*;
+
+fn opts(ef: usize) -> SearchOptions<'static> {
+    SearchOptions {
+        ef: Some(ef),
+        filter: None,
+    }
+}
+
+#[test]
+fn upsert_is_searchable_at_once_and_linking_keeps_answers() {
+    let vs = random_vectors(1, 300, 16);
+    let idx = VectorIndex::new(hnsw_params(16, Metric::L2, Quantization::Int8));
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    assert_eq!(idx.pending(), 300);
+    assert_eq!(idx.stats().pending, 300);
+    // The tail is exact.
+    let got = idx.search(&vs[7], 1, &opts(10));
+    assert_eq!((got[0].label, got[0].distance), (7, 0.0));
+    assert_eq!(idx.neighbors(7), Some(vec![vec![]]));
+    assert_eq!(idx.build_pending(100), 100);
+    assert_eq!(idx.pending(), 200);
+    idx.optimize();
+    assert_eq!(idx.stats().pending, 0);
+    assert_eq!(idx.len(), 300);
+    let got = idx.search(&vs[7], 1, &opts(32));
+    assert_eq!(got[0].label, 7);
+    assert!(
+        got[0].distance.abs() < 1e-2,
+        "int8 estimate {}",
+        got[0].distance
+    );
+    // get() dequantises within half a step per component.
+    let back = idx.get(7).expect("present");
+    let max = vs[7].iter().fold(0f32, |m, x| m.max(x.abs()));
+    assert!(back
+        .iter()
+        .zip(&vs[7])
+        .all(|(a, b)| (a - b).abs() <= max / 254.0 + 1e-6));
+    let links = idx.neighbors(7).expect("linked");
+    assert!(!links[0].is_empty() && links.len() <= idx.stats().max_level + 1);
+    // Replacing a linked label moves it to the tail; the old node is never returned.
+    idx.upsert(7, &vs[8]).expect("right dimension");
+    assert_eq!(idx.len(), 300);
+    let got = idx.search(&vs[8], 2, &opts(32));
+    let mut labels: Vec<u64> = got.iter().map(|n| n.label).collect();
+    labels.sort();
+    assert_eq!(labels, vec![7, 8]);
+    assert!(
+        idx.search(&vs[7], 300, &opts(300))
+            .iter()
+            .filter(|n| n.label == 7)
+            .count()
+            == 1
+    );
+    idx.optimize();
+    assert_eq!(idx.len(), 300);
+    assert!(idx.remove(7) && !idx.remove(7) && !idx.contains(7));
+    assert_eq!(idx.get(7), None);
+    assert_eq!(idx.len(), 299);
+}
+
+#[test]
+fn upsert_linked_links_at_once() {
+    let vs = random_vectors(2, 200, 16);
+    let idx = VectorIndex::new(hnsw_params(16, Metric::Cosine, Quantization::None));
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (idx, vs) = (&idx, &vs);
+            s.spawn(move || {
+                for (i, v) in vs.iter().enumerate().skip(t).step_by(2) {
+                    idx.upsert_linked(i as u64, v).expect("right dimension");
+                }
+            });
+        }
+    });
+    assert_eq!(idx.pending(), 0);
+    let labelled: Vec<(u64, Vec<f32>)> = vs
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.clone()))
+        .collect();
+    let r = recall(&idx, &labelled, &random_vectors(3, 20, 16), 10, 64);
+    assert!(r >= 0.95, "recall {r}");
+}
+
+#[test]
+fn concurrent_upserts_searches_and_builds() {
+    let seed = 31;
+    println!("seed {seed}");
+    let vs = random_vectors(seed, 1600, 24);
+    let idx = VectorIndex::new(hnsw_params(24, Metric::L2, Quantization::Int8));
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (idx, vs) = (&idx, &vs);
+            s.spawn(move || {
+                for i in (t as usize..vs.len()).step_by(4) {
+                    idx.upsert(i as u64, &vs[i]).expect("right dimension");
+                    // Every acknowledged write is found at once, exactly.
+                    let got = idx.search(&vs[i], 1, &opts(16));
+                    assert_eq!(got[0].label, i as u64);
+                }
+            });
+        }
+        for _ in 0..2 {
+            let (idx, done) = (&idx, &done);
+            s.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if idx.build_pending(64) == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            while idx.len() < vs.len() {
+                std::thread::yield_now();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+    });
+    idx.optimize();
+    assert_eq!((idx.len(), idx.pending()), (vs.len(), 0));
+    let labelled: Vec<(u64, Vec<f32>)> = vs
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as u64, v.clone()))
+        .collect();
+    let r = recall(&idx, &labelled, &random_vectors(seed + 1, 30, 24), 10, 64);
+    println!("recall@10 {r:.3}");
+    assert!(r >= 0.9, "recall {r}");
+}
+
+#[test]
+fn churn_keeps_recall() {
+    let seed = 41;
+    println!("seed {seed}");
+    let dim = 24;
+    let vs = random_vectors(seed, 2000, dim);
+    let idx = VectorIndex::new(hnsw_params(dim, Metric::L2, Quantization::None));
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.optimize();
+    let queries = random_vectors(seed + 1, 30, dim);
+    let extra = random_vectors(seed + 2, 1000, dim);
+    let mut live: Vec<(u64, Vec<f32>)> = Vec::new();
+    // Three rounds: remove half of the graph, insert new vectors, relink.
+    for round in 0..3u64 {
+        live.clear();
+        for i in 0..2000u64 {
+            let keep = (i + round).is_multiple_of(2);
+            if !keep {
+                idx.remove(i);
+            }
+        }
+        for (j, v) in extra.iter().enumerate() {
+            idx.upsert(10_000 * (round + 1) + j as u64, v)
+                .expect("right dimension");
+        }
+        idx.optimize();
+        for i in 0..2000u64 {
+            if idx.contains(i) {
+                live.push((i, vs[i as usize].clone()));
+            }
+        }
+        for (j, v) in extra.iter().enumerate() {
+            live.push((10_000 * (round + 1) + j as u64, v.clone()));
+        }
+        // Older rounds' extras are still there unless removed: drop them now.
+        for (j, _) in extra.iter().enumerate() {
+            if round > 0 {
+                idx.remove(10_000 * round + j as u64);
+            }
+        }
+        for i in 0..2000u64 {
+            if !idx.contains(i) {
+                idx.upsert(i, &vs[i as usize]).expect("right dimension");
+                live.push((i, vs[i as usize].clone()));
+            }
+        }
+        idx.optimize();
+        assert_eq!(idx.len(), live.len());
+        let r = recall(&idx, &live, &queries, 10, 64);
+        println!("round {round}: {} vectors, recall@10 {r:.3}", live.len());
+        assert!(r >= 0.95, "round {round} recall {r}");
+    }
+    assert!(idx.stats().memory_bytes > 0);
+}
+
+#[test]
+fn filtered_search_at_one_percent_is_exact() {
+    let seed = 51;
+    println!("seed {seed}");
+    let vs = random_vectors(seed, 3000, 16);
+    let idx = VectorIndex::new(hnsw_params(16, Metric::L2, Quantization::None));
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.optimize();
+    let accepted = |l: u64| l.is_multiple_of(100);
+    let allowed: Vec<(u64, Vec<f32>)> = (0..3000u64)
+        .filter(|&l| accepted(l))
+        .map(|l| (l, vs[l as usize].clone()))
+        .collect();
+    let labels: Vec<u64> = allowed.iter().map(|(l, _)| *l).collect();
+    for q in random_vectors(seed + 1, 20, 16) {
+        let truth = brute(&allowed, &q, 10, Metric::L2);
+        let got = idx.search(
+            &q,
+            10,
+            &SearchOptions {
+                ef: Some(10),
+                filter: Some(&accepted),
+            },
+        );
+        assert_eq!(got.iter().map(|n| n.label).collect::<Vec<_>>(), truth);
+        let among = idx.search_among(&q, 10, &labels);
+        assert_eq!(among.iter().map(|n| n.label).collect::<Vec<_>>(), truth);
+    }
+}
+
+#[test]
+fn range_matches_brute_force() {
+    let seed = 61;
+    println!("seed {seed}");
+    let vs = random_vectors(seed, 2000, 8);
+    let mut p = hnsw_params(8, Metric::L2, Quantization::None);
+    p.epsilon = 0.2;
+    let idx = VectorIndex::new(p);
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.build_pending(1900);
+    assert_eq!(idx.pending(), 100);
+    let (mut found, mut expected) = (0usize, 0usize);
+    for q in random_vectors(seed + 1, 20, 8) {
+        let radius = 0.8;
+        let truth: Vec<u64> = vs
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| Metric::L2.distance(&q, v) <= radius)
+            .map(|(i, _)| i as u64)
+            .collect();
+        let got = idx.range(&q, radius, &SearchOptions::default());
+        assert!(got.windows(2).all(|w| w[0].distance <= w[1].distance));
+        assert!(got
+            .iter()
+            .all(|n| n.distance <= radius && truth.contains(&n.label)));
+        expected += truth.len();
+        found += got.len();
+    }
+    println!("range recall {found}/{expected}");
+    assert!(expected > 50 && found as f64 >= 0.9 * expected as f64);
+}
+
+fn sample_index(q: Quantization) -> (VectorIndex, Vec<Vec<f32>>) {
+    let vs = random_vectors(71, 400, 16);
+    let idx = VectorIndex::new(hnsw_params(16, Metric::Cosine, q));
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.build_pending(350);
+    for i in 0..20 {
+        idx.remove(i * 7);
+    }
+    (idx, vs)
+}
+
+#[test]
+fn serialisation_round_trip_gives_identical_results() {
+    for q in [Quantization::None, Quantization::Int8, Quantization::Binary] {
+        let (idx, vs) = sample_index(q);
+        let mut bytes = Vec::new();
+        idx.write_to(&mut bytes);
+        let back = VectorIndex::read_from(&bytes).expect("valid");
+        assert_eq!(back.params(), idx.params());
+        assert_eq!((back.len(), back.pending()), (idx.len(), idx.pending()));
+        assert_eq!(back.stats().max_level, idx.stats().max_level);
+        for v in vs.iter().take(40) {
+            assert_eq!(back.search(v, 10, &opts(32)), idx.search(v, 10, &opts(32)));
+        }
+        assert_eq!(back.neighbors(100), idx.neighbors(100));
+        back.optimize();
+        assert_eq!(back.len(), idx.len());
+    }
+    let flat = VectorIndex::new(IndexParams::new(4, Metric::Ip, Algorithm::Flat));
+    flat.upsert(9, &[1.0, 2.0, 3.0, 4.0])
+        .expect("right dimension");
+    let mut bytes = Vec::new();
+    flat.write_to(&mut bytes);
+    let back = VectorIndex::read_from(&bytes).expect("valid");
+    assert_eq!(back.get(9), Some(vec![1.0, 2.0, 3.0, 4.0]));
+}
+
+#[test]
+fn corrupt_or_truncated_input_is_an_error_not_a_panic() {
+    let (idx, _) = sample_index(Quantization::Int8);
+    let mut bytes = Vec::new();
+    idx.write_to(&mut bytes);
+    let mut rng = SmallRng::seed_from_u64(81);
+    for n in [0, 1, 8, 12, bytes.len() / 2, bytes.len() - 1] {
+        assert!(VectorIndex::read_from(&bytes[..n]).is_err());
+    }
+    for _ in 0..300 {
+        let mut b = bytes.clone();
+        for _ in 0..rng.gen_range(1..4) {
+            let i = rng.gen_range(0..b.len());
+            b[i] ^= 1 << rng.gen_range(0..8);
+        }
+        let cut = if rng.gen_bool(0.3) {
+            rng.gen_range(0..b.len())
+        } else {
+            b.len()
+        };
+        assert!(VectorIndex::read_from(&b[..cut]).is_err());
+    }
+    // With a fixed-up checksum the structural checks must hold on their own.
+    let body = bytes.len() - 4;
+    for _ in 0..300 {
+        let mut b = bytes[..body].to_vec();
+        let i = rng.gen_range(12..b.len());
+        b[i] = rng.gen();
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        if let Ok(idx) = VectorIndex::read_from(&b) {
+            let q = vec![0.5f32; 16];
+            let _ = idx.search(&q, 5, &opts(16));
+            let _ = idx.range(&q, 0.5, &opts(16));
+            idx.optimize();
+        }
+    }
+}
+
+#[test]
+fn int8_index_memory_is_under_forty_percent_of_f32() {
+    let (n, dim) = (1500, 384);
+    let vs = random_vectors(91, n, dim);
+    let mut p = IndexParams::new(dim, Metric::Cosine, Algorithm::Hnsw);
+    p.ef_construction = 16;
+    p.initial_cap = n;
+    let idx = VectorIndex::new(p);
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.optimize();
+    let raw = n * dim * 4;
+    let mem = idx.stats().memory_bytes;
+    println!(
+        "int8 HNSW {mem} bytes vs raw f32 {raw} ({:.1}%)",
+        100.0 * mem as f64 / raw as f64
+    );
+    assert!(mem * 10 <= raw * 4, "{mem} > 40% of {raw}");
+}
