@@ -400,17 +400,6 @@ impl VectorIndex {
         }
     }
 
-    /// Links at most `max` pending vectors into the graph; returns how many.
-    pub fn build_pending(&self, max: usize) -> usize {
-        let _ = max;
-        0
-    }
-
-    /// Vectors not yet linked into the graph.
-    pub fn pending(&self) -> usize {
-        0
-    }
-
     /// Counters.
     pub fn stats(&self) -> IndexStats {
         match &self.inner {
