@@ -258,6 +258,30 @@ impl SnapshotWriter {
         Ok(())
     }
 
+    /// Writes the search-index definitions (`F` section: tag, body length, body, CRC32C
+    /// of the body): each index as the `FT.CREATE`/`FT.ALTER` commands that made it.
+    /// Their documents are not stored; loading re-indexes the hashes.
+    pub fn search_section(&mut self, commands: &[Vec<Vec<u8>>]) -> io::Result<()> {
+        if commands.is_empty() {
+            return Ok(());
+        }
+        let mut body = Vec::new();
+        for argv in commands {
+            put_u32(&mut body, argv.len() as u32);
+            for a in argv {
+                put_bytes(&mut body, a);
+            }
+        }
+        let mut h = Vec::with_capacity(9);
+        h.push(b'F');
+        put_u64(&mut h, body.len() as u64);
+        self.out.write_all(&h)?;
+        self.out.write_all(&body)?;
+        self.out.write_all(&crc(&body).to_le_bytes())?;
+        self.bytes += 9 + body.len() as u64 + 4;
+        Ok(())
+    }
+
     /// Ends the file, makes it durable and gives it its final name; returns the path,
     /// the number of keys and the file size.
     pub fn finish(mut self) -> io::Result<(PathBuf, u64, u64)> {
@@ -292,6 +316,8 @@ pub struct SnapshotContents {
     sections: Vec<(usize, std::ops::Range<usize>)>,
     /// The prompt cache's section body, if the snapshot has one.
     prefix: Option<std::ops::Range<usize>>,
+    /// The search-index definitions' section body, if any.
+    search: Option<std::ops::Range<usize>>,
     bytes: Vec<u8>,
     /// Keys in the file.
     pub keys: u64,
@@ -317,6 +343,7 @@ impl SnapshotContents {
         };
         let mut sections = Vec::new();
         let mut prefix = None;
+        let mut search = None;
         let mut keys = 0u64;
         loop {
             let at = r.position();
@@ -356,6 +383,23 @@ impl SnapshotContents {
                     }
                     prefix = Some(start..start + body.len());
                 }
+                b'F' => {
+                    let len = r
+                        .u64()
+                        .map_err(|_| bad("truncated search-index section", at))?;
+                    let start = r.position();
+                    let body = usize::try_from(len)
+                        .ok()
+                        .and_then(|l| r.take(l).ok())
+                        .ok_or_else(|| bad("search-index section runs past the end", at))?;
+                    let c = r
+                        .u32()
+                        .map_err(|_| bad("truncated search-index section", at))?;
+                    if crc(body) != c || search.is_some() {
+                        return Err(bad("search-index section checksum mismatch", at));
+                    }
+                    search = Some(start..start + body.len());
+                }
                 b'E' => {
                     let parsed = (|| Ok::<_, Malformed>((r.u32()?, r.u64()?, r.u32()?)))()
                         .map_err(|_| bad("truncated end marker", at))?;
@@ -380,6 +424,7 @@ impl SnapshotContents {
             databases,
             sections,
             prefix,
+            search,
             bytes,
             keys,
         })
@@ -388,6 +433,24 @@ impl SnapshotContents {
     /// The prompt cache's section body, if any.
     pub fn prefix_body(&self) -> Option<&[u8]> {
         self.prefix.clone().map(|r| &self.bytes[r])
+    }
+
+    /// The search-index definitions: the commands that recreate them, in order.
+    pub fn search_commands(&self) -> Result<Vec<Vec<Vec<u8>>>, Malformed> {
+        let Some(range) = self.search.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut r = Reader::new(&self.bytes[range]);
+        let mut out = Vec::new();
+        while r.remaining() > 0 {
+            let n = r.count(4)?;
+            let mut argv = Vec::with_capacity(n);
+            for _ in 0..n {
+                argv.push(r.bytes()?.to_vec());
+            }
+            out.push(argv);
+        }
+        Ok(out)
     }
 
     /// Decodes every key, calling `each` in file order.

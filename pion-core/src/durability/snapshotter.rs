@@ -145,6 +145,9 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     }
     drop(guard);
     writer.prefix_section(&prefix).map_err(io)?;
+    writer
+        .search_section(&engine.search().definitions())
+        .map_err(io)?;
     drop(prefix);
     if sections != SHARDS {
         return Err(format!("captured {sections} of {SHARDS} shards"));

@@ -47,6 +47,9 @@ pub struct SearchIndex {
     last_insert: Mutex<Option<Instant>>,
     /// Seconds spent indexing, in microseconds.
     pub indexing_us: AtomicU64,
+    /// The commands that made this index (`FT.CREATE`, then each `FT.ALTER`), which a
+    /// snapshot stores to recreate it.
+    pub commands: Mutex<Vec<Vec<Vec<u8>>>>,
 }
 
 impl SearchIndex {
@@ -61,6 +64,7 @@ impl SearchIndex {
             dialects: Default::default(),
             last_insert: Mutex::new(None),
             indexing_us: AtomicU64::new(0),
+            commands: Mutex::new(Vec::new()),
         }
     }
 
@@ -189,6 +193,14 @@ impl Indexes {
         let index = map.remove(name);
         self.any.store(!map.is_empty(), Ordering::Release);
         index
+    }
+
+    /// Every index's defining commands, index by index (for a snapshot).
+    pub fn definitions(&self) -> Vec<Vec<Vec<u8>>> {
+        self.all()
+            .iter()
+            .flat_map(|i| i.commands.lock().clone())
+            .collect()
     }
 
     /// Removes every index.

@@ -61,6 +61,7 @@ fn create(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .search()
         .create(def)
         .map_err(|e| OpError::custom(e.0))?;
+    index.commands.lock().push(argv.to_vec());
     engine.search().start_builder();
     if !skip_scan {
         engine
@@ -104,6 +105,7 @@ fn alter(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         def.fields = fields;
     }
+    index.commands.lock().push(argv.to_vec());
     // Existing hashes gain the new fields: reindex them (RediSearch rescans too).
     let engine = ctx.engine;
     engine

@@ -1,0 +1,120 @@
+//! Search indexes across restarts of a real pion-server process: the definitions come
+//! back from the log, and from a snapshot once the log before it is gone; the
+//! documents come back from the hashes; an acknowledged HSET survives SIGKILL.
+
+use pion_tests::{temp_dir, Client, PionProcess, RespValue};
+
+fn vector(x: f32, y: f32) -> Vec<u8> {
+    [x.to_le_bytes(), y.to_le_bytes()].concat()
+}
+
+fn knn_ids(c: &mut Client, q: &[u8], k: usize) -> Vec<String> {
+    let reply = c.cmd(&[
+        b"FT.SEARCH".as_slice(),
+        b"idx",
+        format!("*=>[KNN {k} @v $q AS d]").as_bytes(),
+        b"PARAMS",
+        b"2",
+        b"q",
+        q,
+        b"SORTBY",
+        b"d",
+        b"NOCONTENT",
+        b"DIALECT",
+        b"2",
+    ]);
+    let RespValue::Agg(b'*', Some(items)) = reply else {
+        panic!("FT.SEARCH: {}", reply.render());
+    };
+    items[1..]
+        .iter()
+        .map(|i| match i {
+            RespValue::Bulk(_, Some(b)) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("unexpected {}", other.render()),
+        })
+        .collect()
+}
+
+fn count(c: &mut Client, query: &str) -> i64 {
+    match c.cmd(&["FT.SEARCH", "idx", query, "LIMIT", "0", "0"]) {
+        RespValue::Agg(b'*', Some(items)) => match &items[0] {
+            RespValue::Line(b':', n) => String::from_utf8_lossy(n).parse().expect("count"),
+            other => panic!("no count: {}", other.render()),
+        },
+        other => panic!("FT.SEARCH: {}", other.render()),
+    }
+}
+
+fn fill(c: &mut Client, from: usize, to: usize) {
+    for i in from..to {
+        let key = format!("doc:{i}");
+        let v = vector(i as f32, (i % 7) as f32);
+        let tag = if i % 2 == 0 { "even" } else { "odd" };
+        c.cmd(&[
+            b"HSET".as_slice(),
+            key.as_bytes(),
+            b"v",
+            &v,
+            b"tag",
+            tag.as_bytes(),
+            b"n",
+            i.to_string().as_bytes(),
+        ]);
+    }
+}
+
+#[test]
+fn index_survives_sigkill_and_snapshot() {
+    let dir = temp_dir("search-restart");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let created = c.cmd(&[
+        "FT.CREATE",
+        "idx",
+        "ON",
+        "HASH",
+        "PREFIX",
+        "1",
+        "doc:",
+        "SCHEMA",
+        "v",
+        "VECTOR",
+        "HNSW",
+        "6",
+        "TYPE",
+        "FLOAT32",
+        "DIM",
+        "2",
+        "DISTANCE_METRIC",
+        "L2",
+        "tag",
+        "TAG",
+        "n",
+        "NUMERIC",
+    ]);
+    assert_eq!(created.render(), "+OK");
+    fill(&mut c, 0, 300);
+    let q = vector(150.2, 3.0);
+    let before = knn_ids(&mut c, &q, 5);
+    assert_eq!(before[0], "doc:150");
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(knn_ids(&mut c, &q, 5), before, "after SIGKILL (log replay)");
+    assert_eq!(count(&mut c, "@tag:{even}"), 150);
+
+    // A snapshot replaces the log that held FT.CREATE: the definition must be in it.
+    assert_eq!(c.cmd(&["SAVE"]).render(), "+OK");
+    fill(&mut c, 300, 400);
+    c.cmd(&["DEL", "doc:150"]);
+    server.kill9();
+
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let after = knn_ids(&mut c, &q, 5);
+    assert!(!after.contains(&"doc:150".to_string()));
+    assert_eq!(after[0], "doc:151");
+    assert_eq!(count(&mut c, "*"), 399);
+    assert_eq!(count(&mut c, "@n:[300 +inf]"), 100);
+}
