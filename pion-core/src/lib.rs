@@ -34,6 +34,7 @@ mod long_double;
 pub mod num;
 pub mod prefix;
 pub mod reply;
+pub mod search;
 pub(crate) mod strtod;
 #[cfg(test)]
 mod test_support;
