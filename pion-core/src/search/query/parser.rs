@@ -230,7 +230,8 @@ impl<'a> Parser<'a> {
     /// `intersection ('|' intersection)*`; in DIALECT 1 `stop` limits an
     /// operator's reach.
     fn union(&mut self, scope: &FieldScope, in_field: bool, stop: Stop) -> PResult<Node> {
-        if self.kind() == Kind::Star && self.peek_at(1).kind == Kind::Arrow {
+        // `(*=>[…])` opening the query is blamed on its arrow, elsewhere on `*`.
+        if self.kind() == Kind::Star && self.peek_at(1).kind == Kind::Arrow && self.at == 1 {
             self.bump();
             return Err(self.syntax());
         }
@@ -490,8 +491,7 @@ impl<'a> Parser<'a> {
                     Kind::Prefix => TagAlternative::Prefix(t.raw),
                     Kind::Param => TagAlternative::Exact(self.param(i)?),
                     Kind::Quote => {
-                        let close = self.phrase(i)?;
-                        let _ = close;
+                        self.phrase(i)?;
                         let end = self.toks[self.at - 1].pos;
                         TagAlternative::Exact(self.src[t.pos + 1..end].to_vec())
                     }
@@ -661,7 +661,7 @@ impl<'a> Parser<'a> {
     /// Optional `=>{$weight: …; $slop: …; $inorder: …; $phonetic: …}` after an
     /// element: validated, then dropped (they tune scoring, not matching).
     fn attributes(&mut self, node: &Node) -> PResult<()> {
-        if !(self.kind() == Kind::Arrow && self.peek_at(1).kind == Kind::LBrace) || !self.d2() {
+        if !(self.kind() == Kind::Arrow && self.peek_at(1).kind == Kind::LBrace && self.d2()) {
             return Ok(());
         }
         if matches!(node, Node::VectorRange(_)) {
