@@ -110,6 +110,17 @@ def test_knn_matches_brute_force(client):
     assert abs(dists[0] - float(((vecs[17] - q) ** 2).sum())) < 1e-4
 
 
+def test_optimize_links_the_graph_and_keeps_answers(client):
+    vecs = create_docs(client, n=500)
+    assert client.execute_command("FT.OPTIMIZE", "docs") in (b"OK", "OK")
+    for i in (0, 123, 499):
+        res = client.ft("docs").search(
+            Query("*=>[KNN 5 @embedding $v AS dist]").sort_by("dist").dialect(2),
+            query_params={"v": blob(vecs[i])},
+        )
+        assert [d.id for d in results(res)[1]] == exact_knn(vecs, vecs[i], 5)
+
+
 def test_filtered_knn_tag_and_numeric(client):
     vecs = create_docs(client)
     q = vecs[3]

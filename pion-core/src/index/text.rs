@@ -1,25 +1,24 @@
-//! Temporary tokenizer until the query module's lands.
+//! Text values as an index stores them: the query module's tokenizer (one definition of
+//! a token for documents and queries), with an index's own `STOPWORDS` list when
+//! `FT.CREATE` gave one.
 
-/// Tokens of a text value.
+use crate::search::text;
+
+/// The tokens of a TEXT value, in order. With `stopwords`, those words are dropped
+/// instead of the default list.
 pub fn tokenize(raw: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Vec<u8>> {
-    let _ = stopwords;
-    raw.split(|b| !b.is_ascii_alphanumeric() && *b != b'_')
-        .filter(|t| !t.is_empty())
-        .map(<[u8]>::to_ascii_lowercase)
-        .collect()
+    match stopwords {
+        None => text::tokenize(raw).into_iter().map(|t| t.text).collect(),
+        Some(list) => raw
+            .split(|&b| text::is_separator(b))
+            .filter(|w| !w.is_empty())
+            .map(text::lowercase)
+            .filter(|w| !list.contains(w))
+            .collect(),
+    }
 }
 
-/// Tag values of a tag field.
+/// The tags of a TAG value.
 pub fn tag_values(raw: &[u8], separator: u8, case_sensitive: bool) -> Vec<Vec<u8>> {
-    raw.split(|b| *b == separator)
-        .map(|t| t.trim_ascii())
-        .filter(|t| !t.is_empty())
-        .map(|t| {
-            if case_sensitive {
-                t.to_vec()
-            } else {
-                t.to_ascii_lowercase()
-            }
-        })
-        .collect()
+    text::tag_values(raw, separator, case_sensitive)
 }
