@@ -9,16 +9,15 @@
 //! modifiers may nest (their fields intersect), and there are no parameters or
 //! vector queries.
 
-use super::ast::{
-    unescape, FieldScope, GeoUnit, Node, NumericRange, Query, TagAlternative, VectorClause,
-    VectorOption, VectorRange,
-};
+use super::ast::{unescape, FieldScope, GeoUnit, Node, NumericRange, Query, TagAlternative};
 use super::lexer::{tokenize, Kind, Token};
-use super::params::{invalid_numeric, parse_count, parse_double, Params};
+use super::params::{parse_double, Params};
 use super::{FieldKind, FieldKinds, QueryError};
 use crate::search::text::{is_stopword, lowercase};
 
-type PResult<T> = Result<T, QueryError>;
+mod vector;
+
+pub(super) type PResult<T> = Result<T, QueryError>;
 
 /// Where a DIALECT 1 prefix operator's reach ends (it otherwise runs to the end of
 /// the enclosing group).
@@ -45,7 +44,7 @@ pub(crate) struct Parser<'a> {
 }
 
 /// The error RediSearch gives for a bad vector option.
-fn vector_params_error(what: &str) -> QueryError {
+pub(super) fn vector_params_error(what: &str) -> QueryError {
     QueryError::new(format!(
         "Error parsing vector similarity parameters: {what}"
     ))
@@ -576,66 +575,8 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// `[VECTOR_RANGE radius $blob]` and its `=>{…}` attributes.
-    fn vector_range(&mut self, field: Vec<u8>) -> PResult<Node> {
-        let cmd_idx = self.at;
-        let cmd = self.bump();
-        let r_idx = self.at;
-        let r_tok = self.bump();
-        let (radius_raw, from_param) = match r_tok.kind {
-            Kind::Number => (r_tok.raw.clone(), false),
-            Kind::Param => (self.param(r_idx)?, true),
-            _ => return Err(self.syntax_at(r_idx, "")),
-        };
-        let b_idx = self.at;
-        let blob_tok = self.expect(Kind::Param)?;
-        let blob = self.param(b_idx)?;
-        self.expect(Kind::RBracket)?;
-        if !cmd.raw.eq_ignore_ascii_case(b"VECTOR_RANGE") {
-            return Err(self.syntax_at(cmd_idx, ": expecting vector similarity range command"));
-        }
-        let radius = match parse_double(&radius_raw) {
-            Some(r) => r,
-            None if from_param => return Err(invalid_numeric(&r_tok.raw, &radius_raw)),
-            None => return Err(self.syntax_at(r_idx, "")),
-        };
-        if radius < 0.0 {
-            return Err(QueryError::new(format!(
-                "Error parsing vector similarity query: negative radius ({}) given in a range query",
-                crate::num::fmt_g(radius, 6)
-            )));
-        }
-        let mut range = VectorRange {
-            field,
-            radius,
-            blob,
-            blob_param: blob_tok.raw,
-            epsilon: None,
-            yield_distance_as: None,
-        };
-        if self.kind() == Kind::Arrow && self.peek_at(1).kind == Kind::LBrace {
-            self.bump();
-            self.bump();
-            for (name, value) in self.attribute_list()? {
-                let lower = name.to_ascii_lowercase();
-                match lower.as_slice() {
-                    b"yield_distance_as" => range.yield_distance_as = Some(value),
-                    b"epsilon" => {
-                        if range.epsilon.is_some() {
-                            return Err(vector_params_error("Parameter was specified twice"));
-                        }
-                        range.epsilon = Some(positive_option(name, value, false)?);
-                    }
-                    b"ef_runtime" => return Err(vector_params_error("Invalid option")),
-                    _ => return Err(invalid_attribute(&name)),
-                }
-            }
-        }
-        Ok(Node::VectorRange(range))
-    }
-
     /// `{ $name: value; … }` after `=>{`: the pairs, values resolved.
-    fn attribute_list(&mut self) -> PResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub(super) fn attribute_list(&mut self) -> PResult<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
         while self.kind() != Kind::RBrace {
             let name = self.expect(Kind::Param)?.raw;
@@ -680,117 +621,10 @@ impl<'a> Parser<'a> {
         }
         Ok(())
     }
-
-    /// `KNN k @field $blob [EF_RUNTIME n] [AS name] ]` after `=>[`, then optional
-    /// `=>{…}` attributes.
-    fn knn(&mut self) -> PResult<VectorClause> {
-        let cmd_idx = self.at;
-        let cmd = self.bump();
-        if cmd.kind != Kind::Term || !cmd.raw.eq_ignore_ascii_case(b"KNN") {
-            return Err(self.syntax_at(cmd_idx, ": Expecting Vector Similarity command"));
-        }
-        let k_idx = self.at;
-        let k_tok = self.bump();
-        let k = match k_tok.kind {
-            Kind::Number => parse_count(&k_tok.raw).ok_or_else(|| self.syntax_at(k_idx, ""))?,
-            Kind::Param => {
-                let v = self.param(k_idx)?;
-                parse_count(&v).ok_or_else(|| invalid_numeric(&k_tok.raw, &v))?
-            }
-            _ => return Err(self.syntax_at(k_idx, "")),
-        };
-        let field = self.expect(Kind::Modifier)?.raw;
-        let b_idx = self.at;
-        let blob_param = self.expect(Kind::Param)?.raw;
-        let blob = self.param(b_idx)?;
-        let mut options: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let mut alias = None;
-        while self.kind() != Kind::RBracket {
-            let i = self.at;
-            let t = self.bump();
-            if t.kind != Kind::Term || alias.is_some() {
-                return Err(self.syntax_at(i, ""));
-            }
-            let j = self.at;
-            let v = self.bump();
-            let value = match v.kind {
-                Kind::Term | Kind::Number => v.raw,
-                Kind::Param => self.param(j)?,
-                _ => return Err(self.syntax_at(j, "")),
-            };
-            if t.raw.eq_ignore_ascii_case(b"AS") {
-                alias = Some(value);
-            } else {
-                options.push((t.raw, value));
-            }
-        }
-        self.bump();
-        let mut clause = VectorClause {
-            field,
-            k,
-            blob,
-            blob_param,
-            ef_runtime: None,
-            yield_distance_as: alias,
-        };
-        for (name, value) in options {
-            knn_option(&mut clause, name, value)?;
-        }
-        if self.kind() == Kind::Arrow && self.peek_at(1).kind == Kind::LBrace {
-            self.bump();
-            self.bump();
-            for (name, value) in self.attribute_list()? {
-                if name.eq_ignore_ascii_case(b"YIELD_DISTANCE_AS") {
-                    if let Some(prev) = &clause.yield_distance_as {
-                        return Err(QueryError::new(format!(
-                            "Distance field was specified twice for vector query: {} and {}",
-                            String::from_utf8_lossy(prev),
-                            String::from_utf8_lossy(&value)
-                        )));
-                    }
-                    clause.yield_distance_as = Some(value);
-                } else if name.eq_ignore_ascii_case(b"EF_RUNTIME")
-                    || name.eq_ignore_ascii_case(b"EPSILON")
-                {
-                    knn_option(&mut clause, name, value)?;
-                } else {
-                    return Err(invalid_attribute(&name));
-                }
-            }
-        }
-        Ok(clause)
-    }
 }
 
-/// Applies one KNN option (`EF_RUNTIME n`; `EPSILON` belongs to range queries).
-fn knn_option(clause: &mut VectorClause, name: Vec<u8>, value: Vec<u8>) -> PResult<()> {
-    if name.eq_ignore_ascii_case(b"EF_RUNTIME") {
-        if clause.ef_runtime.is_some() {
-            return Err(vector_params_error("Parameter was specified twice"));
-        }
-        clause.ef_runtime = Some(positive_option(name, value, true)?);
-        Ok(())
-    } else if name.eq_ignore_ascii_case(b"EPSILON") {
-        Err(vector_params_error(
-            "range query attributes were sent for a non-range query",
-        ))
-    } else {
-        Err(vector_params_error("Invalid option"))
-    }
-}
-
-/// A vector option's value: a positive integer (`integer`) or a positive number.
-fn positive_option(name: Vec<u8>, raw: Vec<u8>, integer: bool) -> PResult<VectorOption> {
-    let value = if integer {
-        parse_count(&raw).filter(|&n| n > 0).map(|n| n as f64)
-    } else {
-        parse_double(&raw).filter(|&v| v > 0.0)
-    };
-    let value = value.ok_or_else(|| vector_params_error("Invalid value was given"))?;
-    Ok(VectorOption { name, raw, value })
-}
-
-fn invalid_attribute(name: &[u8]) -> QueryError {
+/// RediSearch's error for an unknown `=>{$name: …}` attribute.
+pub(super) fn invalid_attribute(name: &[u8]) -> QueryError {
     QueryError::new(format!(
         "Invalid attribute {}",
         String::from_utf8_lossy(name)
