@@ -279,9 +279,8 @@ impl Hnsw {
         self.finish(batch);
     }
 
-    pub(crate) fn optimize(&self) {
+    pub(crate) fn optimize(&self, threads: usize) {
         self.graph.write().repair();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         loop {
             let batch = self.claim(usize::MAX, None);
             if batch.items.is_empty() {

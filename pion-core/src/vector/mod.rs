@@ -385,8 +385,13 @@ impl VectorIndex {
     /// Links every pending vector into the graph now (`FT.OPTIMIZE`), with
     /// `available_parallelism()` threads, after repairing around removed nodes.
     pub fn optimize(&self) {
+        self.optimize_with(std::thread::available_parallelism().map_or(1, |n| n.get()));
+    }
+
+    /// [`VectorIndex::optimize`] with a chosen number of linking threads.
+    pub fn optimize_with(&self, threads: usize) {
         if let Inner::Hnsw(h) = &self.inner {
-            h.optimize();
+            h.optimize(threads.max(1));
         }
     }
 
