@@ -70,6 +70,10 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         // A pure container is only `@slow`; its subcommands carry the real categories.
         return vec!["slow"];
     }
+    if spec.group == Group::VectorSet {
+        // Module commands that declare no category (as Redis 8's vector sets).
+        return Vec::new();
+    }
     for extra in spec.categories {
         on[idx(extra)] = true;
     }
@@ -82,7 +86,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Set => on[idx("set")] = true,
         Group::SortedSet => on[idx("sortedset")] = true,
         Group::Connection => on[idx("connection")] = true,
-        Group::Server | Group::PrefixCache => {}
+        Group::Server | Group::PrefixCache | Group::VectorSet => {}
     }
     let rules: &[(u64, &str)] = &[
         (flags::KEYSPACE, "keyspace"),

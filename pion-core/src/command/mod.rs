@@ -43,6 +43,9 @@ pub enum Group {
     Server,
     /// Prompt-cache (K/V prefix store) commands, `KV.*`.
     PrefixCache,
+    /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
+    /// the `module` group and no ACL category.
+    VectorSet,
 }
 
 impl Group {
@@ -58,6 +61,7 @@ impl Group {
             Group::Connection => "connection",
             Group::Server => "server",
             Group::PrefixCache => "prefix-cache",
+            Group::VectorSet => "module",
         }
     }
 }
@@ -382,7 +386,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 10] {
+fn families() -> [&'static [CommandSpec]; 11] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -395,6 +399,7 @@ fn families() -> [&'static [CommandSpec]; 10] {
         server::COMMANDS,
         persistence::COMMANDS,
         prefix::COMMANDS,
+        vsets::COMMANDS,
     ]
 }
 

@@ -10,6 +10,7 @@ pub mod prefix;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod vsets;
 pub mod zsets;
 
 pub(crate) mod util;
