@@ -262,7 +262,13 @@ fn generate(fp: Fp, upper: Fp, lower: Fp, k: &mut i32) -> Vec<u8> {
         part2 &= one - 1;
         if part2 < delta || digits.len() > 24 {
             *k += kappa;
-            round_digit(&mut digits, delta, part2, one, wfrac.wrapping_mul(TENS[unit]));
+            round_digit(
+                &mut digits,
+                delta,
+                part2,
+                one,
+                wfrac.wrapping_mul(TENS[unit]),
+            );
             return digits;
         }
         unit = unit.saturating_sub(1);
@@ -315,7 +321,11 @@ fn emit(digits: &[u8], k: i32, neg: bool, out: &mut String) {
         out.push_str(&text(&digits[1..nd]));
     }
     out.push('e');
-    out.push(if k + digits.len() as i32 - 1 < 0 { '-' } else { '+' });
+    out.push(if k + digits.len() as i32 - 1 < 0 {
+        '-'
+    } else {
+        '+'
+    });
     let mut exp = exp;
     let mut cent = 0;
     if exp > 99 {
@@ -343,7 +353,11 @@ pub fn dtoa(d: f64) -> String {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let mut out = String::new();
     let neg = d < 0.0;

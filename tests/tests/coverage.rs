@@ -87,10 +87,16 @@ const EXEMPT: &[(&str, &str)] = &[
     ),
 ];
 
+/// Commands used by the core corpus and the search (Redis 8) corpus.
 fn corpus_commands() -> BTreeSet<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut names = BTreeSet::new();
-    for entry in std::fs::read_dir(dir).expect("corpus dir").flatten() {
+    let entries = ["corpus", "corpus-search"].iter().flat_map(|d| {
+        std::fs::read_dir(root.join(d))
+            .expect("corpus dir")
+            .flatten()
+    });
+    for entry in entries {
         let text = std::fs::read_to_string(entry.path()).expect("corpus file");
         for step in corpus::parse(&text).expect("corpus parses") {
             if let Step::Command { args, .. } = step {

@@ -209,8 +209,14 @@ pub fn command_info(
         .map(|sub| command_info(sub, table().sub_full_name(spec, sub), Some(spec)))
         .collect();
     let _ = container;
+    // Module commands (vector sets) are reported under their registered, upper-case name.
+    let name = if spec.group == Group::VectorSet {
+        full_name.to_ascii_uppercase()
+    } else {
+        full_name.to_string()
+    };
     Reply::Array(vec![
-        Reply::bulk(full_name),
+        Reply::bulk(name),
         Reply::Integer(i64::from(spec.arity)),
         Reply::Set(flag_names(spec)),
         Reply::Integer(i64::from(spec.keys.first)),

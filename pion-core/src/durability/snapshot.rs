@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 use super::codec::{crc, crc_extend, put_bytes, put_i64, put_u32, put_u64, Malformed, Reader};
 use crate::keyspace::Entry;
 use crate::value::vset::{Element, Stored, VQuant};
-use crate::value::{EncodingLimits, HashValue, ListValue, SetValue, Value, VectorSetValue, ZSetValue};
+use crate::value::{
+    EncodingLimits, HashValue, ListValue, SetValue, Value, VectorSetValue, ZSetValue,
+};
 
 const MAGIC: &[u8; 8] = b"PIONSNP1";
 const HEADER_LEN: usize = 32;
@@ -161,9 +163,7 @@ fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
             _ => return Err(Malformed("bad attribute flag")),
         };
         let vector = match quant {
-            VQuant::NoQuant => {
-                Stored::F32((0..dim).map(|_| f32_at(r)).collect::<Result<_, _>>()?)
-            }
+            VQuant::NoQuant => Stored::F32((0..dim).map(|_| f32_at(r)).collect::<Result<_, _>>()?),
             VQuant::Q8 => {
                 let range = f32_at(r)?;
                 let codes = r.bytes()?.iter().map(|&c| c as i8).collect();
@@ -186,6 +186,17 @@ fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
         }
     }
     Ok(Value::VectorSet(Box::new(v)))
+}
+
+/// Encodes one value as a snapshot entry and decodes it again (tests of value types).
+#[cfg(test)]
+pub(crate) fn round_trip_for_tests(value: &Value) -> Value {
+    let mut out = Vec::new();
+    encode_entry(0, b"k", &Entry::new(value.clone(), 0), &mut out);
+    let mut r = Reader::new(&out);
+    decode_entry(&mut r, &EncodingLimits::default())
+        .expect("decodes")
+        .value
 }
 
 /// One key decoded from a snapshot.

@@ -122,7 +122,16 @@ impl Stored {
     pub fn distance(&self, other: &Stored, dim: usize) -> f32 {
         match (self, other) {
             (Stored::F32(a), Stored::F32(b)) => 1.0 - dot_f32(a, b),
-            (Stored::Q8 { codes: a, range: ra }, Stored::Q8 { codes: b, range: rb }) => {
+            (
+                Stored::Q8 {
+                    codes: a,
+                    range: ra,
+                },
+                Stored::Q8 {
+                    codes: b,
+                    range: rb,
+                },
+            ) => {
                 if *ra == 0.0 || *rb == 0.0 {
                     return 1.0;
                 }
@@ -160,10 +169,7 @@ fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     let mut i = 0;
     while i + 7 < n {
         d0 += x[i] * y[i] + x[i + 1] * y[i + 1] + x[i + 2] * y[i + 2] + x[i + 3] * y[i + 3];
-        d1 += x[i + 4] * y[i + 4]
-            + x[i + 5] * y[i + 5]
-            + x[i + 6] * y[i + 6]
-            + x[i + 7] * y[i + 7];
+        d1 += x[i + 4] * y[i + 4] + x[i + 5] * y[i + 5] + x[i + 6] * y[i + 6] + x[i + 7] * y[i + 7];
         i += 8;
     }
     while i < n {
@@ -400,7 +406,13 @@ impl VectorSetValue {
     }
 
     /// Adds or replaces an element from a unit vector of the set's dimension.
-    pub fn insert_unit(&mut self, name: &[u8], unit: &[f32], norm: f32, attr: Option<&[u8]>) -> bool {
+    pub fn insert_unit(
+        &mut self,
+        name: &[u8],
+        unit: &[f32],
+        norm: f32,
+        attr: Option<&[u8]>,
+    ) -> bool {
         let vector = Stored::quantize(unit, self.quant);
         self.insert_stored(name, vector, norm, attr.map(<[u8]>::to_vec))
     }
@@ -652,7 +664,8 @@ impl PartialEq for VectorSetValue {
         self.dim == other.dim
             && self.quant == other.quant
             && self.m == other.m
-            && self.projection.as_ref().map(|p| p.input) == other.projection.as_ref().map(|p| p.input)
+            && self.projection.as_ref().map(|p| p.input)
+                == other.projection.as_ref().map(|p| p.input)
             && self.len() == other.len()
             && self
                 .slots
@@ -667,7 +680,10 @@ impl fmt::Debug for VectorSetValue {
             .field("dim", &self.dim)
             .field("quant", &self.quant)
             .field("m", &self.m)
-            .field("projection_input", &self.projection.as_ref().map(|p| p.input))
+            .field(
+                "projection_input",
+                &self.projection.as_ref().map(|p| p.input),
+            )
             .field("len", &self.len())
             .finish()
     }

@@ -152,7 +152,8 @@ pub(crate) fn vadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         match set.projection().map(|p| p.input) {
             Some(input) => {
-                if args.reduce.is_some_and(|r| r != set.dim()) || len != input {
+                // Vectors for a projected set come with the same REDUCE, always.
+                if args.reduce != Some(set.dim()) || len != input {
                     return Err(dim_mismatch(len, set.dim()));
                 }
             }
@@ -174,7 +175,6 @@ pub(crate) fn vadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let projection = args.reduce.map(|r| Projection::new(len, r));
     let mut set = VectorSetValue::new(dim, args.quant, args.m.unwrap_or(16), projection);
     set.insert(&args.element, &args.vector, args.attr.as_deref());
-    ctx.ks
-        .set(db, &argv[1], Value::VectorSet(Box::new(set)))?;
+    ctx.ks.set(db, &argv[1], Value::VectorSet(Box::new(set)))?;
     Ok(Reply::Bool(true))
 }

@@ -18,7 +18,8 @@
 //! `.field` the expression names is missing (or whose attributes are not a JSON
 //! object). Comparisons and arithmetic read strings as numbers (C `strtod` of the
 //! whole string, else 0); `==` compares two strings as strings; `x in [..]` tests
-//! membership with `==`, `"s" in "string"` tests for a substring.
+//! membership with `==`, `"s" in "string"` tests for a substring. Strings are
+//! quoted with `"` or `'`; a backslash escapes the next character.
 //!
 //! Syntax errors read `ERR syntax error in FILTER expression near: <rest>`, where the
 //! rest starts where the tokenizer stopped, or is the whole expression when the
@@ -143,7 +144,7 @@ fn parse_number(src: &[u8], start: usize) -> Result<(f64, usize), usize> {
         .ok_or(start)
 }
 
-/// Scans a quoted string at `i` (backslash escapes the next byte).
+/// Scans a quoted string at `i` (a backslash escapes the next byte).
 fn parse_string(src: &[u8], start: usize) -> Result<(Vec<u8>, usize), usize> {
     let quote = src[start];
     let mut out = Vec::new();
@@ -568,7 +569,8 @@ mod tests {
         assert_eq!(err("0x10 == 16"), near("10 == 16"));
         assert_eq!(err("[1 2]"), near("2]"));
         assert_eq!(err("[null]"), near("null]"));
-        assert_eq!(err(r#".genre == "dr\"ama""#), near("\""));
+        assert_eq!(err(r#".genre == "dr"ama""#), near("\""));
+        assert!(m(r#".genre == "dr\ama" or 1"#, A));
         assert_eq!(err("!!1"), near("!!1"));
         assert_eq!(err("not not 1"), near("not not 1"));
         assert_eq!(err("- 1 < 0"), near("- 1 < 0"));

@@ -57,12 +57,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         search::vsim,
         "Return elements by vector similarity",
     ),
-    vcmd(
-        "vrem",
-        WRITE,
-        vrem,
-        "Remove an element from a vector set",
-    ),
+    vcmd("vrem", WRITE, vrem, "Remove an element from a vector set"),
     vcmd(
         "vcard",
         READONLY | FAST,
@@ -220,7 +215,10 @@ fn vinfo(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     let int = |n: usize| Reply::Integer(n as i64);
     Ok(Reply::Map(vec![
-        (Reply::status("quant-type"), Reply::status(set.quant().name())),
+        (
+            Reply::status("quant-type"),
+            Reply::status(set.quant().name()),
+        ),
         (Reply::status("hnsw-m"), int(set.m())),
         (Reply::status("vector-dim"), int(set.dim())),
         (
@@ -229,7 +227,10 @@ fn vinfo(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ),
         (Reply::status("size"), int(set.len())),
         (Reply::status("max-level"), int(set.max_level())),
-        (Reply::status("attributes-count"), int(set.attributes_count())),
+        (
+            Reply::status("attributes-count"),
+            int(set.attributes_count()),
+        ),
         (Reply::status("vset-uid"), Reply::Integer(set.uid() as i64)),
         (
             Reply::status("hnsw-max-node-uid"),
@@ -293,7 +294,9 @@ fn vgetattr(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(arity(argv));
     }
     let set = read_vset(ctx, &argv[1])?;
-    let attr = set.and_then(|s| s.get(&argv[2])).and_then(|e| e.attr.as_ref());
+    let attr = set
+        .and_then(|s| s.get(&argv[2]))
+        .and_then(|e| e.attr.as_ref());
     Ok(Reply::bulk_or_null(attr))
 }
 
@@ -302,7 +305,9 @@ fn vismember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(arity(argv));
     }
     let set = read_vset(ctx, &argv[1])?;
-    Ok(Reply::Bool(set.is_some_and(|s| s.label(&argv[2]).is_some())))
+    Ok(Reply::Bool(
+        set.is_some_and(|s| s.label(&argv[2]).is_some()),
+    ))
 }
 
 /// `VRANDMEMBER key [count]`: like `SRANDMEMBER`, a negative count allows repeats.
@@ -329,7 +334,9 @@ fn vrandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     if count < 0 {
         let n = count.unsigned_abs() as usize;
-        let picks = (0..n).filter_map(|_| pick(rng)).map(|e| Reply::bulk(&e.name));
+        let picks = (0..n)
+            .filter_map(|_| pick(rng))
+            .map(|e| Reply::bulk(&e.name));
         return Ok(Reply::Array(picks.collect()));
     }
     let n = (count as usize).min(len);

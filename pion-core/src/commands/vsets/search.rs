@@ -17,13 +17,9 @@ use crate::num::{parse_f64, parse_i64};
 use crate::reply::Reply;
 use crate::value::vset::Element;
 
-enum Query {
-    Element(Vec<u8>),
-    Vector(Vec<f32>),
-}
-
 struct SimArgs {
-    query: Query,
+    /// The unit query vector.
+    unit: Vec<f32>,
     with_scores: bool,
     with_attribs: bool,
     count: usize,
@@ -41,16 +37,10 @@ fn positive(arg: Option<&Vec<u8>>, err: &'static str) -> OpResult<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-fn parse(argv: &[Vec<u8>]) -> OpResult<SimArgs> {
-    let (query, mut i) = if is_kw(&argv[2], "ELE") {
-        (Query::Element(argv[3].clone()), 4)
-    } else {
-        let (v, next) = parse_vector(argv, 2)
-            .ok_or_else(|| OpError::custom("ERR invalid vector specification"))?;
-        (Query::Vector(v), next)
-    };
+/// Parses the options after the query (at `i`); the query is checked first.
+fn parse(argv: &[Vec<u8>], mut i: usize, unit: Vec<f32>) -> OpResult<SimArgs> {
     let mut args = SimArgs {
-        query,
+        unit,
         with_scores: false,
         with_attribs: false,
         count: 10,
@@ -106,17 +96,21 @@ pub(crate) fn vsim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let Some(set) = read_vset(ctx, &argv[1])? else {
         return Ok(Reply::Array(Vec::new()));
     };
-    let args = parse(argv)?;
-    let unit = match &args.query {
-        Query::Element(name) => set
-            .label(name)
+    // The query is resolved (and its dimension checked) before the options are read.
+    let (unit, next) = if is_kw(&argv[2], "ELE") {
+        let unit = set
+            .label(&argv[3])
             .and_then(|l| set.element_query(l))
-            .ok_or_else(|| OpError::custom("ERR element not found in set"))?,
-        Query::Vector(v) => {
+            .ok_or_else(|| OpError::custom("ERR element not found in set"))?;
+        (unit, 4)
+    } else {
+        let (v, next) = parse_vector(argv, 2)
+            .ok_or_else(|| OpError::custom("ERR invalid vector specification"))?;
+        let unit = {
             let len = v.len();
             match set.projection() {
-                _ if len == set.dim() => set.prepare(v).0,
-                Some(p) if len == p.input => set.prepare(v).0,
+                _ if len == set.dim() => set.prepare(&v).0,
+                Some(p) if len == p.input => set.prepare(&v).0,
                 Some(p) => {
                     return Err(OpError::custom(format!(
                         "ERR Input dimension mismatch for projection - got {len} but projection expects {}",
@@ -125,11 +119,13 @@ pub(crate) fn vsim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 }
                 None => return Err(dim_mismatch(len, set.dim())),
             }
-        }
+        };
+        (unit, next)
     };
+    let args = parse(argv, next, unit)?;
     let filter = args.filter.as_ref();
     let accept = |e: &Element| filter.is_none_or(|f| f.matches(e.attr.as_deref()));
-    let mut hits = set.search(&unit, args.count, args.ef, args.truth, &accept);
+    let mut hits = set.search(&args.unit, args.count, args.ef, args.truth, &accept);
     if let Some(eps) = args.epsilon {
         hits.retain(|h| f64::from(h.distance) / 2.0 <= eps);
     }
