@@ -307,9 +307,7 @@ impl Parser {
         let mut left = self.unary()?;
         while let Some(Tok::Op(op)) = self.toks.get(self.pos) {
             let op = *op;
-            let Some(power) = binding(op) else {
-                return None;
-            };
+            let power = binding(op)?;
             if power < min {
                 break;
             }
