@@ -23,6 +23,7 @@ pub mod client;
 pub mod command;
 pub mod commands;
 pub mod config;
+pub mod dtoa;
 pub mod durability;
 pub mod engine;
 pub mod error;

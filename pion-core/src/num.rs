@@ -87,6 +87,18 @@ pub fn fmt_g17(v: f64) -> String {
     fmt_g(v, 17)
 }
 
+/// Formats a double as Redis 7.2+ replies print it (Grisu2 digits; see [`crate::dtoa`]).
+///
+/// ```
+/// use pion_core::num::fmt_shortest;
+/// assert_eq!(fmt_shortest(0.8535533845424652), "0.8535533845424652");
+/// assert_eq!(fmt_shortest(1.0), "1");
+/// assert_eq!(fmt_shortest(-0.5), "-0.5");
+/// ```
+pub fn fmt_shortest(v: f64) -> String {
+    crate::dtoa::dtoa(v)
+}
+
 /// Formats a double like C's `printf("%.{precision}g")`.
 pub fn fmt_g(v: f64, precision: usize) -> String {
     if v.is_nan() {

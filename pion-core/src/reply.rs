@@ -32,6 +32,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A double (RESP3 `,`); RESP2 sends it as a bulk string formatted like `%.17g`.
     Double(f64),
+    /// A double in its shortest round-trip form (RESP3 `,`; RESP2 a bulk string), as
+    /// Redis modules reply with doubles (vector-set scores and components).
+    ShortDouble(f64),
     /// A boolean (RESP3 `#`); RESP2 sends the integer 1 or 0.
     Bool(bool),
     /// Verbatim text (RESP3 `=` with a three-letter format); RESP2 sends a bulk string.

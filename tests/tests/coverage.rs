@@ -91,6 +91,7 @@ const EXEMPT: &[(&str, &str)] = &[
     ),
 ];
 
+/// Commands used by the core corpus and the search (Redis 8) corpus.
 fn corpus_commands() -> BTreeSet<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut names = BTreeSet::new();

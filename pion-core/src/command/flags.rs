@@ -38,6 +38,8 @@ pub const NO_MULTI: u64 = 1 << 16;
 pub const MOVABLE_KEYS: u64 = 1 << 17;
 /// Allowed while a script is busy.
 pub const ALLOW_BUSY: u64 = 1 << 18;
+/// Implemented by a module in Redis (vector sets).
+pub const MODULE: u64 = 1 << 19;
 /// In `@dangerous` (for commands that are not admin but still dangerous).
 pub const DANGEROUS: u64 = 1 << 40;
 /// In `@keyspace` in addition to its group.
@@ -48,6 +50,7 @@ pub const NAMES: &[(u64, &str)] = &[
     (WRITE, "write"),
     (READONLY, "readonly"),
     (DENYOOM, "denyoom"),
+    (MODULE, "module"),
     (ADMIN, "admin"),
     (PUBSUB, "pubsub"),
     (NOSCRIPT, "noscript"),

@@ -70,6 +70,10 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         // A pure container is only `@slow`; its subcommands carry the real categories.
         return vec!["slow"];
     }
+    if spec.group == Group::VectorSet {
+        // Module commands that declare no category (as Redis 8's vector sets).
+        return Vec::new();
+    }
     for extra in spec.categories {
         on[idx(extra)] = true;
     }
@@ -82,7 +86,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Set => on[idx("set")] = true,
         Group::SortedSet => on[idx("sortedset")] = true,
         Group::Connection => on[idx("connection")] = true,
-        Group::Server | Group::PrefixCache | Group::Search => {}
+        Group::Server | Group::PrefixCache | Group::Search | Group::VectorSet => {}
     }
     let rules: &[(u64, &str)] = &[
         (flags::KEYSPACE, "keyspace"),
@@ -205,8 +209,14 @@ pub fn command_info(
         .map(|sub| command_info(sub, table().sub_full_name(spec, sub), Some(spec)))
         .collect();
     let _ = container;
+    // Module commands (vector sets) are reported under their registered, upper-case name.
+    let name = if spec.group == Group::VectorSet {
+        full_name.to_ascii_uppercase()
+    } else {
+        full_name.to_string()
+    };
     Reply::Array(vec![
-        Reply::bulk(full_name),
+        Reply::bulk(name),
         Reply::Integer(i64::from(spec.arity)),
         Reply::Set(flag_names(spec)),
         Reply::Integer(i64::from(spec.keys.first)),

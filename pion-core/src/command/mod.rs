@@ -45,6 +45,9 @@ pub enum Group {
     PrefixCache,
     /// Search-index commands, `FT.*` (RediSearch's module group).
     Search,
+    /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
+    /// the `module` group and no ACL category.
+    VectorSet,
 }
 
 impl Group {
@@ -61,6 +64,7 @@ impl Group {
             Group::Server => "server",
             Group::PrefixCache => "prefix-cache",
             Group::Search => "module",
+            Group::VectorSet => "module",
         }
     }
 }
@@ -385,7 +389,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 11] {
+fn families() -> [&'static [CommandSpec]; 12] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -399,6 +403,7 @@ fn families() -> [&'static [CommandSpec]; 11] {
         persistence::COMMANDS,
         prefix::COMMANDS,
         search::COMMANDS,
+        vsets::COMMANDS,
     ]
 }
 

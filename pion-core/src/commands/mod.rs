@@ -11,6 +11,7 @@ pub mod search;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod vsets;
 pub mod zsets;
 
 pub(crate) mod util;

@@ -11,6 +11,9 @@
 //! entry   = db:u32 key:bytes deadline:i64 (i64::MIN: none) type:u8 value
 //! value   = string: bytes | hash: n:u32 (field:bytes value:bytes)*
 //!         | list: n:u32 bytes* | set: n:u32 bytes* | zset: n:u32 (member:bytes score:f64)*
+//!         | vset: dim:u32 quant:u8 m:u32 projection_input:u32 (0: none) n:u32 velem*
+//! velem   = name:bytes norm:f32 attr:(0 | 1 bytes) vector
+//! vector  = f32: f32[dim] | int8: range:f32 codes:bytes | bin: u64[ceil(dim/64)]
 //! bytes   = len:u32 byte[len]
 //! ```
 //!
@@ -23,7 +26,10 @@ use std::path::{Path, PathBuf};
 
 use super::codec::{crc, crc_extend, put_bytes, put_i64, put_u32, put_u64, Malformed, Reader};
 use crate::keyspace::Entry;
-use crate::value::{EncodingLimits, HashValue, ListValue, SetValue, Value, ZSetValue};
+use crate::value::vset::{Element, Stored, VQuant};
+use crate::value::{
+    EncodingLimits, HashValue, ListValue, SetValue, Value, VectorSetValue, ZSetValue,
+};
 
 const MAGIC: &[u8; 8] = b"PIONSNP1";
 const HEADER_LEN: usize = 32;
@@ -34,6 +40,7 @@ const TYPE_HASH: u8 = 1;
 const TYPE_LIST: u8 = 2;
 const TYPE_SET: u8 = 3;
 const TYPE_ZSET: u8 = 4;
+const TYPE_VSET: u8 = 5;
 
 /// The file name of the snapshot taken at sequence number `seq`.
 pub fn snapshot_name(seq: u64) -> String {
@@ -91,7 +98,105 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
                 put_u64(out, m.score.to_bits());
             }
         }
+        Value::VectorSet(v) => {
+            out.push(TYPE_VSET);
+            encode_vset(v, out);
+        }
     }
+}
+
+/// A vector set's parameters and elements, vectors as stored (codes stay codes).
+fn encode_vset(v: &VectorSetValue, out: &mut Vec<u8>) {
+    put_u32(out, v.dim() as u32);
+    out.push(match v.quant() {
+        VQuant::NoQuant => 0,
+        VQuant::Q8 => 1,
+        VQuant::Bin => 2,
+    });
+    put_u32(out, v.m() as u32);
+    put_u32(out, v.projection().map_or(0, |p| p.input as u32));
+    put_u32(out, v.len() as u32);
+    for (_, e) in v.elements() {
+        put_bytes(out, &e.name);
+        put_u32(out, e.norm.to_bits());
+        match &e.attr {
+            Some(a) => {
+                out.push(1);
+                put_bytes(out, a);
+            }
+            None => out.push(0),
+        }
+        match &e.vector {
+            Stored::F32(x) => x.iter().for_each(|c| put_u32(out, c.to_bits())),
+            Stored::Q8 { codes, range } => {
+                put_u32(out, range.to_bits());
+                let codes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
+                put_bytes(out, &codes);
+            }
+            Stored::Bin(bits) => bits.iter().for_each(|w| put_u64(out, *w)),
+        }
+    }
+}
+
+fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
+    let dim = r.u32()? as usize;
+    let quant = match r.u8()? {
+        0 => VQuant::NoQuant,
+        1 => VQuant::Q8,
+        2 => VQuant::Bin,
+        _ => return Err(Malformed("unknown vector quantization")),
+    };
+    let m = r.u32()? as usize;
+    let input = r.u32()? as usize;
+    if dim == 0 || dim > 65536 || input > 65536 || !(4..=4096).contains(&m) {
+        return Err(Malformed("bad vector set parameters"));
+    }
+    let n = r.count(9)?;
+    let mut v = VectorSetValue::restore(dim, quant, m, (input > 0).then_some(input));
+    let f32_at = |r: &mut Reader<'_>| r.u32().map(f32::from_bits);
+    for _ in 0..n {
+        let name = r.bytes()?.to_vec();
+        let norm = f32_at(r)?;
+        let attr = match r.u8()? {
+            0 => None,
+            1 => Some(r.bytes()?.to_vec()),
+            _ => return Err(Malformed("bad attribute flag")),
+        };
+        let vector = match quant {
+            VQuant::NoQuant => Stored::F32((0..dim).map(|_| f32_at(r)).collect::<Result<_, _>>()?),
+            VQuant::Q8 => {
+                let range = f32_at(r)?;
+                let codes = r.bytes()?.iter().map(|&c| c as i8).collect();
+                Stored::Q8 { codes, range }
+            }
+            VQuant::Bin => Stored::Bin(
+                (0..dim.div_ceil(64))
+                    .map(|_| r.u64())
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        let e = Element {
+            name,
+            vector,
+            norm,
+            attr,
+        };
+        if !v.restore_element(e) {
+            return Err(Malformed("bad vector set element"));
+        }
+    }
+    Ok(Value::VectorSet(Box::new(v)))
+}
+
+/// Encodes one value as a snapshot entry and decodes it again (tests of value types).
+#[cfg(test)]
+pub(crate) fn round_trip_for_tests(value: &Value) -> Value {
+    let mut out = Vec::new();
+    encode_entry(0, b"k", &Entry::new(value.clone(), 0), &mut out);
+    let mut r = Reader::new(&out);
+    decode_entry(&mut r, &EncodingLimits::default())
+        .expect("decodes")
+        .value
 }
 
 /// One key decoded from a snapshot.
@@ -157,6 +262,7 @@ fn decode_entry(r: &mut Reader<'_>, limits: &EncodingLimits) -> Result<LoadedKey
             }
             Value::ZSet(Box::new(z))
         }
+        TYPE_VSET => decode_vset(r)?,
         _ => return Err(Malformed("unknown value type")),
     };
     if value.is_empty_collection() {

@@ -1,4 +1,4 @@
-//! Redis values: the five core types, their encodings and their memory estimate.
+//! Redis values: the five core types and vector sets, their encodings and their memory estimate.
 //!
 //! Small collections keep Redis's compact encodings (insertion-ordered `listpack`,
 //! sorted `intset`) because clients observe them: `HGETALL` on a small hash returns
@@ -9,12 +9,14 @@ pub mod hash;
 pub mod list;
 pub mod set;
 pub mod string;
+pub mod vset;
 pub mod zset;
 
 pub use hash::HashValue;
 pub use list::ListValue;
 pub use set::SetValue;
 pub use string::StrValue;
+pub use vset::VectorSetValue;
 pub use zset::ZSetValue;
 
 use crate::error::{OpError, OpResult};
@@ -60,6 +62,8 @@ pub enum Value {
     Set(Box<SetValue>),
     /// A sorted set (boxed, like hashes).
     ZSet(Box<ZSetValue>),
+    /// A Redis 8 vector set (boxed, like hashes).
+    VectorSet(Box<VectorSetValue>),
 }
 
 /// Elements sampled by the memory estimate unless asked otherwise (Redis's default).
@@ -82,6 +86,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::VectorSet(_) => "vectorset",
         }
     }
 
@@ -93,6 +98,8 @@ impl Value {
             Value::List(_) => "quicklist",
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            // Redis reports module types as `raw`.
+            Value::VectorSet(_) => "raw",
         }
     }
 
@@ -104,6 +111,7 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            Value::VectorSet(v) => v.is_empty(),
         }
     }
 
@@ -123,6 +131,7 @@ impl Value {
                 Value::List(l) => l.mem_usage(samples),
                 Value::Set(s) => s.mem_usage(samples),
                 Value::ZSet(z) => z.mem_usage(samples),
+                Value::VectorSet(v) => v.mem_usage(),
             }
     }
 
@@ -186,6 +195,22 @@ impl Value {
     pub fn as_zset(&self) -> OpResult<&ZSetValue> {
         match self {
             Value::ZSet(z) => Ok(z),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The vector set inside, or `WRONGTYPE`.
+    pub fn as_vset(&self) -> OpResult<&VectorSetValue> {
+        match self {
+            Value::VectorSet(v) => Ok(v),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The vector set inside, mutably, or `WRONGTYPE`.
+    pub fn as_vset_mut(&mut self) -> OpResult<&mut VectorSetValue> {
+        match self {
+            Value::VectorSet(v) => Ok(v),
             _ => Err(OpError::WrongType),
         }
     }

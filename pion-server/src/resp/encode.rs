@@ -71,6 +71,14 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
                 bulk(out, text.as_bytes());
             }
         }
+        Reply::ShortDouble(d) => {
+            let text = pion_core::num::fmt_shortest(*d);
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                bulk(out, text.as_bytes());
+            }
+        }
         Reply::Bool(b) => {
             if resp3 {
                 out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });

@@ -45,6 +45,7 @@ fn show(r: &Reply) -> String {
                 .join(" ")
         ),
         Reply::Double(d) => format!(",{}", crate::num::fmt_g17(*d)),
+        Reply::ShortDouble(d) => format!(",{}", crate::num::fmt_shortest(*d)),
         Reply::Bool(b) => format!("#{b}"),
     }
 }

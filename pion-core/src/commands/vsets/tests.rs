@@ -1,0 +1,79 @@
+//! Vector-set commands against the engine: replies, errors, and recall of the
+//! approximate search against exact ranking.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::value::vset::VQuant;
+use crate::value::{Value, VectorSetValue};
+
+fn random_vector(rng: &mut SmallRng, dim: usize) -> Vec<f32> {
+    (0..dim).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
+}
+
+/// The approximate search finds nearly all of the exact top 10 on 1000 elements.
+#[test]
+fn vsim_recall_against_truth() {
+    let mut rng = SmallRng::seed_from_u64(7);
+    let dim = 32;
+    let mut set = VectorSetValue::new(dim, VQuant::Q8, 16, None);
+    for i in 0..1000 {
+        set.insert(
+            format!("e{i}").as_bytes(),
+            &random_vector(&mut rng, dim),
+            None,
+        );
+    }
+    let all = |_: &crate::value::vset::Element| true;
+    let (mut found, mut wanted) = (0, 0);
+    for _ in 0..50 {
+        let (q, _) = set.prepare(&random_vector(&mut rng, dim));
+        let truth: Vec<u64> = set
+            .search(&q, 10, None, true, &all)
+            .iter()
+            .map(|h| h.label)
+            .collect();
+        let approx: Vec<u64> = set
+            .search(&q, 10, Some(100), false, &all)
+            .iter()
+            .map(|h| h.label)
+            .collect();
+        wanted += truth.len();
+        found += truth.iter().filter(|l| approx.contains(l)).count();
+    }
+    assert!(found * 100 >= wanted * 95, "recall {found}/{wanted}");
+}
+
+/// A vector set survives the snapshot encoding: elements, vectors as stored,
+/// attributes and parameters.
+#[test]
+fn snapshot_round_trip() {
+    let mut rng = SmallRng::seed_from_u64(3);
+    for quant in [VQuant::Q8, VQuant::NoQuant, VQuant::Bin] {
+        let mut set = VectorSetValue::new(6, quant, 8, None);
+        for i in 0..20 {
+            let attr = format!("{{\"i\":{i}}}");
+            let attr = (i % 3 == 0).then_some(attr.as_bytes());
+            set.insert(
+                format!("m{i}").as_bytes(),
+                &random_vector(&mut rng, 6),
+                attr,
+            );
+        }
+        let value = Value::VectorSet(Box::new(set));
+        let loaded = crate::durability::snapshot::round_trip_for_tests(&value);
+        assert_eq!(loaded, value);
+    }
+    let mut projected = VectorSetValue::new(
+        3,
+        VQuant::Q8,
+        16,
+        Some(crate::value::vset::Projection::new(10, 3)),
+    );
+    projected.insert(b"x", &random_vector(&mut rng, 10), None);
+    let value = Value::VectorSet(Box::new(projected));
+    assert_eq!(
+        crate::durability::snapshot::round_trip_for_tests(&value),
+        value
+    );
+}

@@ -1,0 +1,745 @@
+//! Redis 8 vector sets: named elements, each with a vector and optional JSON
+//! attributes, searched by cosine similarity.
+//!
+//! Every vector is normalised to unit length when it is added (its original length is
+//! kept, so `VEMB` can give back the vector it was sent) and stored the way Redis
+//! stores it: 8-bit codes with a per-vector range (`Q8`, the default), full f32
+//! (`NOQUANT`) or one sign bit per dimension (`BIN`). Similarity scores are computed
+//! from that representation with Redis's formulas, so scores match Redis's to the last
+//! digit; the [`VectorIndex`] (holding the dequantised unit vectors) finds the
+//! candidates. Keeping both costs memory twice; the index could later hand out its own
+//! codes instead.
+//!
+//! `REDUCE` projects input vectors to fewer (or more) dimensions with a random
+//! Gaussian matrix. The matrix is drawn from a generator seeded by the two dimensions
+//! alone, so replaying the log (or loading a snapshot) rebuilds the same projection;
+//! it is not Redis's matrix, so projected vectors differ from Redis's.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ahash::AHashMap;
+
+use crate::vector::{Algorithm, IndexParams, Metric, Quantization, SearchOptions, VectorIndex};
+
+/// How a vector set stores its vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VQuant {
+    /// Full-precision f32 (`NOQUANT`).
+    NoQuant,
+    /// 8-bit codes and a per-vector range (`Q8`, the default).
+    Q8,
+    /// One bit per dimension (`BIN`).
+    Bin,
+}
+
+impl VQuant {
+    /// The name `VINFO` and `VEMB … RAW` report.
+    pub fn name(self) -> &'static str {
+        match self {
+            VQuant::NoQuant => "f32",
+            VQuant::Q8 => "int8",
+            VQuant::Bin => "bin",
+        }
+    }
+
+    fn index_quantization(self) -> Quantization {
+        match self {
+            VQuant::NoQuant => Quantization::None,
+            VQuant::Q8 => Quantization::Int8,
+            VQuant::Bin => Quantization::Binary,
+        }
+    }
+}
+
+/// A unit vector as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored {
+    /// f32 components.
+    F32(Vec<f32>),
+    /// Codes in -127..=127 and the largest absolute component (`range`).
+    Q8 {
+        /// The codes.
+        codes: Vec<i8>,
+        /// The largest absolute component of the unit vector.
+        range: f32,
+    },
+    /// Bit `j` set when component `j` is positive.
+    Bin(Vec<u64>),
+}
+
+impl Stored {
+    /// Stores a unit vector as `quant` asks.
+    pub fn quantize(unit: &[f32], quant: VQuant) -> Stored {
+        match quant {
+            VQuant::NoQuant => Stored::F32(unit.to_vec()),
+            VQuant::Q8 => {
+                let range = unit.iter().fold(0f32, |m, &x| m.max(x.abs()));
+                if range == 0.0 {
+                    return Stored::Q8 {
+                        codes: vec![0; unit.len()],
+                        range: 0.0,
+                    };
+                }
+                let scale = 127.0 / range;
+                let codes = unit.iter().map(|&x| (x * scale).round() as i8).collect();
+                Stored::Q8 { codes, range }
+            }
+            VQuant::Bin => {
+                let mut bits = vec![0u64; unit.len().div_ceil(64)];
+                for (j, &x) in unit.iter().enumerate() {
+                    if x > 0.0 {
+                        bits[j / 64] |= 1 << (j % 64);
+                    }
+                }
+                Stored::Bin(bits)
+            }
+        }
+    }
+
+    /// The unit vector back (approximate for codes; ±1 per dimension for bits).
+    pub fn dequantize(&self, dim: usize) -> Vec<f32> {
+        match self {
+            Stored::F32(v) => v.clone(),
+            Stored::Q8 { codes, range } => codes
+                .iter()
+                .map(|&c| f32::from(c) * range / 127.0)
+                .collect(),
+            Stored::Bin(bits) => (0..dim)
+                .map(|j| {
+                    if bits[j / 64] >> (j % 64) & 1 == 1 {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Redis's distance between two stored unit vectors of the same kind: `1 - cos`,
+    /// in `[0, 2]`. Mixed kinds never meet (a set has one kind).
+    pub fn distance(&self, other: &Stored, dim: usize) -> f32 {
+        match (self, other) {
+            (Stored::F32(a), Stored::F32(b)) => 1.0 - dot_f32(a, b),
+            (
+                Stored::Q8 {
+                    codes: a,
+                    range: ra,
+                },
+                Stored::Q8 {
+                    codes: b,
+                    range: rb,
+                },
+            ) => {
+                if *ra == 0.0 || *rb == 0.0 {
+                    return 1.0;
+                }
+                let scale = (ra / 127.0) * (rb / 127.0);
+                let dot: i32 = a
+                    .iter()
+                    .zip(b)
+                    .map(|(&x, &y)| i32::from(x) * i32::from(y))
+                    .sum();
+                (1.0 - dot as f32 * scale).clamp(0.0, 2.0)
+            }
+            (Stored::Bin(a), Stored::Bin(b)) => {
+                let opposite: u32 = a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum();
+                opposite as f32 * 2.0 / dim as f32
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// The bytes `VEMB … RAW` shows: f32 or u64 words little-endian, or the codes.
+    pub fn raw_bytes(&self) -> Vec<u8> {
+        match self {
+            Stored::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Stored::Q8 { codes, .. } => codes.iter().map(|&c| c as u8).collect(),
+            Stored::Bin(bits) => bits.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        }
+    }
+}
+
+/// The dot product summed as Redis sums it (eight at a time into two accumulators,
+/// then the rest), so f32 rounding matches.
+fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
+    let n = x.len().min(y.len());
+    let (mut d0, mut d1) = (0f32, 0f32);
+    let mut i = 0;
+    while i + 7 < n {
+        d0 += x[i] * y[i] + x[i + 1] * y[i + 1] + x[i + 2] * y[i + 2] + x[i + 3] * y[i + 3];
+        d1 += x[i + 4] * y[i + 4] + x[i + 5] * y[i + 5] + x[i + 6] * y[i + 6] + x[i + 7] * y[i + 7];
+        i += 8;
+    }
+    while i < n {
+        d0 += x[i] * y[i];
+        i += 1;
+    }
+    d0 + d1
+}
+
+/// Normalises `v` in place; returns its original length (1 for a zero vector, as
+/// Redis reports it).
+pub fn normalize(v: &mut [f32]) -> f32 {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        return 1.0;
+    }
+    for x in v.iter_mut() {
+        *x /= norm;
+    }
+    norm
+}
+
+/// A `REDUCE` random projection from `input` to `output` dimensions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projection {
+    /// Input dimensions.
+    pub input: usize,
+    /// Row-major `output × input` matrix.
+    matrix: Vec<f32>,
+}
+
+impl Projection {
+    /// The projection for these dimensions: Gaussian entries scaled by
+    /// `1/sqrt(output)`, from a SplitMix64 generator seeded by the dimensions only, so
+    /// it is the same on every replay and every platform.
+    pub fn new(input: usize, output: usize) -> Projection {
+        let mut state = 0x5645_4354_5345_5453 ^ ((input as u64) << 32) ^ output as u64;
+        let mut uniform = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            // 53 random bits into (0, 1].
+            ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+        };
+        let scale = 1.0 / (output as f64).sqrt();
+        let matrix = (0..input * output)
+            .map(|_| {
+                // Box-Muller: a standard normal from two uniforms.
+                let (u1, u2) = (uniform(), uniform());
+                ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos() * scale) as f32
+            })
+            .collect();
+        Projection { input, matrix }
+    }
+
+    /// Projects one input vector.
+    pub fn apply(&self, v: &[f32]) -> Vec<f32> {
+        self.matrix
+            .chunks_exact(self.input)
+            .map(|row| row.iter().zip(v).map(|(a, b)| a * b).sum())
+            .collect()
+    }
+
+    fn output(&self) -> usize {
+        self.matrix.len() / self.input.max(1)
+    }
+}
+
+/// One element of a set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Element {
+    /// Its name.
+    pub name: Vec<u8>,
+    /// Its unit vector as stored.
+    pub vector: Stored,
+    /// The length of the vector it was added with (after projection).
+    pub norm: f32,
+    /// JSON attributes, as sent.
+    pub attr: Option<Vec<u8>>,
+}
+
+/// One similarity result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The element's label.
+    pub label: u64,
+    /// Redis's distance, `1 - cos` in `[0, 2]`.
+    pub distance: f32,
+}
+
+impl Hit {
+    /// The similarity `VSIM` reports: `1 - distance/2`, computed in double.
+    pub fn score(&self) -> f64 {
+        1.0 - f64::from(self.distance) / 2.0
+    }
+}
+
+/// Process-wide counter behind `VINFO`'s `vset-uid`.
+static NEXT_UID: AtomicU64 = AtomicU64::new(0);
+
+/// A vector set.
+pub struct VectorSetValue {
+    dim: usize,
+    quant: VQuant,
+    m: usize,
+    projection: Option<Projection>,
+    uid: u64,
+    node_uids: u64,
+    by_name: AHashMap<Vec<u8>, u64>,
+    /// Dense element storage (for `VRANDMEMBER`); `slot_of` maps labels into it.
+    slots: Vec<(u64, Element)>,
+    slot_of: AHashMap<u64, usize>,
+    next_label: u64,
+    attributes: usize,
+    index: VectorIndex,
+}
+
+impl VectorSetValue {
+    /// An empty set of `dim`-dimensional vectors (after `projection`, if any).
+    pub fn new(dim: usize, quant: VQuant, m: usize, projection: Option<Projection>) -> Self {
+        let mut params = IndexParams::new(dim, Metric::Cosine, Algorithm::Hnsw);
+        params.quantization = quant.index_quantization();
+        params.m = m;
+        VectorSetValue {
+            dim,
+            quant,
+            m,
+            projection,
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            node_uids: 0,
+            by_name: AHashMap::new(),
+            slots: Vec::new(),
+            slot_of: AHashMap::new(),
+            next_label: 0,
+            attributes: 0,
+            index: VectorIndex::new(params),
+        }
+    }
+
+    /// Dimensions of the stored vectors.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Storage kind.
+    pub fn quant(&self) -> VQuant {
+        self.quant
+    }
+
+    /// HNSW `M`.
+    pub fn m(&self) -> usize {
+        self.m
+    }
+
+    /// The `REDUCE` projection, if any.
+    pub fn projection(&self) -> Option<&Projection> {
+        self.projection.as_ref()
+    }
+
+    /// `VINFO`'s `vset-uid`.
+    pub fn uid(&self) -> u64 {
+        self.uid
+    }
+
+    /// `VINFO`'s `hnsw-max-node-uid`: nodes ever inserted (updates insert anew).
+    pub fn max_node_uid(&self) -> u64 {
+        self.node_uids
+    }
+
+    /// `VINFO`'s `max-level`.
+    pub fn max_level(&self) -> usize {
+        self.index.stats().max_level
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether there is no element.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Number of elements with attributes.
+    pub fn attributes_count(&self) -> usize {
+        self.attributes
+    }
+
+    /// The label of an element.
+    pub fn label(&self, name: &[u8]) -> Option<u64> {
+        self.by_name.get(name).copied()
+    }
+
+    /// An element by label.
+    pub fn element(&self, label: u64) -> Option<&Element> {
+        self.slot_of.get(&label).map(|&s| &self.slots[s].1)
+    }
+
+    /// An element by name.
+    pub fn get(&self, name: &[u8]) -> Option<&Element> {
+        self.label(name).and_then(|l| self.element(l))
+    }
+
+    /// The element at a dense position (`0..len()`), for random picks.
+    pub fn at(&self, pos: usize) -> Option<&Element> {
+        self.slots.get(pos).map(|(_, e)| e)
+    }
+
+    /// Every element, in storage order.
+    pub fn elements(&self) -> impl Iterator<Item = (u64, &Element)> {
+        self.slots.iter().map(|(l, e)| (*l, e))
+    }
+
+    /// Projects (when the set has a projection) and normalises an input vector:
+    /// the unit vector and its length.
+    pub fn prepare(&self, input: &[f32]) -> (Vec<f32>, f32) {
+        let mut v = match &self.projection {
+            Some(p) if input.len() == p.input => p.apply(input),
+            _ => input.to_vec(),
+        };
+        let norm = normalize(&mut v);
+        (v, norm)
+    }
+
+    /// Adds or replaces an element from an input vector of the set's input dimension
+    /// (the caller checked it). `attr`: `Some` sets (an empty value removes), `None`
+    /// keeps. True when the element is new.
+    pub fn insert(&mut self, name: &[u8], input: &[f32], attr: Option<&[u8]>) -> bool {
+        let (unit, norm) = self.prepare(input);
+        self.insert_unit(name, &unit, norm, attr)
+    }
+
+    /// Adds or replaces an element from a unit vector of the set's dimension.
+    pub fn insert_unit(
+        &mut self,
+        name: &[u8],
+        unit: &[f32],
+        norm: f32,
+        attr: Option<&[u8]>,
+    ) -> bool {
+        let vector = Stored::quantize(unit, self.quant);
+        self.insert_stored(name, vector, norm, attr.map(<[u8]>::to_vec))
+    }
+
+    fn insert_stored(
+        &mut self,
+        name: &[u8],
+        vector: Stored,
+        norm: f32,
+        attr: Option<Vec<u8>>,
+    ) -> bool {
+        self.node_uids += 1;
+        let attr = attr.filter(|a| !a.is_empty());
+        let searchable = vector.dequantize(self.dim);
+        if let Some(label) = self.label(name) {
+            let slot = self.slot_of[&label];
+            let e = &mut self.slots[slot].1;
+            e.vector = vector;
+            e.norm = norm;
+            if let Some(a) = attr {
+                if e.attr.is_none() {
+                    self.attributes += 1;
+                }
+                e.attr = Some(a);
+            }
+            self.upsert_index(label, &searchable);
+            return false;
+        }
+        let label = self.next_label;
+        self.next_label += 1;
+        if attr.is_some() {
+            self.attributes += 1;
+        }
+        self.by_name.insert(name.to_vec(), label);
+        self.slot_of.insert(label, self.slots.len());
+        self.slots.push((
+            label,
+            Element {
+                name: name.to_vec(),
+                vector,
+                norm,
+                attr,
+            },
+        ));
+        self.upsert_index(label, &searchable);
+        true
+    }
+
+    fn upsert_index(&self, label: u64, v: &[f32]) {
+        // A zero vector has no direction: the index (cosine) keeps a placeholder so the
+        // element is still found; scores come from the stored vector anyway.
+        let ok = self.index.upsert(label, v).is_ok();
+        debug_assert!(ok, "vectors are finite and of the set's dimension");
+    }
+
+    /// Removes an element; false if absent.
+    pub fn remove(&mut self, name: &[u8]) -> bool {
+        let Some(label) = self.by_name.remove(name) else {
+            return false;
+        };
+        self.index.remove(label);
+        let Some(slot) = self.slot_of.remove(&label) else {
+            return true;
+        };
+        let (_, removed) = self.slots.swap_remove(slot);
+        if removed.attr.is_some() {
+            self.attributes -= 1;
+        }
+        if let Some((moved, _)) = self.slots.get(slot) {
+            self.slot_of.insert(*moved, slot);
+        }
+        true
+    }
+
+    /// Sets (non-empty) or removes (empty) an element's attributes; false if the
+    /// element is absent.
+    pub fn set_attr(&mut self, name: &[u8], attr: &[u8]) -> bool {
+        let Some(&slot) = self.label(name).and_then(|l| self.slot_of.get(&l)) else {
+            return false;
+        };
+        let e = &mut self.slots[slot].1;
+        let had = e.attr.is_some();
+        e.attr = (!attr.is_empty()).then(|| attr.to_vec());
+        match (had, e.attr.is_some()) {
+            (false, true) => self.attributes += 1,
+            (true, false) => self.attributes -= 1,
+            _ => {}
+        }
+        true
+    }
+
+    /// The unit query vector `VSIM … ELE` uses for an element: an f32 vector as
+    /// stored; codes dequantised and normalised again (as Redis does, which moves the
+    /// range by an ulp and shows in the last digits of scores).
+    pub fn element_query(&self, label: u64) -> Option<Vec<f32>> {
+        self.element(label).map(|e| {
+            let mut v = e.vector.dequantize(self.dim);
+            if !matches!(e.vector, Stored::F32(_)) {
+                normalize(&mut v);
+            }
+            v
+        })
+    }
+
+    /// The vector `VEMB` returns: the stored vector scaled back to its length (`BIN`:
+    /// the signs only).
+    pub fn embedding(&self, e: &Element) -> Vec<f32> {
+        match &e.vector {
+            Stored::Bin(_) => e.vector.dequantize(self.dim),
+            Stored::F32(v) => v.iter().map(|x| x * e.norm).collect(),
+            Stored::Q8 { codes, range } => codes
+                .iter()
+                .map(|&c| f32::from(c) * range / 127.0 * e.norm)
+                .collect(),
+        }
+    }
+
+    /// The `count` most similar elements to a unit query vector that `accept` lets
+    /// through, most similar first. `exact` scans every element (`TRUTH`); otherwise
+    /// the index proposes candidates (`ef`: its candidate list) and they are ranked
+    /// by Redis's distance on the stored vectors.
+    pub fn search(
+        &self,
+        unit_query: &[f32],
+        count: usize,
+        ef: Option<usize>,
+        exact: bool,
+        accept: &(dyn Fn(&Element) -> bool + Sync),
+    ) -> Vec<Hit> {
+        let q = Stored::quantize(unit_query, self.quant);
+        let mut hits: Vec<Hit> = if exact {
+            self.slots
+                .iter()
+                .filter(|(_, e)| accept(e))
+                .map(|(label, e)| Hit {
+                    label: *label,
+                    distance: q.distance(&e.vector, self.dim),
+                })
+                .collect()
+        } else {
+            let filter = |label: u64| self.element(label).is_some_and(accept);
+            let opts = SearchOptions {
+                ef,
+                filter: Some(&filter),
+            };
+            self.index
+                .search(unit_query, count, &opts)
+                .into_iter()
+                .filter_map(|n| {
+                    let e = self.element(n.label)?;
+                    Some(Hit {
+                        label: n.label,
+                        distance: q.distance(&e.vector, self.dim),
+                    })
+                })
+                .collect()
+        };
+        hits.sort_by(|a, b| {
+            a.distance
+                .total_cmp(&b.distance)
+                .then(a.label.cmp(&b.label))
+        });
+        hits.truncate(count);
+        hits
+    }
+
+    /// The graph neighbours of an element, top layer first, with their distances.
+    ///
+    /// The index does not expose its graph yet: until it does, this reports one layer
+    /// holding the element's exact nearest neighbours (up to `2M`), which is what a
+    /// fully connected small graph holds on layer 0.
+    pub fn links(&self, label: u64) -> Option<Vec<Vec<Hit>>> {
+        let e = self.element(label)?;
+        let query = e.vector.dequantize(self.dim);
+        let others = |other: &Element| other.name != e.name;
+        let layer0 = self.search(&query, self.m * 2, None, true, &others);
+        Some(vec![layer0])
+    }
+
+    /// Rebuilds a set from stored parts (snapshot loading).
+    pub fn restore(
+        dim: usize,
+        quant: VQuant,
+        m: usize,
+        projection_input: Option<usize>,
+    ) -> VectorSetValue {
+        let projection = projection_input.map(|input| Projection::new(input, dim));
+        VectorSetValue::new(dim, quant, m, projection)
+    }
+
+    /// Adds an element exactly as stored (snapshot loading); false if the stored
+    /// vector does not fit the set.
+    pub fn restore_element(&mut self, e: Element) -> bool {
+        let fits = match &e.vector {
+            Stored::F32(v) => v.len() == self.dim && self.quant == VQuant::NoQuant,
+            Stored::Q8 { codes, range } => {
+                codes.len() == self.dim && self.quant == VQuant::Q8 && range.is_finite()
+            }
+            Stored::Bin(b) => b.len() == self.dim.div_ceil(64) && self.quant == VQuant::Bin,
+        };
+        if !fits || !e.norm.is_finite() || self.by_name.contains_key(&e.name) {
+            return false;
+        }
+        if let Stored::F32(v) = &e.vector {
+            if v.iter().any(|x| !x.is_finite()) {
+                return false;
+            }
+        }
+        self.insert_stored(&e.name, e.vector, e.norm, e.attr);
+        true
+    }
+
+    /// Approximate bytes held.
+    pub fn mem_usage(&self) -> usize {
+        let per_vector = match self.quant {
+            VQuant::NoQuant => self.dim * 4,
+            VQuant::Q8 => self.dim + 4,
+            VQuant::Bin => self.dim.div_ceil(64) * 8,
+        };
+        let names: usize = self
+            .slots
+            .iter()
+            .take(64)
+            .map(|(_, e)| e.name.len() * 2 + e.attr.as_ref().map_or(0, Vec::len))
+            .sum::<usize>()
+            .checked_div(self.slots.len().min(64))
+            .unwrap_or(0);
+        self.len() * (per_vector + names + 96)
+            + self.index.stats().memory_bytes
+            + self.projection.as_ref().map_or(0, |p| p.matrix.len() * 4)
+    }
+}
+
+impl Clone for VectorSetValue {
+    /// A copy with its own index, rebuilt from the stored vectors (a new `vset-uid`).
+    fn clone(&self) -> Self {
+        let mut copy = VectorSetValue::new(self.dim, self.quant, self.m, self.projection.clone());
+        for (_, e) in &self.slots {
+            copy.insert_stored(&e.name, e.vector.clone(), e.norm, e.attr.clone());
+        }
+        copy.node_uids = self.node_uids;
+        copy
+    }
+}
+
+impl PartialEq for VectorSetValue {
+    /// Equal when the parameters and every element (vector, length, attributes) are.
+    fn eq(&self, other: &Self) -> bool {
+        self.dim == other.dim
+            && self.quant == other.quant
+            && self.m == other.m
+            && self.projection.as_ref().map(|p| p.input)
+                == other.projection.as_ref().map(|p| p.input)
+            && self.len() == other.len()
+            && self
+                .slots
+                .iter()
+                .all(|(_, e)| other.get(&e.name).is_some_and(|o| o == e))
+    }
+}
+
+impl fmt::Debug for VectorSetValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VectorSetValue")
+            .field("dim", &self.dim)
+            .field("quant", &self.quant)
+            .field("m", &self.m)
+            .field(
+                "projection_input",
+                &self.projection.as_ref().map(|p| p.input),
+            )
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl Projection {
+    /// Output dimensions.
+    pub fn output_dim(&self) -> usize {
+        self.output()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q8_codes_and_distance_match_redis_on_simple_vectors() {
+        let mut v = vec![0.5, 0.5, 0.0];
+        let norm = normalize(&mut v);
+        assert!((norm - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        let s = Stored::quantize(&v, VQuant::Q8);
+        assert_eq!(s.raw_bytes(), vec![127, 127, 0]);
+        let a = Stored::quantize(&[1.0, 0.0, 0.0], VQuant::Q8);
+        let d = a.distance(&s, 3);
+        assert!((d - (1.0 - std::f32::consts::FRAC_1_SQRT_2)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bin_distance_counts_opposite_signs() {
+        let a = Stored::quantize(&[1.0, -2.0, 0.0, 4.0, -0.5], VQuant::Bin);
+        let b = Stored::quantize(&[1.0, 2.0, 0.0, 4.0, -0.5], VQuant::Bin);
+        assert_eq!(a.raw_bytes()[0], 9);
+        assert_eq!(a.distance(&b, 5), 0.4);
+    }
+
+    #[test]
+    fn insert_update_remove_keep_counts() {
+        let mut s = VectorSetValue::new(2, VQuant::Q8, 16, None);
+        assert!(s.insert(b"a", &[1.0, 0.0], Some(b"{\"x\":1}")));
+        assert!(s.insert(b"b", &[0.0, 1.0], None));
+        assert!(!s.insert(b"a", &[1.0, 1.0], None));
+        assert_eq!(s.attributes_count(), 1);
+        assert!(s.remove(b"a"));
+        assert_eq!(s.attributes_count(), 0);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.at(0).map(|e| e.name.as_slice()), Some(&b"b"[..]));
+        let c = s.clone();
+        assert_eq!(c, s);
+    }
+
+    #[test]
+    fn projection_is_deterministic() {
+        let a = Projection::new(8, 3);
+        let b = Projection::new(8, 3);
+        assert_eq!(a, b);
+        assert_eq!(a.apply(&[1.0; 8]).len(), 3);
+    }
+}
