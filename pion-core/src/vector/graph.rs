@@ -45,7 +45,7 @@ pub(crate) const IN_FLIGHT: u8 = 2;
 pub(crate) const FREE: u8 = 4;
 
 /// No entry point yet.
-const NO_ENTRY: u64 = u64::MAX;
+pub(super) const NO_ENTRY: u64 = u64::MAX;
 
 /// A candidate: distance and slot, ordered by distance then slot.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,7 +105,7 @@ pub(crate) struct Graph {
     pub(crate) labels: Vec<u64>,
     pub(crate) levels: Vec<u8>,
     pub(crate) flags: Vec<AtomicU8>,
-    locks: Vec<Mutex<()>>,
+    pub(super) locks: Vec<Mutex<()>>,
     /// `1 + m0` words per slot: count, then neighbour slots.
     pub(crate) links0: Vec<AtomicU32>,
     /// Offset of a slot's first upper list in `upper` (`u32::MAX`: top layer 0).
@@ -114,9 +114,9 @@ pub(crate) struct Graph {
     pub(crate) upper: Vec<AtomicU32>,
     /// Label → slot (the slot may be dead until repaired).
     pub(crate) map: AHashMap<u64, u32>,
-    free: Vec<u32>,
+    pub(super) free: Vec<u32>,
     /// `slot << 8 | level`, or `NO_ENTRY`.
-    entry: AtomicU64,
+    pub(super) entry: AtomicU64,
     entry_lock: Mutex<()>,
     /// Slots marked dead and not yet repaired.
     pub(crate) dead: AtomicUsize,
@@ -348,7 +348,7 @@ impl Graph {
         list[1..=n].iter().map(|x| x.load(Relaxed)).collect()
     }
 
-    fn set_list(&self, s: u32, l: usize, ids: &[u32]) {
+    pub(super) fn set_list(&self, s: u32, l: usize, ids: &[u32]) {
         let list = self.list(s, l);
         let n = ids.len().min(list.len() - 1);
         for (cell, &id) in list[1..=n].iter().zip(ids) {
@@ -388,7 +388,7 @@ impl Graph {
     }
 
     /// A stored node as a query.
-    fn node_query(&self, s: u32) -> Query {
+    pub(super) fn node_query(&self, s: u32) -> Query {
         let i = s as usize;
         let d = self.dim;
         match &self.codes {
@@ -619,7 +619,7 @@ impl Graph {
     /// The neighbour-selection heuristic (the paper's algorithm 4, without extending
     /// candidates): walk `cands` nearest first and keep one only if it is nearer to the
     /// base than to every neighbour already kept; at most `m`.
-    fn select(&self, cands: &[Cand], m: usize) -> Vec<u32> {
+    pub(super) fn select(&self, cands: &[Cand], m: usize) -> Vec<u32> {
         let mut out: Vec<(u32, Query)> = Vec::with_capacity(m);
         for c in cands {
             if out.len() >= m {
@@ -632,7 +632,7 @@ impl Graph {
         out.into_iter().map(|(s, _)| s).collect()
     }
 
-    fn max_links(&self, l: usize) -> usize {
+    pub(super) fn max_links(&self, l: usize) -> usize {
         if l == 0 {
             self.m0
         } else {
@@ -717,98 +717,6 @@ impl Graph {
         self.set_list(n, l, &chosen);
     }
 
-    /// Reconnects the live nodes that link to dead slots, moves the entry point off a
-    /// dead slot and frees dead slots for reuse. Needs exclusive access.
-    pub(crate) fn repair(&mut self) {
-        if self.dead.load(Relaxed) == 0 {
-            return;
-        }
-        let n = self.slots();
-        let gone = |g: &Graph, x: u32| g.flags[x as usize].load(Relaxed) & (DEAD | FREE) != 0;
-        let to_free: Vec<u32> = (0..n as u32)
-            .filter(|&x| self.flags[x as usize].load(Relaxed) & (DEAD | FREE) == DEAD)
-            .collect();
-        for u in 0..n as u32 {
-            if gone(self, u) {
-                continue;
-            }
-            for l in 0..=self.levels[u as usize] as usize {
-                let ids = self.neighbours(u, l);
-                if !ids.iter().any(|&x| gone(self, x)) {
-                    continue;
-                }
-                // Candidates: u's live links, the dead links' live links, and one more hop
-                // through dead ones.
-                let mut set: Vec<u32> = Vec::new();
-                let mut frontier: Vec<u32> = ids;
-                for _ in 0..2 {
-                    let mut next = Vec::new();
-                    for x in frontier {
-                        if x == u || set.contains(&x) {
-                            continue;
-                        }
-                        if gone(self, x) {
-                            if self.levels[x as usize] as usize >= l
-                                && self.flags[x as usize].load(Relaxed) & FREE == 0
-                            {
-                                next.extend(self.neighbours(x, l));
-                            }
-                        } else {
-                            set.push(x);
-                        }
-                    }
-                    frontier = next;
-                }
-                let q = self.node_query(u);
-                let mut cands: Vec<Cand> = set
-                    .into_iter()
-                    .map(|x| Cand {
-                        d: self.dist(&q, x),
-                        s: x,
-                    })
-                    .collect();
-                cands.sort();
-                let chosen = self.select(&cands, self.max_links(l));
-                self.set_list(u, l, &chosen);
-            }
-        }
-        if self.entry().is_some_and(|(e, _)| gone(self, e)) {
-            let best = (0..n as u32)
-                .filter(|&x| !gone(self, x))
-                .max_by_key(|&x| self.levels[x as usize]);
-            let e = best.map_or(NO_ENTRY, |x| {
-                (x as u64) << 8 | self.levels[x as usize] as u64
-            });
-            self.entry.store(e, Relaxed);
-        }
-        for s in to_free {
-            let i = s as usize;
-            if self.map.get(&self.labels[i]) == Some(&s) {
-                self.map.remove(&self.labels[i]);
-            }
-            self.flags[i].store(FREE, Relaxed);
-            self.set_list(s, 0, &[]);
-            for l in 1..=self.levels[i] as usize {
-                self.set_list(s, l, &[]);
-            }
-            self.free.push(s);
-        }
-        self.dead.store(0, Relaxed);
-    }
-
-    /// Rebuilds the free list from flags (after loading).
-    pub(crate) fn rebuild_free(&mut self) {
-        self.free = (0..self.slots() as u32)
-            .filter(|&x| self.flags[x as usize].load(Relaxed) & FREE != 0)
-            .collect();
-    }
-
-    /// Sets the entry point (after loading).
-    pub(crate) fn set_entry(&self, e: Option<(u32, usize)>) {
-        let v = e.map_or(NO_ENTRY, |(s, l)| (s as u64) << 8 | l as u64);
-        self.entry.store(v, Relaxed);
-    }
-
     /// Bytes held by codes, links and bookkeeping.
     pub(crate) fn memory_bytes(&self) -> usize {
         let codes = match &self.codes {
@@ -827,57 +735,5 @@ impl Graph {
             + self.upper.capacity() * 4
             + self.map.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.free.capacity() * 4
-    }
-
-    /// Pushes a restored slot (loading): vector row already encoded.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn push_raw(
-        &mut self,
-        label: u64,
-        flags: u8,
-        level: usize,
-        norm: f32,
-        row_f32: &[f32],
-        row_i8: (&[i8], f32),
-        row_bin: &[u64],
-        lists: &[Vec<u32>],
-    ) {
-        match &mut self.codes {
-            Codes::F32(c) => c.extend_from_slice(row_f32),
-            Codes::I8 { codes, scales } => {
-                codes.extend_from_slice(row_i8.0);
-                scales.push(row_i8.1);
-            }
-            Codes::Bin(c) => c.extend_from_slice(row_bin),
-        }
-        let s = self.labels.len() as u32;
-        self.norms.push(norm);
-        self.labels.push(label);
-        self.levels.push(level as u8);
-        self.flags.push(AtomicU8::new(flags));
-        self.locks.push(Mutex::new(()));
-        self.links0
-            .extend((0..1 + self.m0).map(|_| AtomicU32::new(0)));
-        self.upper_off.push(if level == 0 {
-            u32::MAX
-        } else {
-            let off = self.upper.len() as u32;
-            self.upper
-                .extend((0..level * (1 + self.m)).map(|_| AtomicU32::new(0)));
-            off
-        });
-        for (l, ids) in lists.iter().enumerate().take(level + 1) {
-            self.set_list(s, l, ids);
-        }
-        if flags & (DEAD | FREE) == 0 {
-            if let Some(old) = self.map.insert(label, s) {
-                self.mark_dead(old);
-            }
-            self.live.fetch_add(1, Relaxed);
-        }
-        if flags & (DEAD | FREE) == DEAD {
-            self.map.entry(label).or_insert(s);
-            self.dead.fetch_add(1, Relaxed);
-        }
     }
 }

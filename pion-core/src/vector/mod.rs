@@ -12,6 +12,7 @@
 
 mod flat;
 mod graph;
+mod graph_maint;
 mod hnsw;
 mod persist;
 pub mod quant;
