@@ -464,7 +464,8 @@ impl VectorSetValue {
     fn upsert_index(&self, label: u64, v: &[f32]) {
         // A zero vector has no direction: the index (cosine) keeps a placeholder so the
         // element is still found; scores come from the stored vector anyway.
-        let ok = self.index.upsert(label, v).is_ok();
+        // Linked at once, as Redis's VADD does: a vector set has no background builder.
+        let ok = self.index.upsert_linked(label, v).is_ok();
         debug_assert!(ok, "vectors are finite and of the set's dimension");
     }
 
@@ -579,17 +580,29 @@ impl VectorSetValue {
         hits
     }
 
-    /// The graph neighbours of an element, top layer first, with their distances.
-    ///
-    /// The index does not expose its graph yet: until it does, this reports one layer
-    /// holding the element's exact nearest neighbours (up to `2M`), which is what a
-    /// fully connected small graph holds on layer 0.
+    /// The graph neighbours of an element, top layer first, with their distances (as
+    /// `VLINKS` reports them). An element still waiting to be linked has one empty
+    /// layer.
     pub fn links(&self, label: u64) -> Option<Vec<Vec<Hit>>> {
         let e = self.element(label)?;
-        let query = e.vector.dequantize(self.dim);
-        let others = |other: &Element| other.name != e.name;
-        let layer0 = self.search(&query, self.m * 2, None, true, &others);
-        Some(vec![layer0])
+        let layers = self.index.neighbors(label)?;
+        Some(
+            layers
+                .into_iter()
+                .rev()
+                .map(|layer| {
+                    layer
+                        .into_iter()
+                        .filter_map(|n| {
+                            self.element(n).map(|other| Hit {
+                                label: n,
+                                distance: e.vector.distance(&other.vector, self.dim),
+                            })
+                        })
+                        .collect()
+                })
+                .collect(),
+        )
     }
 
     /// Rebuilds a set from stored parts (snapshot loading).

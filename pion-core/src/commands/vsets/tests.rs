@@ -77,3 +77,34 @@ fn snapshot_round_trip() {
         value
     );
 }
+
+/// `VLINKS` reports the graph: every element has neighbours on layer 0, each one a
+/// member of the set, with the stored vectors' distance; removed elements vanish.
+#[test]
+fn links_are_the_graph_neighbours() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let dim = 16;
+    let mut set = VectorSetValue::new(dim, VQuant::NoQuant, 8, None);
+    for i in 0..200 {
+        set.insert(
+            format!("e{i}").as_bytes(),
+            &random_vector(&mut rng, dim),
+            None,
+        );
+    }
+    assert!(set.remove(b"e7"));
+    let removed = set.label(b"e7");
+    assert_eq!(removed, None);
+    for i in (0..200).filter(|i| *i != 7) {
+        let label = set.label(format!("e{i}").as_bytes()).expect("member");
+        let layers = set.links(label).expect("linked");
+        let layer0 = layers.last().expect("layer 0 is last");
+        assert!(!layer0.is_empty(), "e{i} has no neighbours");
+        assert!(layer0.len() <= 16, "layer 0 holds at most 2M links");
+        for hit in layers.iter().flatten() {
+            let other = set.element(hit.label).expect("a neighbour is a member");
+            let me = set.element(label).expect("member");
+            assert_eq!(hit.distance, me.vector.distance(&other.vector, dim));
+        }
+    }
+}
