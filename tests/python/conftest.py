@@ -63,3 +63,14 @@ def pion_server(tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def server_port(request):
+    """The port the client-library tests talk to: the module's pion-server, or, with
+    PION_CLIENT_TESTS_PORT set, a server already running there (Redis 8 with
+    RediSearch, to check that a test expects what Redis does)."""
+    port = os.environ.get("PION_CLIENT_TESTS_PORT")
+    if port:
+        return int(port)
+    return request.getfixturevalue("pion_server").port
