@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Pion's whole test suite, installing what the tests need when it is missing:
 # the real redis-server (the differential oracle) and redis-cli, Mesa's Vulkan drivers
-# (wgpu on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm and redis.
+# (wgpu on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm, redis and
+# the client libraries the search tests drive (redisvl, langchain-redis).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,10 +28,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx, mlx_lm" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx, mlx_lm, redisvl, langchain_redis" >/dev/null 2>&1; then
   echo "== installing Python test dependencies"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" mlx-lm redis
+  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" mlx-lm redis redisvl langchain-redis
 fi
 # mlx-lm before 0.32.2 wrote another prompt-cache file layout; its cache module (from
 # the 0.31.3 wheel) lets the tests check that layout of the export lane too.
