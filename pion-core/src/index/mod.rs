@@ -231,6 +231,16 @@ impl Indexes {
         }
     }
 
+    /// A key of database 0 expired: its document leaves every index covering it.
+    pub fn key_expired(&self, db: usize, key: &[u8]) {
+        if db != 0 || !self.any() {
+            return;
+        }
+        for index in self.all() {
+            index.sync(key, None);
+        }
+    }
+
     /// After a command that rewrote the whole keyspace (`FLUSHALL`, `SWAPDB`): every
     /// index is rebuilt from database 0 as it now is. Called holding every shard.
     pub fn keyspace_replaced(&self, ks: &mut Locked<'_>) {
