@@ -381,6 +381,11 @@ impl Engine {
             search: std::sync::Arc::new(crate::index::Indexes::default()),
         });
         let engine = Engine { inner };
+        let search = engine.inner.search.clone();
+        engine
+            .inner
+            .keyspace
+            .set_expiry_listener(Box::new(move |db, key| search.key_expired(db, key)));
         engine.config_changed();
         engine
     }

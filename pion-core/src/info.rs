@@ -22,7 +22,7 @@ const DEFAULT: &[&str] = &[
     "cluster",
     "keyspace",
 ];
-const ALL_EXTRA: &[&str] = &["commandstats", "prompt_cache"];
+const ALL_EXTRA: &[&str] = &["commandstats", "prompt_cache", "search"];
 
 /// The `INFO [section …]` handler.
 pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -222,6 +222,44 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("kv_misses", &total.misses);
             line("kv_hit_tokens", &total.hit_tokens);
             line("kv_evictions", &total.evictions);
+        }
+        "search" => {
+            header!("# Search");
+            let indexes = e.search().all();
+            let (mut docs, mut vectors, mut pending, mut bytes) = (0, 0, 0, 0);
+            let mut scanning = 0;
+            for index in &indexes {
+                let d = index.docs.read();
+                docs += d.len();
+                for f in &d.fields {
+                    if let crate::index::FieldIndex::Vector(v) = f {
+                        let st = v.stats();
+                        vectors += st.vectors;
+                        pending += st.pending;
+                        bytes += st.memory_bytes;
+                    }
+                }
+                scanning += usize::from(index.scanning.load(std::sync::atomic::Ordering::Relaxed));
+            }
+            line("search_indexes", &indexes.len());
+            line("search_documents", &docs);
+            line("search_vectors", &vectors);
+            line("search_vectors_pending_graph", &pending);
+            line("search_vector_index_bytes", &bytes);
+            line("search_indexes_scanning", &scanning);
+            let stats = e.search().stats();
+            line(
+                "search_graphs_loaded",
+                &stats
+                    .graphs_loaded
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
+            line(
+                "search_graphs_rebuilt",
+                &stats
+                    .graphs_rebuilt
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
         }
         "keyspace" => {
             header!("# Keyspace");

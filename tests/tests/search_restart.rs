@@ -104,7 +104,9 @@ fn index_survives_sigkill_and_snapshot() {
     assert_eq!(knn_ids(&mut c, &q, 5), before, "after SIGKILL (log replay)");
     assert_eq!(count(&mut c, "@tag:{even}"), 150);
 
-    // A snapshot replaces the log that held FT.CREATE: the definition must be in it.
+    // A snapshot replaces the log that held FT.CREATE: the definition must be in it,
+    // and the graph too.
+    assert_eq!(c.cmd(&["FT.OPTIMIZE", "idx"]).render(), "+OK");
     assert_eq!(c.cmd(&["SAVE"]).render(), "+OK");
     fill(&mut c, 300, 400);
     c.cmd(&["DEL", "doc:150"]);
@@ -112,6 +114,10 @@ fn index_survives_sigkill_and_snapshot() {
 
     let server = PionProcess::start(dir.path(), &[]);
     let mut c = server.client();
+    // The graph came from the snapshot (linked before SAVE): not rebuilt.
+    let info = c.cmd(&["INFO", "search"]).render();
+    assert!(info.contains("search_graphs_loaded:1"), "{info}");
+    assert!(info.contains("search_graphs_rebuilt:0"), "{info}");
     let after = knn_ids(&mut c, &q, 5);
     assert!(!after.contains(&"doc:150".to_string()));
     assert_eq!(after[0], "doc:151");

@@ -158,17 +158,10 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
             crate::prefix::persist::load(&mut engine.prefix().lock(), body).map_err(damaged)?;
         eprintln!("pion: loaded {blocks} prompt-cache blocks from the snapshot");
     }
-    // Search indexes last: recreating one indexes the hashes just loaded.
-    let definitions = snap
-        .search_commands()
-        .map_err(|e| damaged(format!("{e:?}")))?;
-    let mut client = crate::client::ClientState::detached(engine.clients(), 0);
-    client.authenticated = true;
-    client.replaying = true;
-    for argv in &definitions {
-        if let crate::Reply::Error(e) = crate::command::replay(engine, &mut client, argv, 0) {
-            return Err(damaged(format!("search index definition refused: {e}")));
-        }
+    // Search indexes last: their documents are the hashes just loaded.
+    if let Some(body) = snap.search_body() {
+        let n = crate::index::persist::restore(engine, body).map_err(damaged)?;
+        eprintln!("pion: loaded {n} search indexes from the snapshot");
     }
     if progress.started.elapsed() >= Duration::from_secs(1) {
         progress.report(" done");

@@ -364,26 +364,18 @@ impl SnapshotWriter {
         Ok(())
     }
 
-    /// Writes the search-index definitions (`F` section: tag, body length, body, CRC32C
-    /// of the body): each index as the `FT.CREATE`/`FT.ALTER` commands that made it.
-    /// Their documents are not stored; loading re-indexes the hashes.
-    pub fn search_section(&mut self, commands: &[Vec<Vec<u8>>]) -> io::Result<()> {
-        if commands.is_empty() {
+    /// Writes the search indexes (`F` section: tag, body length, body, CRC32C of the
+    /// body); the body is `crate::index::persist`'s format.
+    pub fn search_section(&mut self, body: &[u8]) -> io::Result<()> {
+        if body.is_empty() {
             return Ok(());
-        }
-        let mut body = Vec::new();
-        for argv in commands {
-            put_u32(&mut body, argv.len() as u32);
-            for a in argv {
-                put_bytes(&mut body, a);
-            }
         }
         let mut h = Vec::with_capacity(9);
         h.push(b'F');
         put_u64(&mut h, body.len() as u64);
         self.out.write_all(&h)?;
-        self.out.write_all(&body)?;
-        self.out.write_all(&crc(&body).to_le_bytes())?;
+        self.out.write_all(body)?;
+        self.out.write_all(&crc(body).to_le_bytes())?;
         self.bytes += 9 + body.len() as u64 + 4;
         Ok(())
     }
@@ -541,22 +533,9 @@ impl SnapshotContents {
         self.prefix.clone().map(|r| &self.bytes[r])
     }
 
-    /// The search-index definitions: the commands that recreate them, in order.
-    pub fn search_commands(&self) -> Result<Vec<Vec<Vec<u8>>>, Malformed> {
-        let Some(range) = self.search.clone() else {
-            return Ok(Vec::new());
-        };
-        let mut r = Reader::new(&self.bytes[range]);
-        let mut out = Vec::new();
-        while r.remaining() > 0 {
-            let n = r.count(4)?;
-            let mut argv = Vec::with_capacity(n);
-            for _ in 0..n {
-                argv.push(r.bytes()?.to_vec());
-            }
-            out.push(argv);
-        }
-        Ok(out)
+    /// The search indexes' section body, if any.
+    pub fn search_body(&self) -> Option<&[u8]> {
+        self.search.clone().map(|r| &self.bytes[r])
     }
 
     /// Decodes every key, calling `each` in file order.

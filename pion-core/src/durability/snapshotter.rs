@@ -98,12 +98,15 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     let ks = engine.keyspace();
     // The cut: with every shard held, nothing is mid-command, so the keyspace is
     // exactly the effect of records 1..=seq.
-    let (seq, pause_us, guard, prefix) = {
+    let (seq, pause_us, guard, prefix, search) = {
         let all = ks.lock(&LockSet::All, 0);
         // The prompt cache logs its changes under its own lock: holding it too makes
         // its export the state at the same record (payloads are shared, not copied).
         let store = engine.prefix().lock();
         let prefix = store.export();
+        // Search indexes change only under shard locks: with every shard held, their
+        // documents and graphs are those of this keyspace.
+        let search = crate::index::persist::export(engine.search());
         let next = wal.roll()?;
         drop(store);
         ks.begin_cut(&all);
@@ -117,6 +120,7 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
             started.elapsed().as_micros() as u64,
             guard,
             prefix,
+            search,
         )
     };
     let io = |e: std::io::Error| format!("cannot write the snapshot in {}: {e}", d.dir().display());
@@ -145,9 +149,8 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     }
     drop(guard);
     writer.prefix_section(&prefix).map_err(io)?;
-    writer
-        .search_section(&engine.search().definitions())
-        .map_err(io)?;
+    writer.search_section(&search).map_err(io)?;
+    drop(search);
     drop(prefix);
     if sections != SHARDS {
         return Err(format!("captured {sections} of {SHARDS} shards"));

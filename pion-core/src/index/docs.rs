@@ -233,6 +233,20 @@ impl Docs {
     /// Indexes (or re-indexes) a hash under `key`. A hash with a value that cannot be
     /// indexed is left out entirely and counted as a failure, as RediSearch does.
     pub fn index(&mut self, def: &IndexDef, key: &[u8], hash: &HashValue) {
+        let id = self.next_id + 1;
+        self.index_as(def, key, hash, id, true);
+    }
+
+    /// Indexes a hash under a given document id. Without `link_vectors` the vector
+    /// fields are left alone: a snapshot's saved graphs already hold this id.
+    pub fn index_as(
+        &mut self,
+        def: &IndexDef,
+        key: &[u8],
+        hash: &HashValue,
+        id: u64,
+        link_vectors: bool,
+    ) {
         self.remove(key);
         let parsed = match parse_fields(def, hash) {
             Ok(p) => p,
@@ -242,9 +256,8 @@ impl Docs {
                 return;
             }
         };
-        let id = self.next_id + 1;
         // Vectors first: a refused vector leaves nothing half-indexed.
-        for (i, p) in parsed.iter().enumerate() {
+        for (i, p) in parsed.iter().enumerate().filter(|_| link_vectors) {
             if let (Some(Parsed::Vector(v)), FieldIndex::Vector(index)) = (p, &self.fields[i]) {
                 if let Err(e) = index.upsert(id, v) {
                     for field in &self.fields {
@@ -258,14 +271,18 @@ impl Docs {
                 }
             }
         }
-        self.next_id = id;
+        self.next_id = self.next_id.max(id);
         self.by_key.insert(key.to_vec(), id);
         self.keys.insert(id, key.to_vec());
         self.live.insert(id);
         let values = def
             .fields
             .iter()
-            .map(|f| hash.get(&f.path).map(<[u8]>::to_vec))
+            .map(|f| match f.kind {
+                // Vectors are in the hash and the index already: no third copy.
+                FieldKind::Vector(_) => None,
+                _ => hash.get(&f.path).map(<[u8]>::to_vec),
+            })
             .collect();
         self.values.insert(id, values);
         for (i, p) in parsed.into_iter().enumerate() {
@@ -338,6 +355,30 @@ impl Docs {
         let next_id = self.next_id;
         *self = Docs::new(def);
         self.next_id = next_id;
+    }
+
+    /// Every document as (id, key), ascending by id (a snapshot's doc table).
+    pub fn table(&self) -> Vec<(u64, Vec<u8>)> {
+        self.live
+            .iter()
+            .filter_map(|id| self.keys.get(&id).map(|k| (id, k.clone())))
+            .collect()
+    }
+
+    /// Sets the next id to assign after a restore.
+    pub fn set_next_id(&mut self, next_id: u64) {
+        self.next_id = self.next_id.max(next_id);
+    }
+
+    /// Replaces a vector field's index (a graph loaded from a snapshot).
+    pub fn set_vector_index(&mut self, field: usize, index: VectorIndex) -> bool {
+        match self.fields.get_mut(field) {
+            Some(slot @ FieldIndex::Vector(_)) => {
+                *slot = FieldIndex::Vector(index);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Distinct text terms.

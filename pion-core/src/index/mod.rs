@@ -12,6 +12,7 @@
 
 pub mod docs;
 pub mod eval;
+pub mod persist;
 pub mod schema;
 mod text;
 
@@ -138,10 +139,21 @@ impl SearchIndex {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexError(pub &'static str);
 
+/// Counters of the registry for `INFO search`.
+#[derive(Debug, Default)]
+pub struct SearchStats {
+    /// Vector graphs loaded from a snapshot at start-up.
+    pub graphs_loaded: AtomicU64,
+    /// Indexes re-indexed from the hashes at start-up (a graph that did not load, or an
+    /// index saved while its initial scan ran).
+    pub graphs_rebuilt: AtomicU64,
+}
+
 /// Every index of the engine.
 #[derive(Default)]
 pub struct Indexes {
     map: RwLock<BTreeMap<Vec<u8>, Arc<SearchIndex>>>,
+    stats: SearchStats,
     /// Whether any index exists (the write path's fast check).
     any: AtomicBool,
     builder_started: AtomicBool,
@@ -154,6 +166,11 @@ const BUILD_PAUSE: Duration = Duration::from_millis(50);
 const BUILD_BACKLOG: usize = 4096;
 
 impl Indexes {
+    /// The registry's counters.
+    pub fn stats(&self) -> &SearchStats {
+        &self.stats
+    }
+
     /// Whether any index exists.
     pub fn any(&self) -> bool {
         self.any.load(Ordering::Acquire)
@@ -195,14 +212,6 @@ impl Indexes {
         index
     }
 
-    /// Every index's defining commands, index by index (for a snapshot).
-    pub fn definitions(&self) -> Vec<Vec<Vec<u8>>> {
-        self.all()
-            .iter()
-            .flat_map(|i| i.commands.lock().clone())
-            .collect()
-    }
-
     /// Removes every index.
     pub fn clear(&self) {
         self.map.write().clear();
@@ -219,6 +228,16 @@ impl Indexes {
         let value = ks.peek(0, key).ok().flatten().map(|e| &e.value);
         for index in indexes {
             index.sync(key, value);
+        }
+    }
+
+    /// A key of database 0 expired: its document leaves every index covering it.
+    pub fn key_expired(&self, db: usize, key: &[u8]) {
+        if db != 0 || !self.any() {
+            return;
+        }
+        for index in self.all() {
+            index.sync(key, None);
         }
     }
 

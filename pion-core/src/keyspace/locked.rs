@@ -160,6 +160,7 @@ impl<'a> Locked<'a> {
             Some(e) if e.is_expired(now) => {
                 shard.remove(db, loc.local, key);
                 self.ks.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
+                self.ks.expired(db, key);
                 Ok(false)
             }
             Some(_) => Ok(true),

@@ -45,12 +45,17 @@ pub struct KeyspaceStats {
     pub keyspace_misses: AtomicU64,
 }
 
+/// Called with (database, key) for every key removed because its time to live passed,
+/// while the key's shard is still locked (search indexes drop the key's document).
+pub type ExpiryListener = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
 /// The shared keyspace.
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
     databases: usize,
     stats: KeyspaceStats,
     cut: cut::Cut,
+    expiry_listener: std::sync::OnceLock<ExpiryListener>,
 }
 
 /// Which shards a command must hold while it runs.
@@ -98,6 +103,19 @@ impl Keyspace {
             databases,
             stats: KeyspaceStats::default(),
             cut: cut::Cut::new(),
+            expiry_listener: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Sets the listener told about expired keys (once; later calls are ignored).
+    pub fn set_expiry_listener(&self, listener: ExpiryListener) {
+        let _ = self.expiry_listener.set(listener);
+    }
+
+    /// Tells the listener that a key expired (call holding the key's shard).
+    pub(crate) fn expired(&self, db: usize, key: &[u8]) {
+        if let Some(listen) = self.expiry_listener.get() {
+            listen(db, key);
         }
     }
 
@@ -221,7 +239,9 @@ impl Keyspace {
     pub fn expire_cycle(&self, now_ms: i64, budget: usize) -> usize {
         let mut removed = 0;
         for i in 0..SHARDS {
-            removed += self.lock_shard(i).expire_due(now_ms, budget);
+            removed += self
+                .lock_shard(i)
+                .expire_due(now_ms, budget, &mut |db, key| self.expired(db, key));
         }
         if removed > 0 {
             self.stats

@@ -232,7 +232,12 @@ impl Shard {
     }
 
     /// Removes keys whose deadline passed, at most `budget` per database.
-    pub fn expire_due(&mut self, now_ms: i64, budget: usize) -> usize {
+    pub fn expire_due(
+        &mut self,
+        now_ms: i64,
+        budget: usize,
+        on_expired: &mut dyn FnMut(usize, &[u8]),
+    ) -> usize {
         let mut removed = 0;
         for db in 0..self.dbs.len() {
             let mut due = Vec::new();
@@ -254,6 +259,7 @@ impl Shard {
                     .is_some_and(|e| e.is_expired(now_ms));
                 if due_now && self.remove(db, local, &key).is_some() {
                     removed += 1;
+                    on_expired(db, &key);
                 } else if let Some(d) = self.db_mut(db) {
                     // A stale index entry (the key changed): drop it.
                     d.unindex_deadline(at, &key);

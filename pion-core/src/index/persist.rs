@@ -1,0 +1,233 @@
+//! Search indexes in a snapshot: each index's defining commands, its document table
+//! (id → key) and its vector graphs, so a restart loads the graphs instead of
+//! rebuilding them. Text, tag and numeric postings are rebuilt from the hashes, which
+//! the snapshot holds anyway; that is cheap next to linking vectors.
+//!
+//! Taken while every shard is held (the snapshot's cut), so documents and graphs are
+//! exactly those of the keyspace the snapshot stores. A graph that does not load
+//! falls back to re-indexing that index from the hashes.
+//!
+//! ```text
+//! body  = version:u8(1) indexes:u32 index*
+//! index = commands:u32 (argc:u32 arg:bytes*)* next_id:u64 complete:u8
+//!         docs:u32 (id:u64 key:bytes)* graphs:u32 (field:u32 graph:bytes)*
+//! ```
+//!
+//! An index whose initial scan was still running is saved incomplete (no documents,
+//! no graphs) and re-indexed from the hashes at load.
+//!
+//! ```text
+//! ```
+
+use std::sync::Arc;
+
+use super::{schema, FieldIndex, Indexes, SearchIndex};
+use crate::durability::codec::{put_bytes, put_u32, put_u64, Malformed, Reader};
+use crate::engine::Engine;
+use crate::value::Value;
+use crate::vector::VectorIndex;
+
+const VERSION: u8 = 1;
+
+/// Serialises every index (call holding every shard).
+pub fn export(indexes: &Indexes) -> Vec<u8> {
+    let all = indexes.all();
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![VERSION];
+    put_u32(&mut out, all.len() as u32);
+    for index in all {
+        let commands = index.commands.lock().clone();
+        put_u32(&mut out, commands.len() as u32);
+        for argv in &commands {
+            put_u32(&mut out, argv.len() as u32);
+            for a in argv {
+                put_bytes(&mut out, a);
+            }
+        }
+        let docs = index.docs.read();
+        put_u64(&mut out, docs.max_id());
+        let complete = !index.scanning.load(std::sync::atomic::Ordering::Relaxed);
+        out.push(u8::from(complete));
+        if !complete {
+            put_u32(&mut out, 0);
+            put_u32(&mut out, 0);
+            continue;
+        }
+        let table = docs.table();
+        put_u32(&mut out, table.len() as u32);
+        for (id, key) in &table {
+            put_u64(&mut out, *id);
+            put_bytes(&mut out, key);
+        }
+        let graphs: Vec<(usize, Vec<u8>)> = docs
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f {
+                FieldIndex::Vector(v) => {
+                    let mut g = Vec::new();
+                    v.write_to(&mut g);
+                    Some((i, g))
+                }
+                _ => None,
+            })
+            .collect();
+        put_u32(&mut out, graphs.len() as u32);
+        for (field, g) in &graphs {
+            put_u32(&mut out, *field as u32);
+            put_bytes(&mut out, g);
+        }
+    }
+    out
+}
+
+/// One index as read from a snapshot.
+struct Saved {
+    commands: Vec<Vec<Vec<u8>>>,
+    next_id: u64,
+    complete: bool,
+    table: Vec<(u64, Vec<u8>)>,
+    graphs: Vec<(usize, Vec<u8>)>,
+}
+
+fn decode(body: &[u8]) -> Result<Vec<Saved>, Malformed> {
+    let mut r = Reader::new(body);
+    if r.u8()? != VERSION {
+        return Err(Malformed("unknown search-index section version"));
+    }
+    let n = r.count(4)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let ncmd = r.count(4)?;
+        let mut commands = Vec::with_capacity(ncmd);
+        for _ in 0..ncmd {
+            let argc = r.count(4)?;
+            let mut argv = Vec::with_capacity(argc);
+            for _ in 0..argc {
+                argv.push(r.bytes()?.to_vec());
+            }
+            commands.push(argv);
+        }
+        let next_id = r.u64()?;
+        let complete = r.u8()? != 0;
+        let ndocs = r.count(12)?;
+        let mut table = Vec::with_capacity(ndocs);
+        for _ in 0..ndocs {
+            let id = r.u64()?;
+            table.push((id, r.bytes()?.to_vec()));
+        }
+        let ngraphs = r.count(8)?;
+        let mut graphs = Vec::with_capacity(ngraphs);
+        for _ in 0..ngraphs {
+            let field = r.u32()? as usize;
+            graphs.push((field, r.bytes()?.to_vec()));
+        }
+        out.push(Saved {
+            commands,
+            next_id,
+            complete,
+            table,
+            graphs,
+        });
+    }
+    Ok(out)
+}
+
+/// Recreates the indexes of a snapshot over the keys just loaded; returns how many
+/// indexes there were. Errors name what is damaged.
+pub fn restore(engine: &Engine, body: &[u8]) -> Result<usize, String> {
+    let saved = decode(body).map_err(|e| format!("search-index section: {e:?}"))?;
+    let count = saved.len();
+    for s in saved {
+        let index = define(engine.search(), &s.commands)?;
+        restore_documents(engine, &index, s);
+    }
+    if count > 0 {
+        engine.search().start_builder();
+    }
+    Ok(count)
+}
+
+/// Creates an index from its `FT.CREATE` and `FT.ALTER` commands, without scanning.
+fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchIndex>, String> {
+    let refused =
+        |e: crate::error::OpError| format!("search index definition refused: {}", e.wire_text());
+    let (create, alters) = commands
+        .split_first()
+        .ok_or("search index without a definition")?;
+    let def = schema::parse_create(create).map_err(refused)?;
+    let index = indexes.create(def).map_err(|e| e.0.to_string())?;
+    index.commands.lock().push(create.clone());
+    for argv in alters {
+        let at = argv
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(b"ADD"))
+            .map_or(argv.len(), |p| p + 1);
+        let mut def = index.def.write();
+        let before = def.fields.len();
+        let mut fields = def.fields.clone();
+        schema::parse_alter(argv, at, &mut fields).map_err(refused)?;
+        let mut docs = index.docs.write();
+        for f in &fields[before..] {
+            docs.add_field(f);
+        }
+        def.fields = fields;
+        index.commands.lock().push(argv.clone());
+    }
+    Ok(index)
+}
+
+fn restore_documents(engine: &Engine, index: &SearchIndex, saved: Saved) {
+    let def = index.def.read().clone();
+    let mut loaded = saved.complete;
+    {
+        let mut docs = index.docs.write();
+        for (field, bytes) in saved.graphs {
+            let ok = VectorIndex::read_from(&bytes)
+                .ok()
+                .filter(|g| {
+                    def.fields
+                        .get(field)
+                        .is_some_and(|f| matches!(&f.kind, schema::FieldKind::Vector(v) if v.params.dim == g.params().dim))
+                })
+                .is_some_and(|g| docs.set_vector_index(field, g));
+            if ok {
+                engine
+                    .search()
+                    .stats()
+                    .graphs_loaded
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            loaded &= ok;
+        }
+        docs.set_next_id(saved.next_id);
+    }
+    if !loaded && saved.complete {
+        eprintln!(
+            "pion: the saved graph of index {} did not load; re-indexing it from the hashes",
+            String::from_utf8_lossy(&def.name)
+        );
+    }
+    if !loaded {
+        engine
+            .search()
+            .stats()
+            .graphs_rebuilt
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let fresh = super::Docs::new(&def);
+        *index.docs.write() = fresh;
+        engine.search().scan(engine.keyspace(), index, 0);
+        return;
+    }
+    for (id, key) in saved.table {
+        let ks = engine.keyspace();
+        let mut locked = ks.lock_keys(&[&key], 0);
+        if let Ok(Some(entry)) = locked.peek(0, &key) {
+            if let Value::Hash(h) = &entry.value {
+                index.docs.write().index_as(&def, &key, h, id, false);
+            }
+        }
+    }
+}
