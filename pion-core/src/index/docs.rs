@@ -175,6 +175,9 @@ pub struct Docs {
     pub last_failure: Option<(String, Vec<u8>)>,
     /// Terms ever added to text postings (for `FT.INFO num_terms`).
     pub records: u64,
+    /// Tokens of each text field over all documents, by field position (the average
+    /// document length of the BM25 scorers).
+    token_totals: Vec<u64>,
 }
 
 impl Docs {
@@ -214,6 +217,11 @@ impl Docs {
     /// A key's document id.
     pub fn id_of(&self, key: &[u8]) -> Option<u64> {
         self.by_key.get(key).copied()
+    }
+
+    /// Tokens of text field `field` over all documents.
+    pub fn token_total(&self, field: usize) -> u64 {
+        self.token_totals.get(field).copied().unwrap_or(0)
     }
 
     /// A document's value of schema field `field` (as stored in the hash).
@@ -292,6 +300,10 @@ impl Docs {
                         terms.entry(t.clone()).or_default().insert(id);
                         self.records += 1;
                     }
+                    if self.token_totals.len() <= i {
+                        self.token_totals.resize(i + 1, 0);
+                    }
+                    self.token_totals[i] += toks.len() as u64;
                     tokens.insert(id, toks);
                 }
                 (Some(Parsed::Tag(vals)), FieldIndex::Tag { tags, of_doc }) => {
@@ -316,10 +328,14 @@ impl Docs {
         self.keys.remove(&id);
         self.values.remove(&id);
         self.live.remove(id);
-        for field in &mut self.fields {
+        for (i, field) in self.fields.iter_mut().enumerate() {
             match field {
                 FieldIndex::Text { terms, tokens } => {
-                    for t in tokens.remove(&id).unwrap_or_default() {
+                    let toks = tokens.remove(&id).unwrap_or_default();
+                    if let Some(total) = self.token_totals.get_mut(i) {
+                        *total = total.saturating_sub(toks.len() as u64);
+                    }
+                    for t in toks {
                         if let Some(set) = terms.get_mut(&t) {
                             set.remove(id);
                             if set.is_empty() {

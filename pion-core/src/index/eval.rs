@@ -1,7 +1,17 @@
 //! Evaluating a parsed query's filter against an index's documents: each node becomes
-//! a [`DocSet`], combined with set operations; text nodes also accumulate a TF-IDF
-//! score per document (RediSearch's default scorer: term frequency times
-//! `log2(1 + N / df)`, times the field weight, over the document's token count).
+//! a [`DocSet`], combined with set operations; text nodes also score the documents
+//! they match with one of RediSearch's scorers ([`Scorer`], `FT.SEARCH … SCORER`).
+//!
+//! Scores follow RediSearch's definitions: a term's frequency in a document counts
+//! each occurrence with its field's weight, a document's length is its weighted token
+//! count, and TF-IDF's idf is `logb(1 + (N + 1) / df)` (a power of two). They
+//! agree with RediSearch's for single-term queries; RediSearch also divides
+//! multi-term scores by a distance ("slop") penalty between the matched terms, which
+//! Pion does not, so their orders may differ there.
+//!
+//! `INORDER` keeps only documents where each intersection's text terms occur in the
+//! query's order; positions run on across TEXT fields in schema order, as RediSearch
+//! numbers a document's tokens.
 
 use std::collections::HashMap;
 
@@ -28,11 +38,160 @@ pub struct Matches {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalError(pub String);
 
-/// Evaluates a filter tree.
+/// RediSearch's built-in text scorers (`SCORER name`; names are case-sensitive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scorer {
+    /// `TFIDF` (the default): sum of weighted tf × idf, over the document's highest
+    /// term frequency, times the document score.
+    #[default]
+    TfIdf,
+    /// `TFIDF.DOCNORM`: as TFIDF, over the document's length instead.
+    TfIdfDocNorm,
+    /// `BM25`: RediSearch's variant, idf × f / (f + k1 (1 - b + b × average length)),
+    /// with k1 = 1.2 and b = 0.5.
+    Bm25,
+    /// `BM25STD`: Okapi BM25, ln(1 + (N - df + 0.5) / (df + 0.5)) × f (k1 + 1) /
+    /// (f + k1 (1 - b + b × length / average length)), with k1 = 1.2 and b = 0.75.
+    Bm25Std,
+    /// `DISMAX`: weighted frequencies, summed over an intersection, the largest of a
+    /// union.
+    DisMax,
+    /// `DOCSCORE`: the document score alone.
+    DocScore,
+}
+
+impl Scorer {
+    /// The scorer of a `SCORER` argument; `None` for an unknown name.
+    pub fn parse(name: &[u8]) -> Option<Scorer> {
+        Some(match name {
+            b"TFIDF" => Scorer::TfIdf,
+            b"TFIDF.DOCNORM" => Scorer::TfIdfDocNorm,
+            b"BM25" => Scorer::Bm25,
+            b"BM25STD" => Scorer::Bm25Std,
+            b"DISMAX" => Scorer::DisMax,
+            b"DOCSCORE" => Scorer::DocScore,
+            _ => return None,
+        })
+    }
+}
+
+/// How a filter is evaluated beyond its tree (`FT.SEARCH`'s `SCORER` and `INORDER`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EvalOptions {
+    /// How text matches are scored.
+    pub scorer: Scorer,
+    /// Intersections need their text terms in the query's order.
+    pub in_order: bool,
+}
+
+/// Evaluates a filter tree with the default options (TFIDF, any order).
 pub fn evaluate(node: &Node, def: &IndexDef, docs: &Docs) -> Result<Matches, EvalError> {
+    evaluate_with(node, def, docs, EvalOptions::default())
+}
+
+/// Evaluates a filter tree.
+pub fn evaluate_with(
+    node: &Node,
+    def: &IndexDef,
+    docs: &Docs,
+    opts: EvalOptions,
+) -> Result<Matches, EvalError> {
     let mut m = Matches::default();
-    m.set = eval(node, def, docs, &mut m)?;
+    let cx = Cx {
+        def,
+        docs,
+        opts,
+        avg_len: average_length(def, docs),
+    };
+    m.set = eval(node, &cx, &mut m)?;
+    if m.scored {
+        finish_scores(&cx, &mut m);
+    }
     Ok(m)
+}
+
+/// What every node's evaluation reads.
+struct Cx<'a> {
+    def: &'a IndexDef,
+    docs: &'a Docs,
+    opts: EvalOptions,
+    /// Average weighted document length (the BM25 scorers).
+    avg_len: f64,
+}
+
+/// BM25's k1, which RediSearch keeps as a C `float` (the scores carry its rounding).
+const K1: f64 = 1.2f32 as f64;
+
+fn average_length(def: &IndexDef, docs: &Docs) -> f64 {
+    let total: f64 = def
+        .fields
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| match f.kind {
+            FieldKind::Text { weight, .. } => Some(weight * docs.token_total(i) as f64),
+            _ => None,
+        })
+        .sum();
+    total / docs.len().max(1) as f64
+}
+
+/// A document's weighted token count (its length for TFIDF.DOCNORM and BM25STD).
+fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
+    text_fields(cx.def, cx.docs, &FieldScope::All)
+        .map(|(weight, index)| match index {
+            FieldIndex::Text { tokens, .. } => weight * tokens.get(&id).map_or(0, Vec::len) as f64,
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// A document's highest weighted term frequency, the TFIDF norm. RediSearch adds one
+/// to it for each vector the document has, and its TFIDF scores carry that, so this
+/// does too.
+fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
+    let mut freq: HashMap<&[u8], f64> = HashMap::new();
+    for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
+        if let FieldIndex::Text { tokens, .. } = index {
+            for t in tokens.get(&id).into_iter().flatten() {
+                *freq.entry(t.as_slice()).or_default() += weight;
+            }
+        }
+    }
+    let vectors = cx
+        .docs
+        .fields
+        .iter()
+        .filter(|f| matches!(f, FieldIndex::Vector(v) if v.contains(id)))
+        .count();
+    freq.values().copied().fold(0.0, f64::max) + vectors as f64
+}
+
+/// Turns the summed term scores into the scorer's final document scores.
+fn finish_scores(cx: &Cx<'_>, m: &mut Matches) {
+    let score = cx.def.score;
+    match cx.opts.scorer {
+        Scorer::TfIdf | Scorer::TfIdfDocNorm => {
+            for (&id, s) in m.scores.iter_mut() {
+                let norm = if cx.opts.scorer == Scorer::TfIdf {
+                    max_freq(cx, id)
+                } else {
+                    doc_len(cx, id)
+                };
+                *s = if norm > 0.0 { score * *s / norm } else { 0.0 };
+            }
+        }
+        Scorer::Bm25 | Scorer::Bm25Std => {
+            for s in m.scores.values_mut() {
+                *s *= score;
+            }
+        }
+        Scorer::DisMax => {}
+        Scorer::DocScore => {
+            for id in m.set.iter() {
+                m.scores.insert(id, score);
+            }
+        }
+    }
 }
 
 fn text_fields<'a>(
@@ -50,94 +209,183 @@ fn text_fields<'a>(
         })
 }
 
-fn score_terms(
-    docs: &Docs,
-    weight: f64,
-    index: &FieldIndex,
-    term: &[u8],
+/// Documents holding `term` in any TEXT field (its document frequency).
+fn document_frequency(cx: &Cx<'_>, term: &[u8]) -> usize {
+    let mut all = DocSet::new();
+    for (_, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
+        if let FieldIndex::Text { terms, .. } = index {
+            if let Some(set) = terms.get(term) {
+                all.or(set);
+            }
+        }
+    }
+    all.len()
+}
+
+/// Scores one term over the documents of `set` that hold it in a field of `scope`:
+/// its weighted frequency there, through the scorer, added to each document's sum.
+fn score_term(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], set: &DocSet, m: &mut Matches) {
+    let mut freqs: HashMap<u64, f64> = HashMap::new();
+    for (weight, index) in text_fields(cx.def, cx.docs, scope) {
+        let FieldIndex::Text { terms, tokens } = index else {
+            continue;
+        };
+        let Some(postings) = terms.get(term) else {
+            continue;
+        };
+        for id in postings.iter().filter(|&id| set.contains(id)) {
+            if let Some(toks) = tokens.get(&id) {
+                let tf = toks.iter().filter(|t| t.as_slice() == term).count() as f64;
+                *freqs.entry(id).or_default() += weight * tf;
+            }
+        }
+    }
+    if freqs.is_empty() {
+        return;
+    }
+    let n = cx.docs.len() as f64;
+    let df = document_frequency(cx, term).max(1) as f64;
+    // RediSearch divides its document table's size, one more than the documents.
+    let idf = (1.0 + (n + 1.0) / df).log2().floor();
+    for (id, f) in freqs {
+        let add = match cx.opts.scorer {
+            Scorer::TfIdf | Scorer::TfIdfDocNorm => f * idf,
+            Scorer::Bm25 => idf * f / (f + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
+            Scorer::Bm25Std => {
+                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                let len = doc_len(cx, id);
+                let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
+                idf * f * (K1 + 1.0) / (f + K1 * (1.0 - 0.75 + 0.75 * len / avg))
+            }
+            Scorer::DisMax => f,
+            Scorer::DocScore => 0.0,
+        };
+        *m.scores.entry(id).or_default() += add;
+    }
+}
+
+/// Each matched term's score (prefix, suffix and fuzzy queries match several).
+fn score_terms<'t>(
+    cx: &Cx<'_>,
+    scope: &FieldScope,
+    terms: impl IntoIterator<Item = &'t [u8]>,
     set: &DocSet,
     m: &mut Matches,
 ) {
-    let FieldIndex::Text { tokens, .. } = index else {
-        return;
-    };
-    let df = set.len().max(1) as f64;
-    let idf = (1.0 + docs.len() as f64 / df).log2();
-    for id in set.iter() {
-        if let Some(toks) = tokens.get(&id) {
-            let tf = toks.iter().filter(|t| t.as_slice() == term).count() as f64;
-            let len = toks.len().max(1) as f64;
-            *m.scores.entry(id).or_default() += tf * idf * weight / len;
+    m.scored = true;
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for t in terms {
+        if !seen.contains(&t) {
+            seen.push(t);
+            score_term(cx, scope, t, set, m);
         }
     }
 }
 
-fn eval(node: &Node, def: &IndexDef, docs: &Docs, m: &mut Matches) -> Result<DocSet, EvalError> {
-    Ok(match node {
-        Node::Empty => DocSet::new(),
-        Node::MatchAll => docs.all().clone(),
-        Node::Term { fields, term } => {
-            m.scored = true;
-            let mut out = DocSet::new();
-            for (weight, index) in text_fields(def, docs, fields) {
-                if let FieldIndex::Text { terms, .. } = index {
-                    if let Some(set) = terms.get(term) {
-                        score_terms(docs, weight, index, term, set, m);
-                        out.or(set);
-                    }
-                }
-            }
-            out
-        }
-        Node::Prefix { fields, prefix } => {
-            m.scored = true;
-            let mut out = DocSet::new();
-            for (weight, index) in text_fields(def, docs, fields) {
-                if let FieldIndex::Text { terms, .. } = index {
-                    for (term, set) in terms
-                        .range(prefix.clone()..)
-                        .take_while(|(t, _)| t.starts_with(prefix))
-                    {
-                        score_terms(docs, weight, index, term, set, m);
-                        out.or(set);
-                    }
-                }
-            }
-            out
-        }
-        Node::Suffix { fields, suffix } => {
-            m.scored = true;
-            let mut out = DocSet::new();
-            for (_, index) in text_fields(def, docs, fields) {
-                if let FieldIndex::Text { terms, .. } = index {
-                    for (_, set) in terms.iter().filter(|(t, _)| t.ends_with(suffix)) {
-                        out.or(set);
-                    }
-                }
-            }
-            out
-        }
+/// Which tokens a text node matches.
+type TokenTest<'a> = Box<dyn Fn(&[u8]) -> bool + 'a>;
+
+/// The positions of a node's matched text in a document, numbered across TEXT fields
+/// in schema order; `None` for nodes without text (tags, numbers, negations…).
+fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
+    let (fields, test): (&FieldScope, TokenTest<'_>) = match node {
+        Node::Term { fields, term } => (fields, Box::new(move |t| t == term.as_slice())),
+        Node::Prefix { fields, prefix } => (fields, Box::new(move |t| t.starts_with(prefix))),
+        Node::Suffix { fields, suffix } => (fields, Box::new(move |t| t.ends_with(suffix))),
         Node::Fuzzy {
             fields,
             term,
             distance,
-        } => {
-            m.scored = true;
+        } => (
+            fields,
+            Box::new(move |t| levenshtein(t, term) <= usize::from(*distance)),
+        ),
+        Node::Phrase { fields, terms } => (fields, Box::new(move |t| terms.iter().any(|p| p == t))),
+        Node::Intersect { children, .. } | Node::Union { children, .. } => {
+            let mut all: Option<Vec<usize>> = None;
+            for c in children {
+                if let Some(p) = positions(c, cx, id) {
+                    all.get_or_insert_with(Vec::new).extend(p);
+                }
+            }
+            return all.map(|mut p| {
+                p.sort_unstable();
+                p
+            });
+        }
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    let mut base = 0;
+    for (i, f) in cx.def.fields.iter().enumerate() {
+        let (FieldKind::Text { .. }, FieldIndex::Text { tokens, .. }) =
+            (&f.kind, &cx.docs.fields[i])
+        else {
+            continue;
+        };
+        let toks = tokens.get(&id).map(Vec::as_slice).unwrap_or_default();
+        if fields.contains(&f.name) {
+            out.extend(
+                toks.iter()
+                    .enumerate()
+                    .filter(|(_, t)| test(t))
+                    .map(|(p, _)| base + p),
+            );
+        }
+        base += toks.len() + 1;
+    }
+    Some(out)
+}
+
+/// Whether the text children of an intersection occur in order in a document: a
+/// position of each, none before the previous one's (RediSearch's `INORDER`).
+fn in_order(children: &[Node], cx: &Cx<'_>, id: u64) -> bool {
+    let mut last = 0;
+    for c in children {
+        let Some(p) = positions(c, cx, id) else {
+            continue;
+        };
+        match p.into_iter().find(|&p| p >= last) {
+            Some(p) => last = p,
+            None => return false,
+        }
+    }
+    true
+}
+
+fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> {
+    let (def, docs) = (cx.def, cx.docs);
+    Ok(match node {
+        Node::Empty => DocSet::new(),
+        Node::MatchAll => docs.all().clone(),
+        Node::Term { fields, term } => {
             let mut out = DocSet::new();
             for (_, index) in text_fields(def, docs, fields) {
                 if let FieldIndex::Text { terms, .. } = index {
-                    for (_, set) in terms
-                        .iter()
-                        .filter(|(t, _)| levenshtein(t, term) <= usize::from(*distance))
-                    {
+                    if let Some(set) = terms.get(term) {
                         out.or(set);
                     }
                 }
             }
+            score_terms(cx, fields, [term.as_slice()], &out, m);
             out
         }
+        Node::Prefix { fields, prefix } => {
+            expand(cx, fields, m, |t| t.starts_with(prefix), Some(prefix))
+        }
+        Node::Suffix { fields, suffix } => expand(cx, fields, m, |t| t.ends_with(suffix), None),
+        Node::Fuzzy {
+            fields,
+            term,
+            distance,
+        } => expand(
+            cx,
+            fields,
+            m,
+            |t| levenshtein(t, term) <= usize::from(*distance),
+            None,
+        ),
         Node::Phrase { fields, terms } => {
-            m.scored = true;
             let mut out = DocSet::new();
             for (_, index) in text_fields(def, docs, fields) {
                 let FieldIndex::Text {
@@ -162,37 +410,67 @@ fn eval(node: &Node, def: &IndexDef, docs: &Docs, m: &mut Matches) -> Result<Doc
                     });
                     if adjacent {
                         out.insert(id);
-                        *m.scores.entry(id).or_default() += 1.0;
                     }
                 }
             }
+            score_terms(cx, fields, terms.iter().map(Vec::as_slice), &out, m);
             out
         }
         Node::Intersect { children, .. } => {
             let mut out: Option<DocSet> = None;
             for c in children {
-                let set = eval(c, def, docs, m)?;
+                let set = eval(c, cx, m)?;
                 match &mut out {
                     None => out = Some(set),
                     Some(o) => o.and(&set),
                 }
             }
-            out.unwrap_or_default()
+            let mut out = out.unwrap_or_default();
+            if cx.opts.in_order && children.len() > 1 {
+                let out_of_order: Vec<u64> = out
+                    .iter()
+                    .filter(|&id| !in_order(children, cx, id))
+                    .collect();
+                for id in out_of_order {
+                    out.remove(id);
+                }
+            }
+            out
+        }
+        Node::Union { children, .. } if cx.opts.scorer == Scorer::DisMax => {
+            // DISMAX scores a union by its best alternative, not their sum.
+            let mut out = DocSet::new();
+            let mut best: HashMap<u64, f64> = HashMap::new();
+            for c in children {
+                let outer = std::mem::take(&mut m.scores);
+                out.or(&eval(c, cx, m)?);
+                for (id, s) in std::mem::replace(&mut m.scores, outer) {
+                    let b = best.entry(id).or_default();
+                    *b = b.max(s);
+                }
+            }
+            for (id, s) in best {
+                *m.scores.entry(id).or_default() += s;
+            }
+            out
         }
         Node::Union { children, .. } => {
             let mut out = DocSet::new();
             for c in children {
-                out.or(&eval(c, def, docs, m)?);
+                out.or(&eval(c, cx, m)?);
             }
             out
         }
         Node::Not { child, .. } => {
+            // A negated term scores nothing: evaluate it apart.
+            let mut apart = Matches::default();
             let mut all = docs.all().clone();
-            all.and_not(&eval(child, def, docs, m)?);
+            all.and_not(&eval(child, cx, &mut apart)?);
+            m.distances.append(&mut apart.distances);
             all
         }
         Node::Optional { child, .. } => {
-            eval(child, def, docs, m)?;
+            eval(child, cx, m)?;
             docs.all().clone()
         }
         Node::Tag {
@@ -239,6 +517,8 @@ fn eval(node: &Node, def: &IndexDef, docs: &Docs, m: &mut Matches) -> Result<Doc
             ))
         }
         Node::VectorRange(vr) => {
+            vr.check_not_hybrid()
+                .map_err(|e| EvalError(e.message().to_string()))?;
             let Some((i, spec)) = def.field(&vr.field) else {
                 return Err(EvalError(format!(
                     "Unknown field `{}`",
@@ -269,6 +549,39 @@ fn eval(node: &Node, def: &IndexDef, docs: &Docs, m: &mut Matches) -> Result<Doc
             out
         }
     })
+}
+
+/// A node matching every indexed term that passes `test` (prefix, suffix, fuzzy): the
+/// union of their postings, each term scored. With `from`, terms are visited from
+/// that prefix on only.
+fn expand(
+    cx: &Cx<'_>,
+    fields: &FieldScope,
+    m: &mut Matches,
+    test: impl Fn(&[u8]) -> bool,
+    from: Option<&Vec<u8>>,
+) -> DocSet {
+    let mut out = DocSet::new();
+    let mut matched: Vec<&[u8]> = Vec::new();
+    for (_, index) in text_fields(cx.def, cx.docs, fields) {
+        let FieldIndex::Text { terms, .. } = index else {
+            continue;
+        };
+        let found: Box<dyn Iterator<Item = (&Vec<u8>, &DocSet)>> = match from {
+            Some(p) => Box::new(
+                terms
+                    .range(p.clone()..)
+                    .take_while(|(t, _)| t.starts_with(p)),
+            ),
+            None => Box::new(terms.iter().filter(|(t, _)| test(t))),
+        };
+        for (t, set) in found {
+            out.or(set);
+            matched.push(t);
+        }
+    }
+    score_terms(cx, fields, matched, &out, m);
+    out
 }
 
 fn tag_alternative(

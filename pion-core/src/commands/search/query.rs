@@ -12,10 +12,10 @@ use std::sync::atomic::Ordering;
 
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
-use crate::index::eval::{evaluate, Matches};
+use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
 use crate::index::schema::{FieldKind as SchemaKind, IndexDef, VectorSpec};
 use crate::index::{Docs, FieldIndex};
-use crate::num::fmt_g;
+use crate::num::{fmt_g, fmt_shortest};
 use crate::reply::Reply;
 use crate::search::query::{self as q, FieldKind, FieldKinds, Params, Query};
 use crate::value::Value;
@@ -54,6 +54,8 @@ struct Options {
     limit: usize,
     params: Params,
     dialect: u32,
+    /// `SCORER` and `INORDER`.
+    eval: EvalOptions,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -74,6 +76,7 @@ fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         limit: 10,
         params: Params::new(),
         dialect: 1,
+        eval: EvalOptions::default(),
     };
     let mut i = 3;
     while i < argv.len() {
@@ -83,6 +86,26 @@ fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"NOCONTENT" => o.nocontent = true,
             b"WITHSCORES" => o.withscores = true,
             b"VERBATIM" => {}
+            b"INORDER" => o.eval.in_order = true,
+            b"SCORER" => {
+                let name = argv.get(i).ok_or_else(|| {
+                    err("Bad arguments for SCORER: Expected an argument, but none provided")
+                })?;
+                i += 1;
+                o.eval.scorer =
+                    match Scorer::parse(name) {
+                        Some(s) => s,
+                        None if name.as_slice() == b"HAMMING" => return Err(err(
+                            "SCORER HAMMING compares document payloads, which Pion does not keep",
+                        )),
+                        None => {
+                            return Err(err(format!(
+                                "No such scorer {}",
+                                String::from_utf8_lossy(name)
+                            )))
+                        }
+                    };
+            }
             b"RETURN" => {
                 let n = argv.get(i).and_then(|a| parse_usize(a)).ok_or_else(|| {
                     err("Bad arguments for RETURN: Could not convert argument to expected type")
@@ -208,7 +231,7 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     // Under the document lock: matches, KNN, order. Then released before loading.
     let (total, mut hits, score_name) = {
         let docs = index.docs.read();
-        let matches = evaluate(&query.filter, &def, &docs).map_err(|e| err(e.0))?;
+        let matches = evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
         run(&def, &docs, &query, matches, &opts, engine, ctx.now_ms())?
     };
     let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
@@ -229,6 +252,10 @@ fn run(
     let mut hits: Vec<Hit>;
     let mut score_name = None;
     if let Some(knn) = &query.vector {
+        let filtered = !matches!(query.filter, q::Node::MatchAll);
+        let hybrid = knn
+            .hybrid(filtered)
+            .map_err(|e| err(e.message().to_string()))?;
         let Some((fi, spec)) = def.field(&knn.field) else {
             return Err(err(format!(
                 "Unknown field `{}`",
@@ -253,6 +280,16 @@ fn run(
             .map(|o| o.value as usize)
             .unwrap_or(vs.params.ef_runtime);
         let want = k + RERANK_EXTRA.min(k.max(1));
+        // HYBRID_POLICY picks how a filter meets the search: ADHOC_BF computes exact
+        // distances over every document the filter passes; BATCHES walks the graph
+        // keeping the neighbours the filter passes. (BATCH_SIZE sizes RediSearch's
+        // rounds of that walk; here it is a single walk, so the size has nothing to
+        // set.) Without a policy, small filtered sets are searched exactly.
+        let exact_among_matches = match hybrid.policy {
+            Some(q::HybridPolicy::AdhocBf) => true,
+            Some(q::HybridPolicy::Batches) => false,
+            None => matches.set.len() <= EXACT_FILTER_LIMIT,
+        };
         let candidates: Vec<Neighbor> = if k == 0 {
             Vec::new()
         } else if matches!(query.filter, q::Node::MatchAll) {
@@ -264,7 +301,7 @@ fn run(
                     filter: None,
                 },
             )
-        } else if matches.set.len() <= EXACT_FILTER_LIMIT {
+        } else if exact_among_matches {
             let ids: Vec<u64> = matches.set.iter().collect();
             vindex.search_among(&qv, want, &ids)
         } else {
@@ -480,7 +517,7 @@ fn load_and_reply(
         for (hit, fields) in results {
             out.push(Reply::Bulk(hit.key));
             if opts.withscores {
-                out.push(Reply::Bulk(format!("{}", hit.score).into_bytes()));
+                out.push(Reply::Bulk(fmt_shortest(hit.score).into_bytes()));
             }
             if !opts.nocontent {
                 out.push(Reply::Array(
@@ -498,7 +535,7 @@ fn load_and_reply(
         .map(|(hit, fields)| {
             let mut m = vec![(Reply::status("id"), Reply::Bulk(hit.key))];
             if opts.withscores {
-                m.push((Reply::status("score"), Reply::Double(hit.score)));
+                m.push((Reply::status("score"), Reply::ShortDouble(hit.score)));
             }
             if !opts.nocontent {
                 m.push((

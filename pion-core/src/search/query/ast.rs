@@ -250,9 +250,31 @@ pub struct VectorClause {
     pub blob_param: Vec<u8>,
     /// `EF_RUNTIME n` (or `$EF_RUNTIME: n` in the attributes).
     pub ef_runtime: Option<VectorOption>,
+    /// The options as written, in order: name and value. `FT.EXPLAIN` echoes them;
+    /// `HYBRID_POLICY` and `BATCH_SIZE` are only checked when the query runs
+    /// ([`VectorClause::hybrid`]), as in RediSearch.
+    pub written: Vec<(Vec<u8>, Vec<u8>)>,
     /// The name the distance is returned under (`AS d` or `$YIELD_DISTANCE_AS: d`);
     /// `None` means the default `__<field>_score`.
     pub yield_distance_as: Option<Vec<u8>>,
+}
+
+/// How a filtered KNN query combines its filter with the vector search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HybridPolicy {
+    /// `ADHOC_BF`: exact distances over every document the filter passes.
+    AdhocBf,
+    /// `BATCHES`: the graph search, keeping the neighbours the filter passes.
+    Batches,
+}
+
+/// A KNN clause's hybrid options, checked ([`VectorClause::hybrid`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Hybrid {
+    /// `HYBRID_POLICY`.
+    pub policy: Option<HybridPolicy>,
+    /// `BATCH_SIZE`.
+    pub batch_size: Option<u64>,
 }
 
 impl VectorClause {
@@ -290,6 +312,10 @@ pub struct VectorRange {
     pub blob_param: Vec<u8>,
     /// `$EPSILON` (HNSW search boundary factor).
     pub epsilon: Option<VectorOption>,
+    /// The attributes besides `$YIELD_DISTANCE_AS`, as written, in order (`FT.EXPLAIN`
+    /// echoes them). Hybrid ones (`$HYBRID_POLICY`, `$BATCH_SIZE`) make the query
+    /// fail when it runs: a range query is not hybrid.
+    pub written: Vec<(Vec<u8>, Vec<u8>)>,
     /// `$YIELD_DISTANCE_AS`.
     pub yield_distance_as: Option<Vec<u8>>,
 }

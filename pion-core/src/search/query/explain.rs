@@ -42,8 +42,8 @@ fn knn_text(out: &mut String, v: &VectorClause) {
         lossy(&v.blob_param),
         lossy(&v.field)
     );
-    if let Some(ef) = &v.ef_runtime {
-        let _ = write!(out, ", {} = {}", lossy(&ef.name), lossy(&ef.raw));
+    for (name, value) in &v.written {
+        let _ = write!(out, ", {} = {}", lossy(name), lossy(value));
     }
     let _ = write!(out, ", yields distance as `{}`", lossy(&v.score_field()));
 }
@@ -56,8 +56,8 @@ fn range_text(out: &mut String, r: &VectorRange) {
         lossy(&r.blob_param),
         lossy(&r.field)
     );
-    if let Some(eps) = &r.epsilon {
-        let _ = write!(out, ", {} = {}", lossy(&eps.name), lossy(&eps.raw));
+    for (name, value) in &r.written {
+        let _ = write!(out, ", {} = {}", lossy(name), lossy(value));
     }
     if let Some(alias) = &r.yield_distance_as {
         let _ = write!(out, ", yields distance as `{}`", lossy(alias));

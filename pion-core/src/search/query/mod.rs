@@ -27,8 +27,8 @@ mod tests;
 mod tests_explain;
 
 pub use ast::{
-    unescape, FieldScope, GeoUnit, Node, NumericRange, Query, TagAlternative, VectorClause,
-    VectorOption, VectorRange,
+    unescape, FieldScope, GeoUnit, Hybrid, HybridPolicy, Node, NumericRange, Query, TagAlternative,
+    VectorClause, VectorOption, VectorRange,
 };
 pub use explain::explain;
 pub use params::Params;

@@ -379,3 +379,93 @@ proptest! {
         }
     }
 }
+
+/// `HYBRID_POLICY` / `BATCH_SIZE` are taken as written and checked when the query runs,
+/// with the texts `FT.SEARCH` gives (recorded from RediSearch 2.10.5).
+#[test]
+fn hybrid_options_are_checked_when_the_query_runs() {
+    let blob = [0u8; 8];
+    let ps = params(&[("b", &blob), ("bs", b"4")]);
+    let hybrid = |q: &str| {
+        let query = parse(q.as_bytes(), &ps, 2, &schema()).expect("query parses");
+        let filtered = !matches!(query.filter, Node::MatchAll);
+        query
+            .vector
+            .expect("knn")
+            .hybrid(filtered)
+            .map_err(|e| e.message().to_string())
+    };
+    let ok = |policy, batch_size| Ok(Hybrid { policy, batch_size });
+    assert_eq!(
+        hybrid("@tags:{x}=>[KNN 2 @vec $b HYBRID_POLICY BATCHES BATCH_SIZE 8 AS d]"),
+        ok(Some(HybridPolicy::Batches), Some(8))
+    );
+    assert_eq!(
+        hybrid("(@tags:{x})=>[KNN 2 @vec $b]=>{$hybrid_policy: adhoc_bf}"),
+        ok(Some(HybridPolicy::AdhocBf), None)
+    );
+    assert_eq!(
+        hybrid("@price:[1 2]=>[KNN 2 @vec $b BATCH_SIZE $bs]"),
+        ok(None, Some(4))
+    );
+    assert_eq!(hybrid("*=>[KNN 2 @vec $b EF_RUNTIME 5]"), ok(None, None));
+    let refused = [
+        (
+            "*=>[KNN 2 @vec $b HYBRID_POLICY FOO]",
+            "hybrid query attributes were sent for a non-hybrid query",
+        ),
+        (
+            "*=>[KNN 2 @vec $b BATCH_SIZE 0]",
+            "hybrid query attributes were sent for a non-hybrid query",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b HYBRID_POLICY FOO]",
+            "invalid hybrid policy was given",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b BATCH_SIZE 3 HYBRID_POLICY ADHOC_BF]",
+            "'batch size' is irrelevant for 'ADHOC_BF' policy",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b EF_RUNTIME 5 HYBRID_POLICY ADHOC_BF]",
+            "'EF_RUNTIME' is irrelevant for 'ADHOC_BF' policy",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b HYBRID_POLICY BATCHES]=>{$HYBRID_POLICY: BATCHES}",
+            "Parameter was specified twice",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b BATCH_SIZE 2 BATCH_SIZE 3]",
+            "Parameter was specified twice",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b BATCH_SIZE 2.5]",
+            "Invalid value was given",
+        ),
+        (
+            "@tags:{x}=>[KNN 2 @vec $b BATCH_SIZE -1]",
+            "Invalid value was given",
+        ),
+    ];
+    for (q, why) in refused {
+        assert_eq!(
+            hybrid(q),
+            Err(format!("Error parsing vector similarity parameters: {why}")),
+            "{q}"
+        );
+    }
+    let range = parse(
+        b"@vec:[VECTOR_RANGE 1 $b]=>{$HYBRID_POLICY: BATCHES}",
+        &ps,
+        2,
+        &schema(),
+    )
+    .expect("query parses");
+    let Node::VectorRange(vr) = range.filter else {
+        panic!("a range node");
+    };
+    assert_eq!(
+        vr.check_not_hybrid().map_err(|e| e.message().to_string()),
+        Err("Error parsing vector similarity parameters: hybrid query attributes were sent for a non-hybrid query".to_string())
+    );
+}

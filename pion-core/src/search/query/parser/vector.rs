@@ -1,7 +1,7 @@
 //! The vector parts of the grammar (DIALECT 2): `=>[KNN …]` clauses and
 //! `[VECTOR_RANGE …]` filters, with RediSearch's validation of their options.
 
-use super::super::ast::{VectorClause, VectorOption, VectorRange};
+use super::super::ast::{Hybrid, HybridPolicy, VectorClause, VectorOption, VectorRange};
 use super::super::lexer::Kind;
 use super::super::params::{invalid_numeric, parse_count, parse_double};
 use super::super::QueryError;
@@ -44,6 +44,7 @@ impl Parser<'_> {
             blob,
             blob_param: blob_tok.raw,
             epsilon: None,
+            written: Vec::new(),
             yield_distance_as: None,
         };
         if self.kind() == Kind::Arrow && self.peek_at(1).kind == Kind::LBrace {
@@ -57,9 +58,11 @@ impl Parser<'_> {
                         if range.epsilon.is_some() {
                             return Err(vector_params_error("Parameter was specified twice"));
                         }
+                        range.written.push((name.clone(), value.clone()));
                         range.epsilon = Some(positive_option(name, value, false)?);
                     }
                     b"ef_runtime" => return Err(vector_params_error("Invalid option")),
+                    b"hybrid_policy" | b"batch_size" => range.written.push((name, value)),
                     _ => return Err(invalid_attribute(&name)),
                 }
             }
@@ -67,8 +70,8 @@ impl Parser<'_> {
         Ok(Node::VectorRange(range))
     }
 
-    /// `KNN k @field $blob [EF_RUNTIME n] [AS name] ]` after `=>[`, then optional
-    /// `=>{…}` attributes.
+    /// `KNN k @field $blob [EF_RUNTIME n] [HYBRID_POLICY p [BATCH_SIZE n]] [AS name] ]`
+    /// after `=>[`, then optional `=>{…}` attributes.
     pub(super) fn knn(&mut self) -> PResult<VectorClause> {
         let cmd_idx = self.at;
         let cmd = self.bump();
@@ -117,6 +120,7 @@ impl Parser<'_> {
             blob,
             blob_param,
             ef_runtime: None,
+            written: Vec::new(),
             yield_distance_as: alias,
         };
         for (name, value) in options {
@@ -135,8 +139,14 @@ impl Parser<'_> {
                         )));
                     }
                     clause.yield_distance_as = Some(value);
-                } else if name.eq_ignore_ascii_case(b"EF_RUNTIME")
-                    || name.eq_ignore_ascii_case(b"EPSILON")
+                } else if [
+                    &b"EF_RUNTIME"[..],
+                    b"EPSILON",
+                    b"HYBRID_POLICY",
+                    b"BATCH_SIZE",
+                ]
+                .iter()
+                .any(|o| name.eq_ignore_ascii_case(o))
                 {
                     knn_option(&mut clause, name, value)?;
                 } else {
@@ -148,21 +158,93 @@ impl Parser<'_> {
     }
 }
 
-/// Applies one KNN option (`EF_RUNTIME n`; `EPSILON` belongs to range queries).
+fn non_hybrid() -> QueryError {
+    vector_params_error("hybrid query attributes were sent for a non-hybrid query")
+}
+
+impl VectorRange {
+    /// Fails if the range has hybrid attributes, as RediSearch does when it runs one.
+    pub fn check_not_hybrid(&self) -> Result<(), QueryError> {
+        let hybrid = self.written.iter().any(|(name, _)| {
+            name.eq_ignore_ascii_case(b"HYBRID_POLICY") || name.eq_ignore_ascii_case(b"BATCH_SIZE")
+        });
+        if hybrid {
+            return Err(non_hybrid());
+        }
+        Ok(())
+    }
+}
+
+impl VectorClause {
+    /// The hybrid options, checked as RediSearch checks them when the query runs
+    /// (the parser, like `FT.EXPLAIN … VERBATIM`, takes them as written). `filtered`:
+    /// the query has a filter other than `*`, which the options need.
+    pub fn hybrid(&self, filtered: bool) -> Result<Hybrid, QueryError> {
+        let twice = || vector_params_error("Parameter was specified twice");
+        let mut h = Hybrid::default();
+        for (name, value) in &self.written {
+            let policy = name.eq_ignore_ascii_case(b"HYBRID_POLICY");
+            if !policy && !name.eq_ignore_ascii_case(b"BATCH_SIZE") {
+                continue;
+            }
+            if !filtered {
+                return Err(non_hybrid());
+            }
+            if policy {
+                if h.policy.is_some() {
+                    return Err(twice());
+                }
+                h.policy = Some(if value.eq_ignore_ascii_case(b"ADHOC_BF") {
+                    HybridPolicy::AdhocBf
+                } else if value.eq_ignore_ascii_case(b"BATCHES") {
+                    HybridPolicy::Batches
+                } else {
+                    return Err(vector_params_error("invalid hybrid policy was given"));
+                });
+            } else {
+                if h.batch_size.is_some() {
+                    return Err(twice());
+                }
+                let size = positive_option(name.clone(), value.clone(), true)?;
+                h.batch_size = Some(size.value as u64);
+            }
+        }
+        if h.policy == Some(HybridPolicy::AdhocBf) {
+            if h.batch_size.is_some() {
+                return Err(vector_params_error(
+                    "'batch size' is irrelevant for 'ADHOC_BF' policy",
+                ));
+            }
+            if self.ef_runtime.is_some() {
+                return Err(vector_params_error(
+                    "'EF_RUNTIME' is irrelevant for 'ADHOC_BF' policy",
+                ));
+            }
+        }
+        Ok(h)
+    }
+}
+
+/// Applies one KNN option (`EF_RUNTIME n`; `HYBRID_POLICY p` and `BATCH_SIZE n`, kept
+/// as written for [`VectorClause::hybrid`]; `EPSILON` belongs to range queries).
 fn knn_option(clause: &mut VectorClause, name: Vec<u8>, value: Vec<u8>) -> PResult<()> {
+    let written = (name.clone(), value.clone());
     if name.eq_ignore_ascii_case(b"EF_RUNTIME") {
         if clause.ef_runtime.is_some() {
             return Err(vector_params_error("Parameter was specified twice"));
         }
         clause.ef_runtime = Some(positive_option(name, value, true)?);
-        Ok(())
     } else if name.eq_ignore_ascii_case(b"EPSILON") {
-        Err(vector_params_error(
+        return Err(vector_params_error(
             "range query attributes were sent for a non-range query",
-        ))
-    } else {
-        Err(vector_params_error("Invalid option"))
+        ));
+    } else if !name.eq_ignore_ascii_case(b"HYBRID_POLICY")
+        && !name.eq_ignore_ascii_case(b"BATCH_SIZE")
+    {
+        return Err(vector_params_error("Invalid option"));
     }
+    clause.written.push(written);
+    Ok(())
 }
 
 /// A vector option's value: a positive integer (`integer`) or a positive number.
