@@ -543,3 +543,43 @@ def test_drop_and_update_by_filter(client):
     assert index.query(CountQuery()) == 20
     assert index.update_by_filter(Tag("brand") == "puma", {"price": 1}).matched == 10
     assert index.query(CountQuery(Num("price") == 1)) == 10
+
+
+def test_async_search_index(server_port):
+    """AsyncSearchIndex over redis.asyncio, as async apps (FastAPI and the like) use it."""
+    import asyncio
+
+    import redis.asyncio as aredis
+    from redisvl.index import AsyncSearchIndex
+
+    async def scenario():
+        client = aredis.Redis(port=server_port)
+        index = AsyncSearchIndex.from_dict(schema("hnsw", "cosine"), redis_client=client)
+        await index.create(overwrite=True, drop=True)
+        rows = products(40)
+        await index.load(
+            [
+                {k: v for k, v in p.items() if k != "vec"}
+                | {"embedding": array_to_buffer(p["vec"], "float32")}
+                for p in rows
+            ],
+            id_field="id",
+        )
+        q = embed_text("green coat")
+        res = await index.query(
+            VectorQuery(
+                q.tolist(),
+                "embedding",
+                num_results=3,
+                filter_expression=Tag("brand") == "puma",
+            )
+        )
+        want, dists = expected(rows, "cosine", q, 3, lambda p: p["brand"] == "puma")
+        assert [round(float(r["vector_distance"]), 4) for r in res] == [round(d, 4) for d in dists]
+        assert await index.query(CountQuery(Num("price") > 100)) == sum(p["price"] > 100 for p in rows)
+        assert await index.exists()
+        await index.delete(drop=True)
+        assert not await index.exists()
+        await client.aclose()
+
+    asyncio.run(scenario())
