@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering;
 
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
-use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
+use crate::index::eval::{evaluate_with, EvalOptions, Scorer};
 use crate::index::schema::{FieldKind as SchemaKind, IndexDef, VectorSpec};
-use crate::index::{Docs, FieldIndex};
+use crate::index::{Docs, FieldIndex, SearchIndex};
 use crate::num::{fmt_g, fmt_shortest};
 use crate::reply::Reply;
 use crate::search::query::{self as q, FieldKind, FieldKinds, Params, Query};
@@ -228,27 +228,26 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let def = index.def.read().clone();
     let query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
         .map_err(|e| err(e.message().to_string()))?;
-    // Under the document lock: matches, KNN, order. Then released before loading.
-    let (total, mut hits, score_name) = {
-        let docs = index.docs.read();
-        let matches = evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
-        run(&def, &docs, &query, matches, &opts, engine, ctx.now_ms())?
-    };
+    let (total, mut hits, score_name) = run(&index, &def, &query, &opts, engine, ctx.now_ms())?;
     let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
     load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref())
 }
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
 
+/// Matches, KNN and order. The document lock is held while reading the index and
+/// released before the re-rank locks shards (the lock order is shards, then
+/// documents: a writer holds its key's shard while it updates the index).
 fn run(
+    index: &SearchIndex,
     def: &IndexDef,
-    docs: &Docs,
     query: &Query,
-    matches: Matches,
     opts: &Options,
     engine: &crate::Engine,
     now_ms: i64,
 ) -> OpResult<Ranked> {
+    let docs = index.docs.read();
+    let matches = evaluate_with(&query.filter, def, &docs, opts.eval).map_err(|e| err(e.0))?;
     let mut hits: Vec<Hit>;
     let mut score_name = None;
     if let Some(knn) = &query.vector {
@@ -315,18 +314,8 @@ fn run(
                 },
             )
         };
-        let exact = rerank(
-            engine,
-            docs,
-            spec.path.as_slice(),
-            vs,
-            &qv,
-            candidates,
-            now_ms,
-        );
-        hits = exact
+        let candidates: Vec<Hit> = candidates
             .into_iter()
-            .take(k)
             .filter_map(|n| {
                 docs.key(n.label).map(|key| Hit {
                     id: n.label,
@@ -336,6 +325,9 @@ fn run(
                 })
             })
             .collect();
+        drop(docs);
+        hits = rerank(engine, &spec.path, vs, &qv, candidates, now_ms);
+        hits.truncate(k);
         // RediSearch returns KNN results in document order unless sorted.
         hits.sort_by_key(|h| h.id);
         score_name = Some(knn.score_field());
@@ -359,48 +351,41 @@ fn run(
         if matches.scored {
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
         }
+        drop(docs);
     }
     if let Some((field, asc)) = &opts.sortby {
-        sort_hits(&mut hits, def, docs, field, *asc, score_name.as_deref())?;
+        let docs = index.docs.read();
+        sort_hits(&mut hits, def, &docs, field, *asc, score_name.as_deref())?;
     }
     Ok((hits.len(), hits, score_name))
 }
 
-/// Exact distances for graph candidates, from the FLOAT32 blobs in the hashes.
+/// Exact distances for graph candidates, from the FLOAT32 blobs in the hashes, nearest
+/// first. Call holding no index lock: it locks each candidate's shard.
 fn rerank(
     engine: &crate::Engine,
-    docs: &Docs,
     path: &[u8],
     vs: &VectorSpec,
     query: &[f32],
-    candidates: Vec<Neighbor>,
+    mut candidates: Vec<Hit>,
     now_ms: i64,
-) -> Vec<Neighbor> {
-    let mut out: Vec<Neighbor> = candidates
-        .into_iter()
-        .map(|n| {
-            let exact = docs.key(n.label).and_then(|key| {
-                let mut ks = engine.keyspace().lock_keys(&[key], now_ms);
-                match ks.peek(0, key).ok().flatten().map(|e| &e.value) {
-                    Some(Value::Hash(h)) => h
-                        .get(path)
-                        .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
-                        .map(|v| vs.params.metric.distance(query, &v)),
-                    _ => None,
-                }
-            });
-            Neighbor {
-                label: n.label,
-                distance: exact.unwrap_or(n.distance),
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        a.distance
-            .total_cmp(&b.distance)
-            .then(a.label.cmp(&b.label))
-    });
-    out
+) -> Vec<Hit> {
+    for hit in &mut candidates {
+        let mut ks = engine.keyspace().lock_keys(&[&hit.key], now_ms);
+        let exact = match ks.peek(0, &hit.key).ok().flatten().map(|e| &e.value) {
+            Some(Value::Hash(h)) => h
+                .get(path)
+                .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
+                .map(|v| vs.params.metric.distance(query, &v)),
+            _ => None,
+        };
+        if let Some(d) = exact {
+            hit.distance = Some(d);
+        }
+    }
+    let dist = |h: &Hit| h.distance.unwrap_or(f32::INFINITY);
+    candidates.sort_by(|a, b| dist(a).total_cmp(&dist(b)).then(a.id.cmp(&b.id)));
+    candidates
 }
 
 fn sort_hits(
