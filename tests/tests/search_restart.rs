@@ -124,3 +124,50 @@ fn index_survives_sigkill_and_snapshot() {
     assert_eq!(count(&mut c, "*"), 399);
     assert_eq!(count(&mut c, "@n:[300 +inf]"), 100);
 }
+
+fn vsim(c: &mut Client, q: &[f32]) -> String {
+    let mut args: Vec<Vec<u8>> = vec![b"VSIM".to_vec(), b"vs".to_vec(), b"VALUES".to_vec()];
+    args.push(q.len().to_string().into_bytes());
+    args.extend(q.iter().map(|x| x.to_string().into_bytes()));
+    args.extend([b"COUNT".to_vec(), b"20".to_vec(), b"WITHSCORES".to_vec()]);
+    c.cmd(&args).render()
+}
+
+#[test]
+fn vector_set_graph_survives_snapshot_and_log() {
+    let dir = temp_dir("vset-restart");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let point = |i: usize| -> Vec<f32> {
+        (0..8)
+            .map(|d| ((i * 7 + d * 13) % 17) as f32 - 8.0 + (i as f32) * 0.001)
+            .collect()
+    };
+    let vadd = |c: &mut Client, i: usize| {
+        let mut args: Vec<Vec<u8>> = vec![b"VADD".to_vec(), b"vs".to_vec(), b"VALUES".to_vec()];
+        args.push(b"8".to_vec());
+        args.extend(point(i).iter().map(|x| x.to_string().into_bytes()));
+        args.push(format!("e{i}").into_bytes());
+        let reply = c.cmd(&args);
+        assert!(!reply.is_error(), "VADD: {}", reply.render());
+    };
+    for i in 0..400 {
+        vadd(&mut c, i);
+    }
+    assert_eq!(c.cmd(&["SAVE"]).render(), "+OK");
+    for i in 400..500 {
+        vadd(&mut c, i);
+    }
+    c.cmd(&["VREM", "vs", "e3"]);
+    let queries: Vec<Vec<f32>> = (0..5).map(|i| point(i * 97 + 1)).collect();
+    let before: Vec<String> = queries.iter().map(|q| vsim(&mut c, q)).collect();
+    let card = c.cmd(&["VCARD", "vs"]).render();
+    server.kill9();
+
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(c.cmd(&["VCARD", "vs"]).render(), card);
+    assert_eq!(c.cmd(&["VISMEMBER", "vs", "e3"]).render(), ":0");
+    let after: Vec<String> = queries.iter().map(|q| vsim(&mut c, q)).collect();
+    assert_eq!(before, after, "VSIM after snapshot + log replay");
+}

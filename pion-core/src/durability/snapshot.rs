@@ -12,6 +12,7 @@
 //! value   = string: bytes | hash: n:u32 (field:bytes value:bytes)*
 //!         | list: n:u32 bytes* | set: n:u32 bytes* | zset: n:u32 (member:bytes score:f64)*
 //!         | vset: dim:u32 quant:u8 m:u32 projection_input:u32 (0: none) n:u32 velem*
+//!               graph:bytes (the HNSW graph, labels as below; relinked if unusable)
 //! velem   = name:bytes norm:f32 attr:(0 | 1 bytes) vector
 //! vector  = f32: f32[dim] | int8: range:f32 codes:bytes | bin: u64[ceil(dim/64)]
 //! bytes   = len:u32 byte[len]
@@ -116,7 +117,8 @@ fn encode_vset(v: &VectorSetValue, out: &mut Vec<u8>) {
     put_u32(out, v.m() as u32);
     put_u32(out, v.projection().map_or(0, |p| p.input as u32));
     put_u32(out, v.len() as u32);
-    for (_, e) in v.elements() {
+    for (label, e) in v.elements() {
+        put_u64(out, label);
         put_bytes(out, &e.name);
         put_u32(out, e.norm.to_bits());
         match &e.attr {
@@ -136,6 +138,7 @@ fn encode_vset(v: &VectorSetValue, out: &mut Vec<u8>) {
             Stored::Bin(bits) => bits.iter().for_each(|w| put_u64(out, *w)),
         }
     }
+    put_bytes(out, &v.graph_bytes());
 }
 
 fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
@@ -151,10 +154,11 @@ fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
     if dim == 0 || dim > 65536 || input > 65536 || !(4..=4096).contains(&m) {
         return Err(Malformed("bad vector set parameters"));
     }
-    let n = r.count(9)?;
+    let n = r.count(17)?;
     let mut v = VectorSetValue::restore(dim, quant, m, (input > 0).then_some(input));
     let f32_at = |r: &mut Reader<'_>| r.u32().map(f32::from_bits);
     for _ in 0..n {
+        let label = r.u64()?;
         let name = r.bytes()?.to_vec();
         let norm = f32_at(r)?;
         let attr = match r.u8()? {
@@ -181,10 +185,11 @@ fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
             norm,
             attr,
         };
-        if !v.restore_element(e) {
+        if !v.restore_element_at(label, e) {
             return Err(Malformed("bad vector set element"));
         }
     }
+    v.restore_graph(r.bytes()?);
     Ok(Value::VectorSet(Box::new(v)))
 }
 

@@ -461,6 +461,52 @@ impl VectorSetValue {
         true
     }
 
+    /// Adds a stored element under its saved label without linking it (snapshot
+    /// loading: [`VectorSetValue::restore_graph`] comes after). False if the element
+    /// does not fit the set or its name or label is taken.
+    pub fn restore_element_at(&mut self, label: u64, e: Element) -> bool {
+        if !self.fits(&e) || self.slot_of.contains_key(&label) {
+            return false;
+        }
+        self.node_uids += 1;
+        let attr = e.attr.filter(|a| !a.is_empty());
+        if attr.is_some() {
+            self.attributes += 1;
+        }
+        self.next_label = self.next_label.max(label + 1);
+        self.by_name.insert(e.name.clone(), label);
+        self.slot_of.insert(label, self.slots.len());
+        self.slots.push((label, Element { attr, ..e }));
+        true
+    }
+
+    /// Installs a saved graph for the elements restored with
+    /// [`VectorSetValue::restore_element_at`]; when it does not load or does not fit,
+    /// links every element again. Returns whether the saved graph was used.
+    pub fn restore_graph(&mut self, graph: &[u8]) -> bool {
+        let fits = VectorIndex::read_from(graph).ok().filter(|g| {
+            g.params() == self.index.params()
+                && g.len() == self.slots.len()
+                && self.slots.iter().all(|(l, _)| g.contains(*l))
+        });
+        if let Some(g) = fits {
+            self.index = g;
+            return true;
+        }
+        for (label, e) in &self.slots {
+            let v = e.vector.dequantize(self.dim);
+            let _ = self.index.upsert_linked(*label, &v);
+        }
+        false
+    }
+
+    /// The graph, serialised (for a snapshot).
+    pub fn graph_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.index.write_to(&mut out);
+        out
+    }
+
     fn upsert_index(&self, label: u64, v: &[f32]) {
         // A zero vector has no direction: the index (cosine) keeps a placeholder so the
         // element is still found; scores come from the stored vector anyway.
@@ -619,6 +665,15 @@ impl VectorSetValue {
     /// Adds an element exactly as stored (snapshot loading); false if the stored
     /// vector does not fit the set.
     pub fn restore_element(&mut self, e: Element) -> bool {
+        if !self.fits(&e) || self.by_name.contains_key(&e.name) {
+            return false;
+        }
+        self.insert_stored(&e.name, e.vector, e.norm, e.attr);
+        true
+    }
+
+    /// Whether a stored element matches the set's dimension and quantisation.
+    fn fits(&self, e: &Element) -> bool {
         let fits = match &e.vector {
             Stored::F32(v) => v.len() == self.dim && self.quant == VQuant::NoQuant,
             Stored::Q8 { codes, range } => {
@@ -629,13 +684,10 @@ impl VectorSetValue {
         if !fits || !e.norm.is_finite() || self.by_name.contains_key(&e.name) {
             return false;
         }
-        if let Stored::F32(v) = &e.vector {
-            if v.iter().any(|x| !x.is_finite()) {
-                return false;
-            }
+        match &e.vector {
+            Stored::F32(v) => v.iter().all(|x| x.is_finite()),
+            _ => true,
         }
-        self.insert_stored(&e.name, e.vector, e.norm, e.attr);
-        true
     }
 
     /// Approximate bytes held.

@@ -108,3 +108,44 @@ fn links_are_the_graph_neighbours() {
         }
     }
 }
+
+/// A snapshot's saved graph is installed as it was (no relinking): same links for
+/// every element; a graph that does not fit is refused and the set relinked.
+#[test]
+fn saved_graph_is_reused() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let dim = 12;
+    let mut set = VectorSetValue::new(dim, VQuant::Q8, 8, None);
+    for i in 0..300 {
+        set.insert(
+            format!("e{i}").as_bytes(),
+            &random_vector(&mut rng, dim),
+            None,
+        );
+    }
+    set.remove(b"e10");
+    let graph = set.graph_bytes();
+    let rebuild = |graph: &[u8]| {
+        let mut copy = VectorSetValue::restore(dim, VQuant::Q8, 8, None);
+        for (label, e) in set.elements() {
+            assert!(copy.restore_element_at(label, e.clone()));
+        }
+        let reused = copy.restore_graph(graph);
+        (copy, reused)
+    };
+    let (copy, reused) = rebuild(&graph);
+    assert!(reused, "the saved graph was not used");
+    for (label, _) in set.elements() {
+        let links = |s: &VectorSetValue| -> Vec<Vec<u64>> {
+            s.links(label)
+                .expect("member")
+                .iter()
+                .map(|l| l.iter().map(|h| h.label).collect())
+                .collect()
+        };
+        assert_eq!(links(&set), links(&copy));
+    }
+    let (relinked, reused) = rebuild(&graph[..graph.len() / 2]);
+    assert!(!reused);
+    assert_eq!(relinked.len(), set.len());
+}
