@@ -269,6 +269,9 @@ impl Indexes {
         index
             .scan_total
             .store(ks.db_size(0) as u64, Ordering::Relaxed);
+        let started = Instant::now();
+        let mut reported = started;
+        let name = String::from_utf8_lossy(&index.def.read().name).into_owned();
         let mut cursor = 0;
         loop {
             cursor = ks.scan(0, cursor, 256, now_ms, |key, entry| {
@@ -280,8 +283,24 @@ impl Indexes {
             if cursor == 0 {
                 break;
             }
+            if reported.elapsed() >= Duration::from_secs(1) {
+                // A large keyspace takes a while: say how far the scan got.
+                reported = Instant::now();
+                eprintln!(
+                    "pion: indexing {name}: {:.0}% of {} keys",
+                    index.percent_indexed() * 100.0,
+                    index.scan_total.load(Ordering::Relaxed)
+                );
+            }
         }
         index.scanning.store(false, Ordering::Relaxed);
+        if started.elapsed() >= Duration::from_secs(1) {
+            eprintln!(
+                "pion: indexed {name}: {} documents in {:.1} s",
+                index.docs.read().len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
 
     /// Starts the background builder once: it links waiting vectors into their graphs
