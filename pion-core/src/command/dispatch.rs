@@ -338,9 +338,15 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
         let _ = ctx.ks.settle(db, &argv[i]);
         search.key_written(&mut ctx.ks, db, &argv[i]);
     }
-    // The commands that replace database 0 wholesale: indexes are rebuilt from it.
-    if spec.whole_keyspace && matches!(spec.name, "flushall" | "flushdb" | "swapdb") {
-        search.keyspace_replaced(&mut ctx.ks);
+    // The commands that replace databases wholesale. As in RediSearch, any flush
+    // drops the indexes too (even of another database); after SWAPDB they are rebuilt
+    // from what database 0 now holds.
+    if spec.whole_keyspace {
+        match spec.name {
+            "flushall" | "flushdb" => search.clear(),
+            "swapdb" => search.keyspace_replaced(&mut ctx.ks),
+            _ => {}
+        }
     }
 }
 
