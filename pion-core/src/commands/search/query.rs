@@ -27,7 +27,8 @@ const EXACT_FILTER_LIMIT: usize = 4096;
 /// Extra candidates asked of the graph for the exact re-rank.
 const RERANK_EXTRA: usize = 16;
 
-struct Kinds<'a>(&'a IndexDef);
+/// The index's schema as the query parser asks about it.
+pub(super) struct Kinds<'a>(pub(super) &'a IndexDef);
 
 impl FieldKinds for Kinds<'_> {
     fn kind(&self, name: &[u8]) -> Option<FieldKind> {
@@ -44,16 +45,16 @@ impl FieldKinds for Kinds<'_> {
     }
 }
 
-/// The options of one `FT.SEARCH`.
-struct Options {
+/// The options of one `FT.SEARCH` (`FT.EXPLAIN` takes the same).
+pub(super) struct Options {
     nocontent: bool,
     withscores: bool,
     returns: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     sortby: Option<(Vec<u8>, bool)>,
     offset: usize,
     limit: usize,
-    params: Params,
-    dialect: u32,
+    pub(super) params: Params,
+    pub(super) dialect: u32,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -64,7 +65,8 @@ fn parse_usize(b: &[u8]) -> Option<usize> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
-fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
+/// Parses the options after the query.
+pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
     let mut o = Options {
         nocontent: false,
         withscores: false,
