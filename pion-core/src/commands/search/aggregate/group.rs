@@ -347,36 +347,30 @@ impl Reducer {
                 }
             }
             Acc::First { value: cur, sort } => {
-                let Some(v) = value() else {
-                    return;
-                };
                 let ReducerKind::FirstValue(by) = &self.kind else {
                     return;
                 };
-                match by {
-                    None => {
-                        if cur.is_none() {
-                            *cur = Some(v);
-                        }
+                let Some((slot, asc)) = by else {
+                    if cur.is_none() {
+                        *cur = value();
                     }
-                    Some((slot, asc)) => {
-                        let key = st.get(seg, row, *slot).unwrap_or(Value::Null);
-                        let better = match sort {
-                            None => true,
-                            Some(old) => {
-                                let o = key.order(old);
-                                if *asc {
-                                    o.is_lt()
-                                } else {
-                                    o.is_gt()
-                                }
-                            }
-                        };
-                        if cur.is_none() || better {
-                            *cur = Some(v);
-                            *sort = Some(key);
-                        }
-                    }
+                    return;
+                };
+                let key = st.get(seg, row, *slot).unwrap_or(Value::Null);
+                let Some(old) = sort else {
+                    *cur = value();
+                    *sort = Some(key);
+                    return;
+                };
+                // RediSearch's rule, null sort values included: a row replaces the
+                // current one when it sorts first, but a null current value only
+                // gives way to a row that sorts after it.
+                let o = key.order(old);
+                let rc = if *asc { o.reverse() } else { o };
+                let null = *old == Value::Null;
+                if cur.is_none() || (!null && rc.is_gt()) || (null && rc.is_lt()) {
+                    *cur = value();
+                    *sort = Some(key);
                 }
             }
         }
