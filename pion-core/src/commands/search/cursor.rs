@@ -23,7 +23,8 @@ use crate::reply::Reply;
 struct Cursor {
     index: Arc<SearchIndex>,
     pipe: Pipeline,
-    count: usize,
+    /// Rows per read: the last `COUNT` given (`None`: all).
+    count: Option<usize>,
     max_idle: Duration,
     last_used: Instant,
 }
@@ -66,7 +67,7 @@ impl Cursors {
             Cursor {
                 index,
                 pipe,
-                count: opts.count,
+                count: Some(opts.count),
                 max_idle: Duration::from_millis(opts.max_idle_ms),
                 last_used: Instant::now(),
             },
@@ -139,11 +140,13 @@ pub(super) fn cursor(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             if !live {
                 return Err(err("Cursor not found"));
             }
-            let size = match count {
-                0 => Some(cursor.count),
-                n if n < 0 => None,
-                n => Some(n as usize),
-            };
+            // A count sticks for later reads; a negative one reads everything.
+            match count {
+                0 => {}
+                n if n < 0 => cursor.count = None,
+                n => cursor.count = Some(n as usize),
+            }
+            let size = cursor.count;
             let env = super::aggregate::pipeline::Env {
                 engine,
                 index: &cursor.index,

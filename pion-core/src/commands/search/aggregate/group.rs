@@ -74,8 +74,31 @@ impl KhashOrder {
         self.upper = Self::upper_bound(buckets);
     }
 
-    /// Adds a key (no-op when present).
+    fn contains(&self, key: u64) -> bool {
+        let n = self.flags.len();
+        if n == 0 {
+            return false;
+        }
+        let mask = n - 1;
+        let mut i = kh_hash(key) as usize & mask;
+        let last = i;
+        let mut step = 0;
+        while self.flags[i] != 0 && (self.flags[i] == 1 || self.keys[i] != key) {
+            step += 1;
+            i = (i + step) & mask;
+            if i == last {
+                return false;
+            }
+        }
+        self.flags[i] == 2
+    }
+
+    /// Adds a key (no-op when present). RediSearch looks a group up before adding
+    /// it, so a present key never grows the table.
     pub fn insert(&mut self, key: u64) {
+        if self.contains(key) {
+            return;
+        }
         if self.occupied >= self.upper {
             let n = self.flags.len();
             if n > self.size << 1 {
@@ -485,6 +508,12 @@ mod tests {
         assert_eq!(
             group_order(&s(&["apple", "banana", "cherry", "lemon", "grape", "kiwi"])),
             s(&["kiwi", "cherry", "apple", "banana", "lemon", "grape"])
+        );
+        let six: Vec<String> = (0..40).map(|i| format!("g{}", i % 6)).collect();
+        let six: Vec<&str> = six.iter().map(String::as_str).collect();
+        assert_eq!(
+            group_order(&s(&six)),
+            s(&["g5", "g3", "g4", "g1", "g2", "g0"])
         );
         let mut with_null = n(&[10.0, 20.0, 5.0, 7.0, 3.0]);
         with_null.push(Value::Null);
