@@ -20,7 +20,7 @@ use std::sync::Arc;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::index::eval::evaluate;
-use crate::index::{IndexDef, SearchIndex};
+use crate::index::IndexDef;
 use crate::reply::Reply;
 use crate::search::query::{self as q, Params};
 
@@ -556,15 +556,25 @@ impl Compiler<'_> {
     }
 }
 
-fn compile(def: &IndexDef, steps: Vec<Step>, ids: Vec<u64>) -> OpResult<Pipeline> {
+/// The documents a query matched, in the order the pipeline reads them.
+struct Matched {
+    /// Ids with the vector distance a KNN or range clause gave.
+    ids: Vec<(u64, Option<f32>)>,
+    /// The name the distance is replied under.
+    distance_name: Option<Vec<u8>>,
+}
+
+fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
     let mut c = Compiler {
         def,
         lookups: vec![Lookup::default()],
         load_all: false,
         pending: Vec::new(),
     };
+    let distance_slot = matched.distance_name.map(|n| c.lookups[0].add(&n));
     let mut stage: Box<dyn Stage> = Box::new(Root {
-        ids: ids.into_iter(),
+        ids: matched.ids.into_iter(),
+        distance_slot,
     });
     for step in steps {
         match step {
@@ -806,26 +816,47 @@ pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
 }
 
 /// Parses and compiles a request against an index: the pipeline, ready to pull.
-fn prepare(index: &SearchIndex, req: Request) -> OpResult<Pipeline> {
+/// A KNN query's documents come nearest first, with their distance as the first
+/// field (`__<field>_score` or the `AS` name), as RediSearch gives them.
+fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
+    let index = env.index;
     let def = index.def.read().clone();
-    let query = q::parse(
-        &req.query,
-        &req.params,
-        req.dialect,
-        &super::query::Kinds(&def),
-    )
-    .map_err(|e| err(e.message().to_string()))?;
-    if query.vector.is_some() {
-        return Err(err(
-            "KNN queries in FT.AGGREGATE are not supported by Pion yet",
-        ));
-    }
-    let ids: Vec<u64> = {
+    let kinds = super::query::Kinds(&def);
+    let query = q::parse(&req.query, &req.params, req.dialect, &kinds)
+        .map_err(|e| err(e.message().to_string()))?;
+    let (matches, plan) = {
         let docs = index.docs.read();
         let matches = evaluate(&query.filter, &def, &docs).map_err(|e| err(e.0))?;
-        matches.set.iter().collect()
+        let plan = match &query.vector {
+            Some(knn) => Some(super::query::knn_candidates(
+                &def, &docs, &query, knn, &matches,
+            )?),
+            None => None,
+        };
+        (matches, plan)
     };
-    compile(&def, req.steps, ids)
+    // The exact re-rank reads hashes: after the document lock is released.
+    let matched = match (plan, &query.vector) {
+        (Some(plan), Some(knn)) => Matched {
+            ids: super::query::knn_rerank(env.engine, plan, env.now_ms)
+                .into_iter()
+                .map(|n| (n.label, Some(n.distance)))
+                .collect(),
+            distance_name: Some(knn.score_field()),
+        },
+        _ => {
+            let range = matches.distances.first();
+            Matched {
+                ids: matches
+                    .set
+                    .iter()
+                    .map(|id| (id, range.and_then(|(_, d)| d.get(&id).copied())))
+                    .collect(),
+                distance_name: range.map(|(name, _)| name.clone()),
+            }
+        }
+    };
+    compile(&def, req.steps, matched)
 }
 
 /// `FT.AGGREGATE index query [steps and options]`.
@@ -846,13 +877,13 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     index.uses.fetch_add(1, Ordering::Relaxed);
     index.dialects[(req.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
     let cursor = req.cursor;
-    let mut pipe = prepare(&index, req)?;
     let resp3 = ctx.client.resp >= 3;
     let env = Env {
         engine,
         index: &index,
         now_ms: ctx.now_ms(),
     };
+    let mut pipe = prepare(&env, req)?;
     let Some(opts) = cursor else {
         let chunk = read_chunk(&mut pipe, &env, None)?;
         return Ok(chunk_reply(chunk, resp3));

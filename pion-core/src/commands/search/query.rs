@@ -207,11 +207,21 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let def = index.def.read().clone();
     let query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
         .map_err(|e| err(e.message().to_string()))?;
-    // Under the document lock: matches, KNN, order. Then released before loading.
-    let (total, mut hits, score_name) = {
+    // Matches and KNN candidates under the document lock; the exact re-rank reads
+    // hashes, so it runs after the lock is released (shards before documents).
+    let (matches, plan) = {
         let docs = index.docs.read();
         let matches = evaluate(&query.filter, &def, &docs).map_err(|e| err(e.0))?;
-        run(&def, &docs, &query, matches, &opts, engine, ctx.now_ms())?
+        let plan = match &query.vector {
+            Some(knn) => Some(knn_candidates(&def, &docs, &query, knn, &matches)?),
+            None => None,
+        };
+        (matches, plan)
+    };
+    let nearest = plan.map(|p| knn_rerank(engine, p, ctx.now_ms()));
+    let (total, mut hits, score_name) = {
+        let docs = index.docs.read();
+        run(&def, &docs, &query, matches, nearest, &opts)?
     };
     let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
     load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref())
@@ -219,79 +229,135 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
 
+/// A KNN clause's candidates, taken from the index under its document lock.
+pub(super) struct KnnPlan {
+    /// The hash field holding the vectors.
+    path: Vec<u8>,
+    /// The field's declaration.
+    spec: VectorSpec,
+    /// The query vector.
+    query: Vec<f32>,
+    /// How many neighbours the clause asks for.
+    pub(super) k: usize,
+    /// Candidates from the index (approximate distances) and their keys.
+    candidates: Vec<(Neighbor, Vec<u8>)>,
+}
+
+/// The candidates of a KNN clause: from the graph, or exactly over a small filtered
+/// set. Call with the document lock held; re-rank with [`knn_rerank`] after it.
+pub(super) fn knn_candidates(
+    def: &IndexDef,
+    docs: &Docs,
+    query: &Query,
+    knn: &q::VectorClause,
+    matches: &Matches,
+) -> OpResult<KnnPlan> {
+    let Some((fi, spec)) = def.field(&knn.field) else {
+        return Err(err(format!(
+            "Unknown field `{}`",
+            String::from_utf8_lossy(&knn.field)
+        )));
+    };
+    let (SchemaKind::Vector(vs), FieldIndex::Vector(vindex)) = (&spec.kind, &docs.fields[fi])
+    else {
+        return Err(err("Expected a VECTOR field"));
+    };
+    let qv = vs.ty.decode(&knn.blob, vs.params.dim).ok_or_else(|| {
+        err(format!(
+            "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({}).",
+            knn.blob.len(),
+            vs.params.dim * vs.ty.width()
+        ))
+    })?;
+    let k = knn.k as usize;
+    let ef = knn
+        .ef_runtime
+        .as_ref()
+        .map(|o| o.value as usize)
+        .unwrap_or(vs.params.ef_runtime);
+    let want = k + RERANK_EXTRA.min(k.max(1));
+    let candidates: Vec<Neighbor> = if k == 0 {
+        Vec::new()
+    } else if matches!(query.filter, q::Node::MatchAll) {
+        vindex.search(
+            &qv,
+            want,
+            &SearchOptions {
+                ef: Some(ef.max(want)),
+                filter: None,
+            },
+        )
+    } else if matches.set.len() <= EXACT_FILTER_LIMIT {
+        let ids: Vec<u64> = matches.set.iter().collect();
+        vindex.search_among(&qv, want, &ids)
+    } else {
+        let allowed = |id: u64| matches.set.contains(id);
+        vindex.search(
+            &qv,
+            want,
+            &SearchOptions {
+                ef: Some(ef.max(want)),
+                filter: Some(&allowed),
+            },
+        )
+    };
+    Ok(KnnPlan {
+        path: spec.path.clone(),
+        spec: vs.clone(),
+        query: qv,
+        k,
+        candidates: candidates
+            .into_iter()
+            .filter_map(|n| docs.key(n.label).map(|key| (n, key.to_vec())))
+            .collect(),
+    })
+}
+
+/// The `k` nearest of a plan's candidates, by exact FLOAT32 distance from the hashes,
+/// nearest first (ties by document id). Takes shard locks: call without the
+/// document lock.
+pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> Vec<Neighbor> {
+    let vs = &plan.spec;
+    let mut out: Vec<Neighbor> = plan
+        .candidates
+        .into_iter()
+        .map(|(n, key)| {
+            let mut ks = engine.keyspace().lock_keys(&[&key], now_ms);
+            let exact = match ks.peek(0, &key).ok().flatten().map(|e| &e.value) {
+                Some(Value::Hash(h)) => h
+                    .get(&plan.path)
+                    .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
+                    .map(|v| vs.params.metric.distance(&plan.query, &v)),
+                _ => None,
+            };
+            Neighbor {
+                label: n.label,
+                distance: exact.unwrap_or(n.distance),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.label.cmp(&b.label))
+    });
+    out.truncate(plan.k);
+    out
+}
+
 fn run(
     def: &IndexDef,
     docs: &Docs,
     query: &Query,
     matches: Matches,
+    nearest: Option<Vec<Neighbor>>,
     opts: &Options,
-    engine: &crate::Engine,
-    now_ms: i64,
 ) -> OpResult<Ranked> {
     let mut hits: Vec<Hit>;
     let mut score_name = None;
-    if let Some(knn) = &query.vector {
-        let Some((fi, spec)) = def.field(&knn.field) else {
-            return Err(err(format!(
-                "Unknown field `{}`",
-                String::from_utf8_lossy(&knn.field)
-            )));
-        };
-        let (SchemaKind::Vector(vs), FieldIndex::Vector(vindex)) = (&spec.kind, &docs.fields[fi])
-        else {
-            return Err(err("Expected a VECTOR field"));
-        };
-        let qv = vs.ty.decode(&knn.blob, vs.params.dim).ok_or_else(|| {
-            err(format!(
-                "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({}).",
-                knn.blob.len(),
-                vs.params.dim * vs.ty.width()
-            ))
-        })?;
-        let k = knn.k as usize;
-        let ef = knn
-            .ef_runtime
-            .as_ref()
-            .map(|o| o.value as usize)
-            .unwrap_or(vs.params.ef_runtime);
-        let want = k + RERANK_EXTRA.min(k.max(1));
-        let candidates: Vec<Neighbor> = if k == 0 {
-            Vec::new()
-        } else if matches!(query.filter, q::Node::MatchAll) {
-            vindex.search(
-                &qv,
-                want,
-                &SearchOptions {
-                    ef: Some(ef.max(want)),
-                    filter: None,
-                },
-            )
-        } else if matches.set.len() <= EXACT_FILTER_LIMIT {
-            let ids: Vec<u64> = matches.set.iter().collect();
-            vindex.search_among(&qv, want, &ids)
-        } else {
-            let allowed = |id: u64| matches.set.contains(id);
-            vindex.search(
-                &qv,
-                want,
-                &SearchOptions {
-                    ef: Some(ef.max(want)),
-                    filter: Some(&allowed),
-                },
-            )
-        };
-        let exact = rerank(
-            engine,
-            docs,
-            spec.path.as_slice(),
-            vs,
-            &qv,
-            candidates,
-            now_ms,
-        );
-        hits = exact
+    if let (Some(knn), Some(nearest)) = (&query.vector, nearest) {
+        hits = nearest
             .into_iter()
-            .take(k)
             .filter_map(|n| {
                 docs.key(n.label).map(|key| Hit {
                     id: n.label,
@@ -329,43 +395,6 @@ fn run(
         sort_hits(&mut hits, def, docs, field, *asc, score_name.as_deref())?;
     }
     Ok((hits.len(), hits, score_name))
-}
-
-/// Exact distances for graph candidates, from the FLOAT32 blobs in the hashes.
-fn rerank(
-    engine: &crate::Engine,
-    docs: &Docs,
-    path: &[u8],
-    vs: &VectorSpec,
-    query: &[f32],
-    candidates: Vec<Neighbor>,
-    now_ms: i64,
-) -> Vec<Neighbor> {
-    let mut out: Vec<Neighbor> = candidates
-        .into_iter()
-        .map(|n| {
-            let exact = docs.key(n.label).and_then(|key| {
-                let mut ks = engine.keyspace().lock_keys(&[key], now_ms);
-                match ks.peek(0, key).ok().flatten().map(|e| &e.value) {
-                    Some(Value::Hash(h)) => h
-                        .get(path)
-                        .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
-                        .map(|v| vs.params.metric.distance(query, &v)),
-                    _ => None,
-                }
-            });
-            Neighbor {
-                label: n.label,
-                distance: exact.unwrap_or(n.distance),
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        a.distance
-            .total_cmp(&b.distance)
-            .then(a.label.cmp(&b.label))
-    });
-    out
 }
 
 fn sort_hits(

@@ -169,16 +169,18 @@ pub trait Stage: Send {
     fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError>;
 }
 
-/// The matching documents, in id order.
+/// The matching documents: in id order, or nearest first for a KNN query.
 pub struct Root {
-    /// The ids still to read.
-    pub ids: std::vec::IntoIter<u64>,
+    /// The ids still to read, with the vector distance a KNN or range clause gave.
+    pub ids: std::vec::IntoIter<(u64, Option<f32>)>,
+    /// The slot the distance goes in.
+    pub distance_slot: Option<usize>,
 }
 
 impl Stage for Root {
     fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
         let fields = st.def.fields.len();
-        for id in self.ids.by_ref() {
+        for (id, distance) in self.ids.by_ref() {
             let doc = {
                 let docs = env.index.docs.read();
                 let Some(key) = docs.key(id) else {
@@ -193,10 +195,14 @@ impl Stage for Root {
                 }
             };
             st.total += 1;
-            return Ok(Some(Row {
+            let mut row = Row {
                 doc: Some(Arc::new(doc)),
                 slots: Vec::new(),
-            }));
+            };
+            if let (Some(slot), Some(d)) = (self.distance_slot, distance) {
+                row.set(slot, Value::Num(f64::from(d)));
+            }
+            return Ok(Some(row));
         }
         Ok(None)
     }
