@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::commands::search::aggregate::value::Value;
 
 fn eval(text: &str) -> Result<Value, String> {
     let mut e = parse(text.as_bytes())?;
@@ -146,6 +147,7 @@ fn errors_match_redisearch() {
             "Syntax error at offset 7 near '2': Unknown function name 'foo'",
         ),
         ("foo(1)", "Unknown function name 'foo'"),
+        ("timefmt(0)", "Function 'timefmt' is not supported by Pion"),
         (
             "1 + foo",
             "Missing (or badly formatted) value for expr->op.right",
