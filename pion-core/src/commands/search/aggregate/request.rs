@@ -89,6 +89,17 @@ fn bad(option: &str, what: &str) -> OpError {
     err(format!("Bad arguments for {option}: {what}"))
 }
 
+/// The scorers RediSearch 2.10 knows (redis-py sends `SCORER TFIDF` by default).
+const SCORERS: &[&[u8]] = &[
+    b"TFIDF",
+    b"TFIDF.DOCNORM",
+    b"BM25",
+    b"BM25STD",
+    b"DISMAX",
+    b"DOCSCORE",
+    b"HAMMING",
+];
+
 const NONE_PROVIDED: &str = "Expected an argument, but none provided";
 const NOT_CONVERTED: &str = "Could not convert argument to expected type";
 const OUT_OF_BOUNDS: &str = "Value is outside acceptable bounds";
@@ -431,8 +442,17 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                     .ok_or_else(|| err("TIMEOUT requires a non negative integer"))?;
                 i += 1;
             }
-            b"WITHSCORES" | b"ADDSCORES" | b"SCORER" | b"NOCONTENT" | b"INORDER" | b"SLOP"
-            | b"LANGUAGE" | b"EXPANDER" | b"PAYLOAD" | b"INKEYS" | b"INFIELDS" => {
+            b"SCORER" => {
+                // Rows carry no scores unless ADDSCORES asks for them (refused
+                // below), so a scorer changes nothing; its name is still checked.
+                let name = argv.get(i).ok_or_else(|| bad("SCORER", NONE_PROVIDED))?;
+                if !SCORERS.contains(&name.as_slice()) {
+                    return Err(err(format!("No such scorer {}", lossy(name))));
+                }
+                i += 1;
+            }
+            b"WITHSCORES" | b"ADDSCORES" | b"NOCONTENT" | b"INORDER" | b"SLOP" | b"LANGUAGE"
+            | b"EXPANDER" | b"PAYLOAD" | b"INKEYS" | b"INFIELDS" => {
                 return Err(err(format!(
                     "FT.AGGREGATE option {} is not supported by Pion",
                     lossy(&argv[at])
