@@ -180,3 +180,77 @@ def test_missing_index_error_text(client):
         client.ft("nope").info()
     with pytest.raises(redis.ResponseError, match="no such index"):
         client.ft("nope").search("*")
+
+
+def aggregate_rows(res):
+    """Rows of an FT.AGGREGATE reply as dicts of str, from either protocol (RESP3
+    gives the raw map, keys as bytes)."""
+    if isinstance(res, dict):
+        res = {decode(k): v for k, v in res.items()}
+        rows = []
+        for r in res["results"]:
+            r = {decode(k): v for k, v in r.items()}
+            rows.append({decode(k): decode(v) for k, v in r["extra_attributes"].items()})
+        return rows
+    rows = []
+    for row in res.rows:
+        flat = [decode(x) for x in row]
+        rows.append(dict(zip(flat[0::2], flat[1::2])))
+    return rows
+
+
+def test_aggregate_group_sort_and_apply(client):
+    from redis.commands.search import reducers
+    from redis.commands.search.aggregation import AggregateRequest, Desc
+
+    create_docs(client, n=60)
+    req = (
+        AggregateRequest("*")
+        .group_by(
+            "@genre",
+            reducers.count().alias("n"),
+            reducers.max("@year").alias("last"),
+            reducers.avg("@year").alias("mean"),
+        )
+        .sort_by(Desc("@last"))
+    )
+    rows = aggregate_rows(client.ft("docs").aggregate(req))
+    assert rows == [
+        {"genre": "fantasy", "n": "30", "last": "1959", "mean": "1930"},
+        {"genre": "drama", "n": "30", "last": "1958", "mean": "1929"},
+    ]
+    req = (
+        AggregateRequest("@year:[1900 1904]")
+        .apply(decade="floor(@year / 10) * 10")
+        .filter("@year % 2 == 0")
+        .sort_by("@year")
+    )
+    rows = aggregate_rows(client.ft("docs").aggregate(req))
+    assert [(r["year"], r["decade"]) for r in rows] == [
+        ("1900", "1900"),
+        ("1902", "1900"),
+        ("1904", "1900"),
+    ]
+
+
+def test_aggregate_cursor_reads_every_row_once(client):
+    from redis.commands.search.aggregation import AggregateRequest
+
+    create_docs(client, n=45)
+    req = AggregateRequest("*").load("@year").cursor(count=10)
+    res = client.ft("docs").aggregate(req)
+    years = []
+    while True:
+        if isinstance(res, list):
+            # RESP3: [map, cursor id]
+            years += [r["year"] for r in aggregate_rows(res[0])]
+            cursor_id = res[1]
+            if cursor_id == 0:
+                break
+            res = client.execute_command("FT.CURSOR", "READ", "docs", cursor_id)
+            continue
+        years += [r["year"] for r in aggregate_rows(res)]
+        if res.cursor is None or res.cursor.cid == 0:
+            break
+        res = client.ft("docs").aggregate(res.cursor)
+    assert sorted(int(y) for y in years) == list(range(1900, 1945))

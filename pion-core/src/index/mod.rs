@@ -157,6 +157,8 @@ pub struct Indexes {
     /// Whether any index exists (the write path's fast check).
     any: AtomicBool,
     builder_started: AtomicBool,
+    /// Open `FT.AGGREGATE … WITHCURSOR` cursors.
+    pub cursors: crate::commands::search::cursor::Cursors,
 }
 
 /// How long inserts must pause before the background builder links vectors.

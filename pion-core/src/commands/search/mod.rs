@@ -1,11 +1,15 @@
 //! RediSearch's `FT.*` commands over hashes: index management here, queries in
-//! [`query`], `FT.INFO` in [`info`]. Replies keep RediSearch's shapes in RESP2
+//! [`query`], `FT.AGGREGATE` in [`aggregate`] (cursors in [`cursor`]), `FT.EXPLAIN` in
+//! [`explain`], `FT.INFO` in [`info`]. Replies keep RediSearch's shapes in RESP2
 //! (flat arrays) and RESP3 (maps), and its error texts, which clients match on.
 //!
 //! Index definitions are part of the data: `FT.CREATE`, `FT.ALTER` and
 //! `FT.DROPINDEX` are logged, so an index survives restart (its documents are rebuilt
 //! from the hashes, which are logged too).
 
+mod aggregate;
+pub(crate) mod cursor;
+mod explain;
 mod info;
 mod query;
 
@@ -36,6 +40,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Searches an index: text, tag and numeric filters, KNN and range vector queries.",
         "1.0.0",
     ),
+    CommandSpec::new("ft.aggregate", -1, READONLY, Group::Search, aggregate::aggregate).doc(
+        "Runs a query's documents through a pipeline of LOAD, APPLY, FILTER, GROUPBY/REDUCE, SORTBY and LIMIT steps.",
+        "1.1.0",
+    ),
+    CommandSpec::new("ft.cursor", -1, READONLY, Group::Search, cursor::cursor).doc(
+        "Reads from (READ) or deletes (DEL) a cursor of FT.AGGREGATE … WITHCURSOR.",
+        "1.1.0",
+    ),
+    CommandSpec::new("ft.explain", -1, READONLY, Group::Search, explain::explain)
+        .doc("Returns a query's parse tree as text.", "1.0.0"),
+    CommandSpec::new("ft.explaincli", -1, READONLY, Group::Search, explain::explain_cli)
+        .doc("Returns a query's parse tree as an array of lines.", "1.0.0"),
     CommandSpec::new("ft.optimize", 2, WRITE, Group::Search, optimize).doc(
         "Links every vector still waiting outside an index's graphs now (queries are exact over them meanwhile).",
         "0.1.0",

@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering;
 
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
-use crate::index::eval::{evaluate_with, EvalOptions, Scorer};
+use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
 use crate::index::schema::{FieldKind as SchemaKind, IndexDef, VectorSpec};
-use crate::index::{Docs, FieldIndex, SearchIndex};
+use crate::index::{Docs, FieldIndex};
 use crate::num::{fmt_g, fmt_shortest};
 use crate::reply::Reply;
 use crate::search::query::{self as q, FieldKind, FieldKinds, Params, Query};
@@ -27,7 +27,8 @@ const EXACT_FILTER_LIMIT: usize = 4096;
 /// Extra candidates asked of the graph for the exact re-rank.
 const RERANK_EXTRA: usize = 16;
 
-struct Kinds<'a>(&'a IndexDef);
+/// The index's schema as the query parser asks about it.
+pub(super) struct Kinds<'a>(pub(super) &'a IndexDef);
 
 impl FieldKinds for Kinds<'_> {
     fn kind(&self, name: &[u8]) -> Option<FieldKind> {
@@ -44,18 +45,18 @@ impl FieldKinds for Kinds<'_> {
     }
 }
 
-/// The options of one `FT.SEARCH`.
-struct Options {
+/// The options of one `FT.SEARCH` (`FT.EXPLAIN` takes the same).
+pub(super) struct Options {
     nocontent: bool,
     withscores: bool,
     returns: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     sortby: Option<(Vec<u8>, bool)>,
     offset: usize,
     limit: usize,
-    params: Params,
-    dialect: u32,
+    pub(super) params: Params,
+    pub(super) dialect: u32,
     /// `SCORER` and `INORDER`.
-    eval: EvalOptions,
+    pub(super) eval: EvalOptions,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -66,7 +67,8 @@ fn parse_usize(b: &[u8]) -> Option<usize> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
-fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
+/// Parses the options after the query.
+pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
     let mut o = Options {
         nocontent: false,
         withscores: false,
@@ -228,93 +230,170 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let def = index.def.read().clone();
     let query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
         .map_err(|e| err(e.message().to_string()))?;
-    let (total, mut hits, score_name) = run(&index, &def, &query, &opts, engine, ctx.now_ms())?;
+    // Matches and KNN candidates under the document lock; the exact re-rank reads
+    // hashes, so it runs after the lock is released (shards before documents).
+    let (matches, plan) = {
+        let docs = index.docs.read();
+        let matches = evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
+        let plan = match &query.vector {
+            Some(knn) => Some(knn_candidates(&def, &docs, &query, knn, &matches)?),
+            None => None,
+        };
+        (matches, plan)
+    };
+    let nearest = plan.map(|p| knn_rerank(engine, p, ctx.now_ms()));
+    let (total, mut hits, score_name) = {
+        let docs = index.docs.read();
+        run(&def, &docs, &query, matches, nearest, &opts)?
+    };
     let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
     load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref())
 }
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
 
-/// Matches, KNN and order. The document lock is held while reading the index and
-/// released before the re-rank locks shards (the lock order is shards, then
-/// documents: a writer holds its key's shard while it updates the index).
-fn run(
-    index: &SearchIndex,
+/// A KNN clause's candidates, taken from the index under its document lock.
+pub(super) struct KnnPlan {
+    /// The hash field holding the vectors.
+    path: Vec<u8>,
+    /// The field's declaration.
+    spec: VectorSpec,
+    /// The query vector.
+    query: Vec<f32>,
+    /// How many neighbours the clause asks for.
+    pub(super) k: usize,
+    /// Candidates from the index (approximate distances) and their keys.
+    candidates: Vec<(Neighbor, Vec<u8>)>,
+}
+
+/// The candidates of a KNN clause: from the graph, or exactly over a small filtered
+/// set. Call with the document lock held; re-rank with [`knn_rerank`] after it.
+pub(super) fn knn_candidates(
     def: &IndexDef,
+    docs: &Docs,
     query: &Query,
+    knn: &q::VectorClause,
+    matches: &Matches,
+) -> OpResult<KnnPlan> {
+    let Some((fi, spec)) = def.field(&knn.field) else {
+        return Err(err(format!(
+            "Unknown field `{}`",
+            String::from_utf8_lossy(&knn.field)
+        )));
+    };
+    let (SchemaKind::Vector(vs), FieldIndex::Vector(vindex)) = (&spec.kind, &docs.fields[fi])
+    else {
+        return Err(err("Expected a VECTOR field"));
+    };
+    let qv = vs.ty.decode(&knn.blob, vs.params.dim).ok_or_else(|| {
+        err(format!(
+            "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({}).",
+            knn.blob.len(),
+            vs.params.dim * vs.ty.width()
+        ))
+    })?;
+    let k = knn.k as usize;
+    let ef = knn
+        .ef_runtime
+        .as_ref()
+        .map(|o| o.value as usize)
+        .unwrap_or(vs.params.ef_runtime);
+    let want = k + RERANK_EXTRA.min(k.max(1));
+    let filtered = !matches!(query.filter, q::Node::MatchAll);
+    let hybrid = knn
+        .hybrid(filtered)
+        .map_err(|e| err(e.message().to_string()))?;
+    // HYBRID_POLICY picks how a filter meets the search: ADHOC_BF computes exact
+    // distances over every document the filter passes; BATCHES walks the graph
+    // keeping the neighbours the filter passes. (BATCH_SIZE sizes RediSearch's rounds
+    // of that walk; here it is a single walk, so the size has nothing to set.)
+    // Without a policy, small filtered sets are searched exactly.
+    let exact_among_matches = match hybrid.policy {
+        Some(q::HybridPolicy::AdhocBf) => true,
+        Some(q::HybridPolicy::Batches) => false,
+        None => matches.set.len() <= EXACT_FILTER_LIMIT,
+    };
+    let candidates: Vec<Neighbor> = if k == 0 {
+        Vec::new()
+    } else if !filtered {
+        vindex.search(
+            &qv,
+            want,
+            &SearchOptions {
+                ef: Some(ef.max(want)),
+                filter: None,
+            },
+        )
+    } else if exact_among_matches {
+        let ids: Vec<u64> = matches.set.iter().collect();
+        vindex.search_among(&qv, want, &ids)
+    } else {
+        let allowed = |id: u64| matches.set.contains(id);
+        vindex.search(
+            &qv,
+            want,
+            &SearchOptions {
+                ef: Some(ef.max(want)),
+                filter: Some(&allowed),
+            },
+        )
+    };
+    Ok(KnnPlan {
+        path: spec.path.clone(),
+        spec: vs.clone(),
+        query: qv,
+        k,
+        candidates: candidates
+            .into_iter()
+            .filter_map(|n| docs.key(n.label).map(|key| (n, key.to_vec())))
+            .collect(),
+    })
+}
+
+/// The `k` nearest of a plan's candidates, by exact FLOAT32 distance from the hashes,
+/// nearest first (ties by document id). Takes shard locks: call without the
+/// document lock.
+pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> Vec<Neighbor> {
+    let vs = &plan.spec;
+    let mut out: Vec<Neighbor> = plan
+        .candidates
+        .into_iter()
+        .map(|(n, key)| {
+            let mut ks = engine.keyspace().lock_keys(&[&key], now_ms);
+            let exact = match ks.peek(0, &key).ok().flatten().map(|e| &e.value) {
+                Some(Value::Hash(h)) => h
+                    .get(&plan.path)
+                    .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
+                    .map(|v| vs.params.metric.distance(&plan.query, &v)),
+                _ => None,
+            };
+            Neighbor {
+                label: n.label,
+                distance: exact.unwrap_or(n.distance),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.label.cmp(&b.label))
+    });
+    out.truncate(plan.k);
+    out
+}
+
+fn run(
+    def: &IndexDef,
+    docs: &Docs,
+    query: &Query,
+    matches: Matches,
+    nearest: Option<Vec<Neighbor>>,
     opts: &Options,
-    engine: &crate::Engine,
-    now_ms: i64,
 ) -> OpResult<Ranked> {
-    let docs = index.docs.read();
-    let matches = evaluate_with(&query.filter, def, &docs, opts.eval).map_err(|e| err(e.0))?;
     let mut hits: Vec<Hit>;
     let mut score_name = None;
-    if let Some(knn) = &query.vector {
-        let filtered = !matches!(query.filter, q::Node::MatchAll);
-        let hybrid = knn
-            .hybrid(filtered)
-            .map_err(|e| err(e.message().to_string()))?;
-        let Some((fi, spec)) = def.field(&knn.field) else {
-            return Err(err(format!(
-                "Unknown field `{}`",
-                String::from_utf8_lossy(&knn.field)
-            )));
-        };
-        let (SchemaKind::Vector(vs), FieldIndex::Vector(vindex)) = (&spec.kind, &docs.fields[fi])
-        else {
-            return Err(err("Expected a VECTOR field"));
-        };
-        let qv = vs.ty.decode(&knn.blob, vs.params.dim).ok_or_else(|| {
-            err(format!(
-                "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({}).",
-                knn.blob.len(),
-                vs.params.dim * vs.ty.width()
-            ))
-        })?;
-        let k = knn.k as usize;
-        let ef = knn
-            .ef_runtime
-            .as_ref()
-            .map(|o| o.value as usize)
-            .unwrap_or(vs.params.ef_runtime);
-        let want = k + RERANK_EXTRA.min(k.max(1));
-        // HYBRID_POLICY picks how a filter meets the search: ADHOC_BF computes exact
-        // distances over every document the filter passes; BATCHES walks the graph
-        // keeping the neighbours the filter passes. (BATCH_SIZE sizes RediSearch's
-        // rounds of that walk; here it is a single walk, so the size has nothing to
-        // set.) Without a policy, small filtered sets are searched exactly.
-        let exact_among_matches = match hybrid.policy {
-            Some(q::HybridPolicy::AdhocBf) => true,
-            Some(q::HybridPolicy::Batches) => false,
-            None => matches.set.len() <= EXACT_FILTER_LIMIT,
-        };
-        let candidates: Vec<Neighbor> = if k == 0 {
-            Vec::new()
-        } else if matches!(query.filter, q::Node::MatchAll) {
-            vindex.search(
-                &qv,
-                want,
-                &SearchOptions {
-                    ef: Some(ef.max(want)),
-                    filter: None,
-                },
-            )
-        } else if exact_among_matches {
-            let ids: Vec<u64> = matches.set.iter().collect();
-            vindex.search_among(&qv, want, &ids)
-        } else {
-            let allowed = |id: u64| matches.set.contains(id);
-            vindex.search(
-                &qv,
-                want,
-                &SearchOptions {
-                    ef: Some(ef.max(want)),
-                    filter: Some(&allowed),
-                },
-            )
-        };
-        let candidates: Vec<Hit> = candidates
+    if let (Some(knn), Some(nearest)) = (&query.vector, nearest) {
+        hits = nearest
             .into_iter()
             .filter_map(|n| {
                 docs.key(n.label).map(|key| Hit {
@@ -325,9 +404,6 @@ fn run(
                 })
             })
             .collect();
-        drop(docs);
-        hits = rerank(engine, &spec.path, vs, &qv, candidates, now_ms);
-        hits.truncate(k);
         // RediSearch returns KNN results in document order unless sorted.
         hits.sort_by_key(|h| h.id);
         score_name = Some(knn.score_field());
@@ -351,41 +427,11 @@ fn run(
         if matches.scored {
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
         }
-        drop(docs);
     }
     if let Some((field, asc)) = &opts.sortby {
-        let docs = index.docs.read();
-        sort_hits(&mut hits, def, &docs, field, *asc, score_name.as_deref())?;
+        sort_hits(&mut hits, def, docs, field, *asc, score_name.as_deref())?;
     }
     Ok((hits.len(), hits, score_name))
-}
-
-/// Exact distances for graph candidates, from the FLOAT32 blobs in the hashes, nearest
-/// first. Call holding no index lock: it locks each candidate's shard.
-fn rerank(
-    engine: &crate::Engine,
-    path: &[u8],
-    vs: &VectorSpec,
-    query: &[f32],
-    mut candidates: Vec<Hit>,
-    now_ms: i64,
-) -> Vec<Hit> {
-    for hit in &mut candidates {
-        let mut ks = engine.keyspace().lock_keys(&[&hit.key], now_ms);
-        let exact = match ks.peek(0, &hit.key).ok().flatten().map(|e| &e.value) {
-            Some(Value::Hash(h)) => h
-                .get(path)
-                .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
-                .map(|v| vs.params.metric.distance(query, &v)),
-            _ => None,
-        };
-        if let Some(d) = exact {
-            hit.distance = Some(d);
-        }
-    }
-    let dist = |h: &Hit| h.distance.unwrap_or(f32::INFINITY);
-    candidates.sort_by(|a, b| dist(a).total_cmp(&dist(b)).then(a.id.cmp(&b.id)));
-    candidates
 }
 
 fn sort_hits(

@@ -1,0 +1,187 @@
+//! `FT.AGGREGATE` and `FT.CURSOR` through the engine.
+
+use crate::reply::Reply;
+use crate::{Engine, EngineOptions};
+
+fn engine_with_docs(n: usize) -> Engine {
+    let e = Engine::in_memory(EngineOptions::default());
+    let r = e.execute(
+        0,
+        &[
+            "FT.CREATE",
+            "idx",
+            "PREFIX",
+            "1",
+            "d:",
+            "SCHEMA",
+            "g",
+            "TAG",
+            "SORTABLE",
+            "n",
+            "NUMERIC",
+            "SORTABLE",
+        ],
+    );
+    assert_eq!(r, Reply::ok());
+    for i in 0..n {
+        let key = format!("d:{i}");
+        let g = format!("g{}", i % 5);
+        let v = i.to_string();
+        e.execute(0, &["HSET", key.as_str(), "g", g.as_str(), "n", v.as_str()]);
+    }
+    e
+}
+
+fn array(r: Reply) -> Vec<Reply> {
+    match r {
+        Reply::Array(a) => a,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+fn int(r: &Reply) -> i64 {
+    match r {
+        Reply::Integer(n) => *n,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+/// Reading a cursor to the end gives every row exactly once.
+#[test]
+fn cursor_reads_every_row_once() {
+    let e = engine_with_docs(57);
+    let first = array(e.execute(
+        0,
+        &[
+            "FT.AGGREGATE",
+            "idx",
+            "*",
+            "LOAD",
+            "1",
+            "@__key",
+            "WITHCURSOR",
+            "COUNT",
+            "10",
+        ],
+    ));
+    let mut seen = Vec::new();
+    let mut chunk = first;
+    let mut reads = 0;
+    loop {
+        let id = int(&chunk[1]);
+        let rows = array(chunk[0].clone());
+        for row in &rows[1..] {
+            let fields = array(row.clone());
+            assert_eq!(fields[0], Reply::bulk("__key"));
+            seen.push(fields[1].clone());
+        }
+        if id == 0 {
+            break;
+        }
+        reads += 1;
+        let sid = id.to_string();
+        chunk = array(e.execute(0, &["FT.CURSOR", "READ", "idx", sid.as_str()]));
+    }
+    assert_eq!(reads, 5);
+    let mut keys: Vec<String> = seen
+        .iter()
+        .map(|r| match r {
+            Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(keys.len(), 57);
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 57, "a row came twice");
+}
+
+/// A cursor that was deleted, or read to its end, is gone.
+#[test]
+fn cursor_delete_and_exhaustion() {
+    let e = engine_with_docs(5);
+    let r = array(e.execute(0, &["FT.AGGREGATE", "idx", "*", "WITHCURSOR", "COUNT", "2"]));
+    let id = int(&r[1]).to_string();
+    assert_eq!(
+        e.execute(0, &["FT.CURSOR", "DEL", "idx", id.as_str()]),
+        Reply::ok()
+    );
+    assert_eq!(
+        e.execute(0, &["FT.CURSOR", "DEL", "idx", id.as_str()]),
+        Reply::error("Cursor does not exist")
+    );
+    assert_eq!(
+        e.execute(0, &["FT.CURSOR", "READ", "idx", id.as_str()]),
+        Reply::error("Cursor not found")
+    );
+    let r = array(e.execute(0, &["FT.AGGREGATE", "idx", "*", "WITHCURSOR", "COUNT", "2"]));
+    let id = int(&r[1]).to_string();
+    let r = array(e.execute(
+        0,
+        &["FT.CURSOR", "READ", "idx", id.as_str(), "COUNT", "100"],
+    ));
+    assert_eq!(int(&r[1]), 0);
+    assert_eq!(
+        e.execute(0, &["FT.CURSOR", "READ", "idx", id.as_str()]),
+        Reply::error("Cursor not found")
+    );
+}
+
+/// A cursor idle past its MAXIDLE is gone.
+#[test]
+fn cursor_expires_after_max_idle() {
+    let e = engine_with_docs(5);
+    let r = array(e.execute(
+        0,
+        &[
+            "FT.AGGREGATE",
+            "idx",
+            "*",
+            "WITHCURSOR",
+            "COUNT",
+            "1",
+            "MAXIDLE",
+            "20",
+        ],
+    ));
+    let id = int(&r[1]).to_string();
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    assert_eq!(
+        e.execute(0, &["FT.CURSOR", "READ", "idx", id.as_str()]),
+        Reply::error("Cursor not found")
+    );
+}
+
+/// Groups, reducers and sorting over a larger set.
+#[test]
+fn group_and_sort() {
+    let e = engine_with_docs(20);
+    let r = array(e.execute(
+        0,
+        &[
+            "FT.AGGREGATE",
+            "idx",
+            "*",
+            "GROUPBY",
+            "1",
+            "@g",
+            "REDUCE",
+            "COUNT",
+            "0",
+            "AS",
+            "c",
+            "REDUCE",
+            "SUM",
+            "1",
+            "@n",
+            "AS",
+            "s",
+            "SORTBY",
+            "2",
+            "@s",
+            "DESC",
+        ],
+    ));
+    assert_eq!(int(&r[0]), 5);
+    assert_eq!(r[1], Reply::bulks(["g", "g4", "c", "4", "s", "46"]));
+}
