@@ -91,28 +91,11 @@ fn concurrent_writes_and_queries_at_four_threads() {
     println!("seed {seed}");
     let server = PionServer::start(4);
     let mut admin = Client::connect(server.port).expect("connect");
-    let created = admin.cmd(&[
-        "FT.CREATE",
-        "idx",
-        "ON",
-        "HASH",
-        "PREFIX",
-        "1",
-        "doc:",
-        "SCHEMA",
-        "v",
-        "VECTOR",
-        "HNSW",
-        "6",
-        "TYPE",
-        "FLOAT32",
-        "DIM",
-        "16",
-        "DISTANCE_METRIC",
-        "L2",
-        "g",
-        "NUMERIC",
-    ]);
+    let created = admin.cmd(
+        &"FT.CREATE idx ON HASH PREFIX 1 doc: SCHEMA v VECTOR HNSW 6 TYPE FLOAT32 DIM 16 DISTANCE_METRIC L2 g NUMERIC"
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+    );
     assert_eq!(created.render(), "+OK");
     let writers = 4;
     let per_writer = 600;

@@ -68,30 +68,11 @@ fn index_survives_sigkill_and_snapshot() {
     let dir = temp_dir("search-restart");
     let mut server = PionProcess::start(dir.path(), &[]);
     let mut c = server.client();
-    let created = c.cmd(&[
-        "FT.CREATE",
-        "idx",
-        "ON",
-        "HASH",
-        "PREFIX",
-        "1",
-        "doc:",
-        "SCHEMA",
-        "v",
-        "VECTOR",
-        "HNSW",
-        "6",
-        "TYPE",
-        "FLOAT32",
-        "DIM",
-        "2",
-        "DISTANCE_METRIC",
-        "L2",
-        "tag",
-        "TAG",
-        "n",
-        "NUMERIC",
-    ]);
+    let created = c.cmd(
+        &"FT.CREATE idx ON HASH PREFIX 1 doc: SCHEMA v VECTOR HNSW 6 TYPE FLOAT32 DIM 2 DISTANCE_METRIC L2 tag TAG n NUMERIC"
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+    );
     assert_eq!(created.render(), "+OK");
     fill(&mut c, 0, 300);
     let q = vector(150.2, 3.0);

@@ -110,10 +110,9 @@ impl FlatStore {
             .collect()
     }
 
-    /// The `k` nearest accepted labels.
-    pub fn search(&self, query: &[f32], k: usize, filter: Option<Filter<'_>>) -> Vec<Neighbor> {
-        let inner = self.inner.read();
-        let all = inner
+    /// The distance of every accepted label to `query`, in storage order.
+    fn scored(&self, inner: &Inner, query: &[f32], filter: Option<Filter<'_>>) -> Vec<Neighbor> {
+        inner
             .labels
             .iter()
             .enumerate()
@@ -124,26 +123,20 @@ impl FlatStore {
                     .metric
                     .distance(query, &inner.data[i * self.dim..(i + 1) * self.dim]),
             })
-            .collect();
-        top_k(all, k)
+            .collect()
+    }
+
+    /// The `k` nearest accepted labels.
+    pub fn search(&self, query: &[f32], k: usize, filter: Option<Filter<'_>>) -> Vec<Neighbor> {
+        let inner = self.inner.read();
+        top_k(self.scored(&inner, query, filter), k)
     }
 
     /// Every accepted label within `radius`, nearest first.
     pub fn range(&self, query: &[f32], radius: f32, filter: Option<Filter<'_>>) -> Vec<Neighbor> {
         let inner = self.inner.read();
-        let all: Vec<Neighbor> = inner
-            .labels
-            .iter()
-            .enumerate()
-            .filter(|(_, &l)| filter.is_none_or(|f| f(l)))
-            .map(|(i, &label)| Neighbor {
-                label,
-                distance: self
-                    .metric
-                    .distance(query, &inner.data[i * self.dim..(i + 1) * self.dim]),
-            })
-            .filter(|n| n.distance <= radius)
-            .collect();
+        let mut all = self.scored(&inner, query, filter);
+        all.retain(|n| n.distance <= radius);
         let n = all.len();
         top_k(all, n)
     }
