@@ -12,7 +12,7 @@ fn knn_ids(c: &mut Client, q: &[u8], k: usize) -> Vec<String> {
     let reply = c.cmd(&[
         b"FT.SEARCH".as_slice(),
         b"idx",
-        format!("*=>[KNN {k} @v $q AS d]").as_bytes(),
+        format!("*=>[KNN {k} @v $q EF_RUNTIME 200 AS d]").as_bytes(),
         b"PARAMS",
         b"2",
         b"q",

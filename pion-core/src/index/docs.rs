@@ -6,6 +6,7 @@
 //! ids grow in indexing order; sets of documents are bitsets over ids.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use super::schema::{FieldKind, FieldSpec, IndexDef};
 use super::text;
@@ -116,8 +117,9 @@ pub enum FieldIndex {
     },
     /// Numbers of each document.
     Numeric(HashMap<u64, f64>),
-    /// Vectors, labelled by document id.
-    Vector(VectorIndex),
+    /// Vectors, labelled by document id (shared, so the graph builder links without
+    /// holding the document lock).
+    Vector(Arc<VectorIndex>),
     /// `NOINDEX`: nothing searchable.
     None,
 }
@@ -138,7 +140,9 @@ impl FieldIndex {
                 of_doc: HashMap::new(),
             },
             FieldKind::Numeric => FieldIndex::Numeric(HashMap::new()),
-            FieldKind::Vector(v) => FieldIndex::Vector(VectorIndex::new(v.params.clone())),
+            FieldKind::Vector(v) => {
+                FieldIndex::Vector(Arc::new(VectorIndex::new(v.params.clone())))
+            }
         }
     }
 }
@@ -390,7 +394,7 @@ impl Docs {
     pub fn set_vector_index(&mut self, field: usize, index: VectorIndex) -> bool {
         match self.fields.get_mut(field) {
             Some(slot @ FieldIndex::Vector(_)) => {
-                *slot = FieldIndex::Vector(index);
+                *slot = FieldIndex::Vector(Arc::new(index));
                 true
             }
             _ => false,

@@ -90,26 +90,32 @@ impl SearchIndex {
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
     }
 
-    /// Links vectors waiting outside the graph: at most `budget` per vector field.
-    /// Returns how many were linked.
-    pub fn build_step(&self, budget: usize) -> usize {
+    /// Links vectors waiting outside the graph: at most `budget` per vector field,
+    /// with `threads` threads. Returns how many were linked.
+    pub fn build_step(&self, budget: usize, threads: usize) -> usize {
+        self.vector_indexes()
+            .iter()
+            .map(|v| v.build_pending_with(budget, threads))
+            .sum()
+    }
+
+    /// The vector fields' indexes, taken out of the document lock (linking then runs
+    /// without blocking writers).
+    fn vector_indexes(&self) -> Vec<Arc<crate::vector::VectorIndex>> {
         let docs = self.docs.read();
         docs.fields
             .iter()
-            .map(|f| match f {
-                FieldIndex::Vector(v) => v.build_pending(budget),
-                _ => 0,
+            .filter_map(|f| match f {
+                FieldIndex::Vector(v) => Some(v.clone()),
+                _ => None,
             })
-            .sum()
+            .collect()
     }
 
     /// Links every waiting vector now, with all cores (`FT.OPTIMIZE`).
     pub fn optimize(&self) {
-        let docs = self.docs.read();
-        for f in &docs.fields {
-            if let FieldIndex::Vector(v) = f {
-                v.optimize();
-            }
+        for v in self.vector_indexes() {
+            v.optimize();
         }
     }
 
@@ -313,6 +319,7 @@ impl Indexes {
             return;
         }
         let weak = Arc::downgrade(self);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let spawned = std::thread::Builder::new()
             .name("pion-vector-build".into())
             .spawn(move || loop {
@@ -329,8 +336,12 @@ impl Indexes {
                         .last_insert
                         .lock()
                         .is_none_or(|t| t.elapsed() >= BUILD_PAUSE);
-                    if paused || pending >= BUILD_BACKLOG {
-                        index.build_step(256);
+                    if paused {
+                        // Inserts paused: link with every core, a batch at a time so
+                        // that resumed inserts are noticed.
+                        index.build_step(4096, cores);
+                    } else if pending >= BUILD_BACKLOG {
+                        index.build_step(256, 1);
                     }
                 }
             });

@@ -166,6 +166,9 @@ impl IndexDef {
     }
 }
 
+/// HNSW fields of fewer dimensions keep f32 in the graph instead of INT8 codes.
+pub const INT8_MIN_DIM: usize = 32;
+
 /// A cursor over `FT.CREATE`/`FT.ALTER` arguments.
 struct Args<'a> {
     argv: &'a [Vec<u8>],
@@ -501,6 +504,11 @@ fn parse_vector(a: &mut Args<'_>) -> OpResult<VectorSpec> {
     let ty = ty.ok_or_else(|| missing("TYPE"))?;
     params.dim = dim.ok_or_else(|| missing("DIM"))?;
     params.metric = metric.ok_or_else(|| missing("DISTANCE_METRIC"))?;
+    if params.algorithm == Algorithm::Hnsw && params.dim < INT8_MIN_DIM {
+        // With few dimensions one coarse code dominates a distance and saves little
+        // memory: the graph keeps full precision there.
+        params.quantization = crate::vector::Quantization::None;
+    }
     Ok(VectorSpec {
         ty,
         params,

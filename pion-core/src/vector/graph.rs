@@ -672,10 +672,38 @@ impl Graph {
             let chosen = self.select(&found, self.m);
             {
                 let _g = self.locks[s as usize].lock();
-                self.set_list(s, l, &chosen);
+                // A concurrent insertion may already have linked to `s` on this layer
+                // (it can reach `s` from the layer above): keep those links too.
+                let mut ids = chosen.clone();
+                for x in self.neighbours(s, l) {
+                    if !ids.contains(&x) {
+                        ids.push(x);
+                    }
+                }
+                if ids.len() > self.max_links(l) {
+                    let mut cands: Vec<Cand> = ids
+                        .iter()
+                        .map(|&x| Cand {
+                            d: self.dist(&q, x),
+                            s: x,
+                        })
+                        .collect();
+                    cands.sort();
+                    ids = self.select(&cands, self.max_links(l));
+                }
+                self.set_list(s, l, &ids);
             }
+            let mut kept = false;
             for &n in &chosen {
-                self.add_link(n, s, l);
+                kept |= self.add_link(n, s, l);
+            }
+            if !kept && l == 0 {
+                // Every neighbour pruned `s` from its full list: nothing would lead to
+                // `s` and searches could never return it. Give the nearest neighbour a
+                // link to it in place of its farthest.
+                if let Some(&n) = chosen.first() {
+                    self.force_link(n, s);
+                }
             }
             if !found.is_empty() {
                 eps = found;
@@ -686,22 +714,47 @@ impl Graph {
         }
     }
 
-    /// Adds `s` to `n`'s list on layer `l`, shrinking it with the heuristic when full.
-    fn add_link(&self, n: u32, s: u32, l: usize) {
-        if (self.levels[n as usize] as usize) < l {
+    /// Puts `s` in `n`'s layer-0 list in place of the farthest link (or appends it
+    /// when there is room).
+    fn force_link(&self, n: u32, s: u32) {
+        let _g = self.locks[n as usize].lock();
+        let mut ids = self.neighbours(n, 0);
+        if ids.contains(&s) {
             return;
+        }
+        if ids.len() < self.max_links(0) {
+            ids.push(s);
+        } else {
+            let q = self.node_query(n);
+            let far = ids
+                .iter()
+                .enumerate()
+                .max_by(|a, b| self.dist(&q, *a.1).total_cmp(&self.dist(&q, *b.1)))
+                .map(|(i, _)| i);
+            if let Some(i) = far {
+                ids[i] = s;
+            }
+        }
+        self.set_list(n, 0, &ids);
+    }
+
+    /// Adds `s` to `n`'s list on layer `l`, shrinking it with the heuristic when full;
+    /// returns whether `s` is in the list afterwards.
+    fn add_link(&self, n: u32, s: u32, l: usize) -> bool {
+        if (self.levels[n as usize] as usize) < l {
+            return false;
         }
         let _g = self.locks[n as usize].lock();
         let mut ids = self.neighbours(n, l);
         if ids.contains(&s) {
-            return;
+            return true;
         }
         let max = self.max_links(l);
         if ids.len() < max {
             let list = self.list(n, l);
             list[1 + ids.len()].store(s, Relaxed);
             list[0].store(ids.len() as u32 + 1, Relaxed);
-            return;
+            return true;
         }
         ids.push(s);
         let q = self.node_query(n);
@@ -715,6 +768,7 @@ impl Graph {
         cands.sort();
         let chosen = self.select(&cands, max);
         self.set_list(n, l, &chosen);
+        chosen.contains(&s)
     }
 
     /// Bytes held by codes, links and bookkeeping.

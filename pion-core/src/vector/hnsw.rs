@@ -265,9 +265,13 @@ impl Hnsw {
     }
 
     pub(crate) fn build_pending(&self, max: usize) -> usize {
+        self.build_pending_with(max, 1)
+    }
+
+    pub(crate) fn build_pending_with(&self, max: usize, threads: usize) -> usize {
         let batch = self.claim(max, None);
         let n = batch.items.len();
-        self.link(&batch, 1);
+        self.link(&batch, threads);
         self.finish(batch);
         n
     }

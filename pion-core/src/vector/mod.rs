@@ -375,6 +375,15 @@ impl VectorIndex {
         }
     }
 
+    /// Links up to `max` pending vectors using `threads` threads; returns how many.
+    /// Always 0 for FLAT.
+    pub fn build_pending_with(&self, max: usize, threads: usize) -> usize {
+        match &self.inner {
+            Inner::Flat(_) => 0,
+            Inner::Hnsw(h) => h.build_pending_with(max, threads),
+        }
+    }
+
     /// Vectors not yet linked into the graph (0 for FLAT).
     pub fn pending(&self) -> usize {
         match &self.inner {
