@@ -177,7 +177,7 @@ impl Drop for DataDir {
 
 /// A running server; the process is stopped before its directory is removed.
 struct Server {
-    _proc: Proc,
+    proc: Proc,
     _dir: DataDir,
     port: u16,
 }
@@ -233,7 +233,7 @@ fn start(engine: Engine, a: &Args) -> Result<Server, String> {
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", engine.name()))?;
     let server = Server {
-        _proc: Proc(child),
+        proc: Proc(child),
         _dir: dir,
         port,
     };
@@ -263,6 +263,19 @@ fn info(c: &mut Conn, section: &str, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The resident set of a process in MiB, from `/proc` (NaN where there is none): the
+/// one memory figure measured the same way for both servers.
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let kb = s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+            kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok()
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// `INFO memory`'s `used_memory` in MiB (each server's own accounting).
 fn used_memory(c: &mut Conn) -> f64 {
     info(c, "memory", "used_memory")
         .and_then(|v| v.parse::<f64>().ok())
@@ -289,11 +302,14 @@ struct Report {
     graph_s: f64,
     first_knn_ms: f64,
     used_mb: f64,
+    rss_start_mb: f64,
+    rss_mb: f64,
     vector_index_mb: f64,
     knn: Vec<Point>,
     filtered: Option<Point>,
     vset_load_s: f64,
     vset_mem_mb: f64,
+    vset_rss_mb: f64,
     vsim: Vec<Point>,
     /// Error replies or failures, by section.
     errors: Vec<String>,
@@ -390,6 +406,8 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     }
 
     // 1. Load + build.
+    let pid = srv.proc.0.id();
+    r.rss_start_mb = rss_mb(pid);
     let t = Instant::now();
     let o = drive::load(port, a.conns, a.n, BATCH, |i, buf| {
         let key = format!("d:{i}");
@@ -442,6 +460,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
         r.graph_s = t.elapsed().as_secs_f64();
     }
     r.used_mb = used_memory(&mut c);
+    r.rss_mb = rss_mb(pid);
     r.vector_index_mb = c
         .call_str(&["FT.INFO", "idx"])
         .ok()
@@ -466,7 +485,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     r.filtered = point(&mut r, a, port, &t, a.filter_ef, &frames);
 
     // 3. Vector set.
-    let before = used_memory(&mut c);
+    let (before, rss_before) = (used_memory(&mut c), rss_mb(pid));
     let o = drive::load(port, a.conns, a.vset_n, BATCH, |i, buf| {
         let el = format!("e{i}");
         let v = blob(&d.base[i * d.dim..(i + 1) * d.dim]);
@@ -475,6 +494,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     r.vset_load_s = o.secs;
     note(&mut r, "VADD", &o);
     r.vset_mem_mb = used_memory(&mut c) - before;
+    r.vset_rss_mb = rss_mb(pid) - rss_before;
     for &ef in &a.vset_efs {
         let e = ef.to_string();
         let frames: Vec<Vec<u8>> = d
@@ -601,6 +621,8 @@ fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     row("graph built s", o.graph_s, p.graph_s, 2);
     row("first KNN after load ms", o.first_knn_ms, p.first_knn_ms, 1);
     row("used_memory MiB", o.used_mb, p.used_mb, 1);
+    row("RSS at start MiB", o.rss_start_mb, p.rss_start_mb, 1);
+    row("RSS MiB", o.rss_mb, p.rss_mb, 1);
     row(
         "vector_index_sz_mb",
         o.vector_index_mb,
@@ -637,6 +659,7 @@ fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     );
     row("VADD load s", o.vset_load_s, p.vset_load_s, 2);
     row("used_memory delta MiB", o.vset_mem_mb, p.vset_mem_mb, 1);
+    row("RSS delta MiB", o.vset_rss_mb, p.vset_rss_mb, 1);
     sweep_table(
         "VSIM COUNT 10, EF sweep (recall vs brute force over the set)",
         &o.vsim,
@@ -674,13 +697,15 @@ fn json_report(r: &Report) -> String {
     let errors: Vec<String> = r.errors.iter().map(|e| format!("{e:?}")).collect();
     format!(
         "{{\"load_s\":{},\"searchable_s\":{},\"graph_built_s\":{},\"first_knn_ms\":{},\
-         \"used_memory_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"filtered\":{},\
-         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vsim\":{},\"errors\":[{}]}}",
+         \"used_memory_mb\":{},\"rss_start_mb\":{},\"rss_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"filtered\":{},\
+         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"errors\":[{}]}}",
         json_num(r.load_s),
         json_num(r.searchable_s),
         json_num(r.graph_s),
         json_num(r.first_knn_ms),
         json_num(r.used_mb),
+        json_num(r.rss_start_mb),
+        json_num(r.rss_mb),
         json_num(r.vector_index_mb),
         json_points(&r.knn),
         r.filtered.map_or("null".into(), |p| json_points(&[p])
@@ -688,6 +713,7 @@ fn json_report(r: &Report) -> String {
             .to_string()),
         json_num(r.vset_load_s),
         json_num(r.vset_mem_mb),
+        json_num(r.vset_rss_mb),
         json_points(&r.vsim),
         errors.join(",")
     )
