@@ -1,7 +1,11 @@
 //! Benchmarks for Pion: criterion micro-benchmarks (`cargo bench -p pion-benches`) and
 //! comparison harnesses that run Pion and its anchor side by side
 //! (`cargo run --release -p pion-benches --bin redis_compare`). Method and figures are
-//! in doc/benchmarks.md.
+//! in doc/benchmarks.md and doc/search-benchmarks.md.
+
+pub mod drive;
+pub mod knn;
+pub mod resp;
 
 use std::net::TcpListener;
 use std::process::Child;

@@ -1,0 +1,746 @@
+//! Pion against the search oracle (Redis 8.2 with its built-in vector sets plus
+//! RediSearch 2.10) over the wire, with the same pipelined client, in one run: loading
+//! and indexing a vector collection (`FT.CREATE` + `HSET`), KNN throughput and recall
+//! over an `EF_RUNTIME` sweep (plus one tag-filtered point), and `VADD`/`VSIM` on a
+//! vector set; tables side by side with the Pion/oracle ratios. Method and figures:
+//! doc/search-benchmarks.md.
+//!
+//! ```text
+//! cargo build --release -p pion-server -p pion-benches
+//! target/release/search_compare [--n 100000] [--vset-n 20000] [--conns 4] [--depth 16]
+//!     [--threads 2] [--efs 10,20,40,80,160] [--vset-efs 20,40,80,160] [--filter-ef 80]
+//!     [--secs 3] [--optimize] [--data DIR] [--oracle DIR] [--json]
+//! ```
+//! `--data` defaults to `$PION_VECTOR_DATA/minilm384` (TEXMEX `base.fvecs`,
+//! `query.fvecs`, `gt.ivecs`); `--oracle` to `$PION_SEARCH_ORACLE`, else
+//! `.venv/search-oracle` in the workspace (`scripts/search-oracle.sh` assembles it).
+
+use pion_benches::drive::{self, Outcome, TIMEOUT};
+use pion_benches::knn::{self, blob, exact_top_k, matched, recall_at, Point};
+use pion_benches::resp::{encode, Conn, Value};
+use pion_benches::{free_port, Proc};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Commands per pipelined write while loading.
+const BATCH: usize = 500;
+/// Distinct tag values; document `row` gets `t{row % TAGS}`.
+const TAGS: usize = 10;
+/// The tag of the filtered KNN point (10 % of the documents).
+const FILTER_TAG: usize = 3;
+/// Recall from which the sweeps are compared at matched recall.
+const RECALL_FLOOR: f64 = 0.95;
+
+struct Args {
+    data: PathBuf,
+    oracle: PathBuf,
+    n: usize,
+    vset_n: usize,
+    conns: usize,
+    depth: usize,
+    threads: usize,
+    efs: Vec<usize>,
+    vset_efs: Vec<usize>,
+    filter_ef: usize,
+    secs: f64,
+    optimize: bool,
+    json: bool,
+}
+
+fn list(s: &str) -> Result<Vec<usize>, String> {
+    s.split(',')
+        .map(|x| x.trim().parse().map_err(|e| format!("bad list '{s}': {e}")))
+        .collect()
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        data: std::env::var_os("PION_VECTOR_DATA")
+            .map(|d| PathBuf::from(d).join("minilm384"))
+            .unwrap_or_default(),
+        oracle: std::env::var_os("PION_SEARCH_ORACLE").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/search-oracle"),
+            PathBuf::from,
+        ),
+        n: 100_000,
+        vset_n: 20_000,
+        conns: 4,
+        depth: 16,
+        threads: 2,
+        efs: vec![10, 20, 40, 80, 160],
+        vset_efs: vec![20, 40, 80, 160],
+        filter_ef: 80,
+        secs: 3.0,
+        optimize: false,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().ok_or(format!("{k} needs a value"));
+        let num = |v: String| v.parse::<usize>().map_err(|e| format!("{k}: {e}"));
+        match k.as_str() {
+            "--data" => a.data = PathBuf::from(val()?),
+            "--oracle" => a.oracle = PathBuf::from(val()?),
+            "--n" => a.n = num(val()?)?,
+            "--vset-n" => a.vset_n = num(val()?)?,
+            "--conns" => a.conns = num(val()?)?.max(1),
+            "--depth" => a.depth = num(val()?)?.max(1),
+            "--threads" => a.threads = num(val()?)?.max(1),
+            "--efs" => a.efs = list(&val()?)?,
+            "--vset-efs" => a.vset_efs = list(&val()?)?,
+            "--filter-ef" => a.filter_ef = num(val()?)?,
+            "--secs" => a.secs = val()?.parse().map_err(|e| format!("--secs: {e}"))?,
+            "--optimize" => a.optimize = true,
+            "--json" => a.json = true,
+            _ => return Err(format!("unknown argument {k}")),
+        }
+    }
+    if a.data.as_os_str().is_empty() {
+        return Err("set PION_VECTOR_DATA or pass --data".into());
+    }
+    Ok(a)
+}
+
+/// The vectors and the exact answers every engine is scored against.
+struct Data {
+    dim: usize,
+    base: Vec<f32>,
+    queries: Vec<f32>,
+    /// Top-10 over rows `0..n`.
+    knn: Vec<Vec<u32>>,
+    /// Top-10 over the rows of `n` tagged `FILTER_TAG`.
+    filtered: Vec<Vec<u32>>,
+    /// Top-10 over rows `0..vset_n`.
+    vset: Vec<Vec<u32>>,
+    /// Whether `knn` came from `gt.ivecs` (else brute force over the prefix).
+    knn_from_gt: bool,
+}
+
+fn load_data(a: &Args) -> Result<Data, String> {
+    let (dim, base) = knn::fvecs(&a.data.join("base.fvecs"))?;
+    let (_, queries) = knn::fvecs(&a.data.join("query.fvecs"))?;
+    let rows = base.len() / dim;
+    if a.n > rows || a.vset_n > rows {
+        return Err(format!("the data set has only {rows} rows"));
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let prefix = |m: usize| (0..m as u32).collect::<Vec<u32>>();
+    let knn_from_gt = a.n == rows;
+    let knn = if knn_from_gt {
+        let (gk, gt) = knn::ivecs(&a.data.join("gt.ivecs"))?;
+        gt.chunks_exact(gk)
+            .map(|r| r[..10.min(gk)].to_vec())
+            .collect()
+    } else {
+        exact_top_k(&base, dim, &prefix(a.n), &queries, 10, threads)
+    };
+    let tagged: Vec<u32> = (0..a.n as u32)
+        .filter(|r| *r as usize % TAGS == FILTER_TAG)
+        .collect();
+    let filtered = exact_top_k(&base, dim, &tagged, &queries, 10, threads);
+    let vset = exact_top_k(&base, dim, &prefix(a.vset_n), &queries, 10, threads);
+    Ok(Data {
+        dim,
+        base,
+        queries,
+        knn,
+        filtered,
+        vset,
+        knn_from_gt,
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Engine {
+    Oracle,
+    Pion,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Oracle => "oracle",
+            Engine::Pion => "pion",
+        }
+    }
+}
+
+/// A fresh data directory for one server, removed on drop.
+struct DataDir(PathBuf);
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running server; the process is stopped before its directory is removed.
+struct Server {
+    proc: Proc,
+    _dir: DataDir,
+    port: u16,
+}
+
+fn start(engine: Engine, a: &Args) -> Result<Server, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "pion-search-bench-{}-{}",
+        std::process::id(),
+        engine.name()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let dir = DataDir(dir);
+    let port = free_port();
+    let mut cmd = match engine {
+        Engine::Oracle => {
+            let mut c = Command::new(a.oracle.join("redis-server"));
+            c.args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&dir.0)
+            .arg("--loadmodule")
+            .arg(a.oracle.join("redisearch.so"));
+            c
+        }
+        Engine::Pion => {
+            let bin = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.parent().map(|d| d.join("pion-server")))
+                .filter(|p| p.exists())
+                .ok_or("build pion-server in the same profile first")?;
+            let mut c = Command::new(bin);
+            c.args([
+                "--port",
+                &port.to_string(),
+                "--threads",
+                &a.threads.to_string(),
+            ])
+            .args(["--wal", "off", "--kvcache", "off", "--dir"])
+            .arg(&dir.0);
+            c
+        }
+    };
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", engine.name()))?;
+    let server = Server {
+        proc: Proc(child),
+        _dir: dir,
+        port,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(mut c) = Conn::connect(port, TIMEOUT) {
+            if matches!(c.call_str(&["PING"]), Ok(Value::Simple(ref s)) if s == b"PONG") {
+                return Ok(server);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("{} did not start on port {port}", engine.name()))
+}
+
+fn frame(args: &[&[u8]]) -> Vec<u8> {
+    let mut b = Vec::new();
+    encode(&mut b, args);
+    b
+}
+
+/// One line `key:value` of an `INFO` section.
+fn info(c: &mut Conn, section: &str, key: &str) -> Option<String> {
+    let text = c.call_str(&["INFO", section]).ok()?.text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(str::to_string)
+}
+
+/// The resident set of a process in MiB, from `/proc` (NaN where there is none): the
+/// one memory figure measured the same way for both servers.
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let kb = s.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+            kb.trim().trim_end_matches("kB").trim().parse::<f64>().ok()
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// `INFO memory`'s `used_memory` in MiB (each server's own accounting).
+fn used_memory(c: &mut Conn) -> f64 {
+    info(c, "memory", "used_memory")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(f64::NAN, |b| b / (1024.0 * 1024.0))
+}
+
+/// Polls until `done` holds (checking every 10 ms), up to `limit`; returns whether it did.
+fn poll(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+/// Everything measured on one engine.
+#[derive(Default)]
+struct Report {
+    load_s: f64,
+    searchable_s: f64,
+    graph_s: f64,
+    first_knn_ms: f64,
+    used_mb: f64,
+    rss_start_mb: f64,
+    rss_mb: f64,
+    vector_index_mb: f64,
+    knn: Vec<Point>,
+    filtered: Option<Point>,
+    vset_load_s: f64,
+    vset_mem_mb: f64,
+    vset_rss_mb: f64,
+    vsim: Vec<Point>,
+    /// Error replies or failures, by section.
+    errors: Vec<String>,
+}
+
+fn note(r: &mut Report, what: &str, o: &Outcome) {
+    if o.errors > 0 {
+        r.errors.push(format!(
+            "{what}: {} of {} replies were errors, first: {}",
+            o.errors,
+            o.replies,
+            o.first_error.as_deref().unwrap_or("")
+        ));
+    }
+}
+
+fn knn_frames(d: &Data, filter: &str, ef: usize) -> Vec<Vec<u8>> {
+    let q = format!("{filter}=>[KNN 10 @v $q EF_RUNTIME $ef AS s]");
+    let ef = ef.to_string();
+    d.queries
+        .chunks_exact(d.dim)
+        .map(|v| {
+            let b = blob(v);
+            frame(&[
+                b"FT.SEARCH",
+                b"idx",
+                q.as_bytes(),
+                b"PARAMS",
+                b"4",
+                b"q",
+                &b,
+                b"ef",
+                ef.as_bytes(),
+                b"SORTBY",
+                b"s",
+                b"NOCONTENT",
+                b"LIMIT",
+                b"0",
+                b"10",
+                b"DIALECT",
+                b"2",
+            ])
+        })
+        .collect()
+}
+
+/// What a sweep asks for: its name, the prefix of the ids in its replies and the exact
+/// answers.
+struct Target<'a> {
+    what: &'a str,
+    prefix: &'a [u8],
+    truth: &'a [Vec<u32>],
+}
+
+/// Runs one sweep point and scores it; failures are noted and give `None`.
+fn point(
+    r: &mut Report,
+    a: &Args,
+    port: u16,
+    t: &Target<'_>,
+    ef: usize,
+    frames: &[Vec<u8>],
+) -> Option<Point> {
+    let (what, truth) = (t.what, t.truth);
+    match drive::queries(port, a.conns, a.depth, a.secs, frames, t.prefix) {
+        Ok((o, answers)) => {
+            note(r, &format!("{what} ef {ef}"), &o);
+            Some(Point {
+                ef,
+                recall: recall_at(&answers, truth, 10),
+                qps: o.replies as f64 / o.secs,
+            })
+        }
+        Err(e) => {
+            r.errors.push(format!("{what} ef {ef}: {e}"));
+            None
+        }
+    }
+}
+
+fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
+    let srv = start(engine, a)?;
+    let port = srv.port;
+    let mut c = Conn::connect(port, TIMEOUT).map_err(|e| e.to_string())?;
+    let mut r = Report::default();
+    let create = "FT.CREATE idx ON HASH PREFIX 1 d: SCHEMA v VECTOR HNSW 10 TYPE FLOAT32 \
+                  DIM 384 DISTANCE_METRIC COSINE M 16 EF_CONSTRUCTION 200 tag TAG"
+        .replace("384", &d.dim.to_string());
+    let v = c
+        .call_str(&create.split(' ').collect::<Vec<_>>())
+        .map_err(|e| e.to_string())?;
+    if let Some(e) = v.error() {
+        return Err(format!("{}: FT.CREATE: {e}", engine.name()));
+    }
+
+    // 1. Load + build.
+    let pid = srv.proc.0.id();
+    r.rss_start_mb = rss_mb(pid);
+    let t = Instant::now();
+    let o = drive::load(port, a.conns, a.n, BATCH, |i, buf| {
+        let key = format!("d:{i}");
+        let tag = format!("t{}", i % TAGS);
+        let v = blob(&d.base[i * d.dim..(i + 1) * d.dim]);
+        encode(
+            buf,
+            &[b"HSET", key.as_bytes(), b"v", &v, b"tag", tag.as_bytes()],
+        );
+    })?;
+    r.load_s = o.secs;
+    note(&mut r, "HSET", &o);
+    let n = a.n.to_string();
+    let searchable = poll(Duration::from_secs(3600), || {
+        c.call_str(&["FT.INFO", "idx"]).is_ok_and(|v| {
+            v.field("num_docs").map(Value::text).as_deref() == Some(n.as_str())
+                && v.field("indexing").is_some_and(|x| x.text() == "0")
+        })
+    });
+    r.searchable_s = t.elapsed().as_secs_f64();
+    if !searchable {
+        r.errors
+            .push("FT.INFO never showed every document indexed".into());
+    }
+    let one = &knn_frames(d, "*", 10)[0];
+    let q = Instant::now();
+    c.send(one).map_err(|e| e.to_string())?;
+    let v = c.read().map_err(|e| e.to_string())?;
+    r.first_knn_ms = q.elapsed().as_secs_f64() * 1e3;
+    if let Some(e) = v.error() {
+        r.errors.push(format!("first KNN after load: {e}"));
+    }
+    r.graph_s = r.searchable_s;
+    if engine == Engine::Pion {
+        if a.optimize {
+            let v = c
+                .call_str(&["FT.OPTIMIZE", "idx"])
+                .map_err(|e| e.to_string())?;
+            if let Some(e) = v.error() {
+                r.errors.push(format!("FT.OPTIMIZE: {e}"));
+            }
+        }
+        let built = poll(Duration::from_secs(3600), || {
+            info(&mut c, "search", "search_vectors_pending_graph").as_deref() == Some("0")
+        });
+        if !built {
+            r.errors
+                .push("vectors still waiting for the graph after an hour".into());
+        }
+        r.graph_s = t.elapsed().as_secs_f64();
+    }
+    r.used_mb = used_memory(&mut c);
+    r.rss_mb = rss_mb(pid);
+    r.vector_index_mb = c
+        .call_str(&["FT.INFO", "idx"])
+        .ok()
+        .and_then(|v| v.field("vector_index_sz_mb")?.text().parse().ok())
+        .unwrap_or(f64::NAN);
+
+    // 2. KNN sweep and one filtered point.
+    let target = |what, truth| Target {
+        what,
+        prefix: b"d:",
+        truth,
+    };
+    for &ef in &a.efs {
+        let frames = knn_frames(d, "*", ef);
+        if let Some(p) = point(&mut r, a, port, &target("KNN", &d.knn), ef, &frames) {
+            r.knn.push(p);
+        }
+    }
+    let filter = format!("(@tag:{{t{FILTER_TAG}}})");
+    let frames = knn_frames(d, &filter, a.filter_ef);
+    let t = target("filtered KNN", &d.filtered);
+    r.filtered = point(&mut r, a, port, &t, a.filter_ef, &frames);
+
+    // 3. Vector set.
+    let (before, rss_before) = (used_memory(&mut c), rss_mb(pid));
+    let o = drive::load(port, a.conns, a.vset_n, BATCH, |i, buf| {
+        let el = format!("e{i}");
+        let v = blob(&d.base[i * d.dim..(i + 1) * d.dim]);
+        encode(buf, &[b"VADD", b"vs", b"FP32", &v, el.as_bytes()]);
+    })?;
+    r.vset_load_s = o.secs;
+    note(&mut r, "VADD", &o);
+    r.vset_mem_mb = used_memory(&mut c) - before;
+    r.vset_rss_mb = rss_mb(pid) - rss_before;
+    for &ef in &a.vset_efs {
+        let e = ef.to_string();
+        let frames: Vec<Vec<u8>> = d
+            .queries
+            .chunks_exact(d.dim)
+            .map(|v| {
+                let b = blob(v);
+                frame(&[
+                    b"VSIM",
+                    b"vs",
+                    b"FP32",
+                    &b,
+                    b"COUNT",
+                    b"10",
+                    b"EF",
+                    e.as_bytes(),
+                ])
+            })
+            .collect();
+        let t = Target {
+            what: "VSIM",
+            prefix: b"e",
+            truth: &d.vset,
+        };
+        if let Some(p) = point(&mut r, a, port, &t, ef, &frames) {
+            r.vsim.push(p);
+        }
+    }
+    Ok(r)
+}
+
+fn ratio(p: f64, o: f64) -> String {
+    if o > 0.0 && p.is_finite() && o.is_finite() {
+        format!("{:.2}", p / o)
+    } else {
+        "-".into()
+    }
+}
+
+fn sweep_table(title: &str, o: &[Point], p: &[Point]) {
+    println!("\n{title}");
+    println!(
+        "{:>5} {:>11} {:>10} {:>11} {:>10} {:>9}",
+        "ef", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
+    );
+    let efs: Vec<usize> = {
+        let mut v: Vec<usize> = o.iter().chain(p).map(|x| x.ef).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let cell = |s: &[Point], ef| s.iter().find(|x| x.ef == ef).copied();
+    let show = |x: Option<Point>| {
+        x.map_or(("-".into(), "-".into()), |x| {
+            (format!("{:.4}", x.recall), format!("{:.0}", x.qps))
+        })
+    };
+    for ef in efs {
+        let (oo, pp) = (cell(o, ef), cell(p, ef));
+        let (or, oq) = show(oo);
+        let (pr, pq) = show(pp);
+        let ra = match (oo, pp) {
+            (Some(x), Some(y)) => ratio(y.qps, x.qps),
+            _ => "-".into(),
+        };
+        println!("{ef:>5} {or:>11} {oq:>10} {pr:>11} {pq:>10} {ra:>9}");
+    }
+    println!("at matched recall (oracle points with R@10 >= {RECALL_FLOOR}):");
+    let m = matched(o, p, RECALL_FLOOR);
+    if m.is_empty() {
+        println!("  none: the oracle never reached {RECALL_FLOOR}");
+    }
+    for (x, y) in m {
+        match y {
+            Some(y) => println!(
+                "  oracle ef {} R@10 {:.4} {:.0} QPS ~ pion ef {} R@10 {:.4} {:.0} QPS: ratio {}",
+                x.ef,
+                x.recall,
+                x.qps,
+                y.ef,
+                y.recall,
+                y.qps,
+                ratio(y.qps, x.qps)
+            ),
+            None => println!(
+                "  oracle ef {} R@10 {:.4} {:.0} QPS ~ pion never reaches that recall",
+                x.ef, x.recall, x.qps
+            ),
+        }
+    }
+}
+
+fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
+    println!(
+        "search_compare: {} docs x {} dims (COSINE, HNSW M 16, EF_CONSTRUCTION 200), {} \
+         queries; client: {} connections, load batches of {BATCH}, query depth {}, >= {} s \
+         per point; pion --threads {}{}",
+        a.n,
+        d.dim,
+        d.queries.len() / d.dim,
+        a.conns,
+        a.depth,
+        a.secs,
+        a.threads,
+        if a.optimize {
+            ", FT.OPTIMIZE after load"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "\nLoad + build (FT.CREATE, then HSET of {} docs; times from the first HSET)",
+        a.n
+    );
+    println!(
+        "{:<26} {:>10} {:>10} {:>11}",
+        "", "oracle", "pion", "pion/oracle"
+    );
+    let row = |name: &str, x: f64, y: f64, prec: usize| {
+        println!("{name:<26} {x:>10.prec$} {y:>10.prec$} {:>11}", ratio(y, x));
+    };
+    row("load s", o.load_s, p.load_s, 2);
+    row("searchable s", o.searchable_s, p.searchable_s, 2);
+    row("graph built s", o.graph_s, p.graph_s, 2);
+    row("first KNN after load ms", o.first_knn_ms, p.first_knn_ms, 1);
+    row("used_memory MiB", o.used_mb, p.used_mb, 1);
+    row("RSS at start MiB", o.rss_start_mb, p.rss_start_mb, 1);
+    row("RSS MiB", o.rss_mb, p.rss_mb, 1);
+    row(
+        "vector_index_sz_mb",
+        o.vector_index_mb,
+        p.vector_index_mb,
+        1,
+    );
+    let truth = if d.knn_from_gt {
+        "gt.ivecs"
+    } else {
+        "brute force over the loaded rows"
+    };
+    sweep_table(
+        &format!("KNN 10, EF_RUNTIME sweep (recall vs {truth})"),
+        &o.knn,
+        &p.knn,
+    );
+    println!(
+        "\nFiltered KNN (@tag:{{t{FILTER_TAG}}}, 10 % of docs, EF_RUNTIME {}; recall vs brute force)",
+        a.filter_ef
+    );
+    for (name, x) in [("oracle", o.filtered), ("pion", p.filtered)] {
+        match x {
+            Some(x) => println!("  {name:<7} R@10 {:.4} {:>8.0} QPS", x.recall, x.qps),
+            None => println!("  {name:<7} failed"),
+        }
+    }
+    if let (Some(x), Some(y)) = (o.filtered, p.filtered) {
+        println!("  QPS ratio pion/oracle {}", ratio(y.qps, x.qps));
+    }
+    println!("\nVector set ({} x VADD FP32, Q8)", a.vset_n);
+    println!(
+        "{:<26} {:>10} {:>10} {:>11}",
+        "", "oracle", "pion", "pion/oracle"
+    );
+    row("VADD load s", o.vset_load_s, p.vset_load_s, 2);
+    row("used_memory delta MiB", o.vset_mem_mb, p.vset_mem_mb, 1);
+    row("RSS delta MiB", o.vset_rss_mb, p.vset_rss_mb, 1);
+    sweep_table(
+        "VSIM COUNT 10, EF sweep (recall vs brute force over the set)",
+        &o.vsim,
+        &p.vsim,
+    );
+    for (name, r) in [("oracle", o), ("pion", p)] {
+        for e in &r.errors {
+            println!("{name} error: {e}");
+        }
+    }
+}
+
+fn json_points(ps: &[Point]) -> String {
+    let v: Vec<String> = ps
+        .iter()
+        .map(|p| {
+            format!(
+                "{{\"ef\":{},\"recall10\":{:.4},\"qps\":{:.1}}}",
+                p.ef, p.recall, p.qps
+            )
+        })
+        .collect();
+    format!("[{}]", v.join(","))
+}
+
+fn json_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.3}")
+    } else {
+        "null".into()
+    }
+}
+
+fn json_report(r: &Report) -> String {
+    let errors: Vec<String> = r.errors.iter().map(|e| format!("{e:?}")).collect();
+    format!(
+        "{{\"load_s\":{},\"searchable_s\":{},\"graph_built_s\":{},\"first_knn_ms\":{},\
+         \"used_memory_mb\":{},\"rss_start_mb\":{},\"rss_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"filtered\":{},\
+         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"errors\":[{}]}}",
+        json_num(r.load_s),
+        json_num(r.searchable_s),
+        json_num(r.graph_s),
+        json_num(r.first_knn_ms),
+        json_num(r.used_mb),
+        json_num(r.rss_start_mb),
+        json_num(r.rss_mb),
+        json_num(r.vector_index_mb),
+        json_points(&r.knn),
+        r.filtered.map_or("null".into(), |p| json_points(&[p])
+            .trim_matches(['[', ']'])
+            .to_string()),
+        json_num(r.vset_load_s),
+        json_num(r.vset_mem_mb),
+        json_num(r.vset_rss_mb),
+        json_points(&r.vsim),
+        errors.join(",")
+    )
+}
+
+fn main() -> Result<(), String> {
+    let a = args()?;
+    let d = load_data(&a)?;
+    // One server at a time, so neither competes with the other's background work.
+    let o = measure(Engine::Oracle, &a, &d)?;
+    let p = measure(Engine::Pion, &a, &d)?;
+    if a.json {
+        println!(
+            "{{\"n\":{},\"dim\":{},\"vset_n\":{},\"conns\":{},\"depth\":{},\"threads\":{},\
+             \"filter_ef\":{},\"oracle\":{},\"pion\":{}}}",
+            a.n,
+            d.dim,
+            a.vset_n,
+            a.conns,
+            a.depth,
+            a.threads,
+            a.filter_ef,
+            json_report(&o),
+            json_report(&p)
+        );
+    } else {
+        print_tables(&a, &d, &o, &p);
+    }
+    Ok(())
+}
