@@ -151,7 +151,12 @@ fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
     };
     let m = r.u32()? as usize;
     let input = r.u32()? as usize;
-    if dim == 0 || dim > 65536 || input > 65536 || !(4..=4096).contains(&m) {
+    if dim == 0
+        || dim > 65536
+        || input > 65536
+        || input * dim > crate::value::vset::MAX_PROJECTION_CELLS
+        || !(4..=4096).contains(&m)
+    {
         return Err(Malformed("bad vector set parameters"));
     }
     let n = r.count(17)?;

@@ -166,6 +166,9 @@ impl IndexDef {
     }
 }
 
+/// The most memory `INITIAL_CAP` may reserve for a field's vectors (1 GiB).
+pub const INITIAL_CAP_BYTES: usize = 1 << 30;
+
 /// HNSW fields of fewer dimensions keep f32 in the graph instead of INT8 codes.
 pub const INT8_MIN_DIM: usize = 32;
 
@@ -504,6 +507,14 @@ fn parse_vector(a: &mut Args<'_>) -> OpResult<VectorSpec> {
     let ty = ty.ok_or_else(|| missing("TYPE"))?;
     params.dim = dim.ok_or_else(|| missing("DIM"))?;
     params.metric = metric.ok_or_else(|| missing("DISTANCE_METRIC"))?;
+    // INITIAL_CAP reserves memory up front: bounded, with RediSearch's refusal text.
+    let limit = INITIAL_CAP_BYTES / (params.dim * ty.width()).max(1);
+    if params.initial_cap > limit {
+        return Err(err(format!(
+            "Vector index initial capacity {} exceeded server limit ({limit} with the given parameters)",
+            params.initial_cap
+        )));
+    }
     if params.algorithm == Algorithm::Hnsw && params.dim < INT8_MIN_DIM {
         // With few dimensions one coarse code dominates a distance and saves little
         // memory: the graph keeps full precision there.

@@ -172,6 +172,14 @@ pub(crate) fn vadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Ok(Reply::Bool(added));
     }
     let dim = args.reduce.unwrap_or(len);
+    if args
+        .reduce
+        .is_some_and(|r| r.saturating_mul(len) > crate::value::vset::MAX_PROJECTION_CELLS)
+    {
+        return Err(OpError::custom(
+            "ERR REDUCE projection too large (input dimensions × REDUCE must be at most 67108864)",
+        ));
+    }
     let projection = args.reduce.map(|r| Projection::new(len, r));
     let mut set = VectorSetValue::new(dim, args.quant, args.m.unwrap_or(16), projection);
     set.insert(&args.element, &args.vector, args.attr.as_deref());

@@ -149,3 +149,30 @@ fn saved_graph_is_reused() {
     assert!(!reused);
     assert_eq!(relinked.len(), set.len());
 }
+
+/// A `REDUCE` projection too large to allocate is refused with an error; nothing is
+/// stored and the engine goes on.
+#[test]
+fn oversized_projection_is_refused() {
+    let engine = crate::Engine::in_memory(crate::EngineOptions::default());
+    let mut args: Vec<String> = vec!["VADD".into(), "vs".into(), "REDUCE".into(), "100000".into()];
+    args.extend(["VALUES".into(), "1000".into()]);
+    args.extend((0..1000).map(|i| format!("{}", i % 7)));
+    args.push("e".into());
+    let reply = engine.execute(0, &args);
+    assert!(
+        matches!(&reply, crate::Reply::Error(e) if e.contains("REDUCE projection too large")),
+        "{reply:?}"
+    );
+    assert_eq!(
+        engine.execute(0, &["EXISTS", "vs"]),
+        crate::Reply::Integer(0)
+    );
+    let ok = engine.execute(
+        0,
+        &[
+            "VADD", "vs", "REDUCE", "2", "VALUES", "3", "1", "2", "3", "e",
+        ],
+    );
+    assert!(!matches!(ok, crate::Reply::Error(_)), "{ok:?}");
+}

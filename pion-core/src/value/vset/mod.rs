@@ -17,7 +17,7 @@
 
 mod stored;
 
-pub use stored::{normalize, Element, Hit, Projection, Stored, VQuant};
+pub use stored::{normalize, Element, Hit, Projection, Stored, VQuant, MAX_PROJECTION_CELLS};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

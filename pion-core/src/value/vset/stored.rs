@@ -173,6 +173,10 @@ pub fn normalize(v: &mut [f32]) -> f32 {
     norm
 }
 
+/// The largest `REDUCE` projection (input × output dimensions) a set may hold: 64 Mi
+/// cells, 256 MiB of matrix. Larger ones are refused, never allocated.
+pub const MAX_PROJECTION_CELLS: usize = 1 << 26;
+
 /// A `REDUCE` random projection from `input` to `output` dimensions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Projection {
