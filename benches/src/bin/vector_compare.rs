@@ -9,40 +9,14 @@
 //! ```
 //! `--data` defaults to `$PION_VECTOR_DATA/minilm384`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use pion_benches::knn::{fvecs, ivecs};
 use pion_core::vector::{Algorithm, IndexParams, Metric, Quantization, SearchOptions, VectorIndex};
 
 const EFS: [usize; 6] = [10, 20, 40, 80, 160, 320];
-
-fn read_vecs(path: &Path) -> Result<(usize, Vec<[u8; 4]>), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if bytes.len() < 4 {
-        return Err(format!("{}: empty", path.display()));
-    }
-    let dim = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
-    let rec = 4 * (dim + 1);
-    if dim == 0 || !bytes.len().is_multiple_of(rec) {
-        return Err(format!("{}: not a vecs file", path.display()));
-    }
-    let mut out = Vec::with_capacity(bytes.len() / rec * dim);
-    for r in bytes.chunks_exact(rec) {
-        out.extend(r[4..].chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]));
-    }
-    Ok((dim, out))
-}
-
-fn fvecs(path: &Path) -> Result<(usize, Vec<f32>), String> {
-    let (d, raw) = read_vecs(path)?;
-    Ok((d, raw.into_iter().map(f32::from_le_bytes).collect()))
-}
-
-fn ivecs(path: &Path) -> Result<(usize, Vec<u32>), String> {
-    let (d, raw) = read_vecs(path)?;
-    Ok((d, raw.into_iter().map(u32::from_le_bytes).collect()))
-}
 
 struct Args {
     data: PathBuf,

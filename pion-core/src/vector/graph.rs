@@ -681,15 +681,7 @@ impl Graph {
                     }
                 }
                 if ids.len() > self.max_links(l) {
-                    let mut cands: Vec<Cand> = ids
-                        .iter()
-                        .map(|&x| Cand {
-                            d: self.dist(&q, x),
-                            s: x,
-                        })
-                        .collect();
-                    cands.sort();
-                    ids = self.select(&cands, self.max_links(l));
+                    ids = self.shrink(&q, &ids, self.max_links(l));
                 }
                 self.set_list(s, l, &ids);
             }
@@ -757,18 +749,22 @@ impl Graph {
             return true;
         }
         ids.push(s);
-        let q = self.node_query(n);
+        let chosen = self.shrink(&self.node_query(n), &ids, max);
+        self.set_list(n, l, &chosen);
+        chosen.contains(&s)
+    }
+
+    /// At most `m` of `ids`, chosen by the heuristic around the node `q` stands for.
+    fn shrink(&self, q: &Query, ids: &[u32], m: usize) -> Vec<u32> {
         let mut cands: Vec<Cand> = ids
             .iter()
             .map(|&x| Cand {
-                d: self.dist(&q, x),
+                d: self.dist(q, x),
                 s: x,
             })
             .collect();
         cands.sort();
-        let chosen = self.select(&cands, max);
-        self.set_list(n, l, &chosen);
-        chosen.contains(&s)
+        self.select(&cands, m)
     }
 
     /// Bytes held by codes, links and bookkeeping.

@@ -131,18 +131,13 @@ fn node(out: &mut String, n: &Node, depth: usize) {
             indent(out, depth);
             out.push_str("}\n");
         }
-        Node::Intersect { fields, children } => {
-            let head = format!("{}INTERSECT", scope_prefix(fields));
-            group(
-                out,
-                &head,
-                &children.iter().collect::<Vec<_>>(),
-                depth,
-                true,
-            );
-        }
-        Node::Union { fields, children } => {
-            let head = format!("{}UNION", scope_prefix(fields));
+        Node::Intersect { fields, children } | Node::Union { fields, children } => {
+            let op = if matches!(n, Node::Intersect { .. }) {
+                "INTERSECT"
+            } else {
+                "UNION"
+            };
+            let head = format!("{}{op}", scope_prefix(fields));
             group(
                 out,
                 &head,
