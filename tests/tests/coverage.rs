@@ -105,7 +105,7 @@ fn corpus_commands() -> BTreeSet<String> {
     for entry in entries {
         let text = std::fs::read_to_string(entry.path()).expect("corpus file");
         for step in corpus::parse(&text).expect("corpus parses") {
-            if let Step::Command { args, .. } = step {
+            if let Step::Command { args, .. } | Step::Send { args, .. } = step {
                 let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
                 if let Some(sub) = args.get(1) {
                     names.insert(format!(
