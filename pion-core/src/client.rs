@@ -106,6 +106,40 @@ pub struct ClientState {
     /// This client replays the write-ahead log at start-up (internal commands such as
     /// `KV.EVICT` are accepted only from it).
     pub replaying: bool,
+    /// The execution-gate slot of the thread running this client's commands.
+    pub gate_slot: usize,
+    /// The transaction being queued (`MULTI` … `EXEC`).
+    pub multi: Option<Transaction>,
+    /// The keys this client `WATCH`es.
+    pub watches: crate::watch::ClientWatches,
+    /// Set while a transaction or script runs this client's commands one by one.
+    pub nested: Option<Nested>,
+    /// Set by a blocking command that found nothing: the keys it waits on.
+    pub block_request: Option<crate::blocking::BlockRequest>,
+    /// The client waits for a key (`BLPOP` …): its connection sends nothing more
+    /// until the wait ends.
+    pub blocked: Option<Arc<crate::blocking::Waiter>>,
+    /// This state runs a blocked client's command again for it: finding nothing again
+    /// means "go on waiting", not a new wait.
+    pub retrying_block: bool,
+}
+
+/// A transaction being queued.
+#[derive(Debug, Default)]
+pub struct Transaction {
+    /// The queued commands.
+    pub queue: Vec<Vec<Vec<u8>>>,
+    /// A command was refused while queuing: `EXEC` answers `EXECABORT`.
+    pub aborted: bool,
+}
+
+/// The state of a transaction or script while its commands run.
+#[derive(Debug)]
+pub struct Nested {
+    /// When the outer command started: every command inside sees this time.
+    pub started: std::time::Instant,
+    /// The write-ahead-log effects of the commands so far, as (database, command).
+    pub effects: Vec<(usize, Vec<Vec<u8>>)>,
 }
 
 impl ClientState {
@@ -164,7 +198,27 @@ impl ClientState {
             rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),
             wal_seq: 0,
             replaying: false,
+            gate_slot: crate::gate::EMBEDDED_SLOT,
+            multi: None,
+            watches: crate::watch::ClientWatches::default(),
+            nested: None,
+            block_request: None,
+            blocked: None,
+            retrying_block: false,
         }
+    }
+
+    /// A stand-in that runs a blocked client's command for it from another thread:
+    /// same identity, database, protocol and user; its own transient state.
+    pub fn stand_in(&self) -> ClientState {
+        let mut c = ClientState::with_shared(Arc::clone(&self.shared), self.shared.created_ms);
+        c.db = self.db;
+        c.resp = self.resp;
+        c.authenticated = self.authenticated;
+        c.user = self.user.clone();
+        c.no_touch = self.no_touch;
+        c.retrying_block = true;
+        c
     }
 
     /// The client id.

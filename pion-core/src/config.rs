@@ -49,6 +49,9 @@ pub struct ConfigValues {
     pub appendfsync: String,
     /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
     pub kv_budget: u64,
+    /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a script runs
+    /// before other clients are answered `-BUSY`.
+    pub busy_reply_threshold: u64,
 }
 
 impl Default for ConfigValues {
@@ -73,6 +76,7 @@ impl Default for ConfigValues {
             appendonly: false,
             appendfsync: "everysec".into(),
             kv_budget: 0,
+            busy_reply_threshold: 5000,
         }
     }
 }
@@ -282,6 +286,14 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     int_param!("timeout", &[], timeout, u64, 0, i32::MAX as u64),
+    int_param!(
+        "busy-reply-threshold",
+        &["lua-time-limit"],
+        busy_reply_threshold,
+        u64,
+        0,
+        i64::MAX as u64
+    ),
     int_param!("hz", &[], hz, u64, 0, i32::MAX as u64),
     Param {
         name: "maxmemory",

@@ -137,6 +137,12 @@ pub(crate) struct EngineInner {
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
     search: std::sync::Arc<crate::index::Indexes>,
+    /// Keys clients `WATCH`.
+    watches: Arc<crate::watch::WatchRegistry>,
+    /// Clients blocked on keys.
+    blocking: crate::blocking::BlockingRegistry,
+    /// The execution gate (transactions and scripts run alone).
+    gate: crate::gate::Gate,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -318,6 +324,27 @@ impl Engine {
         &self.inner.search
     }
 
+    /// The keys clients `WATCH`.
+    pub fn watches(&self) -> &Arc<crate::watch::WatchRegistry> {
+        &self.inner.watches
+    }
+
+    /// The clients blocked on keys.
+    pub fn blocking(&self) -> &crate::blocking::BlockingRegistry {
+        &self.inner.blocking
+    }
+
+    /// The execution gate.
+    pub fn gate(&self) -> &crate::gate::Gate {
+        &self.inner.gate
+    }
+
+    /// `busy-reply-threshold` in milliseconds: how long a script runs before other
+    /// clients are answered `-BUSY`.
+    pub fn busy_threshold_ms(&self) -> u64 {
+        self.inner.config.with(|c| c.busy_reply_threshold)
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -379,13 +406,20 @@ impl Engine {
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
+            watches: Arc::new(crate::watch::WatchRegistry::default()),
+            blocking: crate::blocking::BlockingRegistry::default(),
+            gate: crate::gate::Gate::default(),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
+        let watches = Arc::clone(&engine.inner.watches);
         engine
             .inner
             .keyspace
-            .set_expiry_listener(Box::new(move |db, key| search.key_expired(db, key)));
+            .set_expiry_listener(Box::new(move |db, key| {
+                search.key_expired(db, key);
+                watches.touch(db, key);
+            }));
         engine.config_changed();
         engine
     }

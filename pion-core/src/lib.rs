@@ -19,6 +19,7 @@
 //! assert_eq!(engine.execute(0, &["RPUSH", "queue", "a", "b"]), Reply::Integer(2));
 //! ```
 
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod commands;
@@ -28,6 +29,7 @@ pub mod durability;
 pub mod engine;
 pub mod error;
 pub mod exec;
+pub mod gate;
 pub mod glob;
 pub mod index;
 pub mod info;
@@ -43,6 +45,7 @@ mod test_support;
 pub mod typed;
 pub mod value;
 pub mod vector;
+pub mod watch;
 
 pub use engine::{Engine, EngineOptions, Session};
 pub use error::{OpError, OpResult};

@@ -143,25 +143,52 @@ pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> R
 /// Runs one command that starts at `started` and returns its reply and the time it
 /// finished. A pipeline passes each command's finish time as the next one's start, so
 /// one clock read per command serves the command's time, its duration and `INFO`.
+///
+/// Inside `MULTI` the command is checked and queued instead. Once it has run, clients
+/// blocked on the keys it wrote are served, before its own reply leaves.
 pub fn execute_at(
     engine: &Engine,
     client: &mut ClientState,
     argv: &[Vec<u8>],
     started: Instant,
 ) -> (Reply, Instant) {
-    let (reply, finished) = run(engine, client, argv, started);
+    let (reply, finished) = run_top(engine, client, argv, started);
     if let Reply::Error(text) = &reply {
         engine.count_error(text);
+    }
+    if !client.retrying_block {
+        engine.blocking().serve_ready(engine, client.gate_slot);
     }
     (reply, finished)
 }
 
-fn run(
+/// Runs one command from inside a command that holds the execution gate exclusively
+/// (`EXEC`, a script): the same checks as a command from a client, its own shard locks,
+/// the outer command's time, and its log effect collected into the outer command's.
+pub fn run_nested(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply {
+    let started = client
+        .nested
+        .as_ref()
+        .map_or_else(Instant::now, |n| n.started);
+    let reply = match admit(engine, client, argv, started) {
+        Ok(resolved) => run_resolved(engine, client, argv, resolved, started).0,
+        Err(reply) => reply,
+    };
+    if let Reply::Error(text) = &reply {
+        engine.count_error(text);
+    }
+    reply
+}
+
+/// The checks every command passes before it runs or is queued: known command, arity,
+/// authentication, memory, a failing log.
+fn admit(
     engine: &Engine,
     client: &mut ClientState,
     argv: &[Vec<u8>],
     started: Instant,
-) -> (Reply, Instant) {
+) -> Result<Resolved, Reply> {
+    let _ = started;
     let resolved = match resolve(argv) {
         Ok(r) => r,
         Err(e) => {
@@ -170,26 +197,20 @@ fn run(
                     engine.command_stats().reject(r);
                 }
             }
-            return (e.into(), started);
+            return Err(e.into());
         }
     };
     let spec = resolved.spec;
     if !client.authenticated && engine.requires_auth() && !spec.has(super::flags::NO_AUTH) {
         engine.command_stats().reject(resolved.stat);
-        return (Reply::error("NOAUTH Authentication required."), started);
+        return Err(Reply::error("NOAUTH Authentication required."));
     }
     if spec.has(super::flags::DENYOOM) && over_maxmemory(engine) {
         engine.command_stats().reject(resolved.stat);
-        return (
-            Reply::error("OOM command not allowed when used memory > 'maxmemory'."),
-            started,
-        );
+        return Err(Reply::error(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ));
     }
-    let wal = if spec.has(super::flags::WRITE) {
-        engine.durability().map(|d| d.wal())
-    } else {
-        None
-    };
     if let Some(failure) = engine.durability().and_then(|d| d.wal().failure()) {
         // As Redis does on a failing append-only file: writes (and PING, so that
         // health checks notice) are refused until the log is writable again. Each
@@ -198,21 +219,121 @@ fn run(
         let retried = engine
             .durability()
             .map(|d| d.wal().commit(d.wal().appended_seq()));
-        if (wal.is_some() || spec.name == "ping") && !matches!(retried, Some(Ok(()))) {
+        let refused = spec.has(super::flags::WRITE) || spec.name == "ping";
+        if refused && !matches!(retried, Some(Ok(()))) {
             engine.command_stats().reject(resolved.stat);
-            return (
-                Reply::Error(
-                    format!("MISCONF Errors writing to the write-ahead log: {failure}").into(),
-                ),
-                started,
-            );
+            return Err(Reply::Error(
+                format!("MISCONF Errors writing to the write-ahead log: {failure}").into(),
+            ));
         }
     }
-    let keys = match key_indices(spec, argv) {
-        Ok(k) => k,
-        Err(e) => {
-            engine.command_stats().reject(resolved.stat);
-            return (e.into(), started);
+    Ok(resolved)
+}
+
+/// A command from a client: admitted, queued inside `MULTI`, or run through the
+/// execution gate.
+fn run_top(
+    engine: &Engine,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    started: Instant,
+) -> (Reply, Instant) {
+    let resolved = match admit(engine, client, argv, started) {
+        Ok(r) => r,
+        Err(reply) => {
+            // A command refused while queuing dooms the transaction.
+            if let Some(tx) = client.multi.as_mut() {
+                tx.aborted = true;
+            }
+            return (reply, started);
+        }
+    };
+    let spec = resolved.spec;
+    if let Some(tx) = client.multi.as_mut() {
+        if !spec.has(super::flags::TX_CONTROL) {
+            if spec.has(super::flags::NO_MULTI) {
+                tx.aborted = true;
+                return (
+                    Reply::error("ERR Command not allowed inside a transaction"),
+                    started,
+                );
+            }
+            tx.queue.push(argv.to_vec());
+            return (Reply::status("QUEUED"), started);
+        }
+    }
+    let gate = engine.gate();
+    if spec.has(super::flags::EXCLUSIVE) {
+        let _exclusive = gate.exclusive();
+        return run_exclusive(engine, client, argv, resolved, started);
+    }
+    match gate.enter(client.gate_slot, engine.busy_threshold_ms()) {
+        crate::gate::Entry::Shared(_shared) => {
+            run_resolved(engine, client, argv, resolved, started)
+        }
+        crate::gate::Entry::Busy if spec.has(super::flags::ALLOW_BUSY) => {
+            run_resolved(engine, client, argv, resolved, started)
+        }
+        crate::gate::Entry::Busy => (
+            Reply::error(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or \
+                 SHUTDOWN NOSAVE.",
+            ),
+            started,
+        ),
+    }
+}
+
+/// Runs a command that holds the gate exclusively: the commands it runs collect their
+/// log effects, which go to the log as one record, so recovery applies all or none.
+fn run_exclusive(
+    engine: &Engine,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    resolved: Resolved,
+    started: Instant,
+) -> (Reply, Instant) {
+    client.nested = Some(crate::client::Nested {
+        started,
+        effects: Vec::new(),
+    });
+    let out = run_resolved(engine, client, argv, resolved, started);
+    let effects = client.nested.take().map(|n| n.effects).unwrap_or_default();
+    if let (false, Some(d)) = (effects.is_empty(), engine.durability()) {
+        let now = engine.wall_ms_at(started);
+        let seq = d
+            .wal()
+            .append(now, effects.iter().map(|(db, c)| (*db, c.as_slice())));
+        client.wal_seq = client.wal_seq.max(seq);
+    }
+    out
+}
+
+/// Runs an admitted command: locks its keys' shards, runs the handler, settles the
+/// keys, logs the effect (or collects it for the transaction or script around it).
+fn run_resolved(
+    engine: &Engine,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    resolved: Resolved,
+    started: Instant,
+) -> (Reply, Instant) {
+    let spec = resolved.spec;
+    let wal = if spec.has(super::flags::WRITE) {
+        engine.durability().map(|d| d.wal())
+    } else {
+        None
+    };
+    // An exclusive command locks nothing itself: what it runs locks its own keys.
+    let keys = if spec.has(super::flags::EXCLUSIVE) {
+        KeyPositions::new()
+    } else {
+        match key_indices(spec, argv) {
+            Ok(k) => k,
+            Err(e) => {
+                engine.command_stats().reject(resolved.stat);
+                return (e.into(), started);
+            }
         }
     };
     client
@@ -247,11 +368,42 @@ fn run(
             ks,
             effect: Effect::AsSent,
         };
+        let watched_before = if spec.has(super::flags::WRITE) {
+            crate::watch::existing_watched(&mut ctx, spec, argv, &keys)
+        } else {
+            Vec::new()
+        };
         let result = (spec.handler)(&mut ctx, argv);
+        if let Some(req) = ctx.client.block_request.take() {
+            // Found nothing to pop: wait, registered while the keys are still locked.
+            if ctx.client.retrying_block {
+                ctx.client.block_request = Some(req);
+            } else {
+                let waiter = engine.blocking().block(ctx.client, argv, req);
+                ctx.client.blocked = Some(waiter);
+            }
+        }
         if spec.has(super::flags::WRITE) {
             let db = ctx.db();
             settle_keys(&mut ctx, spec, argv, &keys);
-            if let (Some(wal), true) = (wal, result.is_ok()) {
+            if result.is_ok() && ctx.effect != Effect::Nothing {
+                crate::watch::touch_written(&mut ctx, spec, argv, &keys, &watched_before);
+            }
+            if let Some(nested) = ctx.client.nested.as_mut() {
+                if result.is_ok() && !spec.has(super::flags::EXCLUSIVE) {
+                    // Inside a transaction or script: the outer command logs it all.
+                    match std::mem::take(&mut ctx.effect) {
+                        Effect::AsSent => nested.effects.push((db, argv.to_vec())),
+                        Effect::Rewritten(cmds) => {
+                            nested.effects.extend(cmds.into_iter().map(|c| (db, c)))
+                        }
+                        Effect::Nothing => {}
+                    }
+                    if !nested.effects.is_empty() {
+                        engine.gate().busy().wrote();
+                    }
+                }
+            } else if let (Some(wal), true) = (wal, result.is_ok()) {
                 // Still holding the keys' shards: the log order is the order in which
                 // commands on the same keys ran.
                 let seq = match &ctx.effect {
@@ -333,10 +485,12 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
 fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) {
     let db = ctx.db();
     let search = ctx.engine.search();
+    let blocking = ctx.engine.blocking();
     for &i in keys {
         // Settling only fails for keys outside the lock, which cannot happen here.
         let _ = ctx.ks.settle(db, &argv[i]);
         search.key_written(&mut ctx.ks, db, &argv[i]);
+        blocking.key_written(db, &argv[i]);
     }
     // The commands that replace databases wholesale. As in RediSearch, any flush
     // drops the indexes too (even of another database); after SWAPDB they are rebuilt

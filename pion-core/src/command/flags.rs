@@ -44,6 +44,13 @@ pub const MODULE: u64 = 1 << 19;
 pub const DANGEROUS: u64 = 1 << 40;
 /// In `@keyspace` in addition to its group.
 pub const KEYSPACE: u64 = 1 << 41;
+/// Internal: runs while no other command runs on any thread (`EXEC`, scripts); the
+/// dispatcher takes the execution gate exclusively and locks no shard for it (the
+/// commands it runs lock their own).
+pub const EXCLUSIVE: u64 = 1 << 42;
+/// Internal: runs at once inside `MULTI` instead of being queued (`EXEC`, `DISCARD`,
+/// `MULTI`, `WATCH`, `QUIT`, `RESET`).
+pub const TX_CONTROL: u64 = 1 << 43;
 
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[

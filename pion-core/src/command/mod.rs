@@ -6,7 +6,7 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{execute, execute_at, lock_set_for, replay, resolve};
+pub use dispatch::{execute, execute_at, lock_set_for, replay, resolve, run_nested};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -48,6 +48,12 @@ pub enum Group {
     /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
     /// the `module` group and no ACL category.
     VectorSet,
+    /// Transaction commands (`MULTI`, `EXEC`, `WATCH` …).
+    Transaction,
+    /// Scripting commands (`EVAL`, `FUNCTION` …).
+    Scripting,
+    /// Pub/Sub commands.
+    PubSub,
 }
 
 impl Group {
@@ -65,6 +71,9 @@ impl Group {
             Group::PrefixCache => "prefix-cache",
             Group::Search => "module",
             Group::VectorSet => "module",
+            Group::Transaction => "transactions",
+            Group::Scripting => "scripting",
+            Group::PubSub => "pubsub",
         }
     }
 }
@@ -389,9 +398,9 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> Vec<&'static [CommandSpec]> {
     use crate::commands::*;
-    [
+    vec![
         strings::COMMANDS,
         keys::COMMANDS,
         hashes::COMMANDS,
@@ -399,6 +408,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         sets::COMMANDS,
         zsets::COMMANDS,
         connection::COMMANDS,
+        transactions::COMMANDS,
         server::COMMANDS,
         persistence::COMMANDS,
         prefix::COMMANDS,

@@ -46,7 +46,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "quit",
         -1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
         Group::Connection,
         quit,
     )
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
         Group::Connection,
         reset,
     )
@@ -226,6 +226,8 @@ fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     ctx.client.authenticated = !ctx.engine.requires_auth();
     ctx.client.user = "default".into();
     ctx.client.shared.text.lock().name.clear();
+    ctx.client.multi = None;
+    ctx.client.watches.clear();
     Ok(Reply::status("RESET"))
 }
 

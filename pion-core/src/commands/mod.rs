@@ -11,6 +11,7 @@ pub mod search;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod transactions;
 pub mod vsets;
 pub mod zsets;
 

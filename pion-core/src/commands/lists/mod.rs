@@ -7,6 +7,7 @@
 //! [`push_pop`] is crate-visible so the blocking variants can share its `LMPOP`
 //! parsing and popping.
 
+mod blocking;
 mod edit;
 pub(crate) mod push_pop;
 mod query;
@@ -146,6 +147,56 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "delete"], 1, 0, 1, 1)])
         .movable(push_pop::lmpop_keys)
         .doc("Pop elements from a list", "7.0.0"),
+    CommandSpec::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, Group::List, blocking::blpop)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, -2, 1, 0)])
+        .keys(1, -2, 1)
+        .doc(
+            "Remove and get the first element in a list, or block until one is available",
+            "2.0.0",
+        ),
+    CommandSpec::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, Group::List, blocking::brpop)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, -2, 1, 0)])
+        .keys(1, -2, 1)
+        .doc(
+            "Remove and get the last element in a list, or block until one is available",
+            "2.0.0",
+        ),
+    CommandSpec::new(
+        "blmove",
+        6,
+        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        Group::List,
+        blocking::blmove,
+    )
+    .key_specs(&[
+        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
+        KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
+    ])
+    .keys(1, 2, 1)
+    .doc(
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
+        "6.2.0",
+    ),
+    CommandSpec::new(
+        "brpoplpush",
+        4,
+        WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        Group::List,
+        blocking::brpoplpush,
+    )
+    .key_specs(&[
+        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
+        KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
+    ])
+    .keys(1, 2, 1)
+    .doc(
+        "Pop an element from a list, push it to another list and return it; or block until one is available",
+        "2.2.0",
+    ),
+    CommandSpec::new("blmpop", -5, WRITE | BLOCKING, Group::List, blocking::blmpop)
+        .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "delete"], 2, 0, 1, 1)])
+        .movable(blocking::blmpop_keys)
+        .doc("Pop elements from a list, or block until one is available", "7.0.0"),
 ];
 
 /// The list at `key` for reading (counts a keyspace hit or miss, as Redis's read

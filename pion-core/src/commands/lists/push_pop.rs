@@ -87,7 +87,13 @@ pub(super) fn rpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// source gives nil without looking at the destination; a destination of another
 /// type is refused before anything is popped. `src` and `dst` may be the same key
 /// (rotation).
-fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> OpResult<Reply> {
+pub(super) fn move_one(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from: End,
+    to: End,
+) -> OpResult<Reply> {
     let db = ctx.db();
     if write_list(ctx, src)?.is_none() {
         return Ok(Reply::Null);

@@ -6,6 +6,7 @@
 //! algebra (`ZUNION`, `ZINTER`, `ZDIFF`, their `STORE` forms and `ZINTERCARD`).
 
 mod basic;
+mod blocking;
 pub(crate) mod parse;
 mod pop;
 mod range;
@@ -116,6 +117,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "delete"], 1, 0, 1, 1)])
         .movable(pop::zmpop_keys)
         .doc("Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0"),
+    CommandSpec::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, Z, blocking::bzpopmin)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, -2, 1, 0)])
+        .keys(1, -2, 1)
+        .doc("Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", "5.0.0"),
+    CommandSpec::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, Z, blocking::bzpopmax)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, -2, 1, 0)])
+        .keys(1, -2, 1)
+        .doc("Remove and return the member with the highest score from one or more sorted sets, or block until one is available", "5.0.0"),
+    CommandSpec::new("bzmpop", -5, WRITE | BLOCKING, Z, blocking::bzmpop)
+        .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "delete"], 2, 0, 1, 1)])
+        .movable(blocking::bzmpop_keys)
+        .doc("Remove and return members with scores in a sorted set or block until one is available", "7.0.0"),
     CommandSpec::new("zrandmember", -2, READONLY, Z, basic::zrandmember)
         .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .tips(&["nondeterministic_output"])

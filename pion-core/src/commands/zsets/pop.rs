@@ -10,7 +10,7 @@ use crate::value::ZSetValue;
 
 /// Removes up to `count` members from the low (`max == false`) or high end, in pop
 /// order.
-fn pop_end(z: &mut ZSetValue, count: usize, max: bool) -> Vec<ScoredMember> {
+pub(super) fn pop_end(z: &mut ZSetValue, count: usize, max: bool) -> Vec<ScoredMember> {
     let len = z.len();
     let n = count.min(len);
     if max {

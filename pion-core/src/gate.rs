@@ -1,0 +1,230 @@
+//! The execution gate: what makes a transaction (`EXEC`) or a script run as one step
+//! on a multi-threaded server.
+//!
+//! Every command passes the gate in shared mode through the slot of the thread that
+//! runs it; a command that must see no other command run meanwhile (flag
+//! [`EXCLUSIVE`](crate::command::flags::EXCLUSIVE)) takes every slot in exclusive
+//! mode. The slots are separate cache lines, so ordinary commands on different worker
+//! threads never touch a shared counter: passing the gate costs one uncontended lock.
+//! Inside the exclusive section, the commands of the transaction or script lock their
+//! own shards as usual; nothing else holds or waits for a shard then, so no lock order
+//! is at stake.
+//!
+//! The gate also carries the busy-script state: once a script has run past
+//! `busy-reply-threshold`, the others stop waiting and answer `-BUSY`, and the commands
+//! allowed while busy (`SCRIPT KILL`, `FUNCTION KILL`) run without passing the gate.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Number of slots: worker threads share them modulo [`WORKER_SLOTS`]; the two last
+/// belong to embedded callers and to background work (active expiry, snapshots).
+pub const SLOTS: usize = 64;
+/// Slots used by worker threads.
+pub const WORKER_SLOTS: usize = SLOTS - 2;
+/// The slot of commands run by an embedding application (no worker thread).
+pub const EMBEDDED_SLOT: usize = SLOTS - 2;
+/// The slot of background work that changes the keyspace.
+pub const BACKGROUND_SLOT: usize = SLOTS - 1;
+
+/// How long a waiting command sleeps between looks at the busy state.
+const BUSY_POLL: Duration = Duration::from_millis(20);
+
+#[repr(align(128))]
+#[derive(Default)]
+struct Slot(RwLock<()>);
+
+/// The gate (one per engine).
+pub struct Gate {
+    slots: Box<[Slot]>,
+    busy: BusyState,
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate {
+            slots: (0..SLOTS).map(|_| Slot::default()).collect(),
+            busy: BusyState::default(),
+        }
+    }
+}
+
+/// Shared passage through one slot: held while an ordinary command runs.
+pub struct Shared<'a> {
+    _guard: RwLockReadGuard<'a, ()>,
+}
+
+/// Exclusive passage: every slot, held while a transaction or script runs.
+pub struct Exclusive<'a> {
+    _guards: Vec<RwLockWriteGuard<'a, ()>>,
+}
+
+/// What a command met at the gate.
+pub enum Entry<'a> {
+    /// It may run.
+    Shared(Shared<'a>),
+    /// A script has been running longer than the busy threshold: answer `-BUSY`.
+    Busy,
+}
+
+impl Gate {
+    /// Passes the gate through `slot` in shared mode, waiting while a transaction or
+    /// script runs. Gives up with [`Entry::Busy`] once a running script is past the
+    /// busy threshold (`threshold_ms`, 0 = never).
+    pub fn enter(&self, slot: usize, threshold_ms: u64) -> Entry<'_> {
+        let lock = &self.slots[slot % SLOTS].0;
+        if let Some(g) = lock.try_read() {
+            return Entry::Shared(Shared { _guard: g });
+        }
+        loop {
+            if let Some(g) = lock.try_read_for(BUSY_POLL) {
+                return Entry::Shared(Shared { _guard: g });
+            }
+            if self.busy.is_busy(threshold_ms) {
+                return Entry::Busy;
+            }
+        }
+    }
+
+    /// Takes every slot, in order: returns once no other command runs.
+    pub fn exclusive(&self) -> Exclusive<'_> {
+        Exclusive {
+            _guards: self.slots.iter().map(|s| s.0.write()).collect(),
+        }
+    }
+
+    /// The busy-script state.
+    pub fn busy(&self) -> &BusyState {
+        &self.busy
+    }
+}
+
+/// Whether a script runs, since when, and whether `SCRIPT KILL` asked it to stop.
+#[derive(Default)]
+pub struct BusyState {
+    /// Start of the running script (Unix ms), 0 when none runs.
+    started_ms: AtomicI64,
+    /// The running script may still be killed (it has not written).
+    killable: AtomicBool,
+    /// `SCRIPT KILL` or `FUNCTION KILL` was asked.
+    kill_requested: AtomicBool,
+    /// The running code is a function (`FCALL`) rather than an `EVAL` script.
+    function: AtomicBool,
+}
+
+/// The running script, as `SCRIPT KILL` sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Running {
+    /// No script runs.
+    Nothing,
+    /// An `EVAL` script runs.
+    Script {
+        /// It has not written: killing it loses nothing.
+        killable: bool,
+    },
+    /// A function runs (`FCALL`).
+    Function {
+        /// It has not written.
+        killable: bool,
+    },
+}
+
+impl BusyState {
+    /// Marks the start of a script (or function) run.
+    pub fn begin_script(&self, function: bool) {
+        self.kill_requested.store(false, Ordering::SeqCst);
+        self.killable.store(true, Ordering::SeqCst);
+        self.function.store(function, Ordering::SeqCst);
+        self.started_ms
+            .store(crate::engine::unix_ms(), Ordering::SeqCst);
+    }
+
+    /// Marks the end of the running script.
+    pub fn end_script(&self) {
+        self.started_ms.store(0, Ordering::SeqCst);
+        self.kill_requested.store(false, Ordering::SeqCst);
+    }
+
+    /// The running script wrote to the dataset: it can no longer be killed.
+    pub fn wrote(&self) {
+        self.killable.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether a script runs and has run longer than `threshold_ms` (0 = never busy).
+    pub fn is_busy(&self, threshold_ms: u64) -> bool {
+        let started = self.started_ms.load(Ordering::SeqCst);
+        threshold_ms > 0
+            && started > 0
+            && crate::engine::unix_ms().saturating_sub(started) >= threshold_ms as i64
+    }
+
+    /// What runs now.
+    pub fn running(&self) -> Running {
+        if self.started_ms.load(Ordering::SeqCst) == 0 {
+            return Running::Nothing;
+        }
+        let killable = self.killable.load(Ordering::SeqCst);
+        if self.function.load(Ordering::SeqCst) {
+            Running::Function { killable }
+        } else {
+            Running::Script { killable }
+        }
+    }
+
+    /// Asks the running script to stop (its instruction hook looks).
+    pub fn request_kill(&self) {
+        self.kill_requested.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a kill was asked for the running script.
+    pub fn kill_requested(&self) -> bool {
+        self.kill_requested.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    #[test]
+    fn exclusive_excludes_every_slot() {
+        let gate = Arc::new(Gate::default());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let x = gate.exclusive();
+        let mut threads = Vec::new();
+        for slot in [0, 5, BACKGROUND_SLOT] {
+            let (gate, inside) = (Arc::clone(&gate), Arc::clone(&inside));
+            threads.push(std::thread::spawn(move || {
+                let Entry::Shared(_g) = gate.enter(slot, 0) else {
+                    panic!("never busy without a script");
+                };
+                inside.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(inside.load(Ordering::SeqCst), 0);
+        drop(x);
+        for t in threads {
+            t.join().expect("thread");
+        }
+        assert_eq!(inside.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn busy_script_turns_waiters_away() {
+        let gate = Gate::default();
+        let _x = gate.exclusive();
+        gate.busy().begin_script(false);
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(matches!(gate.enter(1, 1), Entry::Busy));
+        assert_eq!(gate.busy().running(), Running::Script { killable: true });
+        gate.busy().wrote();
+        assert_eq!(gate.busy().running(), Running::Script { killable: false });
+        gate.busy().end_script();
+        assert_eq!(gate.busy().running(), Running::Nothing);
+    }
+}
