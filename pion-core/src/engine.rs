@@ -137,6 +137,8 @@ pub(crate) struct EngineInner {
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
     search: std::sync::Arc<crate::index::Indexes>,
+    /// Eviction, slow log, latency monitor, client pauses.
+    operator: crate::operator::Operator,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -379,6 +381,7 @@ impl Engine {
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
+            operator: crate::operator::Operator::default(),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
@@ -388,6 +391,11 @@ impl Engine {
             .set_expiry_listener(Box::new(move |db, key| search.key_expired(db, key)));
         engine.config_changed();
         engine
+    }
+
+    /// Eviction, slow log, latency monitor and client pauses.
+    pub fn operator(&self) -> &crate::operator::Operator {
+        &self.inner.operator
     }
 
     /// The keyspace.
@@ -469,6 +477,7 @@ impl Engine {
     pub fn reset_stats(&self) {
         self.inner.error_stats.lock().clear();
         self.inner.command_stats.reset();
+        self.inner.operator.evictor.reset_stats();
         let ks = self.inner.keyspace.stats();
         for c in [&ks.expired_keys, &ks.keyspace_hits, &ks.keyspace_misses] {
             c.store(0, Ordering::Relaxed);
@@ -523,6 +532,9 @@ impl Engine {
         self.inner.auth_required.store(auth, Ordering::Relaxed);
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        self.inner
+            .config
+            .with(|c| self.inner.operator.configure(c, &self.inner.keyspace));
         if let Some(d) = self.durability() {
             let policy = self
                 .inner
