@@ -35,6 +35,7 @@ pub mod info;
 pub mod keyspace;
 pub mod latency;
 mod long_double;
+pub mod memstats;
 pub mod num;
 pub mod operator;
 pub mod pause;

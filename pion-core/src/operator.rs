@@ -22,6 +22,8 @@ pub struct Operator {
     pub latency: LatencyMonitor,
     /// `CLIENT PAUSE`.
     pub pause: PauseState,
+    /// `used_memory_peak`.
+    pub peak: crate::memstats::Peak,
 }
 
 impl Operator {

@@ -56,6 +56,16 @@ impl PauseState {
         held.then_some(until)
     }
 
+    /// Whether the command in `argv` is held now (a command that fails to resolve is
+    /// not: its error is the reply, as in Redis).
+    pub fn holds_argv(&self, argv: &[Vec<u8>]) -> bool {
+        if self.until_ms.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        crate::command::resolve(argv)
+            .is_ok_and(|r| self.holds(r.spec, crate::engine::unix_ms()).is_some())
+    }
+
     /// Whether writes are paused now (eviction and active expiry wait too).
     pub fn writes_paused(&self) -> bool {
         let until = self.until_ms.load(Ordering::Acquire);
