@@ -52,6 +52,18 @@ pub struct ConfigValues {
     /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a script runs
     /// before other clients are answered `-BUSY`.
     pub busy_reply_threshold: u64,
+    /// `maxmemory-samples`: keys sampled per database for each eviction.
+    pub maxmemory_samples: usize,
+    /// `lfu-log-factor`.
+    pub lfu_log_factor: u32,
+    /// `lfu-decay-time` (minutes).
+    pub lfu_decay_time: u32,
+    /// `slowlog-log-slower-than` (µs; negative: off).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: usize,
+    /// `latency-monitor-threshold` (ms; 0: off).
+    pub latency_monitor_threshold: u64,
 }
 
 impl Default for ConfigValues {
@@ -77,6 +89,12 @@ impl Default for ConfigValues {
             appendfsync: "everysec".into(),
             kv_budget: 0,
             busy_reply_threshold: 5000,
+            maxmemory_samples: 5,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
         }
     }
 }
@@ -385,6 +403,54 @@ pub static PARAMS: &[Param] = &[
         usize,
         0,
         i64::MAX as usize
+    ),
+    int_param!(
+        "maxmemory-samples",
+        &[],
+        maxmemory_samples,
+        usize,
+        1,
+        i32::MAX as usize
+    ),
+    int_param!(
+        "lfu-log-factor",
+        &[],
+        lfu_log_factor,
+        u32,
+        0,
+        i32::MAX as u32
+    ),
+    int_param!(
+        "lfu-decay-time",
+        &[],
+        lfu_decay_time,
+        u32,
+        0,
+        i32::MAX as u32
+    ),
+    int_param!(
+        "slowlog-log-slower-than",
+        &[],
+        slowlog_log_slower_than,
+        i64,
+        -1,
+        i64::MAX
+    ),
+    int_param!(
+        "slowlog-max-len",
+        &[],
+        slowlog_max_len,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "latency-monitor-threshold",
+        &[],
+        latency_monitor_threshold,
+        u64,
+        0,
+        i64::MAX as u64
     ),
 ];
 

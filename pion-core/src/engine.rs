@@ -143,6 +143,8 @@ pub(crate) struct EngineInner {
     blocking: crate::blocking::BlockingRegistry,
     /// The execution gate (transactions and scripts run alone).
     gate: crate::gate::Gate,
+    /// Eviction, slow log, latency monitor, client pauses.
+    operator: crate::operator::Operator,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -409,6 +411,7 @@ impl Engine {
             watches: Arc::new(crate::watch::WatchRegistry::default()),
             blocking: crate::blocking::BlockingRegistry::default(),
             gate: crate::gate::Gate::default(),
+            operator: crate::operator::Operator::default(),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
@@ -422,6 +425,11 @@ impl Engine {
             }));
         engine.config_changed();
         engine
+    }
+
+    /// Eviction, slow log, latency monitor and client pauses.
+    pub fn operator(&self) -> &crate::operator::Operator {
+        &self.inner.operator
     }
 
     /// The keyspace.
@@ -503,6 +511,7 @@ impl Engine {
     pub fn reset_stats(&self) {
         self.inner.error_stats.lock().clear();
         self.inner.command_stats.reset();
+        self.inner.operator.evictor.reset_stats();
         let ks = self.inner.keyspace.stats();
         for c in [&ks.expired_keys, &ks.keyspace_hits, &ks.keyspace_misses] {
             c.store(0, Ordering::Relaxed);
@@ -557,6 +566,9 @@ impl Engine {
         self.inner.auth_required.store(auth, Ordering::Relaxed);
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        self.inner
+            .config
+            .with(|c| self.inner.operator.configure(c, &self.inner.keyspace));
         if let Some(d) = self.durability() {
             let policy = self
                 .inner

@@ -114,12 +114,16 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "memory" => {
             header!("# Memory");
-            let used = e.keyspace().used_memory();
-            line("used_memory", &used);
-            line("used_memory_human", &human_bytes(used as u64));
+            let report = crate::memstats::MemoryReport::read(e);
+            for (k, v) in report.info_fields() {
+                line(k, &v);
+            }
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));
             line("maxmemory_policy", &cfg.maxmemory_policy);
+            for (k, v) in report.info_tail() {
+                line(k, &v);
+            }
         }
         "persistence" => {
             header!("# Persistence");
@@ -171,7 +175,8 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 &s.rejected_connections.load(Ordering::Relaxed),
             );
             line("expired_keys", &ks.expired_keys.load(Ordering::Relaxed));
-            line("evicted_keys", &0);
+            line("evicted_keys", &e.operator().evictor.evicted_keys());
+            line("evicted_clients", &0);
             line("keyspace_hits", &ks.keyspace_hits.load(Ordering::Relaxed));
             line(
                 "keyspace_misses",

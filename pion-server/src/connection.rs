@@ -35,6 +35,9 @@ pub struct Connection {
     pub queued_for_write: bool,
     /// The peer closed its side (replies already produced are still written).
     pub peer_closed: bool,
+    /// A command held by `CLIENT PAUSE`: it runs, and input is processed again, once
+    /// the pause ends (the worker retries on its timer and on wake-ups).
+    held: Option<Vec<Vec<u8>>>,
 }
 
 impl Connection {
@@ -52,6 +55,7 @@ impl Connection {
             write_interest: false,
             queued_for_write: false,
             peer_closed: false,
+            held: None,
         }
     }
 
@@ -95,6 +99,14 @@ impl Connection {
         let mut limits = *limits;
         let mut clock = Instant::now();
         let mut ran = false;
+        if let Some(argv) = self.held.take() {
+            if engine.operator().pause.holds_argv(&argv) {
+                self.held = Some(argv);
+                return;
+            }
+            clock = self.run(engine, &argv, Instant::now());
+            ran = true;
+        }
         while !self.closing && self.output.len() - self.written < OUTPUT_HIGH_WATER {
             limits.unauthenticated = !self.client.authenticated;
             let buf = &self.input[self.consumed..self.filled];
@@ -103,6 +115,10 @@ impl Connection {
                 Ok(Decoded::Skip(n)) => self.consumed += n,
                 Ok(Decoded::Command(argv, n)) => {
                     self.consumed += n;
+                    if engine.operator().pause.holds_argv(&argv) {
+                        self.held = Some(argv);
+                        break;
+                    }
                     clock = self.run(engine, &argv, clock);
                     ran = true;
                 }
@@ -154,6 +170,11 @@ impl Connection {
             self.closing = true;
         }
         finished
+    }
+
+    /// Whether a command waits for a `CLIENT PAUSE` to end.
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
     }
 
     /// Publishes the buffer sizes `CLIENT LIST` reports.

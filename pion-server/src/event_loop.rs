@@ -255,6 +255,8 @@ impl Worker {
             // enough; it visits every connection, so not on every event.
             if last_sweep.elapsed() >= TICK || woken {
                 self.reap(engine);
+                // Commands held by CLIENT PAUSE run once it ends.
+                self.resume_paused(engine, &limits);
                 let held = std::mem::take(&mut self.held);
                 for token in held {
                     self.flush_one(token, engine, &limits);
@@ -448,6 +450,22 @@ impl Worker {
             {
                 self.close(token, engine);
             }
+        }
+    }
+
+    /// Retries the connections whose command waits for a `CLIENT PAUSE` to end.
+    fn resume_paused(&mut self, engine: &Engine, limits: &Limits) {
+        let held: Vec<Token> = self
+            .conns
+            .iter()
+            .filter(|(_, (_, c))| c.is_held())
+            .map(|(t, _)| *t)
+            .collect();
+        for token in held {
+            if let Some((_, conn)) = self.conns.get_mut(&token) {
+                conn.process(engine, limits);
+            }
+            self.flush_one(token, engine, limits);
         }
     }
 

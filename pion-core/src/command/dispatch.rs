@@ -205,11 +205,11 @@ fn admit(
         engine.command_stats().reject(resolved.stat);
         return Err(Reply::error("NOAUTH Authentication required."));
     }
-    if spec.has(super::flags::DENYOOM) && over_maxmemory(engine) {
+    // Over `maxmemory`: evict as the policy says, before this command locks any
+    // shard (or refuse a command that may grow memory).
+    if let Err(e) = crate::evict::before_command(engine, spec) {
         engine.command_stats().reject(resolved.stat);
-        return Err(Reply::error(
-            "OOM command not allowed when used memory > 'maxmemory'.",
-        ));
+        return Err(e.into());
     }
     if let Some(failure) = engine.durability().and_then(|d| d.wal().failure()) {
         // As Redis does on a failing append-only file: writes (and PING, so that
@@ -435,6 +435,8 @@ fn run_resolved(
     engine
         .command_stats()
         .record(resolved.stat, usec, result.is_err());
+    // Slow log and latency monitor.
+    engine.operator().after_command(client, spec, argv, usec);
     // Only this client's own thread writes its counter: no atomic read-modify-write.
     let commands = &client.shared.commands;
     commands.store(
@@ -502,14 +504,6 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
             _ => {}
         }
     }
-}
-
-/// Whether used memory passed `maxmemory`. Pion does not evict yet, so under every
-/// policy a command that may grow memory is then refused, as Redis does under
-/// `noeviction` (the default).
-fn over_maxmemory(engine: &Engine) -> bool {
-    let limit = engine.maxmemory();
-    limit > 0 && engine.keyspace().used_memory() as u64 > limit
 }
 
 /// The counter slot of a top-level command name, for rejected calls.

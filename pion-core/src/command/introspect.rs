@@ -233,7 +233,12 @@ pub fn command_info(
         ),
         Reply::Set(spec.tips.iter().map(Reply::bulk).collect()),
         Reply::Set(key_specs(spec)),
-        Reply::Set(subs),
+        // As Redis: an empty set when there are none, else an array.
+        if spec.subcommands.is_empty() {
+            Reply::Set(subs)
+        } else {
+            Reply::Array(subs)
+        },
     ])
 }
 

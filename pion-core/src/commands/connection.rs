@@ -94,6 +94,25 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
         "7.2.0",
     ),
+    CommandSpec::new(
+        "pause",
+        -3,
+        ADMIN | CONN,
+        Group::Connection,
+        super::pause::client_pause,
+    )
+    .doc(
+        "Suspends commands processing (all, or those that write).",
+        "2.9.50",
+    ),
+    CommandSpec::new(
+        "unpause",
+        2,
+        ADMIN | CONN,
+        Group::Connection,
+        super::pause::client_unpause,
+    )
+    .doc("Resumes processing of clients that were paused.", "6.2.0"),
     CommandSpec::new("help", 2, LOADING | STALE, Group::Connection, client_help).doc(
         "Returns helpful text about the different subcommands.",
         "5.0.0",
@@ -484,6 +503,10 @@ fn client_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             "    Kill connections. Options are: ID, ADDR, LADDR, USER, TYPE, SKIPME.",
             "LIST [options ...]",
             "    Return information about client connections. Options: TYPE, ID.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",

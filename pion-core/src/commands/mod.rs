@@ -4,7 +4,10 @@
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod latency;
 pub mod lists;
+pub mod memory;
+pub(crate) mod pause;
 pub mod persistence;
 pub mod prefix;
 pub mod search;

@@ -3,7 +3,7 @@
 
 use crate::command::flags::*;
 use crate::command::introspect;
-use crate::command::{CommandSpec, Group, KeySpecDoc};
+use crate::command::{CommandSpec, Group};
 use crate::commands::util::{int, is_kw, text};
 use crate::config::ConfigError;
 use crate::error::{OpError, OpResult};
@@ -82,8 +82,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Returns information and statistics about the server.",
         "1.0.0",
     ),
-    CommandSpec::container("memory", Group::Server, MEMORY_SUBCOMMANDS)
+    CommandSpec::container("memory", Group::Server, super::memory::SUBCOMMANDS)
         .doc("A container for memory diagnostics commands.", "4.0.0"),
+    CommandSpec::container("slowlog", Group::Server, super::latency::SLOWLOG)
+        .doc("A container for slow log commands.", "2.2.12"),
+    CommandSpec::container("latency", Group::Server, super::latency::LATENCY)
+        .doc("A container for latency diagnostics commands.", "2.8.13"),
     CommandSpec::container("config", Group::Server, CONFIG_SUBCOMMANDS)
         .doc("A container for server configuration commands.", "2.0.0"),
     CommandSpec::new("command", -1, INTRO, Group::Connection, introspect::command)
@@ -126,58 +130,6 @@ static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
         "5.0.0",
     ),
 ];
-
-static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("usage", -3, READONLY, Group::Server, memory_usage)
-        .keys(2, 2, 1)
-        .key_specs(&[KeySpecDoc::range(&["RO"], 2, 0, 1, 0)])
-        .doc("Estimates the memory usage of a key.", "4.0.0"),
-    CommandSpec::new("help", 2, LOADING | STALE, Group::Server, memory_help).doc(
-        "Returns helpful text about the different subcommands.",
-        "4.0.0",
-    ),
-];
-
-/// `MEMORY USAGE key [SAMPLES count]`: the estimated bytes of the key and its value
-/// (collections extrapolate from `count` sampled elements, 5 by default, all for 0).
-fn memory_usage(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let mut samples = crate::value::DEFAULT_SAMPLES;
-    let mut j = 3;
-    while j < argv.len() {
-        if is_kw(&argv[j], "samples") && j + 1 < argv.len() {
-            let n = int(&argv[j + 1])?;
-            if n < 0 {
-                return Err(OpError::Syntax);
-            }
-            samples = if n == 0 { usize::MAX } else { n as usize };
-            j += 2;
-        } else {
-            return Err(OpError::Syntax);
-        }
-    }
-    let db = ctx.db();
-    let key = &argv[2];
-    Ok(match ctx.ks.peek(db, key)? {
-        Some(entry) => Reply::Integer((entry.value.mem_usage_sampled(samples) + key.len()) as i64),
-        None => Reply::Null,
-    })
-}
-
-fn memory_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(Reply::Array(
-        [
-            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "USAGE <key> [SAMPLES <count>]",
-            "    Return memory in bytes used by <key> and its value. Nested values are",
-            "    sampled up to <count> times (default: 5, 0 means sample all).",
-            "HELP",
-            "    Print this help.",
-        ]
-        .iter()
-        .map(|l| Reply::status(l))
-        .collect(),
-    ))
-}
 
 /// `DBSIZE` counts shard by shard (like `SCAN`) instead of stopping every thread.
 fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {

@@ -177,13 +177,14 @@ impl<'a> Locked<'a> {
         let lru = lru_clock(self.now_ms);
         let touch = !self.no_touch;
         let (lfu, now) = (self.lfu, self.now_ms);
+        let params = self.ks.lfu_params();
         let shard = self.shard(loc.shard)?;
         let entry = shard
             .db_mut(db)
             .and_then(|d| d.slots[loc.local].get_mut(key));
         if let Some(e) = entry {
             if touch && lfu {
-                e.lfu_touch(now, rand::random::<f64>());
+                e.lfu_touch(now, rand::random::<f64>(), params);
             } else if touch {
                 e.lru_secs = lru;
             }

@@ -10,15 +10,17 @@
 //! whole iteration is returned) without Redis's reverse-binary cursor trick.
 
 mod cut;
+mod evict;
 mod key;
 mod locked;
 mod shard;
 mod slot;
 
 pub use cut::DumpedShard;
+pub use evict::Candidate;
 pub use key::StoredKey;
 pub use locked::Locked;
-pub use shard::Entry;
+pub use shard::{Entry, LfuParams};
 pub use slot::{crc16, key_slot, SLOTS};
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,6 +58,8 @@ pub struct Keyspace {
     stats: KeyspaceStats,
     cut: cut::Cut,
     expiry_listener: std::sync::OnceLock<ExpiryListener>,
+    /// `lfu-log-factor` (high half) and `lfu-decay-time` (low half).
+    lfu: AtomicU64,
 }
 
 /// Which shards a command must hold while it runs.
@@ -76,6 +80,10 @@ pub struct Location {
     pub shard: usize,
     /// Index of the key's slot within the shard.
     pub local: usize,
+}
+
+fn pack_lfu(p: LfuParams) -> u64 {
+    (u64::from(p.log_factor) << 32) | u64::from(p.decay_minutes)
 }
 
 /// Where a key lives.
@@ -104,7 +112,22 @@ impl Keyspace {
             stats: KeyspaceStats::default(),
             cut: cut::Cut::new(),
             expiry_listener: std::sync::OnceLock::new(),
+            lfu: AtomicU64::new(pack_lfu(LfuParams::default())),
         }
+    }
+
+    /// The LFU tuning accesses and `OBJECT FREQ` use.
+    pub fn lfu_params(&self) -> LfuParams {
+        let v = self.lfu.load(Ordering::Relaxed);
+        LfuParams {
+            log_factor: (v >> 32) as u32,
+            decay_minutes: v as u32,
+        }
+    }
+
+    /// Changes the LFU tuning (`CONFIG SET lfu-log-factor` / `lfu-decay-time`).
+    pub fn set_lfu_params(&self, params: LfuParams) {
+        self.lfu.store(pack_lfu(params), Ordering::Relaxed);
     }
 
     /// Sets the listener told about expired keys (once; later calls are ignored).

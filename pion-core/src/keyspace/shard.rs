@@ -28,11 +28,23 @@ pub struct Entry {
 /// The counter a new key starts with under an LFU policy (Redis's `LFU_INIT_VAL`).
 pub const LFU_INIT_VAL: u8 = 5;
 
-/// `lfu-log-factor`: how slowly the counter grows.
-const LFU_LOG_FACTOR: f64 = 10.0;
+/// The LFU tuning (`lfu-log-factor`, `lfu-decay-time`), as Redis defines them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LfuParams {
+    /// How slowly the counter grows (`lfu-log-factor`, default 10).
+    pub log_factor: u32,
+    /// Idle minutes per counter decrement (`lfu-decay-time`, default 1; 0: never).
+    pub decay_minutes: u32,
+}
 
-/// `lfu-decay-time`: minutes per counter decrement when a key is not accessed.
-const LFU_DECAY_MINUTES: u32 = 1;
+impl Default for LfuParams {
+    fn default() -> Self {
+        LfuParams {
+            log_factor: 10,
+            decay_minutes: 1,
+        }
+    }
+}
 
 fn lfu_minutes(now_ms: i64) -> u32 {
     ((now_ms / 60_000) as u32) & 0xFFFF
@@ -78,7 +90,7 @@ impl Entry {
 
     /// The LFU counter after decay for the minutes since it was last touched
     /// (`OBJECT FREQ`; meaningful under an LFU policy).
-    pub fn lfu_counter(&self, now_ms: i64) -> u8 {
+    pub fn lfu_counter(&self, now_ms: i64, params: LfuParams) -> u8 {
         // After a policy switch the field may still hold an LRU time: the result is
         // then meaningless (as Redis warns) but never out of range.
         let last = (self.lru_secs >> 8) & 0xFFFF;
@@ -89,17 +101,17 @@ impl Entry {
         } else {
             0xFFFF - last + now
         };
-        let periods = elapsed / LFU_DECAY_MINUTES;
+        let periods = elapsed.checked_div(params.decay_minutes).unwrap_or(0);
         counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
     }
 
     /// Records an access under an LFU policy: decay, then a logarithmic increment
     /// (`r` is a uniform random number in [0, 1)).
-    pub(crate) fn lfu_touch(&mut self, now_ms: i64, r: f64) {
-        let mut counter = self.lfu_counter(now_ms);
+    pub(crate) fn lfu_touch(&mut self, now_ms: i64, r: f64, params: LfuParams) {
+        let mut counter = self.lfu_counter(now_ms, params);
         if counter < u8::MAX {
             let base = f64::from(counter.saturating_sub(LFU_INIT_VAL));
-            if r < 1.0 / (base * LFU_LOG_FACTOR + 1.0) {
+            if r < 1.0 / (base * f64::from(params.log_factor) + 1.0) {
                 counter += 1;
             }
         }

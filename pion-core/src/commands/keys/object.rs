@@ -109,13 +109,14 @@ fn idletime(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// idle minute), under an LFU policy only.
 fn freq(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let lfu = policy(ctx).lfu;
+    let params = ctx.engine.keyspace().lfu_params();
     with_entry(ctx, argv, |e, now| {
         if !lfu {
             return Err(OpError::custom(
                 "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
             ));
         }
-        Ok(Reply::Integer(i64::from(e.lfu_counter(now))))
+        Ok(Reply::Integer(i64::from(e.lfu_counter(now, params))))
     })
 }
 

@@ -1,0 +1,49 @@
+//! `CLIENT PAUSE timeout [WRITE|ALL]` and `CLIENT UNPAUSE`: the handlers over the
+//! engine's [`PauseState`](crate::pause::PauseState).
+
+use crate::error::{OpError, OpResult};
+use crate::exec::Ctx;
+use crate::reply::Reply;
+
+/// `CLIENT PAUSE timeout [WRITE|ALL]`.
+pub(crate) fn client_pause(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() > 4 {
+        return Err(OpError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+            crate::commands::util::text(&argv[1])
+        )));
+    }
+    let timeout = crate::num::parse_i64(&argv[2])
+        .ok_or_else(|| OpError::custom("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(OpError::custom("ERR timeout is negative"));
+    }
+    let all = match argv.get(3) {
+        None => true,
+        Some(m) if m.eq_ignore_ascii_case(b"all") => true,
+        Some(m) if m.eq_ignore_ascii_case(b"write") => false,
+        Some(_) => {
+            return Err(OpError::custom(
+                "ERR CLIENT PAUSE mode must be WRITE or ALL",
+            ))
+        }
+    };
+    let now = ctx.engine.now_ms();
+    ctx.engine
+        .operator()
+        .pause
+        .pause(now.saturating_add(timeout), all, now);
+    Ok(Reply::ok())
+}
+
+/// `CLIENT UNPAUSE`: ends the pause and wakes every client, so held commands run now
+/// rather than at their worker's next timer tick.
+pub(crate) fn client_unpause(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.engine.operator().pause.unpause();
+    for client in ctx.engine.clients().snapshot() {
+        if let Some(wake) = client.waker.lock().as_ref() {
+            wake();
+        }
+    }
+    Ok(Reply::ok())
+}

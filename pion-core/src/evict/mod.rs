@@ -1,0 +1,294 @@
+//! Eviction under `maxmemory`: before a command runs while used memory is over the
+//! limit, keys are evicted as `maxmemory-policy` says, with Redis's approximations
+//! (sample `maxmemory-samples` keys per database of a random shard, keep the best
+//! candidates in a pool, evict the best), or a command that may grow memory is refused.
+//!
+//! An evicted key leaves the way a deleted one does: the write-ahead log records a
+//! `DEL` (so recovery reaches the same state), search indexes drop its document, and it
+//! counts in `INFO stats`' `evicted_keys`.
+
+mod pool;
+
+pub use pool::{EvictionPool, POOL_SIZE};
+
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use rand::Rng;
+
+use crate::command::{flags, CommandSpec};
+use crate::engine::Engine;
+use crate::error::{OpError, OpResult};
+use crate::keyspace::{Candidate, Entry, SHARDS};
+
+/// Redis's reply to a command refused for memory.
+pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Evictions that find nothing to remove (keys deleted since they were sampled) before
+/// an eviction run gives up.
+const MAX_MISSES: usize = 1000;
+
+/// `maxmemory-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Policy {
+    /// Refuse commands that may grow memory.
+    NoEviction,
+    /// Least recently used among all keys.
+    AllKeysLru,
+    /// Least frequently used among all keys.
+    AllKeysLfu,
+    /// Any key.
+    AllKeysRandom,
+    /// Least recently used among keys with a time to live.
+    VolatileLru,
+    /// Least frequently used among keys with a time to live.
+    VolatileLfu,
+    /// Any key with a time to live.
+    VolatileRandom,
+    /// The key with the nearest expiry.
+    VolatileTtl,
+}
+
+const ALL: [Policy; 8] = [
+    Policy::NoEviction,
+    Policy::AllKeysLru,
+    Policy::AllKeysLfu,
+    Policy::AllKeysRandom,
+    Policy::VolatileLru,
+    Policy::VolatileLfu,
+    Policy::VolatileRandom,
+    Policy::VolatileTtl,
+];
+
+impl Policy {
+    /// The policy's configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::NoEviction => "noeviction",
+            Policy::AllKeysLru => "allkeys-lru",
+            Policy::AllKeysLfu => "allkeys-lfu",
+            Policy::AllKeysRandom => "allkeys-random",
+            Policy::VolatileLru => "volatile-lru",
+            Policy::VolatileLfu => "volatile-lfu",
+            Policy::VolatileRandom => "volatile-random",
+            Policy::VolatileTtl => "volatile-ttl",
+        }
+    }
+
+    /// The policy with this configuration name (case-insensitive).
+    pub fn parse(name: &str) -> Option<Policy> {
+        ALL.into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether only keys with a time to live may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
+        )
+    }
+
+    /// Whether candidates are ranked (through the pool) rather than picked at random.
+    fn ranked(self) -> bool {
+        !matches!(
+            self,
+            Policy::AllKeysRandom | Policy::VolatileRandom | Policy::NoEviction
+        )
+    }
+}
+
+/// The eviction state an engine keeps: the policy, the pool and the counter.
+#[derive(Debug)]
+pub struct Evictor {
+    policy: AtomicU8,
+    samples: AtomicUsize,
+    evicted: AtomicU64,
+    /// Also serialises eviction runs: one thread frees memory while the others wait,
+    /// then find it freed. Taken before any shard lock, never while holding one.
+    pool: Mutex<EvictionPool>,
+}
+
+impl Default for Evictor {
+    fn default() -> Self {
+        Evictor {
+            policy: AtomicU8::new(Policy::NoEviction as u8),
+            samples: AtomicUsize::new(5),
+            evicted: AtomicU64::new(0),
+            pool: Mutex::new(EvictionPool::default()),
+        }
+    }
+}
+
+impl Evictor {
+    /// Applies `maxmemory-policy` and `maxmemory-samples` (after `CONFIG SET`).
+    pub fn configure(&self, policy: Policy, samples: usize) {
+        let old = self.policy.swap(policy as u8, Ordering::Relaxed);
+        if old != policy as u8 {
+            // Scores of another policy mean something else.
+            self.pool.lock().clear();
+        }
+        self.samples.store(samples.max(1), Ordering::Relaxed);
+    }
+
+    /// The selected policy.
+    pub fn policy(&self) -> Policy {
+        let v = self.policy.load(Ordering::Relaxed);
+        ALL.into_iter()
+            .find(|p| *p as u8 == v)
+            .unwrap_or(Policy::NoEviction)
+    }
+
+    /// Keys evicted since start (or the last `CONFIG RESETSTAT`).
+    pub fn evicted_keys(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
+    }
+
+    /// Resets the counter (`CONFIG RESETSTAT`).
+    pub fn reset_stats(&self) {
+        self.evicted.store(0, Ordering::Relaxed);
+    }
+
+    /// Evicts keys until used memory is at most `limit`; returns false when the
+    /// policy allows no eviction or nothing more can be evicted.
+    pub fn free_memory(&self, engine: &Engine, limit: u64) -> bool {
+        let policy = self.policy();
+        if policy == Policy::NoEviction {
+            return false;
+        }
+        let ks = engine.keyspace();
+        let mut pool = self.pool.lock();
+        let used = ks.used_memory() as u64;
+        if used <= limit {
+            return true;
+        }
+        let to_free = used - limit;
+        let now = engine.now_ms();
+        let params = ks.lfu_params();
+        let score = move |e: &Entry| -> u64 {
+            match policy {
+                Policy::AllKeysLfu | Policy::VolatileLfu => {
+                    255 - u64::from(e.lfu_counter(now, params))
+                }
+                Policy::VolatileTtl => e.expire_at().map_or(0, |t| i64::MAX.wrapping_sub(t) as u64),
+                _ => e.idle_secs(now).saturating_mul(1000),
+            }
+        };
+        let mut on_removed = |db: usize, key: &[u8]| {
+            let del = [b"DEL".to_vec(), key.to_vec()];
+            if let Some(d) = engine.durability() {
+                d.wal().append(now, std::iter::once((db, &del[..])));
+            }
+            engine.search().key_expired(db, key);
+            notify_evicted(engine, db, key);
+        };
+        let mut rng = rand::thread_rng();
+        let samples = self.samples.load(Ordering::Relaxed);
+        let volatile = policy.volatile();
+        let mut scratch = Vec::new();
+        let (mut freed, mut misses) = (0u64, 0usize);
+        while freed < to_free {
+            let pick = if policy.ranked() {
+                pick_ranked(engine, &mut pool, volatile, samples, &score, &mut rng)
+            } else {
+                pick_random(engine, volatile, &mut scratch, &mut rng)
+            };
+            let Some(c) = pick else { return false };
+            match ks.evict(c.db, &c.key, volatile, &mut on_removed) {
+                Some(bytes) => {
+                    freed += bytes as u64;
+                    self.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+                None => {
+                    misses += 1;
+                    if misses > MAX_MISSES {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Where the `evicted` keyspace event is to be published (called holding the key's
+/// shard, right after its removal was logged and search indexes were told).
+fn notify_evicted(_engine: &Engine, _db: usize, _key: &[u8]) {
+    // Keyspace notifications: publish `evicted` for (db, key) here.
+}
+
+/// Samples the databases of one shard (the first non-empty from a random one) into
+/// the pool, then takes the pool's best candidate. `None`: nothing to evict.
+fn pick_ranked(
+    engine: &Engine,
+    pool: &mut EvictionPool,
+    volatile: bool,
+    samples: usize,
+    score: &dyn Fn(&Entry) -> u64,
+    rng: &mut impl Rng,
+) -> Option<Candidate> {
+    let ks = engine.keyspace();
+    let start = rng.gen_range(0..SHARDS);
+    let mut sampled = Vec::new();
+    for i in 0..SHARDS {
+        if ks.sample_shard(
+            (start + i) % SHARDS,
+            volatile,
+            samples,
+            rng,
+            score,
+            &mut sampled,
+        ) > 0
+        {
+            break;
+        }
+    }
+    for c in sampled {
+        pool.offer(c);
+    }
+    pool.pop_best()
+}
+
+/// A random key (with a time to live when `volatile`) of a random database.
+fn pick_random(
+    engine: &Engine,
+    volatile: bool,
+    scratch: &mut Vec<Candidate>,
+    rng: &mut impl Rng,
+) -> Option<Candidate> {
+    let ks = engine.keyspace();
+    let start = rng.gen_range(0..SHARDS);
+    for i in 0..SHARDS {
+        scratch.clear();
+        if ks.sample_shard((start + i) % SHARDS, volatile, 1, rng, &|_| 0, scratch) > 0 {
+            let at = rng.gen_range(0..scratch.len());
+            return Some(scratch.swap_remove(at));
+        }
+    }
+    None
+}
+
+/// The dispatcher's check before a command runs: over `maxmemory`, evict as the
+/// policy says; a command that may grow memory is refused if that did not bring used
+/// memory under the limit (always so under `noeviction`).
+pub fn before_command(engine: &Engine, spec: &CommandSpec) -> OpResult<()> {
+    let limit = engine.maxmemory();
+    if limit == 0 || engine.keyspace().used_memory() as u64 <= limit {
+        return Ok(());
+    }
+    // While writes are paused nothing is evicted either (that would be a write).
+    let op = engine.operator();
+    let freed = !op.pause.writes_paused() && op.evictor.free_memory(engine, limit);
+    if freed || !spec.has(flags::DENYOOM) {
+        Ok(())
+    } else {
+        Err(OpError::custom(OOM_ERROR))
+    }
+}
+
+#[cfg(test)]
+mod tests;

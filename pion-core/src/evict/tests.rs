@@ -1,0 +1,91 @@
+//! Eviction through the command path of an in-memory engine.
+
+use crate::reply::Reply;
+use crate::{Engine, EngineOptions};
+
+fn engine(policy: &str, maxmemory: u64) -> Engine {
+    let e = Engine::in_memory(EngineOptions {
+        disable_active_expiry: true,
+        ..EngineOptions::default()
+    });
+    assert_eq!(
+        e.execute(0, &["CONFIG", "SET", "maxmemory-policy", policy]),
+        Reply::ok()
+    );
+    assert_eq!(
+        e.execute(0, &["CONFIG", "SET", "maxmemory", &maxmemory.to_string()]),
+        Reply::ok()
+    );
+    e
+}
+
+#[test]
+fn noeviction_refuses_denyoom_commands_but_not_deletes() {
+    let e = engine("noeviction", 20_000);
+    let big = "x".repeat(1000);
+    let mut refused = 0;
+    for i in 0..40 {
+        if e.execute(0, &["SET", &format!("k{i}"), &big]) == Reply::error(super::OOM_ERROR) {
+            refused += 1;
+        }
+    }
+    assert!(refused > 0);
+    assert_eq!(e.operator().evictor.evicted_keys(), 0);
+    assert_eq!(e.execute(0, &["DEL", "k0"]), Reply::Integer(1));
+}
+
+#[test]
+fn allkeys_policies_stay_near_the_limit() {
+    for policy in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+        let e = engine(policy, 100_000);
+        let big = "x".repeat(500);
+        for i in 0..2000 {
+            assert_eq!(e.execute(0, &["SET", &format!("k{i}"), &big]), Reply::ok());
+        }
+        let used = e.keyspace().used_memory() as u64;
+        assert!(used <= 100_000 + 2000, "{policy}: used {used}");
+        let evicted = e.operator().evictor.evicted_keys();
+        let left = e.keyspace().db_size(0) as u64;
+        assert_eq!(evicted + left, 2000, "{policy}");
+        assert!(left > 50, "{policy}: only {left} keys left");
+    }
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl() {
+    for policy in [
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
+        let e = engine(policy, 100_000);
+        let big = "x".repeat(500);
+        let mut oom = false;
+        for i in 0..2000 {
+            let k = format!("k{i}");
+            let r = if i % 2 == 0 {
+                e.execute(0, &["SET", &k, &big, "EX", &(10_000 + i).to_string()])
+            } else {
+                e.execute(0, &["SET", &k, &big])
+            };
+            if r == Reply::error(super::OOM_ERROR) {
+                oom = true;
+                break;
+            }
+            assert_eq!(r, Reply::ok(), "{policy}");
+        }
+        // Persistent keys alone eventually fill the limit: then writes are refused.
+        assert!(oom, "{policy}: never ran out of volatile keys");
+        for i in (1..2000).step_by(2) {
+            let k = format!("k{i}");
+            if e.execute(0, &["EXISTS", &k]) == Reply::Integer(0) {
+                // Only keys never written (after the OOM) may be missing.
+                assert_eq!(
+                    e.execute(0, &["SET", &k, "v"]),
+                    Reply::error(super::OOM_ERROR)
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The keyspace's part of eviction: sampling candidate keys from one shard, and
+//! removing a chosen key under its shard's lock. Which keys a policy prefers, and when
+//! to evict at all, is decided by [`crate::evict`].
+
+use rand::Rng;
+
+use super::shard::Entry;
+use super::{locate, Keyspace, SLOTS_PER_SHARD};
+
+/// A key that may be evicted, and how good a choice it is (higher: evict sooner).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The policy's score: idle time, `255 - frequency`, or time left inverted.
+    pub score: u64,
+    /// The key's database.
+    pub db: usize,
+    /// The key.
+    pub key: Vec<u8>,
+}
+
+impl Keyspace {
+    /// Samples up to `per_db` keys of every database in shard `idx` (only keys with a
+    /// time to live when `volatile`), scoring each with `score`, into `out`. Keys are
+    /// taken from consecutive slots starting at a random one, each slot entered at a
+    /// random position, as Redis takes a run of buckets from a random one. Returns how
+    /// many were sampled.
+    pub fn sample_shard(
+        &self,
+        idx: usize,
+        volatile: bool,
+        per_db: usize,
+        rng: &mut impl Rng,
+        score: &dyn Fn(&Entry) -> u64,
+        out: &mut Vec<Candidate>,
+    ) -> usize {
+        let shard = self.lock_shard(idx);
+        let before = out.len();
+        for (db, d) in shard.dbs.iter().enumerate() {
+            let Some(d) = d.as_deref() else { continue };
+            if volatile {
+                let (Some(first), Some(last)) = (d.expires.first(), d.expires.last()) else {
+                    continue;
+                };
+                // A random deadline in the range, then the first key due at or after
+                // it: a random volatile key without walking the index.
+                for _ in 0..per_db {
+                    let t = rng.gen_range(first.0..=last.0);
+                    let Some((_, key)) = d.expires.range((t, Vec::new())..).next() else {
+                        continue;
+                    };
+                    if let Some(e) = d.slots[locate(key).local].get(key.as_slice()) {
+                        out.push(Candidate {
+                            score: score(e),
+                            db,
+                            key: key.clone(),
+                        });
+                    }
+                }
+                continue;
+            }
+            if d.keys == 0 {
+                continue;
+            }
+            let start = rng.gen_range(0..SLOTS_PER_SHARD);
+            let mut taken = 0;
+            for step in 0..SLOTS_PER_SHARD {
+                if taken >= per_db {
+                    break;
+                }
+                let slot = &d.slots[(start + step) % SLOTS_PER_SHARD];
+                if slot.is_empty() {
+                    continue;
+                }
+                let skip = rng.gen_range(0..slot.len());
+                for (k, e) in slot
+                    .iter()
+                    .skip(skip)
+                    .chain(slot.iter().take(skip))
+                    .take(per_db - taken)
+                {
+                    out.push(Candidate {
+                        score: score(e),
+                        db,
+                        key: k.as_slice().to_vec(),
+                    });
+                    taken += 1;
+                }
+            }
+        }
+        out.len() - before
+    }
+
+    /// Evicts one key if it still exists (and, when `volatile`, still has a time to
+    /// live): removes it under its shard's lock and calls `on_removed` before the lock
+    /// is released, so whatever records the removal (the write-ahead log, search
+    /// indexes) sees it in the order commands on that key ran. Returns the bytes freed.
+    pub fn evict(
+        &self,
+        db: usize,
+        key: &[u8],
+        volatile: bool,
+        on_removed: &mut dyn FnMut(usize, &[u8]),
+    ) -> Option<usize> {
+        let loc = locate(key);
+        let mut shard = self.lock_shard(loc.shard);
+        let entry = shard.db(db)?.slots[loc.local].get(key)?;
+        if volatile && entry.expire_at().is_none() {
+            return None;
+        }
+        let removed = shard.remove(db, loc.local, key)?;
+        on_removed(db, key);
+        Some(removed.accounted as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn samples_only_what_the_policy_may_evict() {
+        let ks = Keyspace::new(2);
+        let keys: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
+        {
+            let mut l = ks.lock(&super::super::LockSet::All, 0);
+            for (i, k) in keys.iter().enumerate() {
+                l.set(i % 2, k.as_bytes(), Value::string(b"v".to_vec()))
+                    .expect("set");
+                if i % 10 == 0 {
+                    l.set_expire_at(i % 2, k.as_bytes(), Some(1_000_000 + i as i64))
+                        .expect("expire");
+                }
+            }
+        }
+        let mut rng = rand::thread_rng();
+        let mut out = Vec::new();
+        for idx in 0..super::super::SHARDS {
+            ks.sample_shard(idx, false, 5, &mut rng, &|_| 0, &mut out);
+        }
+        // 2000 keys over 64 shards and 2 databases: about 15 per shard and database.
+        assert!(out.len() >= 64 * 2 * 4, "sampled {}", out.len());
+        out.clear();
+        for idx in 0..super::super::SHARDS {
+            ks.sample_shard(
+                idx,
+                true,
+                5,
+                &mut rng,
+                &|e| e.expire_at().map_or(0, |t| t as u64),
+                &mut out,
+            );
+        }
+        assert!(!out.is_empty());
+        for c in &out {
+            let i: usize = std::str::from_utf8(&c.key[1..])
+                .expect("utf8")
+                .parse()
+                .expect("number");
+            assert_eq!(i % 10, 0, "a key without a time to live was sampled");
+            assert_eq!(c.db, i % 2);
+            assert_eq!(c.score, 1_000_000 + i as u64);
+        }
+        // Eviction: a volatile policy leaves a persistent key alone.
+        let mut seen = Vec::new();
+        assert_eq!(
+            ks.evict(1, b"k1", true, &mut |db, k| seen.push((db, k.to_vec()))),
+            None
+        );
+        assert!(ks
+            .evict(1, b"k1", false, &mut |db, k| seen.push((db, k.to_vec())))
+            .is_some_and(|b| b > 0));
+        assert_eq!(seen, vec![(1, b"k1".to_vec())]);
+        assert_eq!(ks.evict(1, b"k1", false, &mut |_, _| {}), None);
+        assert_eq!(ks.db_size(1), 999);
+    }
+}

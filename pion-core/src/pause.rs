@@ -1,0 +1,100 @@
+//! `CLIENT PAUSE`: while a pause lasts, clients' commands (all of them, or only those
+//! that write or may replicate) are held, not run. The state lives here; a connection
+//! asks [`PauseState::holds`] before running a command and, when held, keeps the
+//! command and stops reading until the pause ends (its worker re-checks on its timer,
+//! and `CLIENT UNPAUSE` wakes every client).
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::command::{flags, CommandSpec};
+
+/// The engine's pause: until when, and whether every command is held.
+#[derive(Debug, Default)]
+pub struct PauseState {
+    /// Unix ms the pause ends at; 0 when there is none.
+    until_ms: AtomicI64,
+    /// `ALL` (every command held) rather than `WRITE`.
+    all: AtomicBool,
+    /// Serialises pause and unpause (the two fields change together).
+    change: Mutex<()>,
+}
+
+impl PauseState {
+    /// Pauses until `until_ms`. As in Redis, a pause already under way only grows: the
+    /// later end and the stricter mode win.
+    pub fn pause(&self, until_ms: i64, all: bool, now_ms: i64) {
+        let _g = self.change.lock();
+        let active = self.until_ms.load(Ordering::Acquire) > now_ms;
+        let all = all || (active && self.all.load(Ordering::Relaxed));
+        let until = if active {
+            until_ms.max(self.until_ms.load(Ordering::Relaxed))
+        } else {
+            until_ms
+        };
+        self.all.store(all, Ordering::Relaxed);
+        self.until_ms.store(until.max(1), Ordering::Release);
+    }
+
+    /// Ends the pause now (`CLIENT UNPAUSE`).
+    pub fn unpause(&self) {
+        let _g = self.change.lock();
+        self.until_ms.store(0, Ordering::Release);
+        self.all.store(false, Ordering::Relaxed);
+    }
+
+    /// When a command of this kind is held at `now_ms`: the Unix ms the pause ends at.
+    pub fn holds(&self, spec: &CommandSpec, now_ms: i64) -> Option<i64> {
+        let until = self.until_ms.load(Ordering::Acquire);
+        if until == 0 || until <= now_ms {
+            return None;
+        }
+        let held = self.all.load(Ordering::Relaxed)
+            || spec.has(flags::WRITE)
+            || spec.has(flags::MAY_REPLICATE);
+        held.then_some(until)
+    }
+
+    /// Whether the command in `argv` is held now (a command that fails to resolve is
+    /// not: its error is the reply, as in Redis).
+    pub fn holds_argv(&self, argv: &[Vec<u8>]) -> bool {
+        if self.until_ms.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        crate::command::resolve(argv)
+            .is_ok_and(|r| self.holds(r.spec, crate::engine::unix_ms()).is_some())
+    }
+
+    /// Whether writes are paused now (eviction and active expiry wait too).
+    pub fn writes_paused(&self) -> bool {
+        let until = self.until_ms.load(Ordering::Acquire);
+        until != 0 && until > crate::engine::unix_ms()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::resolve;
+
+    fn spec(args: &[&str]) -> &'static CommandSpec {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        resolve(&argv).expect("known command").spec
+    }
+
+    #[test]
+    fn write_mode_holds_writes_and_replicating_commands_only() {
+        let p = PauseState::default();
+        p.pause(2000, false, 1000);
+        assert_eq!(p.holds(spec(&["SET", "k", "v"]), 1500), Some(2000));
+        assert_eq!(p.holds(spec(&["GET", "k"]), 1500), None);
+        assert_eq!(p.holds(spec(&["SET", "k", "v"]), 2000), None, "ended");
+        // A shorter, laxer pause does not shorten or relax one under way.
+        p.pause(3000, true, 1500);
+        p.pause(2500, false, 1600);
+        assert_eq!(p.holds(spec(&["GET", "k"]), 2800), Some(3000));
+        p.unpause();
+        assert_eq!(p.holds(spec(&["SET", "k", "v"]), 2800), None);
+    }
+}
