@@ -49,6 +49,11 @@ pub struct ConfigValues {
     pub appendfsync: String,
     /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
     pub kv_budget: u64,
+    /// `protected-mode`: with no password on the default user, only loopback clients
+    /// are served.
+    pub protected_mode: bool,
+    /// `aclfile`: where users are loaded from and saved to (empty: none).
+    pub aclfile: String,
 }
 
 impl Default for ConfigValues {
@@ -73,6 +78,8 @@ impl Default for ConfigValues {
             appendonly: false,
             appendfsync: "everysec".into(),
             kv_budget: 0,
+            protected_mode: true,
+            aclfile: String::new(),
         }
     }
 }
@@ -374,6 +381,25 @@ pub static PARAMS: &[Param] = &[
         0,
         i64::MAX as usize
     ),
+    Param {
+        name: "protected-mode",
+        aliases: &[],
+        get: |c| if c.protected_mode { "yes" } else { "no" }.into(),
+        set: Some(|c, v| {
+            c.protected_mode = match v.to_ascii_lowercase().as_str() {
+                "yes" => true,
+                "no" => false,
+                _ => return Err("argument must be 'yes' or 'no'".into()),
+            };
+            Ok(())
+        }),
+    },
+    Param {
+        name: "aclfile",
+        aliases: &[],
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
 ];
 
 /// Why `CONFIG SET` refused a value.

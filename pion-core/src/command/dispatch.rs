@@ -178,6 +178,12 @@ fn run(
         engine.command_stats().reject(resolved.stat);
         return (Reply::error("NOAUTH Authentication required."), started);
     }
+    // ACL: may this user run this command on these keys? (One flag read for users
+    // allowed everything.)
+    if let Err(e) = crate::acl::permit(engine, client, spec, resolved.full_name, resolved.stat, argv) {
+        engine.command_stats().reject(resolved.stat);
+        return (e.into(), started);
+    }
     if spec.has(super::flags::DENYOOM) && over_maxmemory(engine) {
         engine.command_stats().reject(resolved.stat);
         return (

@@ -6,7 +6,7 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{execute, execute_at, lock_set_for, replay, resolve};
+pub use dispatch::{execute, execute_at, key_indices, lock_set_for, replay, resolve};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -389,7 +389,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -404,6 +404,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         prefix::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
+        acl::COMMANDS,
     ]
 }
 
