@@ -170,7 +170,7 @@ pub fn getuser(r: &UserRules) -> Reply {
     Reply::Map(vec![
         (
             b("flags"),
-            Reply::Array(flags(r).into_iter().map(b).collect()),
+            Reply::Set(flags(r).into_iter().map(b).collect()),
         ),
         (
             b("passwords"),

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod describe;
 pub mod file;
 pub mod log;
+pub mod protected;
 pub mod rules;
 
 use std::collections::BTreeMap;
@@ -350,6 +351,8 @@ pub fn permit(
     match check(user, spec, full_name, slot, argv) {
         Ok(()) => Ok(()),
         Err(denial) => {
+            // The log's client line names the refused command, as Redis's does.
+            client.shared.last_cmd.store(slot, Ordering::Relaxed);
             let (reason, object) = denial.reason();
             let info = crate::commands::connection::client_line(&client.shared, engine.now_ms());
             engine
