@@ -356,6 +356,10 @@ impl Worker {
         let Some((stream, conn)) = self.conns.get_mut(&token) else {
             return;
         };
+        // Killed (CLIENT KILL, its user deleted): runs nothing more; the sweep closes it.
+        if conn.client.shared.killed.load(Ordering::SeqCst) {
+            return;
+        }
         if !read_available(stream, conn, engine) {
             conn.peer_closed = true;
         }
