@@ -65,16 +65,37 @@ const FLAGS: &[Flag] = &[
 /// Directives accepted at start-up only, with what each means here.
 pub const START_UP: &[(&str, &str)] = &[
     ("daemonize", "only 'no': the server runs in the foreground"),
-    ("supervised", "only 'no' or 'auto': no supervisor protocol is spoken"),
+    (
+        "supervised",
+        "only 'no' or 'auto': no supervisor protocol is spoken",
+    ),
     ("logfile", "only '': the log goes to standard error"),
-    ("loglevel", "debug, verbose, notice or warning: accepted, the log is always brief"),
-    ("pidfile", "the process id is written to this file at start-up"),
-    ("aclfile", "users are loaded from and saved to this ACL file"),
+    (
+        "loglevel",
+        "debug, verbose, notice or warning: accepted, the log is always brief",
+    ),
+    (
+        "pidfile",
+        "the process id is written to this file at start-up",
+    ),
+    (
+        "aclfile",
+        "users are loaded from and saved to this ACL file",
+    ),
     ("user", "a user and its ACL rules, as in an ACL file"),
-    ("protected-mode", "yes: only loopback clients while the default user has no password"),
-    ("appendonly", "yes/no: the write-ahead log on or off (--wal)"),
+    (
+        "protected-mode",
+        "yes: only loopback clients while the default user has no password",
+    ),
+    (
+        "appendonly",
+        "yes/no: the write-ahead log on or off (--wal)",
+    ),
     ("always-show-logo", "accepted: no logo is shown"),
-    ("set-proc-title", "accepted: the process title is left alone"),
+    (
+        "set-proc-title",
+        "accepted: the process title is left alone",
+    ),
 ];
 
 /// What the server runs with.
@@ -326,17 +347,22 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
             "daemonize" | "supervised" => match value.to_ascii_lowercase().as_str() {
                 "no" => Ok(()),
                 "auto" if name == "supervised" => Ok(()),
-                _ => Err(format!("'{name} {value}' is not supported: run pion-server in the foreground")),
+                _ => Err(format!(
+                    "'{name} {value}' is not supported: run pion-server in the foreground"
+                )),
             },
             "logfile" if value.is_empty() => Ok(()),
             "logfile" => Err("only logfile \"\" (standard error) is supported".into()),
             "loglevel" => match value.to_ascii_lowercase().as_str() {
                 "debug" | "verbose" | "notice" | "warning" | "nothing" => Ok(()),
-                _ => Err("Invalid log level. Must be one of debug, verbose, notice, warning, nothing".into()),
+                _ => Err(
+                    "Invalid log level. Must be one of debug, verbose, notice, warning, nothing"
+                        .into(),
+                ),
             },
-            "always-show-logo" | "set-proc-title" => {
-                yes_no(&value).map(|_| ()).ok_or_else(|| "argument must be 'yes' or 'no'".to_string())
-            }
+            "always-show-logo" | "set-proc-title" => yes_no(&value)
+                .map(|_| ())
+                .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
             "pidfile" => {
                 pidfile = (!value.is_empty()).then(|| value.clone());
                 Ok(())

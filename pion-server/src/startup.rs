@@ -17,7 +17,10 @@ pub fn prepare(engine: &Engine, opts: &ServeOptions) -> Result<(), String> {
         acl.set_file(Some(path));
     }
     for d in &opts.users {
-        let (name, rules) = d.args.split_first().ok_or_else(|| d.error("user name is missing"))?;
+        let (name, rules) = d
+            .args
+            .split_first()
+            .ok_or_else(|| d.error("user name is missing"))?;
         acl.set_user(name, rules)
             .map_err(|e| d.error(e.error().to_string().trim_start_matches("ERR ")))?;
     }

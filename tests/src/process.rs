@@ -178,7 +178,11 @@ impl PionProcess {
         PionProcess::spawn(Some(config), dir, extra_args)
     }
 
-    fn spawn(config: Option<&Path>, dir: &Path, extra_args: &[&str]) -> Result<PionProcess, String> {
+    fn spawn(
+        config: Option<&Path>,
+        dir: &Path,
+        extra_args: &[&str],
+    ) -> Result<PionProcess, String> {
         let bin = server_bin();
         let mut last = String::new();
         for _ in 0..5 {

@@ -34,7 +34,10 @@ fn aclfile_survives_restart_and_load_is_all_or_nothing() {
     assert!(text(&mut c, &["SET", "b1", "v"]).starts_with("-NOPERM"));
     let mut admin = server.client();
     assert_eq!(
-        text(&mut admin, &["ACL", "SETUSER", "bob", "on", ">bpw", "+ping"]),
+        text(
+            &mut admin,
+            &["ACL", "SETUSER", "bob", "on", ">bpw", "+ping"]
+        ),
         "+OK"
     );
     assert_eq!(text(&mut admin, &["ACL", "SAVE"]), "+OK");
@@ -86,7 +89,10 @@ fn deleting_a_user_closes_its_connections() {
     let server = PionProcess::start(data.path(), &["--wal", "off"]);
     let mut admin = server.client();
     assert_eq!(
-        text(&mut admin, &["ACL", "SETUSER", "eve", "on", ">x", "+@all", "~*"]),
+        text(
+            &mut admin,
+            &["ACL", "SETUSER", "eve", "on", ">x", "+@all", "~*"]
+        ),
         "+OK"
     );
     let mut eve = server.client();
@@ -95,7 +101,8 @@ fn deleting_a_user_closes_its_connections() {
     let list = text(&mut admin, &["CLIENT", "LIST"]);
     assert!(list.contains("user=eve"), "{list}");
     assert_eq!(text(&mut admin, &["ACL", "DELUSER", "eve"]), ":1");
-    eve.set_read_timeout(Duration::from_secs(5)).expect("timeout");
+    eve.set_read_timeout(Duration::from_secs(5))
+        .expect("timeout");
     assert!(eve.call(&["PING"]).is_err(), "the connection is closed");
     assert_eq!(text(&mut admin, &["PING"]), "+PONG");
 }
@@ -150,9 +157,8 @@ fn config_rewrite_round_trip() {
         "# Operators' notes stay.\nmaxmemory 1mb\ndaemonize no\nsave \"\"\nappendonly no\ninclude extra.conf\nloglevel notice\n",
     )
     .expect("write");
-    let mut server =
-        PionProcess::try_start_with_config(&conf, data.path(), &["--timeout", "300"])
-            .expect("start with a config file");
+    let mut server = PionProcess::try_start_with_config(&conf, data.path(), &["--timeout", "300"])
+        .expect("start with a config file");
     let log = server.stderr_text();
     assert!(log.contains("Ready to accept connections tcp"), "{log}");
     assert!(log.contains(&format!("pid={}", server.pid())), "{log}");
@@ -164,7 +170,10 @@ fn config_rewrite_round_trip() {
     );
     assert_eq!(text(&mut c, &["CONFIG", "SET", "maxmemory", "10mb"]), "+OK");
     assert_eq!(
-        text(&mut c, &["ACL", "SETUSER", "ops", "on", ">secret", "+@all", "~*"]),
+        text(
+            &mut c,
+            &["ACL", "SETUSER", "ops", "on", ">secret", "+@all", "~*"]
+        ),
         "+OK"
     );
     assert_eq!(text(&mut c, &["CONFIG", "REWRITE"]), "+OK");
@@ -178,8 +187,7 @@ fn config_rewrite_round_trip() {
     assert!(written.contains("\nuser ops on #"), "{written}");
     server.kill9();
 
-    let server =
-        PionProcess::try_start_with_config(&conf, data.path(), &[]).expect("restart");
+    let server = PionProcess::try_start_with_config(&conf, data.path(), &[]).expect("restart");
     let mut c = server.client();
     assert_eq!(
         text(&mut c, &["CONFIG", "GET", "maxmemory"]),
@@ -222,7 +230,10 @@ fn protected_mode_refuses_outside_clients() {
     );
     // With protected mode off the same client is served.
     assert_eq!(
-        text(&mut server.client(), &["CONFIG", "SET", "protected-mode", "no"]),
+        text(
+            &mut server.client(),
+            &["CONFIG", "SET", "protected-mode", "no"]
+        ),
         "+OK"
     );
     let mut s = TcpStream::connect((ip, server.port())).expect("connect from outside");

@@ -96,8 +96,7 @@ pub fn catalog() -> &'static Catalog {
             top.push(slot);
             let mut subs = Vec::new();
             for sub in spec.subcommands {
-                if let Some((sub_spec, full, sub_slot)) = t.lookup_sub(spec, sub.name.as_bytes())
-                {
+                if let Some((sub_spec, full, sub_slot)) = t.lookup_sub(spec, sub.name.as_bytes()) {
                     subs.push(sub_slot);
                     entries[sub_slot] = Some(Entry {
                         spec: sub_spec,

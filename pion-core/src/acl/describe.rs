@@ -94,7 +94,11 @@ pub fn command_rules(s: &Selector) -> String {
         let Some(j) = best else { break };
         fake.change_category(1 << j, additive);
         temp.change_category(1 << j, !additive);
-        rules.push(format!("{}@{}", if additive { '+' } else { '-' }, CATEGORIES[j]));
+        rules.push(format!(
+            "{}@{}",
+            if additive { '+' } else { '-' },
+            CATEGORIES[j]
+        ));
     }
     let cat = catalog();
     for &slot in cat.top() {
@@ -159,7 +163,7 @@ pub fn rules(r: &UserRules) -> String {
 
 /// The `ACL GETUSER` reply.
 pub fn getuser(r: &UserRules) -> Reply {
-    let b = |t: &str| Reply::bulk(t.as_bytes().to_vec());
+    let b = |t: &str| Reply::bulk(t.as_bytes());
     let selector_map = |s: &Selector| {
         Reply::Map(vec![
             (b("commands"), b(&command_rules(s))),
@@ -215,14 +219,26 @@ mod tests {
             "off resetchannels -@all +@string -get"
         );
         assert_eq!(
-            described(&["allcommands", "-get", "nocommands", "+set", "allkeys", "resetkeys", "~a", "allchannels"]),
+            described(&[
+                "allcommands",
+                "-get",
+                "nocommands",
+                "+set",
+                "allkeys",
+                "resetkeys",
+                "~a",
+                "allchannels"
+            ]),
             "off ~a &* -@all +set"
         );
         assert_eq!(
             described(&["%RW~a", "%W~b", "%WR~c", "%R~"]),
             "off ~a %W~b ~c %R~ resetchannels -@all"
         );
-        assert_eq!(described(&["reset"]), "off sanitize-payload resetchannels -@all");
+        assert_eq!(
+            described(&["reset"]),
+            "off sanitize-payload resetchannels -@all"
+        );
         assert_eq!(
             described(&["+select|0", "+config|get"]),
             "off resetchannels -@all +select|0 +config|get"

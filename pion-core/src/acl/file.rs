@@ -33,16 +33,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<(String, UserRules)>, String
             continue;
         };
         if name.bytes().any(|c| c.is_ascii_whitespace() || c == 0) {
-            errors += &format!(
-                "{shown}:{line_no}: Usernames can't contain spaces or null characters. "
-            );
+            errors +=
+                &format!("{shown}:{line_no}: Usernames can't contain spaces or null characters. ");
             continue;
         }
         if users.iter().any(|(n, _)| n == name) {
-            errors += &format!(
-                "{shown}:{line_no}: {}. ",
-                RuleError::Duplicate.text()
-            );
+            errors += &format!("{shown}:{line_no}: {}. ", RuleError::Duplicate.text());
             continue;
         }
         let ops = match super::rules::join_selectors(&args[2..]) {
@@ -78,12 +74,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<(String, UserRules)>, String
 /// Reads the ACL file and replaces every user with its users, or changes nothing and
 /// says why. Returns the users replaced (their clients must be disconnected).
 pub fn load(acl: &Acl, path: &Path) -> Result<Vec<std::sync::Arc<super::User>>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "Error loading ACLs, opening file '{}': {e}",
-            path.display()
-        )
-    })?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("Error loading ACLs, opening file '{}': {e}", path.display()))?;
     let users = parse(path, &text)?;
     Ok(acl.replace_all(users))
 }

@@ -101,7 +101,7 @@ impl AclLog {
 
     /// The newest `count` entries as `ACL LOG` replies them.
     pub fn reply(&self, count: usize, now_ms: i64) -> Reply {
-        let b = |t: &str| Reply::bulk(t.as_bytes().to_vec());
+        let b = |t: &str| Reply::bulk(t.as_bytes());
         Reply::Array(
             self.entries
                 .iter()

@@ -219,9 +219,8 @@ impl Acl {
         if name.bytes().any(|c| c.is_ascii_whitespace() || c == 0) {
             return Err(SetUserError::BadName);
         }
-        let ops = rules::join_selectors(ops).map_err(|e| {
-            SetUserError::Rule(ops.last().cloned().unwrap_or_default(), e)
-        })?;
+        let ops = rules::join_selectors(ops)
+            .map_err(|e| SetUserError::Rule(ops.last().cloned().unwrap_or_default(), e))?;
         let mut users = self.users.write();
         let mut next = users.get(name).map_or_else(UserRules::new, |u| u.rules());
         for op in &ops {
@@ -271,9 +270,13 @@ impl Acl {
 
     /// Records a denial or failed login.
     pub fn log(&self, reason: Reason, object: String, username: String, client_info: String) {
-        self.log
-            .lock()
-            .add(reason, object, username, client_info, crate::engine::unix_ms());
+        self.log.lock().add(
+            reason,
+            object,
+            username,
+            client_info,
+            crate::engine::unix_ms(),
+        );
     }
 
     /// The denial log.
@@ -445,7 +448,10 @@ fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usiz
         .fold(None, |acc: Option<(bool, bool)>, (r, w)| {
             Some(acc.map_or((r, w), |(ar, aw)| (ar | r, aw | w)))
         })
-        .unwrap_or((!spec.has(crate::command::flags::WRITE), spec.has(crate::command::flags::WRITE)));
+        .unwrap_or((
+            !spec.has(crate::command::flags::WRITE),
+            spec.has(crate::command::flags::WRITE),
+        ));
     keys.iter()
         .map(|&pos| {
             let by_index = spec

@@ -14,9 +14,7 @@ pub const DENIED: &str = "-DENIED Redis is running in protected mode because pro
 pub fn refuses(protected_mode: bool, default_nopass: bool, peer: IpAddr) -> bool {
     let loopback = match peer {
         IpAddr::V4(a) => a.is_loopback(),
-        IpAddr::V6(a) => {
-            a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
+        IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
     };
     protected_mode && default_nopass && !loopback
 }

@@ -423,9 +423,9 @@ impl UserRules {
         }
         let h = hash_password(pass);
         // Every stored hash is compared, whatever matches first.
-        self.passwords
-            .iter()
-            .fold(false, |hit, p| hit | constant_eq(p.as_bytes(), h.as_bytes()))
+        self.passwords.iter().fold(false, |hit, p| {
+            hit | constant_eq(p.as_bytes(), h.as_bytes())
+        })
     }
 }
 

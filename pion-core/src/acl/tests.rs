@@ -19,14 +19,28 @@ fn run(u: &User, args: &[&str]) -> Result<(), Denial> {
 
 #[test]
 fn commands_keys_and_first_args() {
-    let u = user(&["on", "~a*", "%R~r*", "+get", "+set", "+select|0", "+config|get"]);
+    let u = user(&[
+        "on",
+        "~a*",
+        "%R~r*",
+        "+get",
+        "+set",
+        "+select|0",
+        "+config|get",
+    ]);
     assert_eq!(run(&u, &["GET", "a1"]), Ok(()));
     assert_eq!(run(&u, &["GET", "b"]), Err(Denial::Key(b"b".to_vec())));
     assert_eq!(run(&u, &["GET", "r1"]), Ok(()));
-    assert_eq!(run(&u, &["SET", "r1", "x"]), Err(Denial::Key(b"r1".to_vec())));
+    assert_eq!(
+        run(&u, &["SET", "r1", "x"]),
+        Err(Denial::Key(b"r1".to_vec()))
+    );
     assert_eq!(run(&u, &["DEL", "a"]), Err(Denial::Command("del".into())));
     assert_eq!(run(&u, &["SELECT", "0"]), Ok(()));
-    assert_eq!(run(&u, &["SELECT", "1"]), Err(Denial::Command("select".into())));
+    assert_eq!(
+        run(&u, &["SELECT", "1"]),
+        Err(Denial::Command("select".into()))
+    );
     assert_eq!(run(&u, &["CONFIG", "GET", "x"]), Ok(()));
     assert_eq!(
         run(&u, &["CONFIG", "SET", "x", "y"]),
@@ -40,7 +54,10 @@ fn commands_keys_and_first_args() {
 fn write_only_patterns_and_selectors() {
     let u = user(&["on", "%W~w*", "+@all"]);
     assert_eq!(run(&u, &["SET", "w1", "x"]), Ok(()));
-    assert_eq!(run(&u, &["SET", "w1", "x", "GET"]), Err(Denial::Key(b"w1".to_vec())));
+    assert_eq!(
+        run(&u, &["SET", "w1", "x", "GET"]),
+        Err(Denial::Key(b"w1".to_vec()))
+    );
     assert_eq!(run(&u, &["GET", "w1"]), Err(Denial::Key(b"w1".to_vec())));
     let u = user(&["on", "+get", "~a", "(+set ~b)"]);
     assert_eq!(run(&u, &["SET", "b", "1"]), Ok(()));
@@ -65,7 +82,9 @@ fn setuser_is_all_or_nothing() {
     let ops = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     acl.set_user("x", &ops(&["on", "+get"])).expect("valid");
     let before = acl.list();
-    let err = acl.set_user("x", &ops(&["+set", "bogus"])).expect_err("invalid");
+    let err = acl
+        .set_user("x", &ops(&["+set", "bogus"]))
+        .expect_err("invalid");
     assert_eq!(
         err.error().to_string(),
         "ERR Error in ACL SETUSER modifier 'bogus': Syntax error"

@@ -180,7 +180,14 @@ fn run(
     }
     // ACL: may this user run this command on these keys? (One flag read for users
     // allowed everything.)
-    if let Err(e) = crate::acl::permit(engine, client, spec, resolved.full_name, resolved.stat, argv) {
+    if let Err(e) = crate::acl::permit(
+        engine,
+        client,
+        spec,
+        resolved.full_name,
+        resolved.stat,
+        argv,
+    ) {
         engine.command_stats().reject(resolved.stat);
         return (e.into(), started);
     }

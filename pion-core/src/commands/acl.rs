@@ -24,7 +24,10 @@ static SUBCOMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec::new("deluser", -3, ACL, Group::Server, deluser)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
-        .doc("Deletes ACL users, and terminates their connections.", "6.0.0"),
+        .doc(
+            "Deletes ACL users, and terminates their connections.",
+            "6.0.0",
+        ),
     CommandSpec::new("dryrun", -4, ACL, Group::Server, dryrun).doc(
         "Simulates the execution of a command by a user, without executing the command.",
         "7.0.0",
@@ -45,12 +48,14 @@ static SUBCOMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec::new("save", 2, ACL, Group::Server, save)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
-        .doc("Saves the effective ACL rules in the configured ACL file.", "6.0.0"),
+        .doc(
+            "Saves the effective ACL rules in the configured ACL file.",
+            "6.0.0",
+        ),
     CommandSpec::new("setuser", -3, ACL, Group::Server, setuser)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
         .doc("Creates and modifies an ACL user and its rules.", "6.0.0"),
-    CommandSpec::new("users", 2, ACL, Group::Server, users)
-        .doc("Lists all ACL users.", "6.0.0"),
+    CommandSpec::new("users", 2, ACL, Group::Server, users).doc("Lists all ACL users.", "6.0.0"),
     CommandSpec::new("whoami", 2, PLAIN, Group::Server, whoami).doc(
         "Returns the authenticated username of the current connection.",
         "6.0.0",
@@ -89,13 +94,23 @@ fn deluser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn list(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Array(
-        ctx.engine.acl().list().into_iter().map(Reply::bulk).collect(),
+        ctx.engine
+            .acl()
+            .list()
+            .into_iter()
+            .map(Reply::bulk)
+            .collect(),
     ))
 }
 
 fn users(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Array(
-        ctx.engine.acl().names().into_iter().map(Reply::bulk).collect(),
+        ctx.engine
+            .acl()
+            .names()
+            .into_iter()
+            .map(Reply::bulk)
+            .collect(),
     ))
 }
 
@@ -175,7 +190,13 @@ fn dryrun(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         _ => OpError::custom(format!("ERR Command '{}' not found", text(&args[0]))),
     })?;
     Ok(
-        match acl::check(&user, resolved.spec, resolved.full_name, resolved.stat, args) {
+        match acl::check(
+            &user,
+            resolved.spec,
+            resolved.full_name,
+            resolved.stat,
+            args,
+        ) {
             Ok(()) => Reply::ok(),
             Err(d) => Reply::bulk(d.explain()),
         },

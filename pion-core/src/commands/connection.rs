@@ -461,7 +461,11 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             && laddr.as_ref().is_none_or(|a| *a == c.laddr)
             && user.as_ref().is_none_or(|u| {
                 let t = c.text.lock();
-                let name: &[u8] = if t.user.is_empty() { b"default" } else { &t.user };
+                let name: &[u8] = if t.user.is_empty() {
+                    b"default"
+                } else {
+                    &t.user
+                };
                 u.as_bytes() == name
             })
             && type_matches.unwrap_or(true)

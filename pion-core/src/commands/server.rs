@@ -101,10 +101,7 @@ static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
         config_rewrite,
     )
     .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
-    .doc(
-        "Persists the effective configuration to file.",
-        "2.8.0",
-    ),
+    .doc("Persists the effective configuration to file.", "2.8.0"),
     CommandSpec::new(
         "get",
         -3,
