@@ -66,6 +66,9 @@ pub struct ClientText {
     pub lib_name: Vec<u8>,
     /// `CLIENT SETINFO LIB-VER`.
     pub lib_ver: Vec<u8>,
+    /// The authenticated user's name (empty: `default`), for `CLIENT LIST` and for
+    /// closing the connections of a deleted user.
+    pub user: Vec<u8>,
 }
 
 impl ClientShared {
@@ -90,6 +93,9 @@ pub struct ClientState {
     pub authenticated: bool,
     /// The authenticated user name.
     pub user: String,
+    /// The ACL user the client runs as (`None`: the default user). Set through
+    /// [`crate::acl::set_client_user`], which keeps `user` and the shared name in step.
+    pub acl_user: Option<Arc<crate::acl::User>>,
     /// Set by `QUIT`: close after this reply.
     pub close_after_reply: bool,
     /// Send no reply to this command (`SHUTDOWN` closes without one).
@@ -191,6 +197,7 @@ impl ClientState {
             resp: 2,
             authenticated: false,
             user: "default".into(),
+            acl_user: None,
             close_after_reply: false,
             suppress_reply: false,
             no_evict: false,

@@ -64,6 +64,11 @@ pub struct ConfigValues {
     pub slowlog_max_len: usize,
     /// `latency-monitor-threshold` (ms; 0: off).
     pub latency_monitor_threshold: u64,
+    /// `protected-mode`: with no password on the default user, only loopback clients
+    /// are served.
+    pub protected_mode: bool,
+    /// `aclfile`: where users are loaded from and saved to (empty: none).
+    pub aclfile: String,
 }
 
 impl Default for ConfigValues {
@@ -95,6 +100,8 @@ impl Default for ConfigValues {
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold: 0,
+            protected_mode: true,
+            aclfile: String::new(),
         }
     }
 }
@@ -452,6 +459,25 @@ pub static PARAMS: &[Param] = &[
         0,
         i64::MAX as u64
     ),
+    Param {
+        name: "protected-mode",
+        aliases: &[],
+        get: |c| if c.protected_mode { "yes" } else { "no" }.into(),
+        set: Some(|c, v| {
+            c.protected_mode = match v.to_ascii_lowercase().as_str() {
+                "yes" => true,
+                "no" => false,
+                _ => return Err("argument must be 'yes' or 'no'".into()),
+            };
+            Ok(())
+        }),
+    },
+    Param {
+        name: "aclfile",
+        aliases: &[],
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
 ];
 
 /// Why `CONFIG SET` refused a value.

@@ -117,8 +117,10 @@ pub(crate) struct EngineInner {
     started_ms: i64,
     run_id: String,
     shutdown: std::sync::atomic::AtomicBool,
-    /// `requirepass` is set (cached from the configuration for the per-command check).
-    auth_required: std::sync::atomic::AtomicBool,
+    /// Users and their permissions; the default user's password is `requirepass`.
+    acl: crate::acl::Acl,
+    /// The configuration file the server started with (for `CONFIG REWRITE`).
+    config_file: std::sync::OnceLock<crate::conffile::ConfigFile>,
     /// `maxmemory` (cached likewise; 0 = no limit).
     maxmemory: AtomicU64,
     /// An LFU `maxmemory-policy` is selected (cached likewise).
@@ -398,7 +400,14 @@ impl Engine {
             started_ms,
             run_id,
             shutdown: std::sync::atomic::AtomicBool::new(false),
-            auth_required: std::sync::atomic::AtomicBool::new(false),
+            acl: {
+                let acl = crate::acl::Acl::new();
+                if !options.config.requirepass.is_empty() {
+                    acl.set_default_password(&options.config.requirepass);
+                }
+                acl
+            },
+            config_file: std::sync::OnceLock::new(),
             maxmemory: AtomicU64::new(0),
             lfu_policy: std::sync::atomic::AtomicBool::new(false),
             error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
@@ -538,9 +547,24 @@ impl Engine {
         (self.inner.wall_at_epoch_us.load(Ordering::Relaxed) + since).div_euclid(1000)
     }
 
-    /// Whether clients must authenticate (`requirepass` is set).
+    /// Whether clients must authenticate (the default user has a password or is off).
     pub fn requires_auth(&self) -> bool {
-        self.inner.auth_required.load(Ordering::Relaxed)
+        self.inner.acl.auth_required()
+    }
+
+    /// Users and their permissions.
+    pub fn acl(&self) -> &crate::acl::Acl {
+        &self.inner.acl
+    }
+
+    /// The configuration file the server started with, if any.
+    pub fn config_file(&self) -> Option<&crate::conffile::ConfigFile> {
+        self.inner.config_file.get()
+    }
+
+    /// Records the configuration file the server started with (once).
+    pub fn set_config_file(&self, file: crate::conffile::ConfigFile) {
+        let _ = self.inner.config_file.set(file);
     }
 
     /// Whether an LFU `maxmemory-policy` is selected.
@@ -556,14 +580,10 @@ impl Engine {
     /// Re-reads the settings the command path checks on every call, after
     /// `CONFIG SET` (kept in atomics so no thread takes the configuration lock per command).
     pub fn config_changed(&self) {
-        let (auth, maxmemory, lfu) = self.inner.config.with(|c| {
-            (
-                !c.requirepass.is_empty(),
-                c.maxmemory,
-                c.maxmemory_policy.contains("lfu"),
-            )
-        });
-        self.inner.auth_required.store(auth, Ordering::Relaxed);
+        let (maxmemory, lfu) = self
+            .inner
+            .config
+            .with(|c| (c.maxmemory, c.maxmemory_policy.contains("lfu")));
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
         self.inner

@@ -19,10 +19,12 @@
 //! assert_eq!(engine.execute(0, &["RPUSH", "queue", "a", "b"]), Reply::Integer(2));
 //! ```
 
+pub mod acl;
 pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod commands;
+pub mod conffile;
 pub mod config;
 pub mod dtoa;
 pub mod durability;

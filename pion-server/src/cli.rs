@@ -1,9 +1,13 @@
-//! Command-line options: one table of flags (name, topic, help) that drives parsing
-//! and the `--help` text.
+//! Command-line options and the configuration file: one table of flags (name, topic,
+//! help) that drives parsing and the `--help` text. As with redis-server, the first
+//! argument may name a configuration file, and every `--directive value …` after it
+//! overrides the file; a directive is a flag of the table, a `CONFIG SET` parameter,
+//! or one of the few start-up directives listed in [`START_UP`].
 
 use std::net::IpAddr;
 
-use pion_core::config::ConfigValues;
+use pion_core::conffile::{self, Directive};
+use pion_core::config::{Config, ConfigValues};
 use pion_core::durability::{DurabilityOptions, FsyncPolicy, RecoverMode};
 
 /// What a flag sets.
@@ -58,6 +62,42 @@ const FLAGS: &[Flag] = &[
     Flag { name: "--version", takes_value: false, opt: Opt::Version, topic: "General", help: "print the version" },
 ];
 
+/// Directives accepted at start-up only, with what each means here.
+pub const START_UP: &[(&str, &str)] = &[
+    ("daemonize", "only 'no': the server runs in the foreground"),
+    (
+        "supervised",
+        "only 'no' or 'auto': no supervisor protocol is spoken",
+    ),
+    ("logfile", "only '': the log goes to standard error"),
+    (
+        "loglevel",
+        "debug, verbose, notice or warning: accepted, the log is always brief",
+    ),
+    (
+        "pidfile",
+        "the process id is written to this file at start-up",
+    ),
+    (
+        "aclfile",
+        "users are loaded from and saved to this ACL file",
+    ),
+    ("user", "a user and its ACL rules, as in an ACL file"),
+    (
+        "protected-mode",
+        "yes: only loopback clients while the default user has no password",
+    ),
+    (
+        "appendonly",
+        "yes/no: the write-ahead log on or off (--wal)",
+    ),
+    ("always-show-logo", "accepted: no logo is shown"),
+    (
+        "set-proc-title",
+        "accepted: the process title is left alone",
+    ),
+];
+
 /// What the server runs with.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -67,6 +107,15 @@ pub struct ServeOptions {
     pub durability: Option<DurabilityOptions>,
     /// Port of the binary lane; `None` with `--kvcache off`.
     pub kvcache_port: Option<u16>,
+    /// The configuration file given first on the command line.
+    pub config_file: Option<std::path::PathBuf>,
+    /// The values before the file and the flags were applied (what `CONFIG REWRITE`
+    /// leaves out).
+    pub defaults: ConfigValues,
+    /// `user` directives of the configuration file: (where, name and rules).
+    pub users: Vec<Directive>,
+    /// `pidfile`.
+    pub pidfile: Option<String>,
 }
 
 /// What the command line asked for.
@@ -83,7 +132,7 @@ pub enum Command {
 /// The `--help` text, grouped by topic.
 pub fn help_text() -> String {
     let mut out = format!(
-        "pion-server {} — a Redis-compatible memory engine\n\nUsage: pion-server [OPTIONS]\n",
+        "pion-server {} — a Redis-compatible memory engine\n\nUsage: pion-server [/path/to/pion.conf] [OPTIONS] [--directive value ...]\n",
         pion_core::VERSION
     );
     let mut topics: Vec<&str> = Vec::new();
@@ -111,111 +160,246 @@ fn parse_num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
         .map_err(|_| format!("invalid value for {flag}: '{v}'"))
 }
 
+/// Splits the command line into directives: an optional configuration file first
+/// (its directives, in order), then each `--name value …` (values run up to the next
+/// `--name`; `--name=value` also works).
+fn directives(args: &[String]) -> Result<(Option<std::path::PathBuf>, Vec<Directive>), String> {
+    let mut out = Vec::new();
+    let mut rest = args;
+    let mut file = None;
+    if let Some(first) = args.first().filter(|a| !a.starts_with("--")) {
+        let path = std::path::PathBuf::from(first);
+        out = conffile::read(&path)?;
+        file = Some(path);
+        rest = &args[1..];
+    }
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = &rest[i];
+        let Some(body) = arg.strip_prefix("--") else {
+            return Err(format!("unexpected argument '{arg}' (see --help)"));
+        };
+        let mut d = Directive {
+            name: String::new(),
+            args: Vec::new(),
+            file: "(command line)".into(),
+            line: 0,
+            text: arg.clone(),
+        };
+        match body.split_once('=') {
+            Some((n, v)) => {
+                d.name = n.to_ascii_lowercase();
+                d.args.push(v.to_string());
+            }
+            None => d.name = body.to_ascii_lowercase(),
+        }
+        i += 1;
+        let takes_value = FLAGS
+            .iter()
+            .find(|f| f.name[2..] == d.name)
+            .is_none_or(|f| f.takes_value);
+        if d.args.is_empty() && takes_value {
+            // A flag's value may itself begin with dashes; other directives take every
+            // argument up to the next `--name`.
+            let single = FLAGS.iter().any(|f| f.name[2..] == d.name);
+            while i < rest.len() && (!rest[i].starts_with("--") || (single && d.args.is_empty())) {
+                d.args.push(rest[i].clone());
+                i += 1;
+                if single {
+                    break;
+                }
+            }
+        }
+        out.push(d);
+    }
+    Ok((file, out))
+}
+
+fn yes_no(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" | "on" => Some(true),
+        "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 /// Parses the arguments (without the program name). `env_pass` is `PION_REQUIREPASS`.
+/// An error from a file directive names the file and line.
 pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, String> {
     let mut cfg = ConfigValues {
         dir: "./pion-data".into(),
         ..ConfigValues::default()
     };
+    let defaults = cfg.clone();
     let mut bind: Option<String> = None;
     let mut pass = env_pass;
     let mut wal = true;
     let mut kvcache = true;
     let mut kvcache_port: Option<u16> = None;
     let mut durability = DurabilityOptions::new("");
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        let (name, inline_value) = match arg.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
-            _ => (arg.as_str(), None),
+    let mut users = Vec::new();
+    let mut pidfile = None;
+    if args.iter().any(|a| a == "--help") {
+        return Ok(Command::Help);
+    }
+    if args.iter().any(|a| a == "--version") {
+        return Ok(Command::Version);
+    }
+    let (config_file, list) = directives(args)?;
+    for d in list {
+        let fail = |e: String| {
+            if d.line == 0 {
+                e
+            } else {
+                d.error(&e)
+            }
         };
-        let flag = FLAGS
-            .iter()
-            .find(|f| f.name == name)
-            .ok_or_else(|| format!("unknown option '{arg}' (see --help)"))?;
-        let value = if flag.takes_value {
-            match inline_value {
-                Some(v) => v,
-                None => {
-                    i += 1;
-                    args.get(i)
-                        .cloned()
-                        .ok_or_else(|| format!("{name} needs a value"))?
-                }
+        let name = d.name.as_str();
+        let value = d.args.join(" ");
+        let one = || -> Result<String, String> {
+            match d.args.as_slice() {
+                [v] => Ok(v.clone()),
+                _ => Err(format!("wrong number of arguments for '{name}'")),
             }
-        } else {
-            String::new()
         };
-        match flag.opt {
-            Opt::Help => return Ok(Command::Help),
-            Opt::Version => return Ok(Command::Version),
-            Opt::Port => cfg.port = parse_num(name, &value)?,
-            Opt::Bind => bind = Some(value),
-            Opt::RequirePass => pass = Some(value),
-            Opt::RequirePassFile => {
-                let text = std::fs::read_to_string(&value)
-                    .map_err(|e| format!("cannot read {value}: {e}"))?;
-                pass = Some(text.lines().next().unwrap_or("").to_string());
-            }
-            Opt::Dir => cfg.dir = value,
-            Opt::Threads => {
-                cfg.threads = parse_num(name, &value)?;
-                if cfg.threads == 0 || cfg.threads > 1024 {
-                    return Err(format!("--threads must be between 1 and 1024, got {value}"));
-                }
-            }
-            Opt::MaxClients => cfg.maxclients = parse_num(name, &value)?,
-            Opt::Wal => {
-                wal = match value.to_ascii_lowercase().as_str() {
-                    "on" | "yes" => true,
-                    "off" | "no" => false,
-                    _ => return Err(format!("--wal takes on or off, got '{value}'")),
-                }
-            }
-            Opt::AppendFsync => {
-                durability.fsync = FsyncPolicy::parse(&value).ok_or_else(|| {
-                    format!("--appendfsync takes always, everysec or no, got '{value}'")
-                })?
-            }
-            Opt::WalRecover => {
-                durability.recover = match value.to_ascii_lowercase().as_str() {
-                    "strict" => RecoverMode::Strict,
-                    "truncate" => RecoverMode::Truncate,
-                    _ => {
-                        return Err(format!(
-                            "--wal-recover takes strict or truncate, got '{value}'"
-                        ))
+        if let Some(flag) = FLAGS.iter().find(|f| f.name[2..] == *name) {
+            let value = if flag.opt == Opt::Bind && !d.args.is_empty() {
+                // `bind 127.0.0.1 ::1`: several addresses, as in redis.conf.
+                value.clone()
+            } else if flag.takes_value {
+                one().map_err(|_| fail(format!("--{name} needs a value")))?
+            } else {
+                String::new()
+            };
+            let name = flag.name;
+            let applied: Result<(), String> = (|| {
+                match flag.opt {
+                    Opt::Help | Opt::Version => {}
+                    Opt::Port => cfg.port = parse_num(name, &value)?,
+                    Opt::Bind => bind = Some(value),
+                    Opt::RequirePass => pass = Some(value),
+                    Opt::RequirePassFile => {
+                        let text = std::fs::read_to_string(&value)
+                            .map_err(|e| format!("cannot read {value}: {e}"))?;
+                        pass = Some(text.lines().next().unwrap_or("").to_string());
+                    }
+                    Opt::Dir => cfg.dir = value,
+                    Opt::Threads => {
+                        cfg.threads = parse_num(name, &value)?;
+                        if cfg.threads == 0 || cfg.threads > 1024 {
+                            return Err(format!(
+                                "--threads must be between 1 and 1024, got {value}"
+                            ));
+                        }
+                    }
+                    Opt::MaxClients => cfg.maxclients = parse_num(name, &value)?,
+                    Opt::Wal => {
+                        wal = yes_no(&value)
+                            .ok_or_else(|| format!("--wal takes on or off, got '{value}'"))?
+                    }
+                    Opt::AppendFsync => {
+                        durability.fsync = FsyncPolicy::parse(&value).ok_or_else(|| {
+                            format!("--appendfsync takes always, everysec or no, got '{value}'")
+                        })?;
+                        cfg.appendfsync = durability.fsync.name().to_string();
+                    }
+                    Opt::WalRecover => {
+                        durability.recover = match value.to_ascii_lowercase().as_str() {
+                            "strict" => RecoverMode::Strict,
+                            "truncate" => RecoverMode::Truncate,
+                            _ => {
+                                return Err(format!(
+                                    "--wal-recover takes strict or truncate, got '{value}'"
+                                ))
+                            }
+                        }
+                    }
+                    Opt::WalSegmentSize => {
+                        durability.segment_bytes = parse_size(name, &value)?;
+                        if durability.segment_bytes < 4096 {
+                            return Err(format!("{name} must be at least 4K, got {value}"));
+                        }
+                    }
+                    Opt::SnapshotWalSize => {
+                        durability.snapshot_after_bytes = parse_size(name, &value)?
+                    }
+                    Opt::KvBudget => cfg.kv_budget = parse_size(name, &value)?,
+                    Opt::KvCache => {
+                        kvcache = yes_no(&value)
+                            .ok_or_else(|| format!("--kvcache takes on or off, got '{value}'"))?
+                    }
+                    Opt::KvCachePort => kvcache_port = Some(parse_num(name, &value)?),
+                    Opt::Databases => {
+                        cfg.databases = parse_num(name, &value)?;
+                        if cfg.databases == 0 || cfg.databases > 1_000_000 {
+                            return Err(format!(
+                                "--databases must be between 1 and 1000000, got {value}"
+                            ));
+                        }
                     }
                 }
-            }
-            Opt::WalSegmentSize => {
-                durability.segment_bytes = parse_size(name, &value)?;
-                if durability.segment_bytes < 4096 {
-                    return Err(format!("{name} must be at least 4K, got {value}"));
-                }
-            }
-            Opt::SnapshotWalSize => durability.snapshot_after_bytes = parse_size(name, &value)?,
-            Opt::KvBudget => cfg.kv_budget = parse_size(name, &value)?,
-            Opt::KvCache => {
-                kvcache = match value.to_ascii_lowercase().as_str() {
-                    "on" | "yes" => true,
-                    "off" | "no" => false,
-                    _ => return Err(format!("--kvcache takes on or off, got '{value}'")),
-                }
-            }
-            Opt::KvCachePort => kvcache_port = Some(parse_num(name, &value)?),
-            Opt::Databases => {
-                cfg.databases = parse_num(name, &value)?;
-                if cfg.databases == 0 || cfg.databases > 1_000_000 {
-                    return Err(format!(
-                        "--databases must be between 1 and 1000000, got {value}"
-                    ));
-                }
-            }
+                Ok(())
+            })();
+            applied.map_err(fail)?;
+            continue;
         }
-        i += 1;
+        let applied: Result<(), String> = match name {
+            "daemonize" | "supervised" => match value.to_ascii_lowercase().as_str() {
+                "no" => Ok(()),
+                "auto" if name == "supervised" => Ok(()),
+                _ => Err(format!(
+                    "'{name} {value}' is not supported: run pion-server in the foreground"
+                )),
+            },
+            "logfile" if value.is_empty() => Ok(()),
+            "logfile" => Err("only logfile \"\" (standard error) is supported".into()),
+            "loglevel" => match value.to_ascii_lowercase().as_str() {
+                "debug" | "verbose" | "notice" | "warning" | "nothing" => Ok(()),
+                _ => Err(
+                    "Invalid log level. Must be one of debug, verbose, notice, warning, nothing"
+                        .into(),
+                ),
+            },
+            "always-show-logo" | "set-proc-title" => yes_no(&value)
+                .map(|_| ())
+                .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
+            "pidfile" => {
+                pidfile = (!value.is_empty()).then(|| value.clone());
+                Ok(())
+            }
+            "aclfile" => {
+                cfg.aclfile = value.clone();
+                Ok(())
+            }
+            "user" if !d.args.is_empty() => {
+                users.push(d.clone());
+                Ok(())
+            }
+            "appendonly" => yes_no(&value)
+                .map(|on| {
+                    wal = on;
+                })
+                .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
+            _ => match Config::param(name) {
+                Some(p) => match p.set {
+                    Some(set) => set(&mut cfg, &value),
+                    None => Err(format!("'{name}' cannot be set at start-up here")),
+                },
+                None => Err("Bad directive or wrong number of arguments".to_string()),
+            },
+        };
+        applied.map_err(|e| {
+            if d.line == 0 {
+                format!("--{name}: {e}")
+            } else {
+                d.error(&e)
+            }
+        })?;
     }
+    if !cfg.aclfile.is_empty() && !users.is_empty() {
+        return Err("Configuring users in the configuration file and an ACL file at the same time is not supported: keep the users in the ACL file".into());
+    }
+    cfg.appendonly = wal;
     cfg.requirepass = pass.unwrap_or_default();
     cfg.bind = match bind {
         Some(b) => b,
@@ -234,6 +418,10 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
         config: cfg,
         durability: wal.then_some(durability),
         kvcache_port: if kvcache { lane_port } else { None },
+        config_file,
+        defaults,
+        users,
+        pidfile,
     })))
 }
 

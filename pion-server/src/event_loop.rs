@@ -318,6 +318,13 @@ impl Worker {
                 .fetch_add(1, Ordering::Relaxed);
             return;
         }
+        // Protected mode: no password and a client from outside the machine.
+        if let Ok(peer) = stream.peer_addr() {
+            if pion_core::acl::protected::refuses_peer(engine, peer.ip()) {
+                let _ = stream.write_all(pion_core::acl::protected::DENIED.as_bytes());
+                return;
+            }
+        }
         let token = Token(self.next_token);
         self.next_token += 1;
         if self
@@ -351,6 +358,10 @@ impl Worker {
         let Some((stream, conn)) = self.conns.get_mut(&token) else {
             return;
         };
+        // Killed (CLIENT KILL, its user deleted): runs nothing more; the sweep closes it.
+        if conn.client.shared.killed.load(Ordering::SeqCst) {
+            return;
+        }
         if !read_available(stream, conn, engine) {
             conn.peer_closed = true;
         }

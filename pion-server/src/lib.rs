@@ -10,5 +10,6 @@ pub mod cli;
 pub mod connection;
 pub mod event_loop;
 pub mod resp;
+pub mod startup;
 
 pub use event_loop::{Server, StopHandle};

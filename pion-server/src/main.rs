@@ -30,10 +30,22 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("pion-server: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(1);
         }
     };
     let cfg = &opts.config;
+    eprintln!(
+        "pion-server version={} (Redis {} compatible), pid={}, just started",
+        pion_core::VERSION,
+        pion_core::REDIS_VERSION,
+        std::process::id()
+    );
+    match &opts.config_file {
+        Some(path) => eprintln!("Configuration loaded from {}", path.display()),
+        None => eprintln!(
+            "No config file specified, using the default config. In order to specify a config file use pion-server /path/to/pion.conf"
+        ),
+    }
     let addrs = match cli::bind_addrs(&cfg.bind) {
         Ok(a) => a,
         Err(e) => {
@@ -82,6 +94,10 @@ fn main() -> ExitCode {
             Engine::in_memory(options)
         }
     };
+    if let Err(e) = pion_server::startup::prepare(&engine, &opts) {
+        eprintln!("pion-server: {e}");
+        return ExitCode::from(1);
+    }
     let engine_for_close = engine.clone();
     let lane_engine = engine.clone();
     let server = Server::with_listeners(engine, listeners, threads);
@@ -114,6 +130,7 @@ fn main() -> ExitCode {
         pion_core::VERSION,
         shown.join(", ")
     );
+    eprintln!("Running mode=standalone, port={port}.");
     eprintln!("Ready to accept connections tcp");
     let result = server.run();
     if let Err(e) = engine_for_close.flush_log() {

@@ -164,6 +164,25 @@ impl PionProcess {
     /// is ready is an `Err` carrying its exit status and stderr: the refusals the
     /// corruption and locking tests expect. A port taken by someone else is retried.
     pub fn try_start(dir: &Path, extra_args: &[&str]) -> Result<PionProcess, String> {
+        PionProcess::spawn(None, dir, extra_args)
+    }
+
+    /// Like [`PionProcess::try_start`] with a configuration file first on the command
+    /// line (`pion-server pion.conf --port … --dir … <extra_args>`), as redis-server
+    /// takes one.
+    pub fn try_start_with_config(
+        config: &Path,
+        dir: &Path,
+        extra_args: &[&str],
+    ) -> Result<PionProcess, String> {
+        PionProcess::spawn(Some(config), dir, extra_args)
+    }
+
+    fn spawn(
+        config: Option<&Path>,
+        dir: &Path,
+        extra_args: &[&str],
+    ) -> Result<PionProcess, String> {
         let bin = server_bin();
         let mut last = String::new();
         for _ in 0..5 {
@@ -176,6 +195,7 @@ impl PionProcess {
                 .try_clone()
                 .map_err(|e| format!("clone log handle: {e}"))?;
             let child = Command::new(&bin)
+                .args(config)
                 .arg("--port")
                 .arg(port.to_string())
                 .arg("--dir")

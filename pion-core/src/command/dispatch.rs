@@ -205,6 +205,19 @@ fn admit(
         engine.command_stats().reject(resolved.stat);
         return Err(Reply::error("NOAUTH Authentication required."));
     }
+    // ACL: may this user run this command on these keys? (One flag read for users
+    // allowed everything.)
+    if let Err(e) = crate::acl::permit(
+        engine,
+        client,
+        spec,
+        resolved.full_name,
+        resolved.stat,
+        argv,
+    ) {
+        engine.command_stats().reject(resolved.stat);
+        return Err(e.into());
+    }
     // Over `maxmemory`: evict as the policy says, before this command locks any
     // shard (or refuse a command that may grow memory).
     if let Err(e) = crate::evict::before_command(engine, spec) {

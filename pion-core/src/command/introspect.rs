@@ -38,7 +38,7 @@ pub static SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 /// ACL categories in Redis's bit order, which is the order `COMMAND INFO` lists them.
-const CATEGORIES: &[&str] = &[
+pub const CATEGORIES: &[&str] = &[
     "keyspace",
     "read",
     "write",

@@ -6,7 +6,9 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{execute, execute_at, lock_set_for, replay, resolve, run_nested};
+pub use dispatch::{
+    execute, execute_at, key_indices, lock_set_for, replay, resolve, run_nested,
+};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -414,6 +416,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         prefix::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
+        acl::COMMANDS,
     ]
 }
 

@@ -140,11 +140,23 @@ fn select(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
-/// Checks a user name and password against `requirepass` (only the `default` user
-/// exists until ACLs arrive).
-fn check_password(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    let required = ctx.engine.config().with(|c| c.requirepass.clone());
-    user == b"default" && (required.is_empty() || required.as_bytes() == pass)
+/// Authenticates the client as `user` if `pass` opens it; a failure is logged in
+/// `ACL LOG` and answered with `WRONGPASS`.
+fn login(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> OpResult<()> {
+    match ctx.engine.acl().authenticate(user, pass) {
+        Some(u) => {
+            crate::acl::set_client_user(ctx.client, Some(u));
+            ctx.client.authenticated = true;
+            Ok(())
+        }
+        None => {
+            let info = client_line(&ctx.client.shared, ctx.engine.now_ms());
+            ctx.engine
+                .acl()
+                .log(crate::acl::Reason::Auth, "AUTH".into(), text(user), info);
+            Err(OpError::custom(WRONGPASS))
+        }
+    }
 }
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
@@ -158,18 +170,13 @@ fn auth(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     } else {
         (&argv[1], &argv[2])
     };
-    if argv.len() == 2 && !ctx.engine.requires_auth() {
+    if argv.len() == 2 && ctx.engine.acl().default_user().rules().nopass {
         return Err(OpError::custom(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         ));
     }
-    if check_password(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        ctx.client.user = text(user);
-        Ok(Reply::ok())
-    } else {
-        Err(OpError::custom(WRONGPASS))
-    }
+    login(ctx, user, pass)?;
+    Ok(Reply::ok())
 }
 
 fn hello(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -203,11 +210,7 @@ fn hello(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
     }
     if let Some((user, pass)) = creds {
-        if !check_password(ctx, user, pass) {
-            return Err(OpError::custom(WRONGPASS));
-        }
-        ctx.client.authenticated = true;
-        ctx.client.user = text(user);
+        login(ctx, user, pass)?;
     }
     if !ctx.client.authenticated {
         return Err(OpError::custom(
@@ -243,7 +246,7 @@ fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     ctx.client.no_evict = false;
     ctx.client.no_touch = false;
     ctx.client.authenticated = !ctx.engine.requires_auth();
-    ctx.client.user = "default".into();
+    crate::acl::set_client_user(ctx.client, None);
     ctx.client.shared.text.lock().name.clear();
     ctx.client.multi = None;
     ctx.client.watches.clear();
@@ -333,7 +336,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         b.output_capacity.load(Ordering::Relaxed),
     );
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -352,6 +355,11 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         match c.last_cmd.load(Ordering::Relaxed) {
             usize::MAX => "NULL",
             slot => crate::command::table().full_name(slot),
+        },
+        if t.user.is_empty() {
+            "default".into()
+        } else {
+            String::from_utf8_lossy(&t.user)
         },
         c.resp.load(Ordering::Relaxed),
         String::from_utf8_lossy(&t.lib_name),
@@ -472,7 +480,15 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let matches = id.is_none_or(|i| i == c.id)
             && addr.as_ref().is_none_or(|a| *a == c.addr)
             && laddr.as_ref().is_none_or(|a| *a == c.laddr)
-            && user.as_ref().is_none_or(|u| u == "default")
+            && user.as_ref().is_none_or(|u| {
+                let t = c.text.lock();
+                let name: &[u8] = if t.user.is_empty() {
+                    b"default"
+                } else {
+                    &t.user
+                };
+                u.as_bytes() == name
+            })
             && type_matches.unwrap_or(true)
             && !(skipme && c.id == me);
         if matches {

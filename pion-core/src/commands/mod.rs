@@ -1,6 +1,7 @@
 //! Command handlers, one module per family. Each module exports `COMMANDS`, its slice
 //! of the command table, next to the handlers it names.
 
+pub mod acl;
 pub mod connection;
 pub mod hashes;
 pub mod keys;

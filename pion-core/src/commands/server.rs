@@ -98,6 +98,15 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
+        "rewrite",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        Group::Server,
+        config_rewrite,
+    )
+    .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+    .doc("Persists the effective configuration to file.", "2.8.0"),
+    CommandSpec::new(
         "get",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -250,6 +259,36 @@ fn config_set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ConfigError::Invalid(n, why) => OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - {why}")),
     })?;
     ctx.engine.config_changed();
+    // `requirepass` is the default user's password (set only when named, so that
+    // changing another parameter keeps what ACL SETUSER gave the default user).
+    if let Some((_, pass)) = pairs
+        .iter()
+        .find(|(n, _)| crate::config::Config::param(n).is_some_and(|p| p.name == "requirepass"))
+    {
+        ctx.engine.acl().set_default_password(pass);
+    }
+    Ok(Reply::ok())
+}
+
+fn config_rewrite(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    let file = ctx
+        .engine
+        .config_file()
+        .ok_or_else(|| OpError::custom("ERR The server is running without a config file"))?;
+    let values = ctx.engine.config().snapshot();
+    // Without an ACL file the users live in the configuration file, as in Redis.
+    let users = ctx.engine.acl().file().is_none().then(|| {
+        ctx.engine
+            .acl()
+            .list()
+            .into_iter()
+            .filter(|l| l != "user default on nopass ~* &* +@all")
+            .collect()
+    });
+    crate::conffile::rewrite(file, &values, users).map_err(|e| {
+        eprintln!("pion: CONFIG REWRITE of {}: {e}", file.path.display());
+        OpError::custom(format!("ERR Rewriting config file: {e}"))
+    })?;
     Ok(Reply::ok())
 }
 
@@ -268,6 +307,8 @@ fn config_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             "    Set the configuration <directive> to <value>.",
             "RESETSTAT",
             "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
             "HELP",
             "    Print this help.",
         ]

@@ -1,0 +1,521 @@
+//! Access control lists: users with passwords, the commands, keys and channels each may
+//! use, the check every command passes before it runs, and the log of denials.
+//!
+//! `requirepass` is the default user's password, as in Redis 6 and later. The default
+//! user of a fresh server allows everything, and a client of such a user pays one
+//! atomic flag read per command; the full check runs only for restricted users.
+
+pub mod catalog;
+pub mod describe;
+pub mod file;
+pub mod log;
+pub mod protected;
+pub mod rules;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::client::ClientState;
+use crate::command::{key_indices, CommandSpec};
+use crate::engine::Engine;
+use crate::error::OpError;
+use crate::glob::glob_match;
+pub use log::Reason;
+pub use rules::{RuleError, UserRules};
+
+/// A user. Clients hold it while authenticated as it; rule changes apply to them at
+/// once.
+#[derive(Debug)]
+pub struct User {
+    name: String,
+    rules: RwLock<UserRules>,
+    unrestricted: AtomicBool,
+}
+
+impl User {
+    fn new(name: &str, rules: UserRules) -> User {
+        let unrestricted = AtomicBool::new(rules.unrestricted());
+        User {
+            name: name.to_string(),
+            rules: RwLock::new(rules),
+            unrestricted,
+        }
+    }
+
+    /// The user name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A copy of the rules.
+    pub fn rules(&self) -> UserRules {
+        self.rules.read().clone()
+    }
+
+    fn set_rules(&self, rules: UserRules) {
+        let mut r = self.rules.write();
+        self.unrestricted
+            .store(rules.unrestricted(), Ordering::Relaxed);
+        *r = rules;
+    }
+
+    /// Whether the user may run anything on any key and channel (no check needed).
+    pub fn unrestricted(&self) -> bool {
+        self.unrestricted.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a command was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denial {
+    /// The (sub)command, by full name.
+    Command(String),
+    /// A key, by name.
+    Key(Vec<u8>),
+    /// A channel, by name.
+    Channel(Vec<u8>),
+}
+
+impl Denial {
+    /// The error reply.
+    pub fn error(&self) -> OpError {
+        OpError::custom(match self {
+            Denial::Command(name) => {
+                format!("NOPERM this user has no permissions to run the '{name}' command")
+            }
+            Denial::Key(_) => {
+                "NOPERM this user has no permissions to access one of the keys used as arguments"
+                    .to_string()
+            }
+            Denial::Channel(_) => {
+                "NOPERM this user has no permissions to access one of the channels used as arguments"
+                    .to_string()
+            }
+        })
+    }
+
+    /// The `ACL DRYRUN` explanation.
+    pub fn explain(&self) -> String {
+        match self {
+            Denial::Command(name) => {
+                format!("This user has no permissions to run the '{name}' command")
+            }
+            Denial::Key(k) => format!(
+                "This user has no permissions to access the '{}' key",
+                String::from_utf8_lossy(k)
+            ),
+            Denial::Channel(c) => format!(
+                "This user has no permissions to access the '{}' channel",
+                String::from_utf8_lossy(c)
+            ),
+        }
+    }
+
+    fn reason(&self) -> (Reason, String) {
+        match self {
+            Denial::Command(n) => (Reason::Command, n.clone()),
+            Denial::Key(k) => (Reason::Key, String::from_utf8_lossy(k).into_owned()),
+            Denial::Channel(c) => (Reason::Channel, String::from_utf8_lossy(c).into_owned()),
+        }
+    }
+}
+
+/// Why `ACL SETUSER` refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetUserError {
+    /// The name has spaces or NULs.
+    BadName,
+    /// A modifier was refused.
+    Rule(String, RuleError),
+}
+
+impl SetUserError {
+    /// The error reply.
+    pub fn error(&self) -> OpError {
+        match self {
+            SetUserError::BadName => {
+                OpError::custom("ERR Usernames can't contain spaces or null characters")
+            }
+            SetUserError::Rule(op, e) => OpError::custom(format!(
+                "ERR Error in ACL SETUSER modifier '{op}': {}",
+                e.text()
+            )),
+        }
+    }
+}
+
+/// Every user, the default one, the denial log and the ACL file.
+pub struct Acl {
+    users: RwLock<BTreeMap<String, Arc<User>>>,
+    default: Arc<User>,
+    auth_required: AtomicBool,
+    log: Mutex<log::AclLog>,
+    file: RwLock<Option<PathBuf>>,
+}
+
+impl Default for Acl {
+    fn default() -> Self {
+        Acl::new()
+    }
+}
+
+impl Acl {
+    /// A fresh set of users: only `default`, allowed everything, with no password.
+    pub fn new() -> Acl {
+        let default = Arc::new(User::new("default", UserRules::permissive()));
+        let mut users = BTreeMap::new();
+        users.insert("default".to_string(), Arc::clone(&default));
+        Acl {
+            users: RwLock::new(users),
+            default,
+            auth_required: AtomicBool::new(false),
+            log: Mutex::new(log::AclLog::default()),
+            file: RwLock::new(None),
+        }
+    }
+
+    /// The default user (never removed; ACL LOAD changes it in place).
+    pub fn default_user(&self) -> &Arc<User> {
+        &self.default
+    }
+
+    /// Whether a new connection must authenticate: the default user has a password or
+    /// is off.
+    pub fn auth_required(&self) -> bool {
+        self.auth_required.load(Ordering::Relaxed)
+    }
+
+    fn default_changed(&self) {
+        let r = self.default.rules.read();
+        self.auth_required
+            .store(!r.nopass || !r.enabled, Ordering::Relaxed);
+    }
+
+    /// A user by name.
+    pub fn user(&self, name: &str) -> Option<Arc<User>> {
+        self.users.read().get(name).cloned()
+    }
+
+    /// Every user name, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.users.read().keys().cloned().collect()
+    }
+
+    /// `ACL LIST`: one `user <name> <rules>` line per user, sorted by name.
+    pub fn list(&self) -> Vec<String> {
+        self.users
+            .read()
+            .values()
+            .map(|u| format!("user {} {}", u.name, describe::rules(&u.rules.read())))
+            .collect()
+    }
+
+    /// Applies `ACL SETUSER` modifiers to a user (created if missing): all or nothing.
+    pub fn set_user(&self, name: &str, ops: &[String]) -> Result<(), SetUserError> {
+        if name.bytes().any(|c| c.is_ascii_whitespace() || c == 0) {
+            return Err(SetUserError::BadName);
+        }
+        let ops = rules::join_selectors(ops)
+            .map_err(|e| SetUserError::Rule(ops.last().cloned().unwrap_or_default(), e))?;
+        let mut users = self.users.write();
+        let mut next = users.get(name).map_or_else(UserRules::new, |u| u.rules());
+        for op in &ops {
+            next.apply(op)
+                .map_err(|e| SetUserError::Rule(op.clone(), e))?;
+        }
+        match users.get(name) {
+            Some(u) => u.set_rules(next),
+            None => {
+                users.insert(name.to_string(), Arc::new(User::new(name, next)));
+            }
+        }
+        drop(users);
+        self.default_changed();
+        Ok(())
+    }
+
+    /// Sets the default user's password from `requirepass` (empty: `nopass`).
+    pub fn set_default_password(&self, pass: &str) {
+        let mut r = self.default.rules();
+        r.apply("resetpass").expect("a valid rule");
+        if pass.is_empty() {
+            r.apply("nopass").expect("a valid rule");
+        } else {
+            r.apply(&format!(">{pass}")).expect("a valid rule");
+        }
+        self.default.set_rules(r);
+        self.default_changed();
+    }
+
+    /// Removes users; returns those that existed. `default` cannot be removed.
+    pub fn delete(&self, names: &[String]) -> Result<Vec<Arc<User>>, OpError> {
+        if names.iter().any(|n| n == "default") {
+            return Err(OpError::custom("ERR The 'default' user cannot be removed"));
+        }
+        let mut users = self.users.write();
+        Ok(names.iter().filter_map(|n| users.remove(n)).collect())
+    }
+
+    /// The user `name` if `pass` opens it.
+    pub fn authenticate(&self, name: &[u8], pass: &[u8]) -> Option<Arc<User>> {
+        let name = std::str::from_utf8(name).ok()?;
+        let user = self.user(name)?;
+        let ok = user.rules.read().accepts(pass);
+        ok.then_some(user)
+    }
+
+    /// Records a denial or failed login.
+    pub fn log(&self, reason: Reason, object: String, username: String, client_info: String) {
+        self.log.lock().add(
+            reason,
+            object,
+            username,
+            client_info,
+            crate::engine::unix_ms(),
+        );
+    }
+
+    /// The denial log.
+    pub fn log_book(&self) -> &Mutex<log::AclLog> {
+        &self.log
+    }
+
+    /// The ACL file (`aclfile`), if any.
+    pub fn file(&self) -> Option<PathBuf> {
+        self.file.read().clone()
+    }
+
+    /// Sets the ACL file users are loaded from and saved to.
+    pub fn set_file(&self, path: Option<PathBuf>) {
+        *self.file.write() = path;
+    }
+
+    /// Replaces every user at once (ACL LOAD): the default user keeps its identity and
+    /// takes the new rules (or the permissive ones when the file has none). Returns the
+    /// users that were replaced, whose clients must go.
+    pub fn replace_all(&self, new: Vec<(String, UserRules)>) -> Vec<Arc<User>> {
+        let mut users = self.users.write();
+        let old: Vec<Arc<User>> = users
+            .values()
+            .filter(|u| u.name != "default")
+            .cloned()
+            .collect();
+        users.clear();
+        let mut default_rules = UserRules::permissive();
+        for (name, rules) in new {
+            if name == "default" {
+                default_rules = rules;
+            } else {
+                users.insert(name.clone(), Arc::new(User::new(&name, rules)));
+            }
+        }
+        self.default.set_rules(default_rules);
+        users.insert("default".into(), Arc::clone(&self.default));
+        drop(users);
+        self.default_changed();
+        old
+    }
+}
+
+/// The user a client runs as.
+pub fn client_user<'a>(engine: &'a Engine, client: &'a ClientState) -> &'a Arc<User> {
+    client
+        .acl_user
+        .as_ref()
+        .unwrap_or_else(|| engine.acl().default_user())
+}
+
+/// Makes `user` the client's user (after `AUTH`, `HELLO … AUTH`, `RESET`).
+pub fn set_client_user(client: &mut ClientState, user: Option<Arc<User>>) {
+    let name = user.as_ref().map_or("default", |u| u.name()).to_string();
+    client.shared.text.lock().user = name.clone().into_bytes();
+    client.user = name;
+    client.acl_user = user;
+}
+
+/// The dispatcher's check: may the client's user run this command with these
+/// arguments? A refusal is logged and becomes the `NOPERM` error.
+pub fn permit(
+    engine: &Engine,
+    client: &ClientState,
+    spec: &'static CommandSpec,
+    full_name: &'static str,
+    slot: usize,
+    argv: &[Vec<u8>],
+) -> Result<(), OpError> {
+    let user = client_user(engine, client);
+    if user.unrestricted() {
+        return Ok(());
+    }
+    match check(user, spec, full_name, slot, argv) {
+        Ok(()) => Ok(()),
+        Err(denial) => {
+            // The log's client line names the refused command, as Redis's does.
+            client.shared.last_cmd.store(slot, Ordering::Relaxed);
+            let (reason, object) = denial.reason();
+            let info = crate::commands::connection::client_line(&client.shared, engine.now_ms());
+            engine
+                .acl()
+                .log(reason, object, user.name().to_string(), info);
+            Err(denial.error())
+        }
+    }
+}
+
+/// Checks a command against a user's rules (root selector, then each extra one).
+pub fn check(
+    user: &User,
+    spec: &'static CommandSpec,
+    full_name: &'static str,
+    slot: usize,
+    argv: &[Vec<u8>],
+) -> Result<(), Denial> {
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let rules = user.rules.read();
+    let first = check_selector(&rules.root, spec, full_name, slot, argv);
+    let Err(mut worst) = first else {
+        return Ok(());
+    };
+    for sel in &rules.selectors {
+        match check_selector(sel, spec, full_name, slot, argv) {
+            Ok(()) => return Ok(()),
+            // A key or channel refusal says more than a command one.
+            Err(d) if matches!(worst, Denial::Command(_)) => worst = d,
+            Err(_) => {}
+        }
+    }
+    Err(worst)
+}
+
+fn check_selector(
+    sel: &rules::Selector,
+    spec: &'static CommandSpec,
+    full_name: &'static str,
+    slot: usize,
+    argv: &[Vec<u8>],
+) -> Result<(), Denial> {
+    use crate::command::flags::NO_AUTH;
+    if !sel.all_commands && !spec.has(NO_AUTH) && !sel.bit(slot) {
+        let arg_at = if full_name.contains('|') { 2 } else { 1 };
+        let ok = argv
+            .get(arg_at)
+            .is_some_and(|a| sel.first_arg_allowed(slot, a));
+        if !ok {
+            return Err(Denial::Command(full_name.to_string()));
+        }
+    }
+    if !sel.all_keys {
+        let keys = key_indices(spec, argv).unwrap_or_default();
+        for (pos, read, write) in key_access(spec, argv, &keys) {
+            let key = &argv[pos];
+            let allowed = sel.keys.iter().any(|p| {
+                (p.read || !read) && (p.write || !write) && glob_match(&p.pattern, key, false)
+            });
+            if !allowed {
+                return Err(Denial::Key(key.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The keys of a command with the access each needs (read, write), from the key
+/// specifications: `access` reads, `insert`, `update` and `delete` write. A key is
+/// attributed to the last specification that begins at or before it.
+fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usize, bool, bool)> {
+    use crate::command::BeginSearch;
+    let needs = |flags: &[&str]| {
+        let has = |f: &str| flags.iter().any(|x| x.eq_ignore_ascii_case(f));
+        let mut read = has("access");
+        let write = has("insert") || has("update") || has("delete");
+        if has("variable_flags") {
+            // SET reads its key only when asked to return the old value.
+            read = argv.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"get"));
+        }
+        (read, write)
+    };
+    let union = spec
+        .key_specs
+        .iter()
+        .filter(|k| !k.flags.contains(&"not_key"))
+        .map(|k| needs(k.flags))
+        .fold(None, |acc: Option<(bool, bool)>, (r, w)| {
+            Some(acc.map_or((r, w), |(ar, aw)| (ar | r, aw | w)))
+        })
+        .unwrap_or((
+            !spec.has(crate::command::flags::WRITE),
+            spec.has(crate::command::flags::WRITE),
+        ));
+    keys.iter()
+        .map(|&pos| {
+            let by_index = spec
+                .key_specs
+                .iter()
+                .filter_map(|k| match k.begin {
+                    BeginSearch::Index(i) if i >= 0 && (i as usize) <= pos => Some((i, k)),
+                    _ => None,
+                })
+                .max_by_key(|(i, _)| *i);
+            let all_indexed = spec
+                .key_specs
+                .iter()
+                .all(|k| matches!(k.begin, BeginSearch::Index(_)));
+            let (read, write) = match by_index {
+                Some((_, k)) if all_indexed => needs(k.flags),
+                _ => union,
+            };
+            (pos, read, write)
+        })
+        .collect()
+}
+
+/// Whether a user may use a Pub/Sub channel: `PUBLISH` and `SUBSCRIBE` name channels
+/// (matched against the user's patterns), `PSUBSCRIBE` names patterns (which must be
+/// one of the user's patterns exactly).
+pub fn check_channel(user: &User, channel: &[u8], is_pattern: bool) -> Result<(), Denial> {
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let rules = user.rules.read();
+    let allows = |sel: &rules::Selector| {
+        sel.all_channels
+            || sel.channels.iter().any(|p| {
+                if is_pattern {
+                    p == channel
+                } else {
+                    glob_match(p, channel, false)
+                }
+            })
+    };
+    if allows(&rules.root) || rules.selectors.iter().any(allows) {
+        Ok(())
+    } else {
+        Err(Denial::Channel(channel.to_vec()))
+    }
+}
+
+/// Kills the connections of these users (deleted or replaced), as Redis does.
+pub fn disconnect(engine: &Engine, users: &[Arc<User>], me: &mut ClientState) {
+    if users.is_empty() {
+        return;
+    }
+    for c in engine.clients().snapshot() {
+        let name = c.text.lock().user.clone();
+        if users.iter().any(|u| u.name().as_bytes() == name.as_slice()) {
+            if c.id == me.id() {
+                me.close_after_reply = true;
+            } else {
+                c.kill();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
