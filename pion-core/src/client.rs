@@ -42,6 +42,8 @@ pub struct ClientShared {
     pub buffers: ClientBuffers,
     /// Wakes the connection's event loop (so a kill takes effect at once).
     pub waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Pub/Sub messages, invalidations and monitor lines on their way to this client.
+    pub pubsub: crate::pubsub::Mailbox,
 }
 
 /// A connection's buffer sizes in bytes, as `CLIENT LIST` shows them.
@@ -106,6 +108,8 @@ pub struct ClientState {
     /// This client replays the write-ahead log at start-up (internal commands such as
     /// `KV.EVICT` are accepted only from it).
     pub replaying: bool,
+    /// Channel, pattern and shard-channel subscriptions (left when dropped).
+    pub subs: crate::pubsub::Subscriptions,
 }
 
 impl ClientState {
@@ -164,6 +168,7 @@ impl ClientState {
             rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),
             wal_seq: 0,
             replaying: false,
+            subs: crate::pubsub::Subscriptions::default(),
         }
     }
 
@@ -198,6 +203,11 @@ impl ClientRegistry {
     /// Removes a client when its connection closes.
     pub fn unregister(&self, id: u64) {
         self.clients.lock().remove(&id);
+    }
+
+    /// The connected client with this id.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientShared>> {
+        self.clients.lock().get(&id).cloned()
     }
 
     /// A snapshot of the connected clients, in id order.

@@ -49,6 +49,10 @@ pub struct ConfigValues {
     pub appendfsync: String,
     /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
     pub kv_budget: u64,
+    /// `notify-keyspace-events`, as class bits.
+    pub notify_keyspace_events: u32,
+    /// `client-output-buffer-limit`.
+    pub client_output_buffer_limit: crate::pubsub::limits::OutputLimits,
 }
 
 impl Default for ConfigValues {
@@ -73,6 +77,8 @@ impl Default for ConfigValues {
             appendonly: false,
             appendfsync: "everysec".into(),
             kv_budget: 0,
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: Default::default(),
         }
     }
 }
@@ -374,6 +380,21 @@ pub static PARAMS: &[Param] = &[
         0,
         i64::MAX as usize
     ),
+    Param {
+        name: "notify-keyspace-events",
+        aliases: &[],
+        get: |c| crate::pubsub::notify::format_flags(c.notify_keyspace_events),
+        set: Some(|c, v| {
+            c.notify_keyspace_events = crate::pubsub::notify::parse_flags(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        aliases: &[],
+        get: |c| c.client_output_buffer_limit.render(),
+        set: Some(|c, v| c.client_output_buffer_limit.parse_into(v)),
+    },
 ];
 
 /// Why `CONFIG SET` refused a value.

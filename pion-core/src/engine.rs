@@ -137,6 +137,8 @@ pub(crate) struct EngineInner {
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
     search: std::sync::Arc<crate::index::Indexes>,
+    /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
+    pubsub: Arc<crate::pubsub::Hub>,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -318,6 +320,11 @@ impl Engine {
         &self.inner.search
     }
 
+    /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
+    pub fn pubsub(&self) -> &Arc<crate::pubsub::Hub> {
+        &self.inner.pubsub
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -379,6 +386,7 @@ impl Engine {
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
+            pubsub: Arc::new(crate::pubsub::Hub::default()),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
@@ -386,6 +394,7 @@ impl Engine {
             .inner
             .keyspace
             .set_expiry_listener(Box::new(move |db, key| search.key_expired(db, key)));
+        crate::pubsub::listen_for_expiry(&engine);
         engine.config_changed();
         engine
     }
@@ -523,6 +532,7 @@ impl Engine {
         self.inner.auth_required.store(auth, Ordering::Relaxed);
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        self.inner.config.with(|c| crate::pubsub::configure(&self.inner.pubsub, c));
         if let Some(d) = self.durability() {
             let policy = self
                 .inner

@@ -70,6 +70,17 @@ impl Ctx<'_> {
         self.ks.now_ms()
     }
 
+    /// Emits a keyspace notification for `key` (`class`: a
+    /// [`notify`](crate::pubsub::notify) bit such as `notify::LIST`). Costs one atomic
+    /// load when notifications are off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        let hub = self.engine.pubsub();
+        if hub.notify_flags() & class != 0 {
+            hub.keyspace_event(class, event, key, self.client.db);
+        }
+    }
+
     /// The current encoding thresholds (`hash-max-listpack-entries` …).
     pub fn limits(&self) -> EncodingLimits {
         self.engine.config().encoding_limits()

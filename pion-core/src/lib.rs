@@ -35,6 +35,7 @@ pub mod keyspace;
 mod long_double;
 pub mod num;
 pub mod prefix;
+pub mod pubsub;
 pub mod reply;
 pub mod search;
 pub(crate) mod strtod;

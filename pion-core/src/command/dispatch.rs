@@ -178,6 +178,11 @@ fn run(
         engine.command_stats().reject(resolved.stat);
         return (Reply::error("NOAUTH Authentication required."), started);
     }
+    // Pub/Sub: a RESP2 subscriber (or a monitor) runs only what that mode allows.
+    if let Some(refused) = crate::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name) {
+        engine.command_stats().reject(resolved.stat);
+        return (refused, started);
+    }
     if spec.has(super::flags::DENYOOM) && over_maxmemory(engine) {
         engine.command_stats().reject(resolved.stat);
         return (
@@ -276,6 +281,8 @@ fn run(
                 ctx.client.wal_seq = ctx.client.wal_seq.max(wal.appended_seq());
             }
         }
+        // Pub/Sub: client-side caching remembers what was read; MONITOR sees the command.
+        crate::pubsub::after_command(engine, ctx.client, spec, argv, &keys);
         result
     };
     let finished = Instant::now();
@@ -335,7 +342,9 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
     let search = ctx.engine.search();
     for &i in keys {
         // Settling only fails for keys outside the lock, which cannot happen here.
-        let _ = ctx.ks.settle(db, &argv[i]);
+        let removed = matches!(ctx.ks.settle(db, &argv[i]), Ok(true));
+        // Pub/Sub: `del` of an emptied key, client-side cache invalidation.
+        crate::pubsub::key_settled(ctx, &argv[i], removed);
         search.key_written(&mut ctx.ks, db, &argv[i]);
     }
     // The commands that replace databases wholesale. As in RediSearch, any flush

@@ -44,6 +44,10 @@ pub const MODULE: u64 = 1 << 19;
 pub const DANGEROUS: u64 = 1 << 40;
 /// In `@keyspace` in addition to its group.
 pub const KEYSPACE: u64 = 1 << 41;
+/// Allowed to a RESP2 client in subscribed mode (`SUBSCRIBE`, `PING`, `RESET` …).
+pub const PUBSUB_CONTEXT: u64 = 1 << 42;
+/// `MONITOR` shows the two arguments after an `AUTH` word as `(redacted)`.
+pub const REDACTS_AUTH: u64 = 1 << 43;
 
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[

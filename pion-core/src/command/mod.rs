@@ -48,6 +48,8 @@ pub enum Group {
     /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
     /// the `module` group and no ACL category.
     VectorSet,
+    /// Pub/Sub commands (their `@pubsub` category comes from the `pubsub` flag).
+    PubSub,
 }
 
 impl Group {
@@ -65,6 +67,7 @@ impl Group {
             Group::PrefixCache => "prefix-cache",
             Group::Search => "module",
             Group::VectorSet => "module",
+            Group::PubSub => "pubsub",
         }
     }
 }
@@ -389,7 +392,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -404,6 +407,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         prefix::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 
