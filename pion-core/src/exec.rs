@@ -75,9 +75,15 @@ impl Ctx<'_> {
     /// load when notifications are off.
     #[inline]
     pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_db(class, event, key, self.client.db);
+    }
+
+    /// [`notify`](Self::notify) for a key of another database (`MOVE`, `COPY … DB`).
+    #[inline]
+    pub fn notify_db(&self, class: u32, event: &str, key: &[u8], db: usize) {
         let hub = self.engine.pubsub();
         if hub.notify_flags() & class != 0 {
-            hub.keyspace_event(class, event, key, self.client.db);
+            hub.keyspace_event(class, event, key, db);
         }
     }
 
