@@ -532,7 +532,9 @@ impl Engine {
         self.inner.auth_required.store(auth, Ordering::Relaxed);
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
-        self.inner.config.with(|c| crate::pubsub::configure(&self.inner.pubsub, c));
+        self.inner
+            .config
+            .with(|c| crate::pubsub::configure(&self.inner.pubsub, c));
         if let Some(d) = self.durability() {
             let policy = self
                 .inner

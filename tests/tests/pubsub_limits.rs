@@ -17,7 +17,12 @@ fn client_list(c: &mut Client) -> String {
 fn a_subscriber_that_never_reads_is_disconnected_at_the_hard_limit() {
     let pion = PionServer::start(4);
     let mut admin = Client::connect(pion.port).expect("connect");
-    let set = admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1mb 512kb 60"]);
+    let set = admin.cmd(&[
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "pubsub 1mb 512kb 60",
+    ]);
     assert_eq!(set.render(), "+OK");
     let mut slow = Client::connect(pion.port).expect("connect");
     slow.cmd(&["CLIENT", "SETNAME", "slow-subscriber"]);
@@ -41,7 +46,10 @@ fn a_subscriber_that_never_reads_is_disconnected_at_the_hard_limit() {
             break;
         }
     }
-    assert!(gone, "the subscriber past its hard limit was never disconnected");
+    assert!(
+        gone,
+        "the subscriber past its hard limit was never disconnected"
+    );
     assert_eq!(
         publisher.cmd(&["PUBSUB", "NUMSUB", "flood"]).render(),
         "*[\"flood\", :0]"

@@ -179,7 +179,9 @@ fn run(
         return (Reply::error("NOAUTH Authentication required."), started);
     }
     // Pub/Sub: a RESP2 subscriber (or a monitor) runs only what that mode allows.
-    if let Some(refused) = crate::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name) {
+    if let Some(refused) =
+        crate::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name)
+    {
         engine.command_stats().reject(resolved.stat);
         return (refused, started);
     }

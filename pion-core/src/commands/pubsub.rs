@@ -36,7 +36,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sunsubscribe", -1, SUB, Group::PubSub, sunsubscribe)
         .keys(1, -1, 1)
         .key_specs(SHARD_KEYS)
-        .doc("Stops listening to messages posted to shard channels.", "7.0.0"),
+        .doc(
+            "Stops listening to messages posted to shard channels.",
+            "7.0.0",
+        ),
     CommandSpec::new(
         "publish",
         3,
@@ -64,7 +67,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Server,
         monitor,
     )
-    .doc("Listens for all requests received by the server in real-time.", "1.0.0"),
+    .doc(
+        "Listens for all requests received by the server in real-time.",
+        "1.0.0",
+    ),
 ];
 
 const INTROSPECT: u64 = PUBSUB | LOADING | STALE;
@@ -76,10 +82,18 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
         .doc("Returns a count of subscribers to channels.", "2.8.0"),
     CommandSpec::new("numpat", 2, INTROSPECT, Group::PubSub, numpat)
         .doc("Returns a count of unique pattern subscriptions.", "2.8.0"),
-    CommandSpec::new("shardchannels", -2, INTROSPECT, Group::PubSub, shardchannels)
-        .doc("Returns the active shard channels.", "7.0.0"),
-    CommandSpec::new("shardnumsub", -2, INTROSPECT, Group::PubSub, shardnumsub)
-        .doc("Returns the count of subscribers of shard channels.", "7.0.0"),
+    CommandSpec::new(
+        "shardchannels",
+        -2,
+        INTROSPECT,
+        Group::PubSub,
+        shardchannels,
+    )
+    .doc("Returns the active shard channels.", "7.0.0"),
+    CommandSpec::new("shardnumsub", -2, INTROSPECT, Group::PubSub, shardnumsub).doc(
+        "Returns the count of subscribers of shard channels.",
+        "7.0.0",
+    ),
     CommandSpec::new("help", 2, LOADING | STALE, Group::PubSub, pubsub_help).doc(
         "Returns helpful text about the different subcommands.",
         "6.2.0",
@@ -90,9 +104,18 @@ const TRACK: u64 = NOSCRIPT | LOADING | STALE;
 
 /// The client-side caching subcommands of `CLIENT`.
 pub const CLIENT_TRACKING_SUBCOMMANDS: [CommandSpec; 4] = [
-    CommandSpec::new("tracking", -3, TRACK, Group::Connection, client_tracking)
-        .doc("Controls server-assisted client-side caching for the connection.", "6.0.0"),
-    CommandSpec::new("trackinginfo", 2, TRACK, Group::Connection, client_trackinginfo).doc(
+    CommandSpec::new("tracking", -3, TRACK, Group::Connection, client_tracking).doc(
+        "Controls server-assisted client-side caching for the connection.",
+        "6.0.0",
+    ),
+    CommandSpec::new(
+        "trackinginfo",
+        2,
+        TRACK,
+        Group::Connection,
+        client_trackinginfo,
+    )
+    .doc(
         "Returns information about server-assisted client-side caching for the connection.",
         "6.2.0",
     ),
@@ -107,27 +130,45 @@ pub const CLIENT_TRACKING_SUBCOMMANDS: [CommandSpec; 4] = [
 ];
 
 fn subscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx.engine.pubsub().subscribe(ctx.client, Kind::Channel, &argv[1..]))
+    Ok(ctx
+        .engine
+        .pubsub()
+        .subscribe(ctx.client, Kind::Channel, &argv[1..]))
 }
 
 fn psubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx.engine.pubsub().subscribe(ctx.client, Kind::Pattern, &argv[1..]))
+    Ok(ctx
+        .engine
+        .pubsub()
+        .subscribe(ctx.client, Kind::Pattern, &argv[1..]))
 }
 
 fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx.engine.pubsub().subscribe(ctx.client, Kind::Shard, &argv[1..]))
+    Ok(ctx
+        .engine
+        .pubsub()
+        .subscribe(ctx.client, Kind::Shard, &argv[1..]))
 }
 
 fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx.engine.pubsub().unsubscribe(ctx.client, Kind::Channel, &argv[1..]))
+    Ok(ctx
+        .engine
+        .pubsub()
+        .unsubscribe(ctx.client, Kind::Channel, &argv[1..]))
 }
 
 fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx.engine.pubsub().unsubscribe(ctx.client, Kind::Pattern, &argv[1..]))
+    Ok(ctx
+        .engine
+        .pubsub()
+        .unsubscribe(ctx.client, Kind::Pattern, &argv[1..]))
 }
 
 fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx.engine.pubsub().unsubscribe(ctx.client, Kind::Shard, &argv[1..]))
+    Ok(ctx
+        .engine
+        .pubsub()
+        .unsubscribe(ctx.client, Kind::Shard, &argv[1..]))
 }
 
 fn publish(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {

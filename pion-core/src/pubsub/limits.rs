@@ -67,7 +67,10 @@ impl OutputLimits {
                     )
                 }
             };
-            let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string();
+            let bad = || {
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                    .to_string()
+            };
             let hard = parse_memory(group[1]).ok_or_else(bad)?;
             let soft = parse_memory(group[2]).ok_or_else(bad)?;
             let soft_seconds: u64 = group[3].parse().map_err(|_| bad())?;
@@ -104,8 +107,8 @@ impl OutputLimits {
         if limit.hard == 0 && limit.soft == 0 {
             return;
         }
-        let used = (m.bytes.load(Ordering::Relaxed)
-            + c.buffers.output.load(Ordering::Relaxed)) as u64;
+        let used =
+            (m.bytes.load(Ordering::Relaxed) + c.buffers.output.load(Ordering::Relaxed)) as u64;
         let hard = limit.hard > 0 && used >= limit.hard;
         let mut soft = false;
         if limit.soft > 0 && used >= limit.soft {

@@ -253,14 +253,23 @@ impl Hub {
     }
 
     /// Subscribes a client to names of one kind; one confirmation per name.
-    pub fn subscribe(self: &Arc<Self>, client: &mut ClientState, kind: Kind, names: &[Vec<u8>]) -> Reply {
+    pub fn subscribe(
+        self: &Arc<Self>,
+        client: &mut ClientState,
+        kind: Kind,
+        names: &[Vec<u8>],
+    ) -> Reply {
         self.attach(client);
         let mut replies = Vec::with_capacity(names.len());
         for name in names {
             if !client.subs.list(kind).contains(name) {
                 client.subs.list(kind).push(name.clone());
                 self.add(kind, name, &client.shared);
-                client.shared.pubsub.count(kind).fetch_add(1, Ordering::Relaxed);
+                client
+                    .shared
+                    .pubsub
+                    .count(kind)
+                    .fetch_add(1, Ordering::Relaxed);
             }
             replies.push(Reply::Push(vec![
                 Reply::bulk(kind.subscribe_word()),
@@ -286,7 +295,11 @@ impl Hub {
             if let Some(i) = list.iter().position(|n| n == name) {
                 list.remove(i);
                 self.remove(kind, name, client.id());
-                client.shared.pubsub.count(kind).fetch_sub(1, Ordering::Relaxed);
+                client
+                    .shared
+                    .pubsub
+                    .count(kind)
+                    .fetch_sub(1, Ordering::Relaxed);
             }
             replies.push(Reply::Push(vec![
                 Reply::bulk(kind.unsubscribe_word()),
@@ -316,8 +329,18 @@ impl Hub {
 
     fn add(&self, kind: Kind, name: &[u8], who: &Arc<ClientShared>) {
         match kind {
-            Kind::Channel => self.channels.write().entry(name.to_vec()).or_default().push(Arc::clone(who)),
-            Kind::Shard => self.shard.write().entry(name.to_vec()).or_default().push(Arc::clone(who)),
+            Kind::Channel => self
+                .channels
+                .write()
+                .entry(name.to_vec())
+                .or_default()
+                .push(Arc::clone(who)),
+            Kind::Shard => self
+                .shard
+                .write()
+                .entry(name.to_vec())
+                .or_default()
+                .push(Arc::clone(who)),
             Kind::Pattern => {
                 let mut patterns = self.patterns.write();
                 match patterns.iter_mut().find(|(p, _)| p == name) {

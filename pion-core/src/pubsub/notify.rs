@@ -33,7 +33,8 @@ pub const MODULE: u32 = 1 << 13;
 /// `n`: new keys.
 pub const NEW: u32 = 1 << 14;
 /// `A`: every class but `m` and `n`.
-pub const ALL: u32 = GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+pub const ALL: u32 =
+    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
 
 /// The class letters, in the order Redis prints them.
 const LETTERS: &[(u32, char)] = &[

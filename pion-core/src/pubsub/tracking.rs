@@ -93,7 +93,11 @@ impl Table {
     }
 
     /// Turns tracking on for a client (validated by the caller).
-    pub fn enable(&self, shared: &Arc<ClientShared>, opts: TrackOptions) -> Result<(), &'static str> {
+    pub fn enable(
+        &self,
+        shared: &Arc<ClientShared>,
+        opts: TrackOptions,
+    ) -> Result<(), &'static str> {
         let mut clients = self.clients.lock();
         let mut flags = ON;
         for (on, bit) in [
@@ -148,7 +152,10 @@ impl Table {
         if let Some(t) = self.clients.lock().remove(&id) {
             self.active.fetch_sub(1, Ordering::Relaxed);
             t.shared.pubsub.tracking_flags.store(0, Ordering::Relaxed);
-            t.shared.pubsub.tracking_redirect.store(0, Ordering::Relaxed);
+            t.shared
+                .pubsub
+                .tracking_redirect
+                .store(0, Ordering::Relaxed);
         }
     }
 
@@ -164,14 +171,21 @@ impl Table {
             return Err("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
         };
         if yes && t.flags & OPTIN == 0 {
-            return Err("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.");
+            return Err(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
         }
         if !yes && t.flags & OPTOUT == 0 {
-            return Err("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.");
+            return Err(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
         }
         t.flags |= if yes { CACHING_YES } else { CACHING_NO };
         t.caching_fresh = true;
-        t.shared.pubsub.tracking_flags.store(t.flags, Ordering::Relaxed);
+        t.shared
+            .pubsub
+            .tracking_flags
+            .store(t.flags, Ordering::Relaxed);
         Ok(())
     }
 
@@ -191,7 +205,10 @@ impl Table {
             t.caching_fresh = false;
         } else if t.flags & (CACHING_YES | CACHING_NO) != 0 {
             t.flags &= !(CACHING_YES | CACHING_NO);
-            t.shared.pubsub.tracking_flags.store(t.flags, Ordering::Relaxed);
+            t.shared
+                .pubsub
+                .tracking_flags
+                .store(t.flags, Ordering::Relaxed);
         }
         drop(clients);
         if wanted && !keys.is_empty() {

@@ -6,8 +6,8 @@ use super::{check_string_length, len_reply};
 use crate::commands::util::int;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
-use crate::reply::Reply;
 use crate::pubsub::notify;
+use crate::reply::Reply;
 use crate::value::{StrValue, Value};
 
 /// `APPEND key value`: the new length. A missing key is created as `SET` would.
