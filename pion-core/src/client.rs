@@ -42,6 +42,8 @@ pub struct ClientShared {
     pub buffers: ClientBuffers,
     /// Wakes the connection's event loop (so a kill takes effect at once).
     pub waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Pub/Sub messages, invalidations and monitor lines on their way to this client.
+    pub pubsub: crate::pubsub::Mailbox,
 }
 
 /// A connection's buffer sizes in bytes, as `CLIENT LIST` shows them.
@@ -128,6 +130,8 @@ pub struct ClientState {
     /// This state runs a blocked client's command again for it: finding nothing again
     /// means "go on waiting", not a new wait.
     pub retrying_block: bool,
+    /// Channel, pattern and shard-channel subscriptions (left when dropped).
+    pub subs: crate::pubsub::Subscriptions,
 }
 
 /// A transaction being queued.
@@ -212,6 +216,7 @@ impl ClientState {
             block_request: None,
             blocked: None,
             retrying_block: false,
+            subs: crate::pubsub::Subscriptions::default(),
         }
     }
 
@@ -259,6 +264,11 @@ impl ClientRegistry {
     /// Removes a client when its connection closes.
     pub fn unregister(&self, id: u64) {
         self.clients.lock().remove(&id);
+    }
+
+    /// The connected client with this id.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientShared>> {
+        self.clients.lock().get(&id).cloned()
     }
 
     /// A snapshot of the connected clients, in id order.

@@ -69,6 +69,10 @@ pub struct ConfigValues {
     pub protected_mode: bool,
     /// `aclfile`: where users are loaded from and saved to (empty: none).
     pub aclfile: String,
+    /// `notify-keyspace-events`, as class bits.
+    pub notify_keyspace_events: u32,
+    /// `client-output-buffer-limit`.
+    pub client_output_buffer_limit: crate::pubsub::limits::OutputLimits,
 }
 
 impl Default for ConfigValues {
@@ -102,6 +106,8 @@ impl Default for ConfigValues {
             latency_monitor_threshold: 0,
             protected_mode: true,
             aclfile: String::new(),
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: Default::default(),
         }
     }
 }

@@ -147,6 +147,8 @@ pub(crate) struct EngineInner {
     gate: crate::gate::Gate,
     /// Eviction, slow log, latency monitor, client pauses.
     operator: crate::operator::Operator,
+    /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
+    pubsub: Arc<crate::pubsub::Hub>,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -349,6 +351,11 @@ impl Engine {
         self.inner.config.with(|c| c.busy_reply_threshold)
     }
 
+    /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
+    pub fn pubsub(&self) -> &Arc<crate::pubsub::Hub> {
+        &self.inner.pubsub
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -421,6 +428,7 @@ impl Engine {
             blocking: crate::blocking::BlockingRegistry::default(),
             gate: crate::gate::Gate::default(),
             operator: crate::operator::Operator::default(),
+            pubsub: Arc::new(crate::pubsub::Hub::default()),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
@@ -432,6 +440,7 @@ impl Engine {
                 search.key_expired(db, key);
                 watches.touch(db, key);
             }));
+        crate::pubsub::listen_for_expiry(&engine);
         engine.config_changed();
         engine
     }
@@ -589,6 +598,9 @@ impl Engine {
         self.inner
             .config
             .with(|c| self.inner.operator.configure(c, &self.inner.keyspace));
+        self.inner
+            .config
+            .with(|c| crate::pubsub::configure(&self.inner.pubsub, c));
         if let Some(d) = self.durability() {
             let policy = self
                 .inner

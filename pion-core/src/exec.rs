@@ -70,6 +70,23 @@ impl Ctx<'_> {
         self.ks.now_ms()
     }
 
+    /// Emits a keyspace notification for `key` (`class`: a
+    /// [`notify`](crate::pubsub::notify) bit such as `notify::LIST`). Costs one atomic
+    /// load when notifications are off.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        self.notify_db(class, event, key, self.client.db);
+    }
+
+    /// [`notify`](Self::notify) for a key of another database (`MOVE`, `COPY … DB`).
+    #[inline]
+    pub fn notify_db(&self, class: u32, event: &str, key: &[u8], db: usize) {
+        let hub = self.engine.pubsub();
+        if hub.notify_flags() & class != 0 {
+            hub.keyspace_event(class, event, key, db);
+        }
+    }
+
     /// The current encoding thresholds (`hash-max-listpack-entries` …).
     pub fn limits(&self) -> EncodingLimits {
         self.engine.config().encoding_limits()

@@ -182,6 +182,9 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 "keyspace_misses",
                 &ks.keyspace_misses.load(Ordering::Relaxed),
             );
+            for (name, value) in crate::pubsub::info_fields(e) {
+                line(name, &value);
+            }
         }
         "replication" => {
             header!("# Replication");

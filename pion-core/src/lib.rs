@@ -44,6 +44,7 @@ pub mod num;
 pub mod operator;
 pub mod pause;
 pub mod prefix;
+pub mod pubsub;
 pub mod reply;
 pub mod search;
 pub mod slowlog;

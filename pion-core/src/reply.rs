@@ -41,6 +41,9 @@ pub enum Reply {
     Verbatim(&'static str, Vec<u8>),
     /// An out-of-band push message (RESP3 `>`); RESP2 sends an array.
     Push(Vec<Reply>),
+    /// Several replies sent one after the other (`SUBSCRIBE a b` confirms each
+    /// channel separately).
+    Several(Vec<Reply>),
 }
 
 impl Reply {

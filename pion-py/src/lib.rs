@@ -21,7 +21,7 @@ fn to_py(py: Python<'_>, reply: Reply) -> PyResult<PyObject> {
         Reply::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
         Reply::Bulk(b) | Reply::Verbatim(_, b) => PyBytes::new(py, &b).into_any().unbind(),
         Reply::Null | Reply::NullArray => py.None(),
-        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) => {
+        Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Several(items) => {
             let list = PyList::empty(py);
             for r in items {
                 list.append(to_py(py, r)?)?;

@@ -161,11 +161,19 @@ impl Connection {
                 )
             }
         };
+        // Pub/Sub messages that arrived while the command ran precede its reply;
+        // those it caused for this client itself (invalidations, its own MONITOR
+        // line) follow it.
+        let mailbox = &self.client.shared.pubsub;
+        for m in mailbox.take_before_reply() {
+            encode(&m, self.client.resp, &mut self.output);
+        }
         if self.client.suppress_reply {
             self.client.suppress_reply = false;
         } else {
             encode(&reply, self.client.resp, &mut self.output);
         }
+        self.deliver_pushes();
         if self.client.close_after_reply {
             self.closing = true;
         }
@@ -175,6 +183,17 @@ impl Connection {
     /// Whether a command waits for a `CLIENT PAUSE` to end.
     pub fn is_held(&self) -> bool {
         self.held.is_some()
+    }
+
+    /// Moves what other clients published to this one (Pub/Sub messages,
+    /// invalidations, monitor lines) into the output, in the order it was queued.
+    pub fn deliver_pushes(&mut self) {
+        let mailbox = &self.client.shared.pubsub;
+        if mailbox.pending() {
+            for m in mailbox.take() {
+                encode(&m, self.client.resp, &mut self.output);
+            }
+        }
     }
 
     /// Publishes the buffer sizes `CLIENT LIST` reports.

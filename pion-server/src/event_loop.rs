@@ -72,6 +72,8 @@ struct Worker {
     held: Vec<Token>,
     /// Connections whose replies wait for an fsync (`appendfsync always`).
     awaiting_sync: Vec<Token>,
+    /// Connections with Pub/Sub messages to deliver (their mailboxes' bells).
+    ready: Arc<Mutex<Vec<Token>>>,
     next_token: usize,
 }
 
@@ -144,6 +146,7 @@ impl Server {
                 pending: Vec::new(),
                 held: Vec::new(),
                 awaiting_sync: Vec::new(),
+                ready: Arc::new(Mutex::new(Vec::new())),
                 next_token: FIRST_CONN,
             });
         }
@@ -242,6 +245,7 @@ impl Worker {
                     WAKER => {
                         woken = true;
                         self.adopt_inbox(engine);
+                        self.deliver_ready();
                     }
                     token => self.serve(token, engine, &limits),
                 }
@@ -349,7 +353,27 @@ impl Worker {
         *client.shared.waker.lock() = Some(Box::new(move || {
             let _ = waker.wake();
         }));
+        let (ready, bell) = (Arc::clone(&self.ready), Arc::clone(&self.waker));
+        client.shared.pubsub.set_bell(Box::new(move || {
+            ready.lock().push(token);
+            let _ = bell.wake();
+        }));
         self.conns.insert(token, (stream, Connection::new(client)));
+    }
+
+    /// Moves published messages into the output of the connections whose mailbox
+    /// rang; they are written with this pass's replies.
+    fn deliver_ready(&mut self) {
+        let tokens = std::mem::take(&mut *self.ready.lock());
+        for token in tokens {
+            if let Some((_, conn)) = self.conns.get_mut(&token) {
+                conn.deliver_pushes();
+                if !conn.queued_for_write {
+                    conn.queued_for_write = true;
+                    self.pending.push(token);
+                }
+            }
+        }
     }
 
     /// Reads what a readable connection sent and runs its commands; the replies are

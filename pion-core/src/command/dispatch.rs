@@ -240,6 +240,13 @@ fn admit(
             ));
         }
     }
+    // Pub/Sub: a RESP2 subscriber (or a monitor) runs only what that mode allows.
+    if let Some(refused) =
+        crate::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name)
+    {
+        engine.command_stats().reject(resolved.stat);
+        return Err(refused);
+    }
     Ok(resolved)
 }
 
@@ -441,6 +448,8 @@ fn run_resolved(
                 ctx.client.wal_seq = ctx.client.wal_seq.max(wal.appended_seq());
             }
         }
+        // Pub/Sub: client-side caching remembers what was read; MONITOR sees the command.
+        crate::pubsub::after_command(engine, ctx.client, spec, argv, &keys);
         result
     };
     let finished = Instant::now();
@@ -503,7 +512,9 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
     let blocking = ctx.engine.blocking();
     for &i in keys {
         // Settling only fails for keys outside the lock, which cannot happen here.
-        let _ = ctx.ks.settle(db, &argv[i]);
+        let removed = matches!(ctx.ks.settle(db, &argv[i]), Ok(true));
+        // Pub/Sub: `del` of an emptied key, client-side cache invalidation.
+        crate::pubsub::key_settled(ctx, &argv[i], removed);
         search.key_written(&mut ctx.ks, db, &argv[i]);
         blocking.key_written(db, &argv[i]);
     }

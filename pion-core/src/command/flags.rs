@@ -51,6 +51,10 @@ pub const EXCLUSIVE: u64 = 1 << 42;
 /// Internal: runs at once inside `MULTI` instead of being queued (`EXEC`, `DISCARD`,
 /// `MULTI`, `WATCH`, `QUIT`, `RESET`).
 pub const TX_CONTROL: u64 = 1 << 43;
+/// Allowed to a RESP2 client in subscribed mode (`SUBSCRIBE`, `PING`, `RESET` …).
+pub const PUBSUB_CONTEXT: u64 = 1 << 44;
+/// `MONITOR` shows the two arguments after an `AUTH` word as `(redacted)`.
+pub const REDACTS_AUTH: u64 = 1 << 45;
 
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[

@@ -6,9 +6,7 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{
-    execute, execute_at, key_indices, lock_set_for, replay, resolve, run_nested,
-};
+pub use dispatch::{execute, execute_at, key_indices, lock_set_for, replay, resolve, run_nested};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -54,7 +52,7 @@ pub enum Group {
     Transaction,
     /// Scripting commands (`EVAL`, `FUNCTION` …).
     Scripting,
-    /// Pub/Sub commands.
+    /// Pub/Sub commands (their `@pubsub` category comes from the `pubsub` flag).
     PubSub,
 }
 
@@ -417,6 +415,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         search::COMMANDS,
         vsets::COMMANDS,
         acl::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 

@@ -14,7 +14,7 @@ const CONN: u64 = NOSCRIPT | LOADING | STALE;
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("ping", -1, FAST, Group::Connection, ping)
+    CommandSpec::new("ping", -1, FAST | PUBSUB_CONTEXT, Group::Connection, ping)
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
         .doc("Returns the server's liveliness response.", "1.0.0"),
     CommandSpec::new("echo", 2, LOADING | STALE | FAST, Group::Connection, echo)
@@ -30,7 +30,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "hello",
         -1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY | REDACTS_AUTH,
         Group::Connection,
         hello,
     )
@@ -38,7 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "auth",
         -2,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY | REDACTS_AUTH,
         Group::Connection,
         auth,
     )
@@ -46,7 +46,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "quit",
         -1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | PUBSUB_CONTEXT,
         Group::Connection,
         quit,
     )
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        CONN | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL,
+        CONN | FAST | NO_AUTH | ALLOW_BUSY | TX_CONTROL | PUBSUB_CONTEXT,
         Group::Connection,
         reset,
     )
@@ -117,9 +117,18 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         "Returns helpful text about the different subcommands.",
         "5.0.0",
     ),
+    crate::commands::pubsub::CLIENT_TRACKING_SUBCOMMANDS[0],
+    crate::commands::pubsub::CLIENT_TRACKING_SUBCOMMANDS[1],
+    crate::commands::pubsub::CLIENT_TRACKING_SUBCOMMANDS[2],
+    crate::commands::pubsub::CLIENT_TRACKING_SUBCOMMANDS[3],
 ];
 
-fn ping(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+fn ping(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if ctx.client.resp == 2 && ctx.client.subs.active() && argv.len() <= 2 {
+        // A RESP2 subscriber gets the pong as a two-element array, as in Redis.
+        let arg = argv.get(1).map_or(&[][..], Vec::as_slice);
+        return Ok(Reply::Array(vec![Reply::bulk("pong"), Reply::bulk(arg)]));
+    }
     match argv.len() {
         1 => Ok(Reply::status("PONG")),
         2 => Ok(Reply::bulk(&argv[1])),
@@ -241,6 +250,7 @@ fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    crate::pubsub::reset_client(ctx.engine, ctx.client);
     ctx.client.select(0);
     ctx.client.set_resp(2);
     ctx.client.no_evict = false;
@@ -335,8 +345,9 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         b.output.load(Ordering::Relaxed),
         b.output_capacity.load(Ordering::Relaxed),
     );
+    let (flags, sub, psub, ssub) = crate::pubsub::client_list_fields(c);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -361,6 +372,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         } else {
             String::from_utf8_lossy(&t.user)
         },
+        crate::pubsub::client_list_redir(c),
         c.resp.load(Ordering::Relaxed),
         String::from_utf8_lossy(&t.lib_name),
         String::from_utf8_lossy(&t.lib_ver),
@@ -382,9 +394,17 @@ fn client_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                     text(t)
                 )));
             }
-            if !is_kw(t, "normal") {
-                ids = Some(Vec::new());
-            }
+            // Pub/Sub: subscribers are the `pubsub` type, everyone else `normal`.
+            let want = text(t).to_ascii_lowercase();
+            let listed: Vec<u64> = ctx
+                .engine
+                .clients()
+                .snapshot()
+                .iter()
+                .filter(|c| crate::pubsub::client_type(c) == want)
+                .map(|c| c.id)
+                .collect();
+            ids = Some(listed);
             j += 2;
         } else if is_kw(&argv[j], "id") && j + 1 < argv.len() {
             let mut v = ids.take().unwrap_or_default();
@@ -431,7 +451,7 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Ok(Reply::ok());
     }
     let (mut id, mut addr, mut laddr, mut skipme, mut user) = (None, None, None, true, None);
-    let mut type_matches: Option<bool> = None;
+    let mut type_matches: Option<String> = None;
     let mut j = 2;
     while j < argv.len() {
         let Some(value) = argv.get(j + 1) else {
@@ -459,8 +479,7 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                     text(value)
                 )));
             }
-            // Every client is a normal one until replication and pub/sub arrive.
-            type_matches = Some(is_kw(value, "normal"));
+            type_matches = Some(text(value).to_ascii_lowercase());
         } else if is_kw(opt, "skipme") {
             skipme = if is_kw(value, "yes") {
                 true
@@ -489,7 +508,9 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 };
                 u.as_bytes() == name
             })
-            && type_matches.unwrap_or(true)
+            && type_matches
+                .as_ref()
+                .is_none_or(|t| crate::pubsub::client_type(&c) == t)
             && !(skipme && c.id == me);
         if matches {
             if c.id == me {

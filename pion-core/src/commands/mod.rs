@@ -11,6 +11,7 @@ pub mod memory;
 pub(crate) mod pause;
 pub mod persistence;
 pub mod prefix;
+pub mod pubsub;
 pub mod search;
 pub mod server;
 pub mod sets;

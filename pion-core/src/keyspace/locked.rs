@@ -363,26 +363,27 @@ impl<'a> Locked<'a> {
 
     /// After a write: re-estimates the key's memory and deletes it if it became an
     /// empty collection (Redis never keeps empty hashes, lists, sets or sorted sets).
-    pub fn settle(&mut self, db: usize, key: &[u8]) -> OpResult<()> {
+    /// Returns whether it deleted the key.
+    pub fn settle(&mut self, db: usize, key: &[u8]) -> OpResult<bool> {
         if db >= self.ks.databases {
-            return Ok(());
+            return Ok(false);
         }
         let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
         let Some(d) = shard.db_mut(db) else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(entry) = d.slots[loc.local].get_mut(key) else {
-            return Ok(());
+            return Ok(false);
         };
         if entry.value.is_empty_collection() {
             shard.remove(db, loc.local, key);
-            return Ok(());
+            return Ok(true);
         }
         let now = entry.value.mem_usage() + key.len();
         let before = entry.set_accounted(now);
         shard.used_memory = shard.used_memory.saturating_sub(before) + now;
-        Ok(())
+        Ok(false)
     }
 
     fn all_shards(&mut self) -> OpResult<impl Iterator<Item = &mut Shard> + use<'_, 'a>> {

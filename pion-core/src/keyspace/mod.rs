@@ -57,7 +57,7 @@ pub struct Keyspace {
     databases: usize,
     stats: KeyspaceStats,
     cut: cut::Cut,
-    expiry_listener: std::sync::OnceLock<ExpiryListener>,
+    expiry_listeners: parking_lot::RwLock<Vec<ExpiryListener>>,
     /// `lfu-log-factor` (high half) and `lfu-decay-time` (low half).
     lfu: AtomicU64,
 }
@@ -111,7 +111,7 @@ impl Keyspace {
             databases,
             stats: KeyspaceStats::default(),
             cut: cut::Cut::new(),
-            expiry_listener: std::sync::OnceLock::new(),
+            expiry_listeners: parking_lot::RwLock::new(Vec::new()),
             lfu: AtomicU64::new(pack_lfu(LfuParams::default())),
         }
     }
@@ -130,14 +130,15 @@ impl Keyspace {
         self.lfu.store(pack_lfu(params), Ordering::Relaxed);
     }
 
-    /// Sets the listener told about expired keys (once; later calls are ignored).
+    /// Adds a listener told about expired keys (search indexes, keyspace
+    /// notifications, client-side caching); each is called in the order added.
     pub fn set_expiry_listener(&self, listener: ExpiryListener) {
-        let _ = self.expiry_listener.set(listener);
+        self.expiry_listeners.write().push(listener);
     }
 
-    /// Tells the listener that a key expired (call holding the key's shard).
+    /// Tells the listeners that a key expired (call holding the key's shard).
     pub(crate) fn expired(&self, db: usize, key: &[u8]) {
-        if let Some(listen) = self.expiry_listener.get() {
+        for listen in self.expiry_listeners.read().iter() {
             listen(db, key);
         }
     }

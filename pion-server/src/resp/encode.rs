@@ -32,6 +32,11 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
                 encode(r, resp, out);
             }
         }
+        Reply::Several(items) => {
+            for r in items {
+                encode(r, resp, out);
+            }
+        }
         Reply::Push(items) => {
             header(out, if resp3 { b'>' } else { b'*' }, items.len());
             for r in items {

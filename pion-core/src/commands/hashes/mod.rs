@@ -9,6 +9,7 @@ pub(crate) mod scan;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::pubsub::notify;
 use std::collections::HashSet;
 
 use rand::Rng;
@@ -155,6 +156,7 @@ fn set_pairs(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<i64> {
             created += 1;
         }
     }
+    ctx.notify(notify::HASH, "hset", &argv[1]);
     Ok(created)
 }
 
@@ -173,6 +175,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Ok(Reply::Integer(0));
     }
     h.insert(argv[2].clone(), argv[3].clone(), &limits);
+    ctx.notify(notify::HASH, "hset", &argv[1]);
     Ok(Reply::Integer(1))
 }
 
@@ -205,6 +208,9 @@ fn hdel(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         if h.is_empty() {
             break;
         }
+    }
+    if removed > 0 {
+        ctx.notify(notify::HASH, "hdel", &argv[1]);
     }
     Ok(Reply::Integer(removed))
 }
@@ -263,6 +269,7 @@ fn hincrby(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     let new = current.checked_add(incr).ok_or(OpError::Overflow)?;
     h.insert(argv[2].clone(), new.to_string().into_bytes(), &limits);
+    ctx.notify(notify::HASH, "hincrby", &argv[1]);
     Ok(Reply::Integer(new))
 }
 
@@ -282,6 +289,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         other => other?,
     };
     h.insert(argv[2].clone(), new.clone(), &limits);
+    ctx.notify(notify::HASH, "hincrbyfloat", &argv[1]);
     // Logged as its result, like INCRBYFLOAT (long-double arithmetic is per machine).
     ctx.log_as(vec![vec![
         b"HSET".to_vec(),

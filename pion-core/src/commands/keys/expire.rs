@@ -8,6 +8,7 @@ use super::peek_counted;
 use crate::commands::util::{int, is_kw, text};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
+use crate::pubsub::notify;
 use crate::reply::Reply;
 
 /// The conditions `EXPIRE … NX|XX|GT|LT` put on the key's current time to live.
@@ -95,8 +96,10 @@ pub(super) fn expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     if when <= now {
         ctx.ks.remove(db, key)?;
+        ctx.notify(notify::GENERIC, "del", key);
     } else {
         ctx.ks.set_expire_at(db, key, Some(when))?;
+        ctx.notify(notify::GENERIC, "expire", key);
     }
     Ok(Reply::Integer(1))
 }
@@ -139,6 +142,7 @@ pub(super) fn persist(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .is_some_and(|e| e.expire_at().is_some());
     if had_ttl {
         ctx.ks.set_expire_at(db, key, None)?;
+        ctx.notify(notify::GENERIC, "persist", key);
     }
     Ok(Reply::Integer(i64::from(had_ttl)))
 }

@@ -15,6 +15,7 @@ mod object;
 mod sort;
 mod walk;
 
+use crate::pubsub::notify;
 use std::sync::atomic::Ordering;
 
 use crate::command::flags::*;
@@ -174,6 +175,7 @@ fn del(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let mut removed = 0;
     for key in &argv[1..] {
         if ctx.ks.remove(db, key)?.is_some() {
+            ctx.notify(notify::GENERIC, "del", key);
             removed += 1;
         }
     }
@@ -227,6 +229,8 @@ fn rename(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     if let Some(entry) = ctx.ks.take_entry(db, src)? {
         ctx.ks.put_entry(db, dst, entry)?;
+        ctx.notify(notify::GENERIC, "rename_from", src);
+        ctx.notify(notify::GENERIC, "rename_to", dst);
     }
     Ok(done)
 }
@@ -261,6 +265,7 @@ fn copy(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     ctx.ks.set(dst_db, dst, value)?;
     ctx.ks.set_expire_at(dst_db, dst, deadline)?;
+    ctx.notify_db(notify::GENERIC, "copy_to", dst, dst_db);
     Ok(Reply::Integer(1))
 }
 
@@ -278,6 +283,8 @@ fn move_cmd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     if let Some(entry) = ctx.ks.take_entry(src_db, key)? {
         ctx.ks.put_entry(dst_db, key, entry)?;
+        ctx.notify_db(notify::GENERIC, "move_from", key, src_db);
+        ctx.notify_db(notify::GENERIC, "move_to", key, dst_db);
     }
     Ok(Reply::Integer(1))
 }

@@ -4,6 +4,7 @@ use super::write_list;
 use crate::commands::util::{int, is_kw};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
+use crate::pubsub::notify;
 use crate::reply::Reply;
 
 /// `LSET key index element`: the key is looked up before the index is parsed.
@@ -11,6 +12,7 @@ pub(super) fn lset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let list = write_list(ctx, &argv[1])?.ok_or(OpError::NoSuchKey)?;
     let index = int(&argv[2])?;
     if list.set(index, argv[3].clone()) {
+        ctx.notify(notify::LIST, "lset", &argv[1]);
         Ok(Reply::ok())
     } else {
         Err(OpError::IndexOutOfRange)
@@ -30,16 +32,22 @@ pub(super) fn linsert(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let Some(list) = write_list(ctx, &argv[1])? else {
         return Ok(Reply::Integer(0));
     };
-    Ok(Reply::Integer(
-        list.insert(&argv[3], before, argv[4].clone())
-            .map_or(-1, |n| n as i64),
-    ))
+    let n = list
+        .insert(&argv[3], before, argv[4].clone())
+        .map_or(-1, |n| n as i64);
+    if n > 0 {
+        ctx.notify(notify::LIST, "linsert", &argv[1]);
+    }
+    Ok(Reply::Integer(n))
 }
 
 /// `LREM key count element`: how many were removed.
 pub(super) fn lrem(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let count = int(&argv[2])?;
     let removed = write_list(ctx, &argv[1])?.map_or(0, |l| l.remove(count, &argv[3]));
+    if removed > 0 {
+        ctx.notify(notify::LIST, "lrem", &argv[1]);
+    }
     Ok(Reply::Integer(removed as i64))
 }
 
@@ -49,6 +57,7 @@ pub(super) fn ltrim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let stop = int(&argv[3])?;
     if let Some(list) = write_list(ctx, &argv[1])? {
         list.trim(start, stop);
+        ctx.notify(notify::LIST, "ltrim", &argv[1]);
     }
     Ok(Reply::ok())
 }

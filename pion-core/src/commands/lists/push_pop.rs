@@ -5,6 +5,7 @@ use super::{list_or_create, parse_end, ranged_count, write_list};
 use crate::commands::util::is_kw;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
+use crate::pubsub::notify;
 use crate::reply::Reply;
 use crate::value::list::End;
 
@@ -23,7 +24,9 @@ fn push(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], end: End, only_existing: bool) -> O
     for v in &argv[2..] {
         list.push(end, v.clone());
     }
-    Ok(Reply::Integer(list.len() as i64))
+    let len = list.len() as i64;
+    ctx.notify(notify::LIST, push_event(end), key);
+    Ok(Reply::Integer(len))
 }
 
 /// `LPUSH key element …`.
@@ -67,10 +70,39 @@ fn pop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], end: End, name: &str) -> OpResult<Re
             None => Reply::Null,
         });
     };
-    Ok(match count {
-        Some(n) => Reply::bulks(list.pop_many(end, n)),
-        None => Reply::bulk_or_null(list.pop(end)),
-    })
+    let reply = match count {
+        Some(n) => {
+            let popped = list.pop_many(end, n);
+            if !popped.is_empty() {
+                ctx.notify(notify::LIST, pop_event(end), &argv[1]);
+            }
+            Reply::bulks(popped)
+        }
+        None => {
+            let popped = list.pop(end);
+            if popped.is_some() {
+                ctx.notify(notify::LIST, pop_event(end), &argv[1]);
+            }
+            Reply::bulk_or_null(popped)
+        }
+    };
+    Ok(reply)
+}
+
+/// The keyspace event of a push at `end`.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpush",
+        End::Right => "rpush",
+    }
+}
+
+/// The keyspace event of a pop at `end`.
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Left => "lpop",
+        End::Right => "rpop",
+    }
 }
 
 /// `LPOP key [count]`.
@@ -105,6 +137,9 @@ pub(super) fn move_one(
         return Ok(Reply::Null);
     };
     list_or_create(ctx, dst)?.push(to, elem.clone());
+    // Redis reports the push before the pop.
+    ctx.notify(notify::LIST, push_event(to), dst);
+    ctx.notify(notify::LIST, pop_event(from), src);
     Ok(Reply::Bulk(elem))
 }
 
@@ -196,6 +231,7 @@ pub(crate) fn mpop(
             continue;
         }
         let popped = list.pop_many(args.end, args.count);
+        ctx.notify(notify::LIST, pop_event(args.end), key);
         return Ok(Some(Reply::Array(vec![
             Reply::bulk(key),
             Reply::bulks(popped),

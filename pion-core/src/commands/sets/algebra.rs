@@ -115,13 +115,16 @@ fn difference(ctx: &mut Ctx<'_>, keys: &[Vec<u8>]) -> OpResult<SetValue> {
 
 /// Stores `result` at `dest` (deleting `dest` when the result is empty) and replies
 /// with its size.
-fn store(ctx: &mut Ctx<'_>, dest: &[u8], result: SetValue) -> OpResult<Reply> {
+fn store(ctx: &mut Ctx<'_>, dest: &[u8], result: SetValue, event: &str) -> OpResult<Reply> {
     let db = ctx.db();
     let len = result.len();
     if len == 0 {
-        ctx.ks.remove(db, dest)?;
+        if ctx.ks.remove(db, dest)?.is_some() {
+            ctx.notify(crate::pubsub::notify::GENERIC, "del", dest);
+        }
     } else {
         ctx.ks.set(db, dest, Value::Set(Box::new(result)))?;
+        ctx.notify(crate::pubsub::notify::SET, event, dest);
     }
     Ok(Reply::Integer(len as i64))
 }
@@ -138,7 +141,7 @@ pub(super) fn sinterstore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     for m in &members {
         result.insert(m, &limits);
     }
-    store(ctx, &argv[1], result)
+    store(ctx, &argv[1], result, "sinterstore")
 }
 
 pub(super) fn sunion(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -148,7 +151,7 @@ pub(super) fn sunion(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 pub(super) fn sunionstore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let result = union(ctx, &argv[2..])?;
-    store(ctx, &argv[1], result)
+    store(ctx, &argv[1], result, "sunionstore")
 }
 
 pub(super) fn sdiff(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -158,7 +161,7 @@ pub(super) fn sdiff(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 pub(super) fn sdiffstore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let result = difference(ctx, &argv[2..])?;
-    store(ctx, &argv[1], result)
+    store(ctx, &argv[1], result, "sdiffstore")
 }
 
 /// `SINTERCARD numkeys key … [LIMIT n]`: the number of keys, with Redis's errors.

@@ -10,6 +10,7 @@ mod algebra;
 #[cfg(test)]
 mod tests;
 
+use crate::pubsub::notify;
 use std::collections::HashSet;
 
 use crate::command::flags::*;
@@ -194,6 +195,9 @@ fn sadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let limits = ctx.limits();
     let set = set_for_add(ctx, &argv[1], &argv[2])?;
     let added = argv[2..].iter().filter(|m| set.insert(m, &limits)).count();
+    if added > 0 {
+        ctx.notify(notify::SET, "sadd", &argv[1]);
+    }
     Ok(Reply::Integer(added as i64))
 }
 
@@ -209,6 +213,9 @@ fn srem(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 break;
             }
         }
+    }
+    if removed > 0 {
+        ctx.notify(notify::SET, "srem", &argv[1]);
     }
     Ok(Reply::Integer(removed))
 }
@@ -264,6 +271,9 @@ fn spop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             _ => None,
         })),
         _ => {}
+    }
+    if srem.len() > 2 {
+        ctx.notify(notify::SET, "spop", &argv[1]);
     }
     ctx.log_as(if srem.len() > 2 {
         vec![srem]
@@ -391,11 +401,22 @@ fn smove(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if !in_src {
         return Ok(Reply::Integer(0));
     }
+    let mut emptied = false;
     if let Some(s) = write_set(ctx, src)? {
         s.remove(member);
+        emptied = s.is_empty();
+    }
+    ctx.notify(notify::SET, "srem", src);
+    if emptied {
+        // Deleted here rather than when the command settles: Redis reports the
+        // `del` between the `srem` and the `sadd`.
+        let db = ctx.db();
+        ctx.ks.remove(db, src)?;
+        ctx.notify(notify::GENERIC, "del", src);
     }
     let limits = ctx.limits();
     set_for_add(ctx, dst, member)?.insert(member, &limits);
+    ctx.notify(notify::SET, "sadd", dst);
     Ok(Reply::Integer(1))
 }
 

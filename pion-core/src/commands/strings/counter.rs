@@ -11,6 +11,12 @@ use crate::value::{StrValue, Value};
 
 /// Adds `delta` to the integer stored at `key` and stores the result `int`-encoded.
 fn add(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> OpResult<Reply> {
+    let reply = add_inner(ctx, key, delta)?;
+    ctx.notify(crate::pubsub::notify::STRING, "incrby", key);
+    Ok(reply)
+}
+
+fn add_inner(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> OpResult<Reply> {
     let db = ctx.db();
     match ctx.ks.get_mut(db, key)? {
         None => {
@@ -72,6 +78,7 @@ pub(super) fn incrbyfloat(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
             sum
         }
     };
+    ctx.notify(crate::pubsub::notify::STRING, "incrbyfloat", key);
     ctx.log_as(vec![vec![
         b"SET".to_vec(),
         key.clone(),

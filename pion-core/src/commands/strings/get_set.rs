@@ -5,6 +5,7 @@ use super::{exists_for_write, expire_deadline, expire_keyword, read_string, Expi
 use crate::commands::util::is_kw;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
+use crate::pubsub::notify;
 use crate::reply::Reply;
 use crate::value::Value;
 
@@ -69,8 +70,10 @@ pub(super) fn set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     } else {
         ctx.ks.set(db, key, value)?;
     }
+    ctx.notify(notify::STRING, "set", key);
     if let Some(at) = deadline {
         ctx.ks.set_expire_at(db, key, Some(at))?;
+        ctx.notify(notify::GENERIC, "expire", key);
     }
     Ok(match old {
         Some(v) => Reply::bulk_or_null(v),
@@ -85,6 +88,7 @@ pub(super) fn setnx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     let db = ctx.db();
     ctx.ks.set(db, &argv[1], Value::string(argv[2].clone()))?;
+    ctx.notify(notify::STRING, "set", &argv[1]);
     Ok(Reply::Integer(1))
 }
 
@@ -98,7 +102,9 @@ fn set_with_expire(
     let at = expire_deadline(&argv[2], unit, ctx.now_ms(), cmd)?;
     let db = ctx.db();
     ctx.ks.set(db, &argv[1], Value::string(argv[3].clone()))?;
+    ctx.notify(notify::STRING, "set", &argv[1]);
     ctx.ks.set_expire_at(db, &argv[1], Some(at))?;
+    ctx.notify(notify::GENERIC, "expire", &argv[1]);
     Ok(Reply::ok())
 }
 
@@ -117,6 +123,7 @@ pub(super) fn getset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let old = read_string(ctx, &argv[1])?;
     let db = ctx.db();
     ctx.ks.set(db, &argv[1], Value::string(argv[2].clone()))?;
+    ctx.notify(notify::STRING, "set", &argv[1]);
     Ok(Reply::bulk_or_null(old))
 }
 
@@ -126,6 +133,7 @@ pub(super) fn getdel(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if old.is_some() {
         let db = ctx.db();
         ctx.ks.remove(db, &argv[1])?;
+        ctx.notify(notify::GENERIC, "del", &argv[1]);
     }
     Ok(Reply::bulk_or_null(old))
 }
@@ -177,14 +185,19 @@ pub(super) fn getex(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     match op {
         GetexOp::Keep => {}
         GetexOp::Persist => {
-            ctx.ks.set_expire_at(db, key, None)?;
+            let had_ttl = matches!(ctx.ks.expire_at(db, key)?, Some(Some(_)));
+            if had_ttl && ctx.ks.set_expire_at(db, key, None)? {
+                ctx.notify(notify::GENERIC, "persist", key);
+            }
         }
         GetexOp::Expire(unit, arg) => {
             let at = expire_deadline(arg, unit, ctx.now_ms(), "getex")?;
             if at <= ctx.now_ms() {
                 ctx.ks.remove(db, key)?;
+                ctx.notify(notify::GENERIC, "del", key);
             } else {
                 ctx.ks.set_expire_at(db, key, Some(at))?;
+                ctx.notify(notify::GENERIC, "expire", key);
             }
         }
     }
@@ -217,6 +230,7 @@ pub(super) fn mset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     for pair in pairs(argv, "mset")? {
         ctx.ks.set(db, &pair[0], Value::string(pair[1].clone()))?;
+        ctx.notify(notify::STRING, "set", &pair[0]);
     }
     Ok(Reply::ok())
 }
@@ -232,6 +246,7 @@ pub(super) fn msetnx(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     for pair in pairs(argv, "msetnx")? {
         ctx.ks.set(db, &pair[0], Value::string(pair[1].clone()))?;
+        ctx.notify(notify::STRING, "set", &pair[0]);
     }
     Ok(Reply::Integer(1))
 }

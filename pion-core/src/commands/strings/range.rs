@@ -6,6 +6,7 @@ use super::{check_string_length, len_reply};
 use crate::commands::util::int;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
+use crate::pubsub::notify;
 use crate::reply::Reply;
 use crate::value::{StrValue, Value};
 
@@ -15,13 +16,16 @@ pub(super) fn append(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let (key, tail) = (&argv[1], &argv[2]);
     let Some(len) = read_string_len(ctx, key)? else {
         ctx.ks.set(db, key, Value::string(tail.clone()))?;
+        ctx.notify(notify::STRING, "append", key);
         return Ok(Reply::Integer(len_reply(tail.len())));
     };
     check_string_length(ctx, len as u128 + tail.len() as u128)?;
     let s = string_mut(ctx, key)?;
     let bytes = s.bytes_mut();
     bytes.extend_from_slice(tail);
-    Ok(Reply::Integer(len_reply(bytes.len())))
+    let n = len_reply(bytes.len());
+    ctx.notify(notify::STRING, "append", key);
+    Ok(Reply::Integer(n))
 }
 
 /// `STRLEN key`: 0 for a missing key.
@@ -102,6 +106,7 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         bytes.extend_from_slice(patch);
         let len = bytes.len();
         ctx.ks.set(db, key, Value::Str(StrValue::raw(bytes)))?;
+        ctx.notify(notify::STRING, "setrange", key);
         return Ok(Reply::Integer(len_reply(len)));
     }
     let bytes = string_mut(ctx, key)?.bytes_mut();
@@ -110,7 +115,9 @@ pub(super) fn setrange(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         bytes.resize(end, 0);
     }
     bytes[offset..end].copy_from_slice(patch);
-    Ok(Reply::Integer(len_reply(bytes.len())))
+    let n = len_reply(bytes.len());
+    ctx.notify(notify::STRING, "setrange", key);
+    Ok(Reply::Integer(n))
 }
 
 /// The length of the string at `key` (`None` when missing), or `WRONGTYPE`; looked up

@@ -146,6 +146,10 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             AddOutcome::Skipped => last = None,
         }
     }
+    if added + updated > 0 {
+        let event = if f.incr { "zincr" } else { "zadd" };
+        ctx.notify(crate::pubsub::notify::ZSET, event, key);
+    }
     if f.incr {
         return Ok(last.map_or(Reply::Null, Reply::Double));
     }
@@ -169,7 +173,9 @@ pub(super) fn zincrby(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         incr: true,
         ..AddFlags::default()
     };
-    match add_one(z, &argv[3], incr, f, &limits)? {
+    let outcome = add_one(z, &argv[3], incr, f, &limits)?;
+    ctx.notify(crate::pubsub::notify::ZSET, "zincr", key);
+    match outcome {
         AddOutcome::Added(s) | AddOutcome::Updated(s) | AddOutcome::Unchanged(s) => {
             Ok(Reply::Double(s))
         }
@@ -183,6 +189,9 @@ pub(super) fn zrem(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Ok(Reply::Integer(0));
     };
     let removed = argv[2..].iter().filter(|m| z.remove(m).is_some()).count();
+    if removed > 0 {
+        ctx.notify(crate::pubsub::notify::ZSET, "zrem", &argv[1]);
+    }
     Ok(Reply::Integer(removed as i64))
 }
 

@@ -47,6 +47,10 @@ fn zpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], max: bool) -> OpResult<Reply> {
         return Ok(Reply::Array(Vec::new()));
     };
     let popped = pop_end(z, count.unwrap_or(1), max);
+    if !popped.is_empty() {
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        ctx.notify(crate::pubsub::notify::ZSET, event, &argv[1]);
+    }
     if count.is_some() {
         if popped.is_empty() {
             return Ok(Reply::Array(Vec::new()));

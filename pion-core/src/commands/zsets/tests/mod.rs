@@ -30,6 +30,7 @@ fn show(r: &Reply) -> String {
         Reply::Array(v) => format!("[{}]", list(v)),
         Reply::Set(v) => format!("~[{}]", list(v)),
         Reply::Push(v) => format!(">[{}]", list(v)),
+        Reply::Several(v) => format!("+[{}]", list(v)),
         Reply::Map(v) => format!(
             "%[{}]",
             v.iter()

@@ -1,0 +1,649 @@
+//! Pub/Sub: the engine-wide registry of channel, pattern and shard-channel
+//! subscribers, and the per-client mailbox that carries messages to a connection on
+//! whatever worker thread serves it.
+//!
+//! A publisher never touches another connection's socket: it appends the message to
+//! each subscriber's [`Mailbox`] and rings the mailbox's bell (the subscriber's event
+//! loop waker). The subscriber's connection moves what its mailbox holds into its
+//! output between commands and when woken, so messages to one connection keep the
+//! order they were published in. Keyspace notifications, client-side caching
+//! invalidations and `MONITOR` lines travel the same way.
+
+pub mod limits;
+pub mod monitor;
+pub mod notify;
+pub mod tracking;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::client::{ClientShared, ClientState};
+use crate::glob::glob_match;
+use crate::reply::Reply;
+
+/// The three kinds of subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `SUBSCRIBE`: an exact channel name.
+    Channel,
+    /// `PSUBSCRIBE`: a glob pattern over channel names.
+    Pattern,
+    /// `SSUBSCRIBE`: a shard channel (`SPUBLISH`).
+    Shard,
+}
+
+impl Kind {
+    fn subscribe_word(self) -> &'static str {
+        match self {
+            Kind::Channel => "subscribe",
+            Kind::Pattern => "psubscribe",
+            Kind::Shard => "ssubscribe",
+        }
+    }
+
+    fn unsubscribe_word(self) -> &'static str {
+        match self {
+            Kind::Channel => "unsubscribe",
+            Kind::Pattern => "punsubscribe",
+            Kind::Shard => "sunsubscribe",
+        }
+    }
+}
+
+/// Subscribers of one channel (or pattern), in subscription order.
+type Subscribers = Vec<Arc<ClientShared>>;
+
+/// The engine-wide Pub/Sub state.
+#[derive(Default)]
+pub struct Hub {
+    channels: RwLock<HashMap<Vec<u8>, Subscribers>>,
+    patterns: RwLock<Vec<(Vec<u8>, Subscribers)>>,
+    shard: RwLock<HashMap<Vec<u8>, Subscribers>>,
+    /// `notify-keyspace-events` as [`notify`] class bits (0: off).
+    notify_flags: AtomicU32,
+    /// `client-output-buffer-limit` for the pubsub class.
+    limits: RwLock<limits::OutputLimits>,
+    /// Client-side caching (`CLIENT TRACKING`).
+    pub(crate) tracking: tracking::Table,
+    /// Clients in `MONITOR` mode.
+    pub(crate) monitors: monitor::Monitors,
+}
+
+/// What travels to one connection and the counts `CLIENT LIST` shows; lives in
+/// [`ClientShared`] so publishers on other threads can reach it.
+#[derive(Default)]
+pub struct Mailbox {
+    queue: Mutex<Queued>,
+    /// Bytes of payload queued and not yet taken by the connection.
+    bytes: AtomicUsize,
+    /// The bell was rung and the connection has not emptied the mailbox since.
+    rung: AtomicBool,
+    bell: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Channel subscriptions (`sub=`).
+    pub channels: AtomicUsize,
+    /// Pattern subscriptions (`psub=`).
+    pub patterns: AtomicUsize,
+    /// Shard-channel subscriptions (`ssub=`).
+    pub shard_channels: AtomicUsize,
+    /// When the output first passed the soft limit (Unix ms; 0: it has not).
+    soft_since_ms: AtomicI64,
+    /// The client is in `MONITOR` mode.
+    pub monitor: AtomicBool,
+    /// `CLIENT TRACKING` is on (for `CLIENT LIST`'s `t` flag and `redir=`).
+    pub tracking_redirect: AtomicI64,
+    /// Tracking bits for `CLIENT LIST` (see [`tracking`]).
+    pub tracking_flags: AtomicU32,
+}
+
+#[derive(Default)]
+struct Queued {
+    now: VecDeque<Reply>,
+    after_reply: Vec<Reply>,
+}
+
+impl Mailbox {
+    /// Sets what rings the connection's bell (its event loop's waker).
+    pub fn set_bell(&self, bell: Box<dyn Fn() + Send + Sync>) {
+        *self.bell.lock() = Some(bell);
+    }
+
+    /// Queues a message and wakes the connection.
+    pub fn push(&self, msg: Reply, size: usize) {
+        self.queue.lock().now.push_back(msg);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        self.ring();
+    }
+
+    /// Queues a message to follow the reply of the command the client is running.
+    pub fn push_after_reply(&self, msg: Reply, size: usize) {
+        self.queue.lock().after_reply.push(msg);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        self.ring();
+    }
+
+    fn ring(&self) {
+        if !self.rung.swap(true, Ordering::AcqRel) {
+            if let Some(bell) = self.bell.lock().as_ref() {
+                bell();
+            }
+        }
+    }
+
+    /// Whether something was queued since the connection last emptied the mailbox
+    /// (one atomic load: the connection's per-command check).
+    #[inline]
+    pub fn pending(&self) -> bool {
+        self.rung.load(Ordering::Acquire)
+    }
+
+    /// Takes every queued message (in order) and rearms the bell.
+    pub fn take(&self) -> Vec<Reply> {
+        self.rung.store(false, Ordering::Release);
+        let mut q = self.queue.lock();
+        let mut out: Vec<Reply> = q.now.drain(..).collect();
+        out.append(&mut q.after_reply);
+        self.bytes.store(0, Ordering::Relaxed);
+        out
+    }
+
+    /// Takes the queued messages that may precede the current reply.
+    pub fn take_before_reply(&self) -> Vec<Reply> {
+        if !self.pending() {
+            return Vec::new();
+        }
+        let mut q = self.queue.lock();
+        if q.now.is_empty() {
+            return Vec::new();
+        }
+        q.now.drain(..).collect()
+    }
+
+    /// Whether anything waits.
+    pub fn is_empty(&self) -> bool {
+        let q = self.queue.lock();
+        q.now.is_empty() && q.after_reply.is_empty()
+    }
+
+    /// Whether the client holds any subscription.
+    pub fn subscribed(&self) -> bool {
+        self.channels.load(Ordering::Relaxed)
+            + self.patterns.load(Ordering::Relaxed)
+            + self.shard_channels.load(Ordering::Relaxed)
+            > 0
+    }
+
+    fn count(&self, kind: Kind) -> &AtomicUsize {
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shard_channels,
+        }
+    }
+}
+
+/// A client's own subscriptions, in the order made; dropping it (the connection
+/// closed) removes them from the hub.
+#[derive(Default)]
+pub struct Subscriptions {
+    hub: Option<Arc<Hub>>,
+    shared: Option<Arc<ClientShared>>,
+    channels: Vec<Vec<u8>>,
+    patterns: Vec<Vec<u8>>,
+    shard: Vec<Vec<u8>>,
+}
+
+impl Subscriptions {
+    fn list(&mut self, kind: Kind) -> &mut Vec<Vec<u8>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard,
+        }
+    }
+
+    /// Channels plus patterns: the count `SUBSCRIBE` and `PSUBSCRIBE` replies carry.
+    fn classic_count(&self) -> i64 {
+        (self.channels.len() + self.patterns.len()) as i64
+    }
+
+    fn count_for(&self, kind: Kind) -> i64 {
+        match kind {
+            Kind::Shard => self.shard.len() as i64,
+            _ => self.classic_count(),
+        }
+    }
+
+    /// Whether the client holds any subscription (RESP2 clients are then in
+    /// subscribed mode).
+    pub fn active(&self) -> bool {
+        !(self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty())
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        if let (Some(hub), Some(shared)) = (self.hub.take(), self.shared.take()) {
+            for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+                for name in std::mem::take(self.list(kind)) {
+                    hub.remove(kind, &name, shared.id);
+                }
+            }
+            hub.tracking.forget_client(shared.id);
+            hub.monitors.remove(shared.id);
+        }
+    }
+}
+
+/// A published message's approximate memory, for the output-buffer limits.
+fn message_size(parts: &[&[u8]]) -> usize {
+    parts.iter().map(|p| p.len() + 16).sum::<usize>() + 16
+}
+
+impl Hub {
+    /// Registers `client` with the hub so its subscriptions and tracking state are
+    /// removed when it goes away.
+    pub(crate) fn attach(self: &Arc<Self>, client: &mut ClientState) {
+        if client.subs.hub.is_none() {
+            client.subs.hub = Some(Arc::clone(self));
+            client.subs.shared = Some(Arc::clone(&client.shared));
+        }
+    }
+
+    /// Subscribes a client to names of one kind; one confirmation per name.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        client: &mut ClientState,
+        kind: Kind,
+        names: &[Vec<u8>],
+    ) -> Reply {
+        self.attach(client);
+        let mut replies = Vec::with_capacity(names.len());
+        for name in names {
+            if !client.subs.list(kind).contains(name) {
+                client.subs.list(kind).push(name.clone());
+                self.add(kind, name, &client.shared);
+                client
+                    .shared
+                    .pubsub
+                    .count(kind)
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            replies.push(Reply::Push(vec![
+                Reply::bulk(kind.subscribe_word()),
+                Reply::bulk(name),
+                Reply::Integer(client.subs.count_for(kind)),
+            ]));
+        }
+        Reply::Several(replies)
+    }
+
+    /// Unsubscribes a client from names of one kind (all of them when `names` is
+    /// empty); one confirmation per name, or one with a null name when there was
+    /// nothing to leave.
+    pub fn unsubscribe(&self, client: &mut ClientState, kind: Kind, names: &[Vec<u8>]) -> Reply {
+        let targets: Vec<Vec<u8>> = if names.is_empty() {
+            client.subs.list(kind).clone()
+        } else {
+            names.to_vec()
+        };
+        let mut replies = Vec::with_capacity(targets.len().max(1));
+        for name in &targets {
+            let list = client.subs.list(kind);
+            if let Some(i) = list.iter().position(|n| n == name) {
+                list.remove(i);
+                self.remove(kind, name, client.id());
+                client
+                    .shared
+                    .pubsub
+                    .count(kind)
+                    .fetch_sub(1, Ordering::Relaxed);
+            }
+            replies.push(Reply::Push(vec![
+                Reply::bulk(kind.unsubscribe_word()),
+                Reply::bulk(name),
+                Reply::Integer(client.subs.count_for(kind)),
+            ]));
+        }
+        if replies.is_empty() {
+            replies.push(Reply::Push(vec![
+                Reply::bulk(kind.unsubscribe_word()),
+                Reply::Null,
+                Reply::Integer(client.subs.count_for(kind)),
+            ]));
+        }
+        Reply::Several(replies)
+    }
+
+    /// Drops every subscription of a client (`RESET`).
+    pub fn unsubscribe_all(&self, client: &mut ClientState) {
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            for name in std::mem::take(client.subs.list(kind)) {
+                self.remove(kind, &name, client.id());
+            }
+            client.shared.pubsub.count(kind).store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn add(&self, kind: Kind, name: &[u8], who: &Arc<ClientShared>) {
+        match kind {
+            Kind::Channel => self
+                .channels
+                .write()
+                .entry(name.to_vec())
+                .or_default()
+                .push(Arc::clone(who)),
+            Kind::Shard => self
+                .shard
+                .write()
+                .entry(name.to_vec())
+                .or_default()
+                .push(Arc::clone(who)),
+            Kind::Pattern => {
+                let mut patterns = self.patterns.write();
+                match patterns.iter_mut().find(|(p, _)| p == name) {
+                    Some((_, subs)) => subs.push(Arc::clone(who)),
+                    None => patterns.push((name.to_vec(), vec![Arc::clone(who)])),
+                }
+            }
+        }
+    }
+
+    fn remove(&self, kind: Kind, name: &[u8], id: u64) {
+        let drop_from = |map: &mut HashMap<Vec<u8>, Subscribers>| {
+            if let Some(subs) = map.get_mut(name) {
+                subs.retain(|s| s.id != id);
+                if subs.is_empty() {
+                    map.remove(name);
+                }
+            }
+        };
+        match kind {
+            Kind::Channel => drop_from(&mut self.channels.write()),
+            Kind::Shard => drop_from(&mut self.shard.write()),
+            Kind::Pattern => {
+                let mut patterns = self.patterns.write();
+                if let Some(i) = patterns.iter().position(|(p, _)| p == name) {
+                    patterns[i].1.retain(|s| s.id != id);
+                    if patterns[i].1.is_empty() {
+                        patterns.remove(i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `PUBLISH`: delivers to the channel's subscribers, then to every matching
+    /// pattern's; returns how many deliveries were made.
+    pub fn publish(&self, channel: &[u8], message: &[u8]) -> usize {
+        let mut n = 0;
+        let size = message_size(&[channel, message]);
+        if let Some(subs) = self.channels.read().get(channel) {
+            for s in subs {
+                self.deliver(
+                    s,
+                    Reply::Push(vec![
+                        Reply::bulk("message"),
+                        Reply::bulk(channel),
+                        Reply::bulk(message),
+                    ]),
+                    size,
+                );
+                n += 1;
+            }
+        }
+        for (pattern, subs) in self.patterns.read().iter() {
+            if !glob_match(pattern, channel, false) {
+                continue;
+            }
+            for s in subs {
+                self.deliver(
+                    s,
+                    Reply::Push(vec![
+                        Reply::bulk("pmessage"),
+                        Reply::bulk(pattern),
+                        Reply::bulk(channel),
+                        Reply::bulk(message),
+                    ]),
+                    size + pattern.len(),
+                );
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// `SPUBLISH`: delivers to the shard channel's subscribers.
+    pub fn spublish(&self, channel: &[u8], message: &[u8]) -> usize {
+        let size = message_size(&[channel, message]);
+        let map = self.shard.read();
+        let Some(subs) = map.get(channel) else {
+            return 0;
+        };
+        for s in subs {
+            self.deliver(
+                s,
+                Reply::Push(vec![
+                    Reply::bulk("smessage"),
+                    Reply::bulk(channel),
+                    Reply::bulk(message),
+                ]),
+                size,
+            );
+        }
+        subs.len()
+    }
+
+    /// Queues a message for a client unless it is being closed; closes a client
+    /// that passed its output-buffer limit.
+    pub(crate) fn deliver(&self, to: &ClientShared, msg: Reply, size: usize) {
+        if to.killed.load(Ordering::Relaxed) {
+            return;
+        }
+        to.pubsub.push(msg, size);
+        let limit = *self.limits.read();
+        limit.enforce(to);
+    }
+
+    /// Active channels matching a pattern (all with none).
+    pub fn channel_names(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+        let map = match kind {
+            Kind::Shard => self.shard.read(),
+            _ => self.channels.read(),
+        };
+        map.keys()
+            .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
+            .cloned()
+            .collect()
+    }
+
+    /// Subscribers of a channel (not counting patterns).
+    pub fn subscriber_count(&self, kind: Kind, channel: &[u8]) -> usize {
+        let map = match kind {
+            Kind::Shard => self.shard.read(),
+            _ => self.channels.read(),
+        };
+        map.get(channel).map_or(0, Vec::len)
+    }
+
+    /// Channels with at least one subscriber.
+    pub fn channel_count(&self) -> usize {
+        self.channels.read().len()
+    }
+
+    /// Shard channels with at least one subscriber.
+    pub fn shard_channel_count(&self) -> usize {
+        self.shard.read().len()
+    }
+
+    /// Patterns with at least one subscriber.
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.read().len()
+    }
+
+    /// The `notify-keyspace-events` class bits in force.
+    #[inline]
+    pub fn notify_flags(&self) -> u32 {
+        self.notify_flags.load(Ordering::Relaxed)
+    }
+
+    /// Applies the configuration (after `CONFIG SET` or at start).
+    pub fn configure(&self, notify_flags: u32, limits: limits::OutputLimits) {
+        self.notify_flags.store(notify_flags, Ordering::Relaxed);
+        *self.limits.write() = limits;
+    }
+}
+
+/// The `INFO stats` lines this module owns (Redis 7.0's names).
+pub fn info_fields(engine: &crate::engine::Engine) -> [(&'static str, usize); 3] {
+    let hub = engine.pubsub();
+    [
+        ("pubsub_channels", hub.channel_count()),
+        ("pubsub_patterns", hub.pattern_count()),
+        ("pubsubshard_channels", hub.shard_channel_count()),
+    ]
+}
+
+/// A client's type for `CLIENT LIST TYPE` / `CLIENT KILL TYPE`.
+pub fn client_type(c: &ClientShared) -> &'static str {
+    if c.pubsub.subscribed() {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
+/// `CLIENT LIST`'s `redir=`: the tracking redirect, 0 when tracking without one, -1
+/// when not tracking.
+pub fn client_list_redir(c: &ClientShared) -> i64 {
+    if c.pubsub.tracking_flags.load(Ordering::Relaxed) == 0 {
+        -1
+    } else {
+        c.pubsub.tracking_redirect.load(Ordering::Relaxed)
+    }
+}
+
+/// `RESET`: leaves every subscription, tracking and `MONITOR` mode.
+pub fn reset_client(engine: &crate::engine::Engine, client: &mut ClientState) {
+    let hub = engine.pubsub();
+    hub.unsubscribe_all(client);
+    hub.tracking.forget_client(client.id());
+    hub.monitors.remove(client.id());
+}
+
+/// The `CLIENT LIST` fields this module owns: (flags, sub, psub, ssub).
+pub fn client_list_fields(c: &ClientShared) -> (String, usize, usize, usize) {
+    let m = &c.pubsub;
+    let mut flags = String::new();
+    if m.monitor.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
+    if m.subscribed() {
+        flags.push('P');
+    }
+    flags.push_str(&tracking::list_flags(m));
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    (
+        flags,
+        m.channels.load(Ordering::Relaxed),
+        m.patterns.load(Ordering::Relaxed),
+        m.shard_channels.load(Ordering::Relaxed),
+    )
+}
+
+/// Refuses a command a RESP2 client in subscribed mode (or a monitor) may not run,
+/// with Redis's text; `None` when it may run.
+pub fn refuse_in_subscribed_mode(
+    client: &ClientState,
+    spec: &crate::command::CommandSpec,
+    full_name: &str,
+) -> Option<Reply> {
+    if let Some(refused) = refuse_for_monitor(client, spec) {
+        return Some(refused);
+    }
+    if client.resp != 2 || !client.subs.active() || spec.has(crate::command::flags::PUBSUB_CONTEXT)
+    {
+        return None;
+    }
+    Some(Reply::error(format!(
+        "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    )))
+}
+
+/// Applies the configuration parameters this module reads.
+pub fn configure(hub: &Hub, c: &crate::config::ConfigValues) {
+    hub.configure(
+        notify::effective(c.notify_keyspace_events),
+        c.client_output_buffer_limit,
+    );
+}
+
+/// Hooks the hub to the keyspace's expiry: `expired` events and invalidations.
+pub(crate) fn listen_for_expiry(engine: &crate::engine::Engine) {
+    let hub = Arc::clone(engine.pubsub());
+    let weak = engine.downgrade();
+    engine
+        .keyspace()
+        .set_expiry_listener(Box::new(move |db, key| {
+            hub.keyspace_event(notify::EXPIRED, "expired", key, db);
+            if hub.tracking.active() {
+                if let Some(engine) = weak.upgrade() {
+                    hub.tracking.invalidate(engine.clients(), &hub, key, 0);
+                }
+            }
+        }));
+}
+
+/// After a write command settled one of its keys (`removed`: it was an emptied
+/// collection, now deleted): the `del` event and client-side cache invalidation.
+pub(crate) fn key_settled(ctx: &mut crate::exec::Ctx<'_>, key: &[u8], removed: bool) {
+    if removed {
+        ctx.notify(notify::GENERIC, "del", key);
+    }
+    let hub = ctx.engine.pubsub();
+    if hub.tracking.active() {
+        hub.tracking
+            .invalidate(ctx.engine.clients(), hub, key, ctx.client.id());
+    }
+}
+
+/// `FLUSHDB` / `FLUSHALL` ran: tracking clients drop their whole cache.
+pub(crate) fn flushed(ctx: &crate::exec::Ctx<'_>) {
+    let hub = ctx.engine.pubsub();
+    if hub.tracking.active() {
+        hub.tracking
+            .flush(ctx.engine.clients(), hub, ctx.client.id());
+    }
+}
+
+/// After any command ran: the keys a tracking client read, and the `MONITOR` line.
+pub(crate) fn after_command(
+    engine: &crate::engine::Engine,
+    client: &ClientState,
+    spec: &crate::command::CommandSpec,
+    argv: &[Vec<u8>],
+    keys: &[usize],
+) {
+    let hub = engine.pubsub();
+    if hub.tracking.active() {
+        let read = spec.has(crate::command::flags::READONLY);
+        let names: Vec<&[u8]> = keys.iter().map(|&i| argv[i].as_slice()).collect();
+        hub.tracking.after_command(client.id(), read, &names);
+    }
+    hub.monitors.feed(spec, client, argv);
+}
+
+/// Refuses what a client in `MONITOR` mode may not run, as Redis refuses a replica.
+fn refuse_for_monitor(client: &ClientState, spec: &crate::command::CommandSpec) -> Option<Reply> {
+    use crate::command::flags::{MAY_REPLICATE, READONLY, WRITE};
+    if client.shared.pubsub.monitor.load(Ordering::Relaxed)
+        && (spec.has(WRITE) || spec.has(READONLY) || spec.has(MAY_REPLICATE))
+    {
+        return Some(Reply::error("ERR Replica can't interact with the keyspace"));
+    }
+    None
+}
