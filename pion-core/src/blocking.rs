@@ -302,9 +302,15 @@ impl BlockingRegistry {
             let mut stand_in = waiter.stand_in.lock();
             stand_in.gate_slot = gate_slot;
             let reply = crate::command::execute(engine, &mut stand_in, &waiter.argv);
-            if stand_in.block_request.take().is_some() {
-                // Someone else took the data first: go on waiting.
+            let wrong_type = matches!(&reply, Reply::Error(e) if e.starts_with("WRONGTYPE"));
+            let written = std::mem::take(&mut stand_in.written_for_waiters);
+            if stand_in.block_request.take().is_some() || wrong_type {
+                // Someone else took the data first, or the key now holds another
+                // type (which does not serve this waiter, as in Redis): go on waiting.
                 return;
+            }
+            for (db, key) in written {
+                self.key_written(db, &key);
             }
             *state = WaitState::Done(reply, stand_in.wal_seq);
             drop(stand_in);

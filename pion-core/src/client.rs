@@ -130,6 +130,10 @@ pub struct ClientState {
     /// This state runs a blocked client's command again for it: finding nothing again
     /// means "go on waiting", not a new wait.
     pub retrying_block: bool,
+    /// Keys a stand-in's command wrote that may serve other waiters: they are
+    /// signalled only if the stand-in was served (a retry that goes on waiting, or
+    /// fails, changed nothing).
+    pub written_for_waiters: Vec<(usize, Vec<u8>)>,
     /// Channel, pattern and shard-channel subscriptions (left when dropped).
     pub subs: crate::pubsub::Subscriptions,
 }
@@ -216,6 +220,7 @@ impl ClientState {
             block_request: None,
             blocked: None,
             retrying_block: false,
+            written_for_waiters: Vec::new(),
             subs: crate::pubsub::Subscriptions::default(),
         }
     }

@@ -110,7 +110,9 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             header!("# Clients");
             line("connected_clients", &e.clients().len());
             line("maxclients", &cfg.maxclients);
-            line("blocked_clients", &0);
+            line("blocked_clients", &e.blocking().blocked_clients());
+            line("tracking_clients", &0);
+            line("clients_in_timeout_table", &e.blocking().blocked_clients());
         }
         "memory" => {
             header!("# Memory");

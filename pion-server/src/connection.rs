@@ -107,7 +107,13 @@ impl Connection {
             clock = self.run(engine, &argv, Instant::now());
             ran = true;
         }
-        while !self.closing && self.output.len() - self.written < OUTPUT_HIGH_WATER {
+        if !self.resume_blocked(engine) {
+            return;
+        }
+        while !self.closing
+            && self.client.blocked.is_none()
+            && self.output.len() - self.written < OUTPUT_HIGH_WATER
+        {
             limits.unauthenticated = !self.client.authenticated;
             let buf = &self.input[self.consumed..self.filled];
             match self.decoder.decode(buf, &limits) {
@@ -168,7 +174,9 @@ impl Connection {
         for m in mailbox.take_before_reply() {
             encode(&m, self.client.resp, &mut self.output);
         }
-        if self.client.suppress_reply {
+        if self.client.blocked.is_some() {
+            // The command waits for a key: its reply comes when the wait ends.
+        } else if self.client.suppress_reply {
             self.client.suppress_reply = false;
         } else {
             encode(&reply, self.client.resp, &mut self.output);
@@ -178,6 +186,34 @@ impl Connection {
             self.closing = true;
         }
         finished
+    }
+
+    /// Ends a finished wait (`BLPOP` …): its reply joins the output. Returns whether
+    /// the connection may run commands (false while still waiting).
+    pub fn resume_blocked(&mut self, engine: &Engine) -> bool {
+        let Some(waiter) = self.client.blocked.clone() else {
+            return true;
+        };
+        if waiter.deadline.is_some_and(|d| d <= Instant::now()) {
+            engine.blocking().time_out(&waiter);
+        }
+        let Some((reply, wal_seq)) = waiter.take_reply() else {
+            return false;
+        };
+        self.client.blocked = None;
+        self.client.wal_seq = self.client.wal_seq.max(wal_seq);
+        encode(&reply, self.client.resp, &mut self.output);
+        true
+    }
+
+    /// When the client's wait times out, if it waits.
+    pub fn block_deadline(&self) -> Option<Instant> {
+        self.client.blocked.as_ref().and_then(|w| w.deadline)
+    }
+
+    /// Whether the client waits for a key.
+    pub fn is_blocked(&self) -> bool {
+        self.client.blocked.is_some()
     }
 
     /// Whether a command waits for a `CLIENT PAUSE` to end.

@@ -74,6 +74,8 @@ struct Worker {
     awaiting_sync: Vec<Token>,
     /// Connections with Pub/Sub messages to deliver (their mailboxes' bells).
     ready: Arc<Mutex<Vec<Token>>>,
+    /// The earliest deadline of this worker's blocked clients.
+    next_block_deadline: Option<std::time::Instant>,
     next_token: usize,
 }
 
@@ -147,6 +149,7 @@ impl Server {
                 held: Vec::new(),
                 awaiting_sync: Vec::new(),
                 ready: Arc::new(Mutex::new(Vec::new())),
+                next_block_deadline: None,
                 next_token: FIRST_CONN,
             });
         }
@@ -215,7 +218,16 @@ impl Worker {
             // none, fsync here (no hand-off to the sync thread and back); with some,
             // hand the fsync over and serve it meanwhile.
             let waiting = !self.awaiting_sync.is_empty() && !engine.log_sync_in_flight();
-            let timeout = if waiting { Duration::ZERO } else { TICK };
+            let timeout = if waiting {
+                Duration::ZERO
+            } else {
+                // A blocked client's deadline may come before the next tick.
+                self.next_block_deadline
+                    .map_or(TICK, |d| {
+                        d.saturating_duration_since(std::time::Instant::now())
+                    })
+                    .min(TICK)
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
@@ -257,10 +269,14 @@ impl Worker {
             }
             // Kills are also signalled through the waker, so one sweep per tick is
             // enough; it visits every connection, so not on every event.
-            if last_sweep.elapsed() >= TICK || woken {
+            let deadline_due = self
+                .next_block_deadline
+                .is_some_and(|d| d <= std::time::Instant::now());
+            if last_sweep.elapsed() >= TICK || woken || deadline_due {
                 self.reap(engine);
                 // Commands held by CLIENT PAUSE run once it ends.
                 self.resume_paused(engine, &limits);
+                self.resume_blocked(engine, &limits);
                 let held = std::mem::take(&mut self.held);
                 for token in held {
                     self.flush_one(token, engine, &limits);
@@ -348,7 +364,8 @@ impl Worker {
             .map(|a| a.to_string())
             .unwrap_or_default();
         let fd = raw_fd(&stream);
-        let client = engine.client(addr, laddr, fd);
+        let mut client = engine.client(addr, laddr, fd);
+        client.gate_slot = self.index % pion_core::gate::WORKER_SLOTS;
         let waker = Arc::clone(&self.waker);
         *client.shared.waker.lock() = Some(Box::new(move || {
             let _ = waker.wake();
@@ -390,6 +407,9 @@ impl Worker {
             conn.peer_closed = true;
         }
         conn.process(engine, limits);
+        if let Some(d) = conn.block_deadline() {
+            self.next_block_deadline = Some(self.next_block_deadline.map_or(d, |n| n.min(d)));
+        }
         if conn.pending_input() as u64 > limits.max_query_buffer {
             // Redis closes a client whose unparsed input passes client-query-buffer-limit.
             eprintln!(
@@ -488,6 +508,28 @@ impl Worker {
         }
     }
 
+    /// Sends the replies of blocked clients whose wait ended (served, timed out,
+    /// unblocked), runs what they sent meanwhile, and notes the next deadline.
+    fn resume_blocked(&mut self, engine: &Engine, limits: &Limits) {
+        let blocked: Vec<Token> = self
+            .conns
+            .iter()
+            .filter(|(_, (_, c))| c.is_blocked())
+            .map(|(t, _)| *t)
+            .collect();
+        let mut next: Option<std::time::Instant> = None;
+        for token in blocked {
+            if let Some((_, conn)) = self.conns.get_mut(&token) {
+                conn.process(engine, limits);
+                if let Some(d) = conn.block_deadline() {
+                    next = Some(next.map_or(d, |n| n.min(d)));
+                }
+            }
+            self.flush_one(token, engine, limits);
+        }
+        self.next_block_deadline = next;
+    }
+
     /// Retries the connections whose command waits for a `CLIENT PAUSE` to end.
     fn resume_paused(&mut self, engine: &Engine, limits: &Limits) {
         let held: Vec<Token> = self
@@ -506,6 +548,9 @@ impl Worker {
 
     fn close(&mut self, token: Token, engine: &Engine) {
         if let Some((mut stream, conn)) = self.conns.remove(&token) {
+            if let Some(waiter) = &conn.client.blocked {
+                engine.blocking().cancel(waiter);
+            }
             let _ = self.poll.registry().deregister(&mut stream);
             engine.clients().unregister(conn.client.id());
         }

@@ -251,7 +251,11 @@ pub fn replay(oracle: u16, pion: u16, resp: u8, file: &Path, failures: &mut Vec<
         pair.oracle.cmd(&["FLUSHALL"]);
         pair.pion.cmd(&["FLUSHALL"]);
     }
+    let trace = std::env::var_os("PION_CORPUS_TRACE").is_some();
     for step in steps {
+        if trace {
+            eprintln!("{} RESP{resp}: {step:?}", replay.name);
+        }
         replay.step(step);
         if replay.broken {
             return;

@@ -261,8 +261,21 @@ fn run_top(
     let resolved = match admit(engine, client, argv, started) {
         Ok(r) => r,
         Err(reply) => {
-            // A command refused while queuing dooms the transaction.
-            if let Some(tx) = client.multi.as_mut() {
+            // A command refused while queuing dooms the transaction; a refused EXEC
+            // discards it at once, saying why.
+            if is_exec(argv) {
+                client.multi = None;
+                client.watches.clear();
+                if let Reply::Error(text) = &reply {
+                    let why = text.strip_prefix("ERR ").unwrap_or(text);
+                    return (
+                        Reply::Error(
+                            format!("EXECABORT Transaction discarded because of: {why}").into(),
+                        ),
+                        started,
+                    );
+                }
+            } else if let Some(tx) = client.multi.as_mut() {
                 tx.aborted = true;
             }
             return (reply, started);
@@ -516,7 +529,15 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
         // Pub/Sub: `del` of an emptied key, client-side cache invalidation.
         crate::pubsub::key_settled(ctx, &argv[i], removed);
         search.key_written(&mut ctx.ks, db, &argv[i]);
-        blocking.key_written(db, &argv[i]);
+        // Only a key that holds something can serve a waiter (a blocking pop that
+        // found nothing must not wake itself).
+        if blocking.blocked_clients() > 0 && matches!(ctx.ks.peek(db, &argv[i]), Ok(Some(_))) {
+            if ctx.client.retrying_block {
+                ctx.client.written_for_waiters.push((db, argv[i].clone()));
+            } else {
+                blocking.key_written(db, &argv[i]);
+            }
+        }
     }
     // The commands that replace databases wholesale. As in RediSearch, any flush
     // drops the indexes too (even of another database); after SWAPDB they are rebuilt
@@ -528,6 +549,17 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
             _ => {}
         }
     }
+}
+
+/// Whether `argv` names the command that runs a transaction (`EXEC`).
+fn is_exec(argv: &[Vec<u8>]) -> bool {
+    let mut buf = [0u8; 64];
+    argv.first()
+        .and_then(|name| lower(name, &mut buf))
+        .and_then(|n| table().lookup(n))
+        .is_some_and(|(spec, _)| {
+            spec.has(super::flags::EXCLUSIVE) && spec.has(super::flags::TX_CONTROL)
+        })
 }
 
 /// The counter slot of a top-level command name, for rejected calls.

@@ -90,6 +90,17 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         client_no_evict,
     )
     .doc("Sets the client eviction mode of the connection.", "7.0.0"),
+    CommandSpec::new(
+        "unblock",
+        -3,
+        ADMIN | CONN,
+        Group::Connection,
+        client_unblock,
+    )
+    .doc(
+        "Unblock a client blocked in a blocking command from a different connection",
+        "5.0.0",
+    ),
     CommandSpec::new("no-touch", 3, CONN, Group::Connection, client_no_touch).doc(
         "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
         "7.2.0",
@@ -326,6 +337,23 @@ fn on_off(arg: &[u8]) -> OpResult<bool> {
 fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     ctx.client.no_evict = on_off(&argv[2])?;
     Ok(Reply::ok())
+}
+
+/// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: ends another client's wait on keys.
+fn client_unblock(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let id = int(&argv[2])?;
+    let how = match argv.get(3) {
+        None => crate::blocking::Unblock::Timeout,
+        Some(a) if is_kw(a, "timeout") && argv.len() == 4 => crate::blocking::Unblock::Timeout,
+        Some(a) if is_kw(a, "error") && argv.len() == 4 => crate::blocking::Unblock::Error,
+        Some(_) => {
+            return Err(OpError::custom(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let unblocked = u64::try_from(id).is_ok_and(|id| ctx.engine.blocking().unblock(id, how));
+    Ok(Reply::Integer(i64::from(unblocked)))
 }
 
 fn client_no_touch(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {

@@ -22,7 +22,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Transaction,
         multi,
     )
-    .doc("Starts a transaction.", "1.2.0"),
+    .doc("Mark the start of a transaction block", "1.2.0"),
     CommandSpec::new(
         "exec",
         1,
@@ -30,7 +30,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Transaction,
         exec,
     )
-    .doc("Executes all commands in a transaction.", "1.2.0"),
+    .doc("Execute all commands issued after MULTI", "1.2.0"),
     CommandSpec::new(
         "discard",
         1,
@@ -38,7 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::Transaction,
         discard,
     )
-    .doc("Discards a transaction.", "2.0.0"),
+    .doc("Discard all commands issued after MULTI", "2.0.0"),
     CommandSpec::new(
         "watch",
         -2,
@@ -49,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     .key_specs(&[KeySpecDoc::range(&["RO"], 1, -1, 1, 0)])
     .keys(1, -1, 1)
     .doc(
-        "Monitors changes to keys to determine the execution of a transaction.",
+        "Watch the given keys to determine execution of the MULTI/EXEC block",
         "2.2.0",
     ),
     CommandSpec::new(

@@ -50,7 +50,13 @@ fn bmove(
     let timeout = parse_timeout(&argv[timeout_at])?;
     let (src, dst) = (&argv[1], &argv[2]);
     match move_one(ctx, src, dst, from, to)? {
-        Reply::Null => ctx.wait_for_keys(std::slice::from_ref(src), timeout, Reply::Null),
+        // Inside a transaction it answers a nil string at once; a wait that times
+        // out answers the nil array (Redis's two replies differ).
+        Reply::Null if ctx.client.nested.is_some() => {
+            ctx.effect = crate::exec::Effect::Nothing;
+            Ok(Reply::Null)
+        }
+        Reply::Null => ctx.wait_for_keys(std::slice::from_ref(src), timeout, Reply::NullArray),
         moved => {
             let side = |e: End| {
                 if e == End::Left {
