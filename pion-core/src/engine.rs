@@ -137,6 +137,8 @@ pub(crate) struct EngineInner {
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
     search: std::sync::Arc<crate::index::Indexes>,
+    /// Lua scripts and function libraries.
+    scripting: crate::scripting::Scripting,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -318,6 +320,11 @@ impl Engine {
         &self.inner.search
     }
 
+    /// Lua scripts and function libraries.
+    pub fn scripting(&self) -> &crate::scripting::Scripting {
+        &self.inner.scripting
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -379,6 +386,7 @@ impl Engine {
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
+            scripting: crate::scripting::Scripting::default(),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();

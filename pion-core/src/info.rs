@@ -120,6 +120,9 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("maxmemory", &cfg.maxmemory);
             line("maxmemory_human", &human_bytes(cfg.maxmemory));
             line("maxmemory_policy", &cfg.maxmemory_policy);
+            for (name, value) in e.scripting().info_memory() {
+                line(name, &value);
+            }
         }
         "persistence" => {
             header!("# Persistence");

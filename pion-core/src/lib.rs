@@ -36,6 +36,7 @@ mod long_double;
 pub mod num;
 pub mod prefix;
 pub mod reply;
+pub mod scripting;
 pub mod search;
 pub(crate) mod strtod;
 #[cfg(test)]

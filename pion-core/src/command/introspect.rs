@@ -86,6 +86,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Set => on[idx("set")] = true,
         Group::SortedSet => on[idx("sortedset")] = true,
         Group::Connection => on[idx("connection")] = true,
+        Group::Scripting => on[idx("scripting")] = true,
         Group::Server | Group::PrefixCache | Group::Search | Group::VectorSet => {}
     }
     let rules: &[(u64, &str)] = &[

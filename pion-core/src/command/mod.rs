@@ -45,6 +45,8 @@ pub enum Group {
     PrefixCache,
     /// Search-index commands, `FT.*` (RediSearch's module group).
     Search,
+    /// Scripting commands (`EVAL`, `SCRIPT`, `FUNCTION`, `FCALL`).
+    Scripting,
     /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
     /// the `module` group and no ACL category.
     VectorSet,
@@ -62,6 +64,7 @@ impl Group {
             Group::SortedSet => "sorted-set",
             Group::Connection => "connection",
             Group::Server => "server",
+            Group::Scripting => "scripting",
             Group::PrefixCache => "prefix-cache",
             Group::Search => "module",
             Group::VectorSet => "module",
@@ -389,7 +392,7 @@ impl CommandTable {
 }
 
 /// The families whose `const` slices make up the table.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     use crate::commands::*;
     [
         strings::COMMANDS,
@@ -404,6 +407,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         prefix::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 

@@ -7,6 +7,7 @@ pub mod keys;
 pub mod lists;
 pub mod persistence;
 pub mod prefix;
+pub mod scripting;
 pub mod search;
 pub mod server;
 pub mod sets;
