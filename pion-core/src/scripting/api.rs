@@ -127,7 +127,7 @@ pub fn redis_api(lua: &Lua, rt: &Table) -> mlua::Result<Table> {
         "setresp",
         lua.create_function(move |lua, args: MultiValue| {
             let v = match (args.len(), args.front()) {
-                (1, Some(Value::Integer(i))) => *i as i64,
+                (1, Some(Value::Integer(i))) => *i,
                 (1, Some(Value::Number(n))) => *n as i64,
                 (1, _) => 0,
                 _ => return Err(fail(lua, "redis.setresp() requires one argument.")),
@@ -146,7 +146,7 @@ pub fn redis_api(lua: &Lua, rt: &Table) -> mlua::Result<Table> {
                 return Err(fail(lua, "redis.set_repl() requires one argument."));
             }
             let v = match args.front() {
-                Some(Value::Integer(i)) => *i as i64,
+                Some(Value::Integer(i)) => *i,
                 Some(Value::Number(n)) => *n as i64,
                 _ => -1,
             };
@@ -173,7 +173,7 @@ pub fn log_function(lua: &Lua) -> mlua::Result<mlua::Function> {
             return Err(fail(lua, "redis.log() requires two arguments or more."));
         }
         let level = match args.front() {
-            Some(Value::Integer(i)) => *i as i64,
+            Some(Value::Integer(i)) => *i,
             Some(Value::Number(n)) => *n as i64,
             _ => -1,
         };

@@ -156,7 +156,7 @@ fn to_reply(value: &Value, resp: u8, depth: usize) -> Reply {
                 Reply::Null
             }
         }
-        Value::Integer(i) => Reply::Integer(*i as i64),
+        Value::Integer(i) => Reply::Integer(*i),
         Value::Number(n) => Reply::Integer(number_to_i64(*n)),
         Value::String(s) => Reply::Bulk(s.as_bytes().to_vec()),
         Value::Table(t) => table_to_reply(t, resp, depth),
