@@ -484,6 +484,21 @@ pub static PARAMS: &[Param] = &[
         get: |c| c.aclfile.clone(),
         set: None,
     },
+    Param {
+        name: "notify-keyspace-events",
+        aliases: &[],
+        get: |c| crate::pubsub::notify::format_flags(c.notify_keyspace_events),
+        set: Some(|c, v| {
+            c.notify_keyspace_events = crate::pubsub::notify::parse_flags(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        aliases: &[],
+        get: |c| c.client_output_buffer_limit.render(),
+        set: Some(|c, v| c.client_output_buffer_limit.parse_into(v)),
+    },
 ];
 
 /// Why `CONFIG SET` refused a value.

@@ -149,6 +149,8 @@ pub(crate) struct EngineInner {
     operator: crate::operator::Operator,
     /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
     pubsub: Arc<crate::pubsub::Hub>,
+    /// Lua scripts and function libraries.
+    scripting: crate::scripting::Scripting,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -356,6 +358,11 @@ impl Engine {
         &self.inner.pubsub
     }
 
+    /// Lua scripts and function libraries.
+    pub fn scripting(&self) -> &crate::scripting::Scripting {
+        &self.inner.scripting
+    }
+
     /// The engine's durable storage, unless it is in-memory only.
     pub fn durability(&self) -> Option<&Durability> {
         self.inner.durability.get()
@@ -429,6 +436,7 @@ impl Engine {
             gate: crate::gate::Gate::default(),
             operator: crate::operator::Operator::default(),
             pubsub: Arc::new(crate::pubsub::Hub::default()),
+            scripting: crate::scripting::Scripting::default(),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();

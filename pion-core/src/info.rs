@@ -126,6 +126,9 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             for (k, v) in report.info_tail() {
                 line(k, &v);
             }
+            for (name, value) in e.scripting().info_memory() {
+                line(name, &value);
+            }
         }
         "persistence" => {
             header!("# Persistence");

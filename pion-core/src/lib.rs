@@ -46,6 +46,7 @@ pub mod pause;
 pub mod prefix;
 pub mod pubsub;
 pub mod reply;
+pub mod scripting;
 pub mod search;
 pub mod slowlog;
 pub(crate) mod strtod;

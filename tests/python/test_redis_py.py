@@ -98,3 +98,25 @@ def test_prompt_cache_commands_through_redis_py(server):
     assert count == 4 and data == layer
     with pytest.raises(redis.ResponseError, match="unknown namespace"):
         r.execute_command("KV.MATCH", "nope", tokens)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_register_script_runs_through_evalsha(server, protocol):
+    """redis-py's Script objects: EVALSHA first, EVAL on NOSCRIPT, then cached."""
+    client = redis.Redis(port=server, protocol=protocol)
+    client.flushall()
+    client.script_flush()
+    bump = client.register_script(
+        "local v = redis.call('incrby', KEYS[1], ARGV[1]) "
+        "return {v, redis.call('get', KEYS[1]), cjson.encode({n = v})}"
+    )
+    assert bump(keys=["counter"], args=[5]) == [5, b"5", b'{"n":5}']
+    assert client.script_exists(bump.sha) == [True]
+    assert bump(keys=["counter"], args=[2]) == [7, b"7", b'{"n":7}']
+    with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
+        client.lpush("alist", "x")
+        bump(keys=["alist"], args=[1])
+    pipe = client.pipeline(transaction=False)
+    bump(keys=["counter"], args=[1], client=pipe)
+    pipe.get("counter")
+    assert pipe.execute() == [[8, b"8", b'{"n":8}'], b"8"]

@@ -543,11 +543,6 @@ def test_drop_by_filter(client):
     assert index.query(CountQuery(Tag("brand") == "nike")) == 0
 
 
-@pytest.mark.xfail(
-    not os.environ.get("PION_CLIENT_TESTS_PORT"),
-    strict=True,
-    reason="update_by_filter writes through EVAL (no Lua scripting yet)",
-)
 def test_update_by_filter(client):
     index, rows = make_index(client, n=30)
     assert index.update_by_filter(Tag("brand") == "puma", {"price": 1}).matched == 10

@@ -45,13 +45,13 @@ pub enum Group {
     PrefixCache,
     /// Search-index commands, `FT.*` (RediSearch's module group).
     Search,
+    /// Scripting commands (`EVAL`, `SCRIPT`, `FUNCTION`, `FCALL`).
+    Scripting,
     /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
     /// the `module` group and no ACL category.
     VectorSet,
     /// Transaction commands (`MULTI`, `EXEC`, `WATCH` …).
     Transaction,
-    /// Scripting commands (`EVAL`, `FUNCTION` …).
-    Scripting,
     /// Pub/Sub commands (their `@pubsub` category comes from the `pubsub` flag).
     PubSub,
 }
@@ -68,11 +68,11 @@ impl Group {
             Group::SortedSet => "sorted-set",
             Group::Connection => "connection",
             Group::Server => "server",
+            Group::Scripting => "scripting",
             Group::PrefixCache => "prefix-cache",
             Group::Search => "module",
             Group::VectorSet => "module",
             Group::Transaction => "transactions",
-            Group::Scripting => "scripting",
             Group::PubSub => "pubsub",
         }
     }
@@ -416,6 +416,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         vsets::COMMANDS,
         acl::COMMANDS,
         pubsub::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 

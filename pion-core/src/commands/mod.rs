@@ -12,6 +12,7 @@ pub(crate) mod pause;
 pub mod persistence;
 pub mod prefix;
 pub mod pubsub;
+pub mod scripting;
 pub mod search;
 pub mod server;
 pub mod sets;

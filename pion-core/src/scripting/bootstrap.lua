@@ -1,0 +1,146 @@
+-- Builds the sandbox a script runs in, once per Lua state. Receives `rt`, a table of
+-- raw functions written in Rust (they return ok, value instead of raising), and wraps
+-- them so that failures raise as Redis raises them. Afterwards the global table is
+-- empty and read-only: reads go through to the libraries, writes are refused.
+local rt = ...
+local G = _G
+local error, type, tostring, pairs, ipairs, select, pcall = error, type, tostring, pairs, ipairs, select, pcall
+local setmetatable, rawset, xpcall = setmetatable, rawset, xpcall
+local find = string.find
+
+local protected = setmetatable({}, {__mode = 'k'})
+local function deny() error('Attempt to modify a readonly table', 2) end
+local function readonly(real, strict)
+  local proxy = {}
+  local mt = {__index = real, __newindex = deny, __metatable = false}
+  if strict then
+    mt.__index = function(_, k)
+      local v = real[k]
+      if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+      end
+      return v
+    end
+  end
+  setmetatable(proxy, mt)
+  protected[proxy] = true
+  return proxy
+end
+
+local function fail(msg) error({err = 'ERR ' .. msg}) end
+
+local LOG = {LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3}
+local redis = {
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+  REDIS_VERSION = rt.version, REDIS_VERSION_NUM = rt.version_num,
+}
+for k, v in pairs(LOG) do redis[k] = v end
+for k, v in pairs(rt.redis_api) do redis[k] = v end
+-- `call` and `pcall` are bound here for each run.
+rt.redis = redis
+
+-- Errors raised by Rust functions reach Lua code as the value Redis would raise.
+local unwrap = rt.unwrap_error
+local function unwrap_results(ok, ...)
+  if ok then return ok, ... end
+  return ok, unwrap((...))
+end
+
+-- `redis.register_function`, available while a library loads.
+local valid_flags = {['no-writes'] = true, ['allow-oom'] = true, ['allow-stale'] = true,
+  ['no-cluster'] = true, ['allow-cross-slot-keys'] = true}
+local function register(...)
+  local n = select('#', ...)
+  local name, cb, flags, desc
+  if n == 1 then
+    local t = ...
+    if type(t) ~= 'table' then
+      fail('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+    end
+    for k, v in pairs(t) do
+      if k == 'function_name' then name = v
+      elseif k == 'callback' then cb = v
+      elseif k == 'flags' then flags = v
+      elseif k == 'description' then desc = v
+      else fail('unknown argument given to redis.register_function') end
+    end
+  elseif n == 2 then
+    name, cb = ...
+  else
+    fail('wrong number of arguments to redis.register_function')
+  end
+  if name == nil then fail('redis.register_function must get a function name argument') end
+  if type(name) ~= 'string' then fail('function_name argument given to redis.register_function must be a string') end
+  if cb == nil then fail('redis.register_function must get a callback argument') end
+  if type(cb) ~= 'function' then fail('callback argument given to redis.register_function must be a function') end
+  if desc ~= nil and type(desc) ~= 'string' then fail('description argument given to redis.register_function must be a string') end
+  local fl = {}
+  if flags ~= nil then
+    if type(flags) ~= 'table' then fail('flags argument to redis.register_function must be a table representing function flags') end
+    for _, f in ipairs(flags) do
+      if type(f) ~= 'string' or not valid_flags[f] then fail('unknown flag given') end
+      fl[#fl + 1] = f
+    end
+  end
+  if not find(name, '^[%w_]+$') then
+    fail('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+  end
+  local reg = rt.registered
+  if reg[name] then fail('Function already exists in the library') end
+  reg[name] = {cb, fl, desc}
+  reg[#reg + 1] = name
+end
+
+local lib = {}
+for _, n in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'pcall', 'rawequal',
+    'rawget', 'select', 'tonumber', 'tostring', 'type', 'unpack', 'xpcall', 'loadstring',
+    'load', 'gcinfo', 'collectgarbage', '_VERSION', 'getmetatable'}) do
+  lib[n] = G[n]
+end
+lib.rawset = function(t, k, v)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
+end
+lib.setmetatable = function(t, mt)
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable(t, mt)
+end
+lib.pcall = function(f, ...) return unwrap_results(pcall(f, ...)) end
+lib.xpcall = function(f, h) return xpcall(f, function(e) return h(unwrap(e)) end) end
+lib.string = readonly(string)
+lib.table = readonly(table)
+lib.math = readonly(math)
+lib.coroutine = readonly(coroutine)
+lib.cjson = readonly(rt.cjson)
+lib.bit = readonly(rt.bit)
+lib.redis = readonly(redis)
+lib._G = G
+
+-- While a library loads, only this much is visible.
+local loading_redis = {register_function = register, log = redis.log,
+  REDIS_VERSION = rt.version, REDIS_VERSION_NUM = rt.version_num}
+for k, v in pairs(LOG) do loading_redis[k] = v end
+local loading = {redis = readonly(loading_redis, true)}
+
+local keys = {}
+for k in pairs(G) do keys[#keys + 1] = k end
+for _, k in ipairs(keys) do rawset(G, k, nil) end
+protected[G] = true
+setmetatable(G, {
+  __index = function(_, k)
+    local v
+    if rt.loading then v = loading[k] else v = lib[k] end
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = deny,
+  __metatable = false,
+})
+
+-- Runs a compiled script or function under the error handler; returns ok, value.
+rt.run = function(f, handler, keys, args)
+  if keys == nil then return xpcall(f, handler) end
+  return xpcall(function() return f(keys, args) end, handler)
+end

@@ -1,0 +1,149 @@
+//! `redis.call` and `redis.pcall`: the checks Redis makes before a script's command
+//! runs (arguments, command, script flags, read-only mode, memory), the command run
+//! through the nested path of the dispatcher, and its reply converted for Lua.
+
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+use mlua::{Lua, MultiValue, Value};
+
+use super::api::raise_table;
+use super::busy::Busy;
+use super::convert::{error_table, reply_to_lua};
+use super::sandbox::LuaState;
+use crate::client::ClientState;
+use crate::command::flags;
+use crate::engine::Engine;
+use crate::error::OpError;
+use crate::num::fmt_g17;
+use crate::reply::Reply;
+
+/// What one script run allows and what it did, shared with its `redis.call`s.
+pub struct RunCtx {
+    /// Writes are refused (`EVAL_RO`, `FCALL_RO`, `no-writes`).
+    pub read_only: bool,
+    /// The script declared `allow-oom`.
+    pub allow_oom: bool,
+    /// A write command succeeded (the script can no longer be killed).
+    pub wrote: Cell<bool>,
+    /// The engine's busy state, told about the first write.
+    pub busy: Arc<Busy>,
+}
+
+/// Runs `body` with `redis.call` bound to this engine and client.
+pub fn with_calls<R>(
+    state: &LuaState,
+    engine: &Engine,
+    client: &mut ClientState,
+    rc: &RunCtx,
+    body: impl FnOnce() -> R,
+) -> mlua::Result<R> {
+    let client = RefCell::new(client);
+    let redis: mlua::Table = state.rt.raw_get("redis")?;
+    let run_call = |lua: &Lua, args: MultiValue| -> mlua::Result<(bool, Value)> {
+        let Ok(mut c) = client.try_borrow_mut() else {
+            let t = error_table(lua, "ERR nested script call")?;
+            return Ok((false, Value::Table(t)));
+        };
+        let resp = state
+            .rt
+            .raw_get::<Option<u8>>("resp")
+            .ok()
+            .flatten()
+            .unwrap_or(2);
+        call(lua, engine, &mut c, rc, resp, args)
+    };
+    let r = state.lua.scope(|scope| {
+        let call_fn =
+            scope.create_function(|lua, args: MultiValue| match run_call(lua, args)? {
+                (true, v) => Ok(v),
+                (false, Value::Table(t)) => Err(raise_table(lua, t)),
+                (false, v) => Ok(v),
+            })?;
+        let pcall_fn = scope.create_function(|lua, args: MultiValue| Ok(run_call(lua, args)?.1))?;
+        redis.raw_set("call", call_fn)?;
+        redis.raw_set("pcall", pcall_fn)?;
+        Ok(body())
+    });
+    redis.raw_set("call", Value::Nil)?;
+    redis.raw_set("pcall", Value::Nil)?;
+    r
+}
+
+fn fail(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
+    Ok((false, Value::Table(error_table(lua, text)?)))
+}
+
+/// One `redis.call`: `(true, value)` or `(false, {err = …})`.
+fn call(
+    lua: &Lua,
+    engine: &Engine,
+    client: &mut ClientState,
+    rc: &RunCtx,
+    resp: u8,
+    args: MultiValue,
+) -> mlua::Result<(bool, Value)> {
+    if args.is_empty() {
+        return fail(
+            lua,
+            "ERR Please specify at least one argument for this redis lib call",
+        );
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for a in args {
+        match a {
+            Value::String(s) => argv.push(s.as_bytes().to_vec()),
+            Value::Integer(i) => argv.push(i.to_string().into_bytes()),
+            Value::Number(n) => argv.push(fmt_g17(n).into_bytes()),
+            _ => {
+                return fail(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                )
+            }
+        }
+    }
+    let resolved = match crate::command::resolve(&argv) {
+        Ok(r) => r,
+        Err(OpError::WrongArity(_)) => {
+            return fail(
+                lua,
+                "ERR Wrong number of args calling Redis command from script",
+            )
+        }
+        Err(OpError::UnknownCommand { .. } | OpError::UnknownSubcommand { .. }) => {
+            return fail(lua, "ERR Unknown Redis command called from script")
+        }
+        Err(e) => return fail(lua, &e.wire_text()),
+    };
+    let spec = resolved.spec;
+    if spec.has(flags::NOSCRIPT) {
+        return fail(lua, "ERR This Redis command is not allowed from script");
+    }
+    let write = spec.has(flags::WRITE);
+    if write && rc.read_only {
+        return fail(
+            lua,
+            "ERR Write commands are not allowed from read-only scripts.",
+        );
+    }
+    if spec.has(flags::DENYOOM) && !rc.allow_oom && !rc.wrote.get() && super::over_maxmemory(engine)
+    {
+        return fail(
+            lua,
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        );
+    }
+    let saved_resp = client.resp;
+    client.resp = resp;
+    let reply = crate::command::run_nested(engine, client, &argv);
+    client.resp = saved_resp;
+    if let Reply::Error(text) = &reply {
+        return fail(lua, text);
+    }
+    if write && !rc.wrote.get() {
+        rc.wrote.set(true);
+        rc.busy.mark_wrote();
+    }
+    Ok((true, reply_to_lua(lua, &reply, resp)?))
+}

@@ -1,0 +1,251 @@
+//! `EVAL` scripts: the script cache (compiled once, kept by SHA1 until `SCRIPT
+//! FLUSH`), the `#!lua flags=…` shebang, and one run with `KEYS` and `ARGV`.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mlua::Function;
+
+use super::busy::Running;
+use super::call::{with_calls, RunCtx};
+use super::convert::lua_to_reply;
+use super::sandbox::{HookState, LuaState, Outcome};
+use super::{error_reply, ScriptFlags, Scripting};
+use crate::client::ClientState;
+use crate::engine::Engine;
+use crate::error::{OpError, OpResult};
+use crate::reply::Reply;
+
+/// A cached script.
+pub struct Cached {
+    /// The compiled chunk.
+    pub func: Function,
+    /// The source, as sent.
+    pub body: Vec<u8>,
+    /// Its shebang flags.
+    pub flags: ScriptFlags,
+}
+
+/// The Lua state scripts run in, and the script cache.
+pub struct EvalState {
+    /// The sandboxed state.
+    pub state: LuaState,
+    /// Scripts by lower-case SHA1 hex.
+    pub scripts: HashMap<String, Cached>,
+    /// Bytes of script source held.
+    pub bytes: usize,
+}
+
+/// The SHA1 of a script, lower-case hex.
+pub fn sha1_hex(body: &[u8]) -> String {
+    sha1_smol::Sha1::from(body).digest().to_string()
+}
+
+/// Parses an `EVAL` shebang line (`#!lua flags=no-writes,allow-oom`).
+pub fn parse_shebang(body: &[u8]) -> OpResult<ScriptFlags> {
+    if !body.starts_with(b"#!") {
+        return Ok(ScriptFlags::default());
+    }
+    let line_end = body.iter().position(|&b| b == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[..line_end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "#!lua" {
+        return Err(OpError::custom(format!(
+            "ERR Unexpected engine in script shebang: {engine}"
+        )));
+    }
+    let mut flags = ScriptFlags {
+        shebang: true,
+        ..ScriptFlags::default()
+    };
+    for part in parts {
+        let Some(list) = part.strip_prefix("flags=") else {
+            return Err(OpError::custom(format!(
+                "ERR Unknown lua shebang option: {part}"
+            )));
+        };
+        for flag in list.split(',').filter(|f| !f.is_empty()) {
+            if !flags.set(flag) {
+                return Err(OpError::custom(format!(
+                    "ERR Unexpected flag in script shebang: {flag}"
+                )));
+            }
+        }
+    }
+    Ok(flags)
+}
+
+impl EvalState {
+    /// A fresh state and an empty cache.
+    pub fn new(hook: Arc<HookState>) -> OpResult<EvalState> {
+        let state = LuaState::new(hook)
+            .map_err(|e| OpError::custom(format!("ERR could not create the Lua state: {e}")))?;
+        Ok(EvalState {
+            state,
+            scripts: HashMap::new(),
+            bytes: 0,
+        })
+    }
+
+    /// Compiles and caches `body` (or finds it cached); returns its SHA1.
+    pub fn load(&mut self, body: &[u8]) -> OpResult<String> {
+        let sha = sha1_hex(body);
+        if self.scripts.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let flags = parse_shebang(body)?;
+        let func = self.state.compile("@user_script", body).map_err(|m| {
+            OpError::custom(format!("ERR Error compiling script (new function): {m}"))
+        })?;
+        self.bytes += body.len();
+        self.scripts.insert(
+            sha.clone(),
+            Cached {
+                func,
+                body: body.to_vec(),
+                flags,
+            },
+        );
+        Ok(sha)
+    }
+}
+
+/// Parses a `numkeys` argument; `not_integer` is the error for a non-number.
+pub fn numkeys(argv: &[Vec<u8>], not_integer: &'static str) -> OpResult<usize> {
+    let n = crate::num::parse_i64(&argv[2]).ok_or(OpError::custom(not_integer))?;
+    if n < 0 {
+        return Err(OpError::custom("ERR Number of keys can't be negative"));
+    }
+    if n as usize > argv.len() - 3 {
+        return Err(OpError::custom(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    Ok(n as usize)
+}
+
+/// How a script is named and checked for one run.
+pub struct Invocation<'a> {
+    /// The whole command.
+    pub argv: &'a [Vec<u8>],
+    /// Number of keys after the script/function argument.
+    pub numkeys: usize,
+    /// `*_RO` command.
+    pub ro_command: bool,
+    /// The name errors report (`script: <name>`).
+    pub name: String,
+    /// Script flags.
+    pub flags: ScriptFlags,
+    /// A function rather than an `EVAL` script.
+    pub is_function: bool,
+}
+
+/// Checks a script's flags against the command and memory before it runs.
+pub fn precheck(engine: &Engine, inv: &Invocation<'_>) -> OpResult<()> {
+    let f = inv.flags;
+    if inv.ro_command && (f.shebang || inv.is_function) && !f.no_writes {
+        return Err(OpError::custom(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    if (f.shebang || inv.is_function)
+        && !f.no_writes
+        && !f.allow_oom
+        && super::over_maxmemory(engine)
+    {
+        return Err(OpError::custom(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `func` for `inv` in `state` and turns the outcome into the reply.
+pub fn run(
+    scripting: &Scripting,
+    state: &LuaState,
+    func: &Function,
+    engine: &Engine,
+    client: &mut ClientState,
+    inv: &Invocation<'_>,
+) -> OpResult<Reply> {
+    precheck(engine, inv)?;
+    let lua = &state.lua;
+    let lua_err = |e: mlua::Error| OpError::custom(format!("ERR {e}"));
+    let keys = lua.create_table().map_err(lua_err)?;
+    let args = lua.create_table().map_err(lua_err)?;
+    for (i, k) in inv.argv[3..3 + inv.numkeys].iter().enumerate() {
+        keys.raw_set(i + 1, lua.create_string(k).map_err(lua_err)?)
+            .map_err(lua_err)?;
+    }
+    for (i, a) in inv.argv[3 + inv.numkeys..].iter().enumerate() {
+        args.raw_set(i + 1, lua.create_string(a).map_err(lua_err)?)
+            .map_err(lua_err)?;
+    }
+    let call_args = if inv.is_function {
+        Some((keys, args))
+    } else {
+        let g = lua.globals();
+        g.raw_set("KEYS", keys).map_err(lua_err)?;
+        g.raw_set("ARGV", args).map_err(lua_err)?;
+        None
+    };
+    state.rt.raw_set("resp", 2).map_err(lua_err)?;
+    let rc = RunCtx {
+        read_only: inv.ro_command || inv.flags.no_writes,
+        allow_oom: inv.flags.allow_oom,
+        wrote: Cell::new(false),
+        busy: Arc::clone(&scripting.busy),
+    };
+    let saved_db = client.db;
+    scripting.busy.begin_script(Running {
+        started: std::time::Instant::now(),
+        is_function: inv.is_function,
+        name: inv.name.clone(),
+        command: inv.argv.to_vec(),
+        wrote: false,
+    });
+    // Other clients are answered -BUSY once this runs past the threshold.
+    engine.gate().busy().begin_script(inv.is_function);
+    let outcome = with_calls(state, engine, client, &rc, || state.run(func, call_args));
+    engine.gate().busy().end_script();
+    scripting.busy.end_script();
+    if client.db != saved_db {
+        client.select(saved_db);
+    }
+    let resp = state
+        .rt
+        .raw_get::<Option<u8>>("resp")
+        .ok()
+        .flatten()
+        .unwrap_or(2);
+    let _ = state.rt.raw_set("resp", 2);
+    if !inv.is_function {
+        let g = lua.globals();
+        let _ = g.raw_set("KEYS", mlua::Value::Nil);
+        let _ = g.raw_set("ARGV", mlua::Value::Nil);
+    }
+    let outcome = outcome.map_err(lua_err)?;
+    // Collect now and then so that dropped tables do not pile up between scripts.
+    let _ = lua.gc_step();
+    Ok(match outcome {
+        Outcome::Value(v) => lua_to_reply(&v, resp),
+        Outcome::Error { message, at } => match at {
+            Some((source, line)) => error_reply(format!(
+                "{message} script: {}, on {source}:{line}.",
+                inv.name
+            )),
+            None => error_reply(message),
+        },
+        Outcome::Fatal(text) => {
+            let _ = lua.gc_collect();
+            let prefix = if inv.is_function { "" } else { "f_" };
+            error_reply(format!(
+                "ERR Error running script (call to {prefix}{}): @user_script: {text}",
+                inv.name
+            ))
+        }
+    })
+}
