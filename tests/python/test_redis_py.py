@@ -120,3 +120,104 @@ def test_register_script_runs_through_evalsha(server, protocol):
     bump(keys=["counter"], args=[1], client=pipe)
     pipe.get("counter")
     assert pipe.execute() == [[8, b"8", b'{"n":8}'], b"8"]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_pipeline_transaction_and_watch(server, protocol):
+    r = redis.Redis(port=server, protocol=protocol, decode_responses=True)
+    r.flushall()
+    with r.pipeline(transaction=True) as p:
+        p.set("a", 1).incr("a").lpush("a", "x").get("a")
+        with pytest.raises(redis.ResponseError):
+            p.execute()
+    assert r.get("a") == "2"
+    assert r.pipeline(transaction=True).set("b", 1).incr("b", 5).execute() == [True, 6]
+    # WATCH: another client's write makes the transaction fail, a retry succeeds.
+    other = redis.Redis(port=server, protocol=protocol, decode_responses=True)
+    with r.pipeline(transaction=True) as p:
+        p.watch("b")
+        other.set("b", 100)
+        p.multi()
+        p.set("b", 7)
+        with pytest.raises(redis.WatchError):
+            p.execute()
+    assert r.get("b") == "100"
+
+    def add_one(pipe):
+        value = int(pipe.get("b"))
+        pipe.multi()
+        pipe.set("b", value + 1)
+
+    r.transaction(add_one, "b")
+    assert r.get("b") == "101"
+
+
+def test_transactions_and_blocking_pops_across_threads(server):
+    """Writers on several connections move units between counters inside MULTI/EXEC;
+    a reader's transactional snapshot always sees the same total. Consumers block on
+    a list that producers fill; every item arrives exactly once."""
+    import threading
+
+    r = redis.Redis(port=server, decode_responses=True)
+    r.flushall()
+    keys = [f"acct:{i}" for i in range(6)]
+    r.mset({k: 100 for k in keys})
+    stop = threading.Event()
+    errors = []
+
+    def mover(seed):
+        import random
+
+        rnd = random.Random(seed)
+        c = redis.Redis(port=server, decode_responses=True)
+        for _ in range(300):
+            a, b = rnd.sample(keys, 2)
+            n = rnd.randint(1, 5)
+            c.pipeline(transaction=True).decrby(a, n).incrby(b, n).execute()
+
+    def auditor():
+        c = redis.Redis(port=server, decode_responses=True)
+        while not stop.is_set():
+            total = sum(int(v) for v in c.pipeline(transaction=True).mget(keys).execute()[0])
+            if total != 600:
+                errors.append(total)
+            script_total = c.eval(
+                "local s = 0 for _, k in ipairs(KEYS) do s = s + tonumber(redis.call('get', k)) end return s",
+                len(keys),
+                *keys,
+            )
+            if script_total != 600:
+                errors.append(script_total)
+
+    movers = [threading.Thread(target=mover, args=(s,)) for s in range(4)]
+    audit = threading.Thread(target=auditor)
+    audit.start()
+    for t in movers:
+        t.start()
+    for t in movers:
+        t.join()
+    stop.set()
+    audit.join()
+    assert errors == []
+    assert sum(int(v) for v in r.mget(keys)) == 600
+
+    got = []
+    lock = threading.Lock()
+
+    def consumer():
+        c = redis.Redis(port=server, decode_responses=True)
+        while True:
+            item = c.blpop(["jobs"], timeout=2)
+            if item is None:
+                return
+            with lock:
+                got.append(item[1])
+
+    consumers = [threading.Thread(target=consumer) for _ in range(3)]
+    for t in consumers:
+        t.start()
+    for i in range(300):
+        r.rpush("jobs", f"job{i}")
+    for t in consumers:
+        t.join()
+    assert sorted(got) == sorted(f"job{i}" for i in range(300))

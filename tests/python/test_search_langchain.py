@@ -146,7 +146,6 @@ def pending(reason):
     return pytest.mark.xfail(not os.environ.get("PION_CLIENT_TESTS_PORT"), strict=True, reason=reason)
 
 
-@pending("reads the hashes in a MULTI/EXEC pipeline: transactions pending")
 def test_similarity_search_return_all_and_get_by_ids(client):
     vs, texts, metas = store(client)
     scored = vs.similarity_search_with_score("city river", k=2, return_all=True)
