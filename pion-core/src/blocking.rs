@@ -22,6 +22,9 @@ use crate::error::{OpError, OpResult};
 use crate::exec::{Ctx, Effect};
 use crate::reply::Reply;
 
+/// A key in a database.
+type DbKey = (usize, Vec<u8>);
+
 /// What a blocking command asks for when it finds nothing.
 #[derive(Debug, Clone)]
 pub struct BlockRequest {
@@ -114,7 +117,7 @@ pub struct BlockingRegistry {
     /// Blocked clients.
     blocked: AtomicUsize,
     /// Waiters per (database, key), in blocking order.
-    by_key: Mutex<HashMap<(usize, Vec<u8>), VecDeque<Arc<Waiter>>>>,
+    by_key: Mutex<HashMap<DbKey, VecDeque<Arc<Waiter>>>>,
     /// Waiters by client id.
     by_client: Mutex<HashMap<u64, Arc<Waiter>>>,
     /// Keys written since the last serving pass.

@@ -724,7 +724,11 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
             inner
                 .wall_at_epoch_us
                 .store(now_us - since, Ordering::Relaxed);
-            inner.keyspace.expire_cycle(now_us / 1000, 200);
+            {
+                // Keys do not expire in the middle of a transaction or script.
+                let _gate = inner.gate.enter_background();
+                inner.keyspace.expire_cycle(now_us / 1000, 200);
+            }
             drop(inner);
             std::thread::sleep(Duration::from_millis(1000 / hz));
         });

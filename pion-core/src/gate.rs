@@ -61,6 +61,17 @@ pub struct Exclusive<'a> {
     _guards: Vec<RwLockWriteGuard<'a, ()>>,
 }
 
+impl Drop for Exclusive<'_> {
+    fn drop(&mut self) {
+        EXCLUSIVE_HERE.with(|h| h.set(false));
+    }
+}
+
+thread_local! {
+    /// Whether this thread holds the gate exclusively.
+    static EXCLUSIVE_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// What a command met at the gate.
 pub enum Entry<'a> {
     /// It may run.
@@ -90,9 +101,22 @@ impl Gate {
 
     /// Takes every slot, in order: returns once no other command runs.
     pub fn exclusive(&self) -> Exclusive<'_> {
-        Exclusive {
-            _guards: self.slots.iter().map(|s| s.0.write()).collect(),
+        let guards = self.slots.iter().map(|s| s.0.write()).collect();
+        EXCLUSIVE_HERE.with(|h| h.set(true));
+        Exclusive { _guards: guards }
+    }
+
+    /// Passage for background work that changes or captures the keyspace (active
+    /// expiry, a snapshot's cut), so it never lands inside a transaction or script.
+    /// `None` (no need to wait) when this thread itself runs the exclusive section,
+    /// as `SAVE` inside `MULTI` does.
+    pub fn enter_background(&self) -> Option<Shared<'_>> {
+        if EXCLUSIVE_HERE.with(|h| h.get()) {
+            return None;
         }
+        Some(Shared {
+            _guard: self.slots[BACKGROUND_SLOT].0.read(),
+        })
     }
 
     /// The busy-script state.
@@ -212,6 +236,25 @@ mod tests {
             t.join().expect("thread");
         }
         assert_eq!(inside.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn background_work_waits_unless_this_thread_is_exclusive() {
+        let gate = Arc::new(Gate::default());
+        let x = gate.exclusive();
+        // The exclusive thread itself (SAVE inside MULTI) passes without waiting.
+        assert!(gate.enter_background().is_none());
+        let other = Arc::clone(&gate);
+        let waited = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let g = other.enter_background();
+            assert!(g.is_some());
+            start.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        drop(x);
+        assert!(waited.join().expect("thread") >= Duration::from_millis(40));
+        assert!(gate.enter_background().is_some());
     }
 
     #[test]

@@ -17,12 +17,15 @@ use crate::exec::Ctx;
 /// A watching client's "a watched key changed" flag.
 pub type DirtyFlag = Arc<AtomicBool>;
 
+/// A key in a database.
+type DbKey = (usize, Vec<u8>);
+
 /// Every watched key and its watchers.
 #[derive(Default)]
 pub struct WatchRegistry {
     /// Number of (key, watcher) pairs: writers skip the map while it is zero.
     watches: AtomicUsize,
-    keys: Mutex<HashMap<(usize, Vec<u8>), Vec<DirtyFlag>>>,
+    keys: Mutex<HashMap<DbKey, Vec<DirtyFlag>>>,
 }
 
 impl WatchRegistry {

@@ -170,7 +170,7 @@ pub fn run_nested(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -
         .nested
         .as_ref()
         .map_or_else(Instant::now, |n| n.started);
-    let reply = match admit(engine, client, argv, started) {
+    let reply = match admit(engine, client, argv) {
         Ok(resolved) => run_resolved(engine, client, argv, resolved, started).0,
         Err(reply) => reply,
     };
@@ -182,13 +182,7 @@ pub fn run_nested(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -
 
 /// The checks every command passes before it runs or is queued: known command, arity,
 /// authentication, memory, a failing log.
-fn admit(
-    engine: &Engine,
-    client: &mut ClientState,
-    argv: &[Vec<u8>],
-    started: Instant,
-) -> Result<Resolved, Reply> {
-    let _ = started;
+fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<Resolved, Reply> {
     let resolved = match resolve(argv) {
         Ok(r) => r,
         Err(e) => {
@@ -258,7 +252,7 @@ fn run_top(
     argv: &[Vec<u8>],
     started: Instant,
 ) -> (Reply, Instant) {
-    let resolved = match admit(engine, client, argv, started) {
+    let resolved = match admit(engine, client, argv) {
         Ok(r) => r,
         Err(reply) => {
             // A command refused while queuing dooms the transaction; a refused EXEC

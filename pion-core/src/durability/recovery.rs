@@ -163,6 +163,20 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
         let n = crate::index::persist::restore(engine, body).map_err(damaged)?;
         eprintln!("pion: loaded {n} search indexes from the snapshot");
     }
+    if let Some(body) = snap.libraries_body() {
+        let mut client = ClientState::detached(engine.clients(), snap.created_ms);
+        let argv = [
+            b"FUNCTION".to_vec(),
+            b"RESTORE".to_vec(),
+            body.to_vec(),
+            b"REPLACE".to_vec(),
+        ];
+        if let crate::Reply::Error(e) =
+            crate::command::replay(engine, &mut client, &argv, snap.created_ms)
+        {
+            return Err(damaged(format!("function libraries: {e}")));
+        }
+    }
     if progress.started.elapsed() >= Duration::from_secs(1) {
         progress.report(" done");
     }

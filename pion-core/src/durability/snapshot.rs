@@ -6,6 +6,7 @@
 //! file    = header section* end
 //! header  = "PIONSNP1" seq:u64 created_ms:i64 databases:u32 crc:u32      (32 bytes)
 //! section = 'S' shard:u32 keys:u32 len:u64 crc:u32 body[len]       (crc of the 17 bytes before, then the body)
+//! library = 'L' len:u64 body[len] crc:u32                         (FUNCTION DUMP payload)
 //! end     = 'E' sections:u32 keys:u64 crc:u32                            (crc of the 13 bytes before)
 //! body    = entry*
 //! entry   = db:u32 key:bytes deadline:i64 (i64::MIN: none) type:u8 value
@@ -390,6 +391,22 @@ impl SnapshotWriter {
         Ok(())
     }
 
+    /// Writes the function libraries (`L` section: tag, body length, body, CRC32C of
+    /// the body); the body is a `FUNCTION DUMP` payload.
+    pub fn library_section(&mut self, body: &[u8]) -> io::Result<()> {
+        if body.is_empty() {
+            return Ok(());
+        }
+        let mut h = Vec::with_capacity(9);
+        h.push(b'L');
+        put_u64(&mut h, body.len() as u64);
+        self.out.write_all(&h)?;
+        self.out.write_all(body)?;
+        self.out.write_all(&crc(body).to_le_bytes())?;
+        self.bytes += 9 + body.len() as u64 + 4;
+        Ok(())
+    }
+
     /// Ends the file, makes it durable and gives it its final name; returns the path,
     /// the number of keys and the file size.
     pub fn finish(mut self) -> io::Result<(PathBuf, u64, u64)> {
@@ -426,6 +443,8 @@ pub struct SnapshotContents {
     prefix: Option<std::ops::Range<usize>>,
     /// The search-index definitions' section body, if any.
     search: Option<std::ops::Range<usize>>,
+    /// The function libraries' section body, if any.
+    libraries: Option<std::ops::Range<usize>>,
     bytes: Vec<u8>,
     /// Keys in the file.
     pub keys: u64,
@@ -452,6 +471,7 @@ impl SnapshotContents {
         let mut sections = Vec::new();
         let mut prefix = None;
         let mut search = None;
+        let mut libraries = None;
         let mut keys = 0u64;
         loop {
             let at = r.position();
@@ -508,6 +528,19 @@ impl SnapshotContents {
                     }
                     search = Some(start..start + body.len());
                 }
+                b'L' => {
+                    let len = r.u64().map_err(|_| bad("truncated library section", at))?;
+                    let start = r.position();
+                    let body = usize::try_from(len)
+                        .ok()
+                        .and_then(|l| r.take(l).ok())
+                        .ok_or_else(|| bad("library section runs past the end", at))?;
+                    let c = r.u32().map_err(|_| bad("truncated library section", at))?;
+                    if crc(body) != c || libraries.is_some() {
+                        return Err(bad("library section checksum mismatch", at));
+                    }
+                    libraries = Some(start..start + body.len());
+                }
                 b'E' => {
                     let parsed = (|| Ok::<_, Malformed>((r.u32()?, r.u64()?, r.u32()?)))()
                         .map_err(|_| bad("truncated end marker", at))?;
@@ -533,6 +566,7 @@ impl SnapshotContents {
             sections,
             prefix,
             search,
+            libraries,
             bytes,
             keys,
         })
@@ -546,6 +580,11 @@ impl SnapshotContents {
     /// The search indexes' section body, if any.
     pub fn search_body(&self) -> Option<&[u8]> {
         self.search.clone().map(|r| &self.bytes[r])
+    }
+
+    /// The function libraries' section body (a `FUNCTION DUMP` payload), if any.
+    pub fn libraries_body(&self) -> Option<&[u8]> {
+        self.libraries.clone().map(|r| &self.bytes[r])
     }
 
     /// Decodes every key, calling `each` in file order.

@@ -98,7 +98,11 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     let ks = engine.keyspace();
     // The cut: with every shard held, nothing is mid-command, so the keyspace is
     // exactly the effect of records 1..=seq.
-    let (seq, pause_us, guard, prefix, search) = {
+    let (seq, pause_us, guard, prefix, search, libraries) = {
+        // Never inside a transaction or script: their effects are logged as one record
+        // when they end, so a cut between two of their commands would be replayed
+        // twice.
+        let _gate = engine.gate().enter_background();
         let all = ks.lock(&LockSet::All, 0);
         // The prompt cache logs its changes under its own lock: holding it too makes
         // its export the state at the same record (payloads are shared, not copied).
@@ -107,6 +111,19 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
         // Search indexes change only under shard locks: with every shard held, their
         // documents and graphs are those of this keyspace.
         let search = crate::index::persist::export(engine.search());
+        // Function libraries change without shard locks, but are logged after they
+        // change: a library loaded just before the cut and logged after it is
+        // restored twice, and the second load fails harmlessly.
+        let libraries = engine
+            .scripting()
+            .functions(|f| {
+                Ok(if f.libs.is_empty() {
+                    Vec::new()
+                } else {
+                    f.dump()
+                })
+            })
+            .unwrap_or_default();
         let next = wal.roll()?;
         drop(store);
         ks.begin_cut(&all);
@@ -121,6 +138,7 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
             guard,
             prefix,
             search,
+            libraries,
         )
     };
     let io = |e: std::io::Error| format!("cannot write the snapshot in {}: {e}", d.dir().display());
@@ -150,6 +168,7 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     drop(guard);
     writer.prefix_section(&prefix).map_err(io)?;
     writer.search_section(&search).map_err(io)?;
+    writer.library_section(&libraries).map_err(io)?;
     drop(search);
     drop(prefix);
     if sections != SHARDS {
