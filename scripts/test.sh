@@ -79,12 +79,12 @@ if grep -qE '^test result: FAILED|^error' /tmp/pion-cargo-test.log || ! grep -q 
   echo "cargo test failed" >&2
   exit 1
 fi
-echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries; ${PION_FUZZ_SECONDS:-20}s each)"
+echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries, ACL/config/function texts; ${PION_FUZZ_SECONDS:-20}s each)"
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked -q || echo "cargo-fuzz unavailable: fuzz smoke skipped"
 fi
 if command -v cargo-fuzz >/dev/null 2>&1; then
-  for target in resp_decode command_execute wal_segment snapshot_load binary_frame search_query; do
+  for target in resp_decode command_execute wal_segment snapshot_load binary_frame search_query admin_text; do
     (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O "$target" -- \
       -max_total_time="${PION_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 2>&1 | tail -n 1)
   done

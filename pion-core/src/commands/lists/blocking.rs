@@ -22,7 +22,12 @@ fn bpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], end: End) -> OpResult<Reply> {
         let Some(elem) = list.pop(end) else {
             continue;
         };
-        let pop: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
+        let (pop, event): (&[u8], _) = if end == End::Left {
+            (b"LPOP", "lpop")
+        } else {
+            (b"RPOP", "rpop")
+        };
+        ctx.notify(crate::pubsub::notify::LIST, event, key);
         ctx.log_as(vec![vec![pop.to_vec(), key.clone()]]);
         return Ok(Reply::Array(vec![Reply::bulk(key), Reply::Bulk(elem)]));
     }

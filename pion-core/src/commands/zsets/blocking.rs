@@ -21,7 +21,12 @@ fn bzpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], max: bool) -> OpResult<Reply> {
         let Some(top) = pop_end(z, 1, max).pop() else {
             continue;
         };
-        let pop: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let (pop, event): (&[u8], _) = if max {
+            (b"ZPOPMAX", "zpopmax")
+        } else {
+            (b"ZPOPMIN", "zpopmin")
+        };
+        ctx.notify(crate::pubsub::notify::ZSET, event, key);
         ctx.log_as(vec![vec![pop.to_vec(), key.clone()]]);
         return Ok(Reply::Array(vec![
             Reply::bulk(key),

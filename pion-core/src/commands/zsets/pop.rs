@@ -120,6 +120,8 @@ pub(super) fn zmpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             continue;
         }
         let popped = pop_end(z, count.unwrap_or(1), max);
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        ctx.notify(crate::pubsub::notify::ZSET, event, key);
         // Unlike ZPOPMIN, ZMPOP nests its pairs in RESP2 too.
         let nested = popped
             .into_iter()
