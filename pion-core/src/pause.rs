@@ -59,11 +59,44 @@ impl PauseState {
     /// Whether the command in `argv` is held now (a command that fails to resolve is
     /// not: its error is the reply, as in Redis).
     pub fn holds_argv(&self, argv: &[Vec<u8>]) -> bool {
+        self.holds_argv_queued(argv, &[])
+    }
+
+    /// [`holds_argv`](Self::holds_argv) for a client whose transaction has `queued`
+    /// commands: under a write pause, `EXEC` is held when one of them writes, and a
+    /// script (`EVAL`, `FCALL`, not their `_RO` forms) is held as a possible writer,
+    /// as Redis does.
+    pub fn holds_argv_queued(&self, argv: &[Vec<u8>], queued: &[Vec<Vec<u8>>]) -> bool {
         if self.until_ms.load(Ordering::Acquire) == 0 {
             return false;
         }
-        crate::command::resolve(argv)
-            .is_ok_and(|r| self.holds(r.spec, crate::engine::unix_ms()).is_some())
+        let now = crate::engine::unix_ms();
+        let Ok(r) = crate::command::resolve(argv) else {
+            return false;
+        };
+        if self.holds(r.spec, now).is_some() {
+            return true;
+        }
+        if !r.spec.has(flags::EXCLUSIVE) {
+            return false;
+        }
+        if !r.spec.has(flags::TX_CONTROL) {
+            return !r.spec.has(flags::READONLY) && self.holds_writes(now);
+        }
+        queued.iter().any(|q| {
+            crate::command::resolve(q).is_ok_and(|r| {
+                self.holds(r.spec, now).is_some()
+                    || (r.spec.has(flags::EXCLUSIVE)
+                        && !r.spec.has(flags::READONLY)
+                        && self.holds_writes(now))
+            })
+        })
+    }
+
+    /// Whether a write pause (or a pause of everything) is in force at `now_ms`.
+    fn holds_writes(&self, now_ms: i64) -> bool {
+        let until = self.until_ms.load(Ordering::Acquire);
+        until != 0 && until > now_ms
     }
 
     /// Whether writes are paused now (eviction and active expiry wait too).
@@ -89,6 +122,14 @@ mod tests {
         p.pause(2000, false, 1000);
         assert_eq!(p.holds(spec(&["SET", "k", "v"]), 1500), Some(2000));
         assert_eq!(p.holds(spec(&["GET", "k"]), 1500), None);
+        // Scripts may write; a transaction is held when a queued command writes.
+        let argv = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
+        let q = PauseState::default();
+        q.pause(crate::engine::unix_ms() + 60_000, false, crate::engine::unix_ms());
+        assert!(q.holds_argv(&argv(&["EVAL", "return 1", "0"])));
+        assert!(!q.holds_argv(&argv(&["EVAL_RO", "return 1", "0"])));
+        assert!(!q.holds_argv_queued(&argv(&["EXEC"]), &[argv(&["GET", "k"])]));
+        assert!(q.holds_argv_queued(&argv(&["EXEC"]), &[argv(&["GET", "k"]), argv(&["SET", "k", "v"])]));
         assert_eq!(p.holds(spec(&["SET", "k", "v"]), 2000), None, "ended");
         // A shorter, laxer pause does not shorten or relax one under way.
         p.pause(3000, true, 1500);

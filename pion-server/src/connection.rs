@@ -94,13 +94,19 @@ impl Connection {
         self.filled - self.consumed
     }
 
+    /// Whether `CLIENT PAUSE` holds this command of this client now.
+    fn held_by_pause(&self, engine: &Engine, argv: &[Vec<u8>]) -> bool {
+        let queued = self.client.multi.as_ref().map_or(&[][..], |t| &t.queue[..]);
+        engine.operator().pause.holds_argv_queued(argv, queued)
+    }
+
     /// Runs every complete command in the input buffer, appending replies to the output.
     pub fn process(&mut self, engine: &Engine, limits: &Limits) {
         let mut limits = *limits;
         let mut clock = Instant::now();
         let mut ran = false;
         if let Some(argv) = self.held.take() {
-            if engine.operator().pause.holds_argv(&argv) {
+            if self.held_by_pause(engine, &argv) {
                 self.held = Some(argv);
                 return;
             }
@@ -121,7 +127,7 @@ impl Connection {
                 Ok(Decoded::Skip(n)) => self.consumed += n,
                 Ok(Decoded::Command(argv, n)) => {
                     self.consumed += n;
-                    if engine.operator().pause.holds_argv(&argv) {
+                    if self.held_by_pause(engine, &argv) {
                         self.held = Some(argv);
                         break;
                     }
