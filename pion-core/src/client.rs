@@ -38,6 +38,11 @@ pub struct ClientShared {
     pub killed: AtomicBool,
     /// Commands processed.
     pub commands: AtomicU64,
+    /// Commands queued in the open transaction (`CLIENT LIST` `multi=`), -1 outside
+    /// `MULTI`.
+    pub multi: AtomicI64,
+    /// Waiting for a key (`CLIENT LIST` flag `b`).
+    pub blocked: AtomicBool,
     /// Buffer sizes the connection publishes for `CLIENT LIST`.
     pub buffers: ClientBuffers,
     /// Wakes the connection's event loop (so a kill takes effect at once).
@@ -175,6 +180,7 @@ impl ClientState {
             last_interaction_ms: AtomicI64::new(now_ms),
             resp: AtomicUsize::new(2),
             last_cmd: AtomicUsize::new(usize::MAX),
+            multi: AtomicI64::new(-1),
             ..ClientShared::default()
         });
         registry.clients.lock().insert(id, Arc::clone(&shared));
@@ -192,6 +198,7 @@ impl ClientState {
             last_interaction_ms: AtomicI64::new(now_ms),
             resp: AtomicUsize::new(2),
             last_cmd: AtomicUsize::new(usize::MAX),
+            multi: AtomicI64::new(-1),
             ..ClientShared::default()
         });
         ClientState::with_shared(shared, now_ms)

@@ -125,11 +125,18 @@ mod tests {
         // Scripts may write; a transaction is held when a queued command writes.
         let argv = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
         let q = PauseState::default();
-        q.pause(crate::engine::unix_ms() + 60_000, false, crate::engine::unix_ms());
+        q.pause(
+            crate::engine::unix_ms() + 60_000,
+            false,
+            crate::engine::unix_ms(),
+        );
         assert!(q.holds_argv(&argv(&["EVAL", "return 1", "0"])));
         assert!(!q.holds_argv(&argv(&["EVAL_RO", "return 1", "0"])));
         assert!(!q.holds_argv_queued(&argv(&["EXEC"]), &[argv(&["GET", "k"])]));
-        assert!(q.holds_argv_queued(&argv(&["EXEC"]), &[argv(&["GET", "k"]), argv(&["SET", "k", "v"])]));
+        assert!(q.holds_argv_queued(
+            &argv(&["EXEC"]),
+            &[argv(&["GET", "k"]), argv(&["SET", "k", "v"])]
+        ));
         assert_eq!(p.holds(spec(&["SET", "k", "v"]), 2000), None, "ended");
         // A shorter, laxer pause does not shorten or relax one under way.
         p.pause(3000, true, 1500);

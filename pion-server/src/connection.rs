@@ -207,6 +207,7 @@ impl Connection {
             return false;
         };
         self.client.blocked = None;
+        self.client.shared.blocked.store(false, Ordering::Relaxed);
         self.client.wal_seq = self.client.wal_seq.max(wal_seq);
         encode(&reply, self.client.resp, &mut self.output);
         true

@@ -1,6 +1,7 @@
 //! From an argument vector to a reply: resolve the command in the table, check arity
 //! and authentication, lock the shards of its keys, run the handler, settle the keys.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::{table, CommandSpec};
@@ -259,6 +260,7 @@ fn run_top(
             // discards it at once, saying why.
             if is_exec(argv) {
                 client.multi = None;
+                client.shared.multi.store(-1, Ordering::Relaxed);
                 client.watches.clear();
                 if let Reply::Error(text) = &reply {
                     let why = text.strip_prefix("ERR ").unwrap_or(text);
@@ -286,6 +288,8 @@ fn run_top(
                 );
             }
             tx.queue.push(argv.to_vec());
+            let queued = tx.queue.len() as i64;
+            client.shared.multi.store(queued, Ordering::Relaxed);
             return (Reply::status("QUEUED"), started);
         }
     }
@@ -408,6 +412,7 @@ fn run_resolved(
             } else {
                 let waiter = engine.blocking().block(ctx.client, argv, req);
                 ctx.client.blocked = Some(waiter);
+                ctx.client.shared.blocked.store(true, Ordering::Relaxed);
             }
         }
         if spec.has(super::flags::WRITE) {

@@ -270,6 +270,7 @@ fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     crate::acl::set_client_user(ctx.client, None);
     ctx.client.shared.text.lock().name.clear();
     ctx.client.multi = None;
+    ctx.client.shared.multi.store(-1, Ordering::Relaxed);
     ctx.client.watches.clear();
     Ok(Reply::status("RESET"))
 }
@@ -375,7 +376,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
     );
     let (flags, sub, psub, ssub) = crate::pubsub::client_list_fields(c);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.laddr,
@@ -384,6 +385,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         (now_ms - c.created_ms).max(0) / 1000,
         (now_ms - c.last_interaction_ms.load(Ordering::Relaxed)).max(0) / 1000,
         c.db.load(Ordering::Relaxed),
+        c.multi.load(Ordering::Relaxed),
         qbuf,
         qbuf_free,
         qbuf + qbuf_free,

@@ -5,6 +5,8 @@
 //! of another client runs in between, on any thread. `WATCH` registers keys whose
 //! change by anyone before `EXEC` makes the transaction fail with a null reply.
 
+use std::sync::atomic::Ordering;
+
 use crate::command::flags::*;
 use crate::command::{run_nested, CommandSpec, Group, KeySpecDoc};
 use crate::error::{OpError, OpResult};
@@ -67,6 +69,7 @@ fn multi(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(OpError::custom("ERR MULTI calls can not be nested"));
     }
     ctx.client.multi = Some(crate::client::Transaction::default());
+    ctx.client.shared.multi.store(0, Ordering::Relaxed);
     Ok(Reply::ok())
 }
 
@@ -74,6 +77,7 @@ fn discard(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     if ctx.client.multi.take().is_none() {
         return Err(OpError::custom("ERR DISCARD without MULTI"));
     }
+    ctx.client.shared.multi.store(-1, Ordering::Relaxed);
     ctx.client.watches.clear();
     Ok(Reply::ok())
 }
@@ -103,6 +107,7 @@ fn exec(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let Some(tx) = ctx.client.multi.take() else {
         return Err(OpError::custom("ERR EXEC without MULTI"));
     };
+    ctx.client.shared.multi.store(-1, Ordering::Relaxed);
     if tx.aborted {
         ctx.client.watches.clear();
         return Err(OpError::custom(

@@ -543,6 +543,12 @@ pub fn client_list_fields(c: &ClientShared) -> (String, usize, usize, usize) {
     if m.subscribed() {
         flags.push('P');
     }
+    if c.multi.load(Ordering::Relaxed) >= 0 {
+        flags.push('x');
+    }
+    if c.blocked.load(Ordering::Relaxed) {
+        flags.push('b');
+    }
     flags.push_str(&tracking::list_flags(m));
     if flags.is_empty() {
         flags.push('N');
