@@ -508,15 +508,19 @@ impl Worker {
         }
     }
 
+    /// The connections in a state (blocked, held by a pause).
+    fn tokens_where(&self, state: fn(&Connection) -> bool) -> Vec<Token> {
+        self.conns
+            .iter()
+            .filter(|(_, (_, c))| state(c))
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
     /// Sends the replies of blocked clients whose wait ended (served, timed out,
     /// unblocked), runs what they sent meanwhile, and notes the next deadline.
     fn resume_blocked(&mut self, engine: &Engine, limits: &Limits) {
-        let blocked: Vec<Token> = self
-            .conns
-            .iter()
-            .filter(|(_, (_, c))| c.is_blocked())
-            .map(|(t, _)| *t)
-            .collect();
+        let blocked = self.tokens_where(Connection::is_blocked);
         let mut next: Option<std::time::Instant> = None;
         for token in blocked {
             if let Some((_, conn)) = self.conns.get_mut(&token) {
@@ -532,12 +536,7 @@ impl Worker {
 
     /// Retries the connections whose command waits for a `CLIENT PAUSE` to end.
     fn resume_paused(&mut self, engine: &Engine, limits: &Limits) {
-        let held: Vec<Token> = self
-            .conns
-            .iter()
-            .filter(|(_, (_, c))| c.is_held())
-            .map(|(t, _)| *t)
-            .collect();
+        let held = self.tokens_where(Connection::is_held);
         for token in held {
             if let Some((_, conn)) = self.conns.get_mut(&token) {
                 conn.process(engine, limits);

@@ -375,30 +375,26 @@ impl SnapshotWriter {
         Ok(())
     }
 
-    /// Writes the search indexes (`F` section: tag, body length, body, CRC32C of the
-    /// body); the body is `crate::index::persist`'s format.
+    /// Writes the search indexes (`F` section); the body is
+    /// `crate::index::persist`'s format.
     pub fn search_section(&mut self, body: &[u8]) -> io::Result<()> {
-        if body.is_empty() {
-            return Ok(());
-        }
-        let mut h = Vec::with_capacity(9);
-        h.push(b'F');
-        put_u64(&mut h, body.len() as u64);
-        self.out.write_all(&h)?;
-        self.out.write_all(body)?;
-        self.out.write_all(&crc(body).to_le_bytes())?;
-        self.bytes += 9 + body.len() as u64 + 4;
-        Ok(())
+        self.tagged_section(b'F', body)
     }
 
-    /// Writes the function libraries (`L` section: tag, body length, body, CRC32C of
-    /// the body); the body is a `FUNCTION DUMP` payload.
+    /// Writes the function libraries (`L` section); the body is a `FUNCTION DUMP`
+    /// payload.
     pub fn library_section(&mut self, body: &[u8]) -> io::Result<()> {
+        self.tagged_section(b'L', body)
+    }
+
+    /// Writes a section made of a tag, the body length, the body and the CRC32C of the
+    /// body (nothing for an empty body).
+    fn tagged_section(&mut self, tag: u8, body: &[u8]) -> io::Result<()> {
         if body.is_empty() {
             return Ok(());
         }
         let mut h = Vec::with_capacity(9);
-        h.push(b'L');
+        h.push(tag);
         put_u64(&mut h, body.len() as u64);
         self.out.write_all(&h)?;
         self.out.write_all(body)?;
@@ -426,6 +422,28 @@ impl SnapshotWriter {
         super::wal::sync_dir(&self.dir)?;
         Ok((path, self.keys, self.bytes))
     }
+}
+
+/// Reads the body of a tagged section (length, body, CRC32C of the body) after its
+/// tag, checking the checksum and that the section appears once.
+fn tagged_body(
+    r: &mut Reader<'_>,
+    seen: bool,
+    what: &str,
+    at: usize,
+) -> Result<std::ops::Range<usize>, String> {
+    let bad = |msg: &str| format!("{what} section {msg} at offset {at}");
+    let len = r.u64().map_err(|_| bad("truncated"))?;
+    let start = r.position();
+    let body = usize::try_from(len)
+        .ok()
+        .and_then(|l| r.take(l).ok())
+        .ok_or_else(|| bad("runs past the end"))?;
+    let c = r.u32().map_err(|_| bad("truncated"))?;
+    if crc(body) != c || seen {
+        return Err(bad("checksum mismatch"));
+    }
+    Ok(start..start + body.len())
 }
 
 /// What a snapshot file holds, read and checked in full.
@@ -511,36 +529,8 @@ impl SnapshotContents {
                     }
                     prefix = Some(start..start + body.len());
                 }
-                b'F' => {
-                    let len = r
-                        .u64()
-                        .map_err(|_| bad("truncated search-index section", at))?;
-                    let start = r.position();
-                    let body = usize::try_from(len)
-                        .ok()
-                        .and_then(|l| r.take(l).ok())
-                        .ok_or_else(|| bad("search-index section runs past the end", at))?;
-                    let c = r
-                        .u32()
-                        .map_err(|_| bad("truncated search-index section", at))?;
-                    if crc(body) != c || search.is_some() {
-                        return Err(bad("search-index section checksum mismatch", at));
-                    }
-                    search = Some(start..start + body.len());
-                }
-                b'L' => {
-                    let len = r.u64().map_err(|_| bad("truncated library section", at))?;
-                    let start = r.position();
-                    let body = usize::try_from(len)
-                        .ok()
-                        .and_then(|l| r.take(l).ok())
-                        .ok_or_else(|| bad("library section runs past the end", at))?;
-                    let c = r.u32().map_err(|_| bad("truncated library section", at))?;
-                    if crc(body) != c || libraries.is_some() {
-                        return Err(bad("library section checksum mismatch", at));
-                    }
-                    libraries = Some(start..start + body.len());
-                }
+                b'F' => search = Some(tagged_body(&mut r, search.is_some(), "search-index", at)?),
+                b'L' => libraries = Some(tagged_body(&mut r, libraries.is_some(), "library", at)?),
                 b'E' => {
                     let parsed = (|| Ok::<_, Malformed>((r.u32()?, r.u64()?, r.u32()?)))()
                         .map_err(|_| bad("truncated end marker", at))?;

@@ -45,12 +45,7 @@ pub fn with_calls<R>(
             let t = error_table(lua, "ERR nested script call")?;
             return Ok((false, Value::Table(t)));
         };
-        let resp = state
-            .rt
-            .raw_get::<Option<u8>>("resp")
-            .ok()
-            .flatten()
-            .unwrap_or(2);
+        let resp = state.resp();
         call(lua, engine, &mut c, rc, resp, args)
     };
     let r = state.lua.scope(|scope| {

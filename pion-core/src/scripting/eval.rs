@@ -215,12 +215,7 @@ pub fn run(
     if client.db != saved_db {
         client.select(saved_db);
     }
-    let resp = state
-        .rt
-        .raw_get::<Option<u8>>("resp")
-        .ok()
-        .flatten()
-        .unwrap_or(2);
+    let resp = state.resp();
     let _ = state.rt.raw_set("resp", 2);
     if !inv.is_function {
         let g = lua.globals();

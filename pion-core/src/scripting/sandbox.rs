@@ -92,6 +92,15 @@ fn error_value_text(v: &Value) -> String {
 }
 
 impl LuaState {
+    /// The protocol `redis.setresp` chose for this run (2 unless changed).
+    pub fn resp(&self) -> u8 {
+        self.rt
+            .raw_get::<Option<u8>>("resp")
+            .ok()
+            .flatten()
+            .unwrap_or(2)
+    }
+
     /// A fresh sandboxed state whose hook reads `hook`.
     pub fn new(hook: Arc<HookState>) -> mlua::Result<LuaState> {
         let lua = Lua::new_with(
