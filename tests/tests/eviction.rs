@@ -270,3 +270,32 @@ fn evictions_are_logged_so_recovery_matches() {
         &dump(&mut server.client()),
     );
 }
+
+/// An eviction publishes `evicted` and fails the `EXEC` of a client watching the key.
+#[test]
+fn evictions_are_announced_and_break_watches() {
+    let server = PionServer::start(2);
+    let mut c = Client::connect(server.port).expect("connect");
+    ok(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ee"]);
+    let mut sub = Client::connect(server.port).expect("connect");
+    sub.cmd(&["SUBSCRIBE", "__keyevent@0__:evicted"]);
+    let mut watcher = Client::connect(server.port).expect("connect");
+    ok(&mut watcher, &["SET", "watched", "v"]);
+    ok(&mut watcher, &["WATCH", "watched"]);
+    let limit = limit_here(&mut c, "allkeys-lru", 50_000);
+    // Read everything but the watched key, so LRU picks it early.
+    let keys = names("e", 200);
+    fill(&mut c, &keys, limit);
+    assert!(
+        !exists(&mut c, "watched"),
+        "the oldest key survived the fill"
+    );
+    sub.set_read_timeout(Duration::from_secs(5))
+        .expect("timeout");
+    let (msg, _) = sub.read_reply().expect("an evicted event");
+    assert!(msg.render().contains("evicted"), "{}", msg.render());
+    ok(&mut watcher, &["MULTI"]);
+    ok(&mut watcher, &["SET", "watched", "again"]);
+    assert_eq!(watcher.cmd(&["EXEC"]), RespValue::Agg(b'*', None));
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+}

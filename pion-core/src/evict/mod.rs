@@ -215,10 +215,17 @@ impl Evictor {
     }
 }
 
-/// Where the `evicted` keyspace event is to be published (called holding the key's
-/// shard, right after its removal was logged and search indexes were told).
-fn notify_evicted(_engine: &Engine, _db: usize, _key: &[u8]) {
-    // Keyspace notifications: publish `evicted` for (db, key) here.
+/// Tells the rest of the server that a key was evicted (called holding the key's
+/// shard, right after its removal was logged and search indexes were told): the
+/// `evicted` keyspace event, client-side caches, and `WATCH`, as Redis's
+/// `signalModifiedKey` does.
+fn notify_evicted(engine: &Engine, db: usize, key: &[u8]) {
+    let hub = engine.pubsub();
+    hub.keyspace_event(crate::pubsub::notify::EVICTED, "evicted", key, db);
+    if hub.tracking.active() {
+        hub.tracking.invalidate(engine.clients(), hub, key, 0);
+    }
+    engine.watches().touch(db, key);
 }
 
 /// Samples the databases of one shard (the first non-empty from a random one) into
