@@ -232,7 +232,9 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     let db = ctx.db();
     let dst = &argv[1];
     if picked.is_empty() {
-        ctx.ks.remove(db, dst)?;
+        if ctx.ks.remove(db, dst)?.is_some() {
+            ctx.notify(crate::pubsub::notify::GENERIC, "del", dst);
+        }
         return Ok(Reply::Integer(0));
     }
     let mut out = ZSetValue::with_hint(picked.len(), 0, &limits);
@@ -241,6 +243,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     }
     let n = out.len();
     ctx.ks.set(db, dst, Value::ZSet(Box::new(out)))?;
+    ctx.notify(crate::pubsub::notify::ZSET, "zrangestore", dst);
     Ok(Reply::Integer(n as i64))
 }
 
@@ -248,29 +251,34 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
 fn remove_interval(
     ctx: &mut Ctx<'_>,
     key: &[u8],
+    event: &str,
     pick: impl FnOnce(&ZSetValue) -> (usize, usize),
 ) -> OpResult<Reply> {
     let Some(z) = write_zset(ctx, key)? else {
         return Ok(Reply::Integer(0));
     };
     let (start, end) = pick(z);
-    Ok(Reply::Integer(z.remove_range(start, end).len() as i64))
+    let removed = z.remove_range(start, end).len();
+    if removed > 0 {
+        ctx.notify(crate::pubsub::notify::ZSET, event, key);
+    }
+    Ok(Reply::Integer(removed as i64))
 }
 
 /// `ZREMRANGEBYRANK key start stop`.
 pub(super) fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let (a, b) = (int(&argv[2])?, int(&argv[3])?);
-    remove_interval(ctx, &argv[1], |z| rank_interval(z.len(), a, b, false))
+    remove_interval(ctx, &argv[1], "zremrangebyrank", |z| rank_interval(z.len(), a, b, false))
 }
 
 /// `ZREMRANGEBYSCORE key min max`.
 pub(super) fn zremrangebyscore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let bounds = Bounds::Score(ScoreRange::parse(&argv[2], &argv[3])?);
-    remove_interval(ctx, &argv[1], |z| bound_interval(z, &bounds))
+    remove_interval(ctx, &argv[1], "zremrangebyscore", |z| bound_interval(z, &bounds))
 }
 
 /// `ZREMRANGEBYLEX key min max`.
 pub(super) fn zremrangebylex(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let bounds = Bounds::Lex(LexRange::parse(&argv[2], &argv[3])?);
-    remove_interval(ctx, &argv[1], |z| bound_interval(z, &bounds))
+    remove_interval(ctx, &argv[1], "zremrangebylex", |z| bound_interval(z, &bounds))
 }

@@ -243,7 +243,9 @@ fn algebra(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], op: Op, store: bool) -> OpResult
     let db = ctx.db();
     let dst = &argv[1];
     if result.is_empty() {
-        ctx.ks.remove(db, dst)?;
+        if ctx.ks.remove(db, dst)?.is_some() {
+            ctx.notify(crate::pubsub::notify::GENERIC, "del", dst);
+        }
         return Ok(Reply::Integer(0));
     }
     let limits = ctx.limits();
@@ -254,6 +256,12 @@ fn algebra(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], op: Op, store: bool) -> OpResult
     z.convert_to_listpack_if_fits(&limits);
     let n = z.len();
     ctx.ks.set(db, dst, Value::ZSet(Box::new(z)))?;
+    let event = match op {
+        Op::Union => "zunionstore",
+        Op::Inter => "zinterstore",
+        Op::Diff => "zdiffstore",
+    };
+    ctx.notify(crate::pubsub::notify::ZSET, event, dst);
     Ok(Reply::Integer(n as i64))
 }
 
