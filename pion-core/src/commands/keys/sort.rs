@@ -177,12 +177,15 @@ pub(super) fn sort(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         Some(dst) => {
             let stored = out.len() as i64;
             if out.is_empty() {
-                ctx.ks.remove(db, dst)?;
+                if ctx.ks.remove(db, dst)?.is_some() {
+                    ctx.notify(crate::pubsub::notify::GENERIC, "del", dst);
+                }
             } else {
                 let mut list = ListValue::new();
                 list.items_mut()
                     .extend(out.into_iter().map(Option::unwrap_or_default));
                 ctx.ks.set(db, dst, Value::List(list))?;
+                ctx.notify(crate::pubsub::notify::LIST, "sortstore", dst);
             }
             Ok(Reply::Integer(stored))
         }

@@ -268,17 +268,23 @@ fn remove_interval(
 /// `ZREMRANGEBYRANK key start stop`.
 pub(super) fn zremrangebyrank(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let (a, b) = (int(&argv[2])?, int(&argv[3])?);
-    remove_interval(ctx, &argv[1], "zremrangebyrank", |z| rank_interval(z.len(), a, b, false))
+    remove_interval(ctx, &argv[1], "zremrangebyrank", |z| {
+        rank_interval(z.len(), a, b, false)
+    })
 }
 
 /// `ZREMRANGEBYSCORE key min max`.
 pub(super) fn zremrangebyscore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let bounds = Bounds::Score(ScoreRange::parse(&argv[2], &argv[3])?);
-    remove_interval(ctx, &argv[1], "zremrangebyscore", |z| bound_interval(z, &bounds))
+    remove_interval(ctx, &argv[1], "zremrangebyscore", |z| {
+        bound_interval(z, &bounds)
+    })
 }
 
 /// `ZREMRANGEBYLEX key min max`.
 pub(super) fn zremrangebylex(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let bounds = Bounds::Lex(LexRange::parse(&argv[2], &argv[3])?);
-    remove_interval(ctx, &argv[1], "zremrangebylex", |z| bound_interval(z, &bounds))
+    remove_interval(ctx, &argv[1], "zremrangebylex", |z| {
+        bound_interval(z, &bounds)
+    })
 }
