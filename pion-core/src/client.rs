@@ -107,6 +107,8 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Send no reply to this command (`SHUTDOWN` closes without one).
     pub suppress_reply: bool,
+    /// `CLIENT REPLY`: whether replies are sent.
+    pub reply_mode: ReplyMode,
     /// `CLIENT NO-EVICT`.
     pub no_evict: bool,
     /// `CLIENT NO-TOUCH`.
@@ -141,6 +143,18 @@ pub struct ClientState {
     pub written_for_waiters: Vec<(usize, Vec<u8>)>,
     /// Channel, pattern and shard-channel subscriptions (left when dropped).
     pub subs: crate::pubsub::Subscriptions,
+}
+
+/// Whether a connection's replies are sent (`CLIENT REPLY ON|OFF|SKIP`). Push
+/// messages (Pub/Sub, invalidations) are sent in every mode, as in Redis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    /// Every reply is sent.
+    On,
+    /// No reply is sent until `CLIENT REPLY ON`.
+    Off,
+    /// The next command's reply is not sent.
+    SkipNext,
 }
 
 /// A transaction being queued.
@@ -215,6 +229,7 @@ impl ClientState {
             acl_user: None,
             close_after_reply: false,
             suppress_reply: false,
+            reply_mode: ReplyMode::On,
             no_evict: false,
             no_touch: false,
             rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),

@@ -158,6 +158,11 @@ impl Connection {
         // A bug must not take a worker thread and all its connections down: the
         // command fails with an error reply and the server goes on (shard locks are
         // released while unwinding; parking_lot locks do not poison).
+        // `CLIENT REPLY SKIP` silences the command after it.
+        let skip_this = self.client.reply_mode == pion_core::client::ReplyMode::SkipNext;
+        if skip_this {
+            self.client.reply_mode = pion_core::client::ReplyMode::On;
+        }
         let client = &mut self.client;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             command::execute_at(engine, client, argv, started)
@@ -184,6 +189,8 @@ impl Connection {
             // The command waits for a key: its reply comes when the wait ends.
         } else if self.client.suppress_reply {
             self.client.suppress_reply = false;
+        } else if skip_this || self.client.reply_mode == pion_core::client::ReplyMode::Off {
+            // CLIENT REPLY OFF or SKIP: the reply is dropped.
         } else {
             encode(&reply, self.client.resp, &mut self.output);
         }

@@ -90,6 +90,8 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
         client_no_evict,
     )
     .doc("Sets the client eviction mode of the connection.", "7.0.0"),
+    CommandSpec::new("reply", 3, CONN, Group::Connection, client_reply)
+        .doc("Instruct the server whether to reply to commands", "3.2.0"),
     CommandSpec::new(
         "unblock",
         -3,
@@ -340,6 +342,23 @@ fn client_no_evict(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
+/// `CLIENT REPLY ON|OFF|SKIP`: OFF and SKIP are not answered themselves.
+fn client_reply(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    use crate::client::ReplyMode;
+    let mode = if is_kw(&argv[2], "on") {
+        ReplyMode::On
+    } else if is_kw(&argv[2], "off") {
+        ReplyMode::Off
+    } else if is_kw(&argv[2], "skip") {
+        ReplyMode::SkipNext
+    } else {
+        return Err(OpError::Syntax);
+    };
+    ctx.client.reply_mode = mode;
+    ctx.client.suppress_reply = mode != ReplyMode::On;
+    Ok(Reply::ok())
+}
+
 /// `CLIENT UNBLOCK id [TIMEOUT|ERROR]`: ends another client's wait on keys.
 fn client_unblock(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let id = int(&argv[2])?;
@@ -574,6 +593,8 @@ fn client_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             "    Stop the current client pause, resuming traffic.",
             "PAUSE <timeout> [WRITE|ALL]",
             "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",
