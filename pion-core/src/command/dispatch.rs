@@ -1,5 +1,8 @@
-//! From an argument vector to a reply: resolve the command in the table, check arity
-//! and authentication, lock the shards of its keys, run the handler, settle the keys.
+//! From an argument vector to a reply: resolve the command in the table, check arity,
+//! authentication, ACL and memory, queue it inside `MULTI`, pass the execution gate
+//! (exclusively for transactions and scripts), lock the shards of its keys, run the
+//! handler, settle the keys, log the effect, and serve clients blocked on what it
+//! wrote.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
