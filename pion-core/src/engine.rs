@@ -108,6 +108,8 @@ pub struct ServerStats {
     pub rejected_connections: AtomicU64,
 }
 
+pub use crate::session::Session;
+
 pub(crate) struct EngineInner {
     keyspace: Keyspace,
     config: Config,
@@ -650,10 +652,7 @@ impl Engine {
 
     /// An embedded session: a client with its own selected database and protocol.
     pub fn session(&self) -> Session {
-        Session {
-            engine: self.clone(),
-            client: self.client(String::new(), String::new(), -1),
-        }
+        Session::new(self.clone(), self.client(String::new(), String::new(), -1))
     }
 
     /// Runs any command against database `db` and returns its reply.
@@ -675,39 +674,11 @@ impl Engine {
 
     /// The reply to give once the client's writes are durable, or the error that says
     /// they could not be made durable.
-    fn acknowledged(&self, client: &ClientState, reply: Reply) -> Reply {
+    pub(crate) fn acknowledged(&self, client: &ClientState, reply: Reply) -> Reply {
         match self.make_durable(client.wal_seq) {
             Ok(()) => reply,
             Err(e) => Reply::Error(e.into()),
         }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.engine.clients().unregister(self.client.id());
-    }
-}
-
-/// A client of an embedded engine: keeps its selected database and protocol between
-/// commands, like a connection does.
-pub struct Session {
-    engine: Engine,
-    /// The session's client state.
-    pub client: ClientState,
-}
-
-impl Session {
-    /// Runs a command in this session.
-    pub fn execute<A: AsRef<[u8]>>(&mut self, args: &[A]) -> Reply {
-        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
-        self.execute_argv(&argv)
-    }
-
-    /// Runs a command given as owned arguments (no copy).
-    pub fn execute_argv(&mut self, argv: &[Vec<u8>]) -> Reply {
-        let reply = command::execute(&self.engine, &mut self.client, argv);
-        self.engine.acknowledged(&self.client, reply)
     }
 }
 

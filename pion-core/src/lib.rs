@@ -48,6 +48,7 @@ pub mod pubsub;
 pub mod reply;
 pub mod scripting;
 pub mod search;
+pub mod session;
 pub mod slowlog;
 pub(crate) mod strtod;
 #[cfg(test)]
