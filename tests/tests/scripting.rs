@@ -15,6 +15,17 @@ fn line(v: &RespValue) -> String {
     }
 }
 
+/// Two workers (a connection on the other one can reach the running script), no log,
+/// and a short busy threshold so other clients are answered `-BUSY` quickly.
+const BUSY_SERVER: &[&str] = &[
+    "--threads",
+    "2",
+    "--wal",
+    "off",
+    "--busy-reply-threshold",
+    "200",
+];
+
 /// Sends `SCRIPT KILL` (or `FUNCTION KILL`) from fresh connections until one is
 /// answered `OK`; a connection served by the busy thread is left waiting and skipped.
 fn kill_from_other_connections(port: u16, cmd: &[&str]) -> Vec<String> {
@@ -39,17 +50,7 @@ fn kill_from_other_connections(port: u16, cmd: &[&str]) -> Vec<String> {
 #[test]
 fn runaway_script_is_killed_from_another_connection() {
     let dir = temp_dir("script-kill");
-    let server = PionProcess::start(
-        dir.path(),
-        &[
-            "--threads",
-            "2",
-            "--wal",
-            "off",
-            "--busy-reply-threshold",
-            "200",
-        ],
-    );
+    let server = PionProcess::start(dir.path(), BUSY_SERVER);
     let mut runner = Client::connect(server.port()).expect("connect");
     runner
         .send_raw(&Client::encode(&["EVAL", "while true do end", "0"]))
@@ -76,17 +77,7 @@ fn runaway_script_is_killed_from_another_connection() {
 #[test]
 fn a_script_that_wrote_cannot_be_killed() {
     let dir = temp_dir("script-unkillable");
-    let server = PionProcess::start(
-        dir.path(),
-        &[
-            "--threads",
-            "2",
-            "--wal",
-            "off",
-            "--busy-reply-threshold",
-            "200",
-        ],
-    );
+    let server = PionProcess::start(dir.path(), BUSY_SERVER);
     let mut runner = Client::connect(server.port()).expect("connect");
     // Writes once, then loops for about two seconds: a kill must be refused.
     let script = "redis.call('set','w','1') local t0 = tonumber(redis.call('time')[1]) \

@@ -23,6 +23,12 @@ use crate::exec::Ctx;
 use crate::value::list::End;
 use crate::value::ListValue;
 
+/// The key specs of the commands that pop from one list and push onto another.
+const MOVE_KEY_SPECS: &[KeySpecDoc] = &[
+    KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
+    KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
+];
+
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
@@ -118,10 +124,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(1, 1, 1)
         .doc("Trim a list to the specified range", "1.0.0"),
     CommandSpec::new("lmove", 5, WRITE | DENYOOM, Group::List, push_pop::lmove)
-        .key_specs(&[
-            KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
-            KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
-        ])
+        .key_specs(MOVE_KEY_SPECS)
         .keys(1, 2, 1)
         .doc(
             "Pop an element from a list, push it to another list and return it",
@@ -134,10 +137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         push_pop::rpoplpush,
     )
-    .key_specs(&[
-        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
-        KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
-    ])
+    .key_specs(MOVE_KEY_SPECS)
     .keys(1, 2, 1)
     .doc(
         "Remove the last element in a list, prepend it to another list and return it",
@@ -168,10 +168,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         blocking::blmove,
     )
-    .key_specs(&[
-        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
-        KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
-    ])
+    .key_specs(MOVE_KEY_SPECS)
     .keys(1, 2, 1)
     .doc(
         "Pop an element from a list, push it to another list and return it; or block until one is available",
@@ -184,10 +181,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Group::List,
         blocking::brpoplpush,
     )
-    .key_specs(&[
-        KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
-        KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),
-    ])
+    .key_specs(MOVE_KEY_SPECS)
     .keys(1, 2, 1)
     .doc(
         "Pop an element from a list, push it to another list and return it; or block until one is available",
