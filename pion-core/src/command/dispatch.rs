@@ -408,6 +408,9 @@ fn run_resolved(
             Vec::new()
         };
         let result = (spec.handler)(&mut ctx, argv);
+        if spec.has(super::flags::NOOP_ON_ZERO) && matches!(result, Ok(Reply::Integer(0))) {
+            ctx.effect = Effect::Nothing;
+        }
         if let Some(req) = ctx.client.block_request.take() {
             // Found nothing to pop: wait, registered while the keys are still locked.
             if ctx.client.retrying_block {
@@ -528,8 +531,11 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
     for &i in keys {
         // Settling only fails for keys outside the lock, which cannot happen here.
         let removed = matches!(ctx.ks.settle(db, &argv[i]), Ok(true));
-        // Pub/Sub: `del` of an emptied key, client-side cache invalidation.
-        crate::pubsub::key_settled(ctx, &argv[i], removed);
+        // Pub/Sub: `del` of an emptied key, client-side cache invalidation (not for a
+        // command that changed nothing).
+        if removed || ctx.effect != Effect::Nothing {
+            crate::pubsub::key_settled(ctx, &argv[i], removed);
+        }
         search.key_written(&mut ctx.ks, db, &argv[i]);
         // Only a key that holds something can serve a waiter (a blocking pop that
         // found nothing must not wake itself).

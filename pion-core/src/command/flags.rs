@@ -55,6 +55,10 @@ pub const TX_CONTROL: u64 = 1 << 43;
 pub const PUBSUB_CONTEXT: u64 = 1 << 44;
 /// `MONITOR` shows the two arguments after an `AUTH` word as `(redacted)`.
 pub const REDACTS_AUTH: u64 = 1 << 45;
+/// Internal: a reply of 0 means the command changed nothing (`SADD` of existing
+/// members, `DEL` of missing keys …): nothing is logged, no `WATCH` is broken and no
+/// client cache is invalidated, as Redis signals only real modifications.
+pub const NOOP_ON_ZERO: u64 = 1 << 46;
 
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[

@@ -32,13 +32,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set the string value of a hash field", "2.0.0"),
-    CommandSpec::new("hsetnx", 4, WRITE | DENYOOM | FAST, Group::Hash, hsetnx)
-        .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
-        .keys(1, 1, 1)
-        .doc(
-            "Set the value of a hash field, only if the field does not exist",
-            "2.0.0",
-        ),
+    CommandSpec::new(
+        "hsetnx",
+        4,
+        NOOP_ON_ZERO | WRITE | DENYOOM | FAST,
+        Group::Hash,
+        hsetnx,
+    )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
+    .keys(1, 1, 1)
+    .doc(
+        "Set the value of a hash field, only if the field does not exist",
+        "2.0.0",
+    ),
     CommandSpec::new("hmset", -4, WRITE | DENYOOM | FAST, Group::Hash, hmset)
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
@@ -51,7 +57,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Get the values of all the given hash fields", "2.0.0"),
-    CommandSpec::new("hdel", -3, WRITE | FAST, Group::Hash, hdel)
+    CommandSpec::new("hdel", -3, NOOP_ON_ZERO | WRITE | FAST, Group::Hash, hdel)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Delete one or more hash fields", "2.0.0"),

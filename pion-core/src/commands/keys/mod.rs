@@ -30,12 +30,12 @@ use crate::reply::Reply;
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("del", -2, WRITE, Group::Keyspace, del)
+    CommandSpec::new("del", -2, NOOP_ON_ZERO | WRITE, Group::Keyspace, del)
         .key_specs(&[KeySpecDoc::range(&["RM", "delete"], 1, -1, 1, 0)])
         .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .keys(1, -1, 1)
         .doc("Delete a key", "1.0.0"),
-    CommandSpec::new("unlink", -2, WRITE | FAST, Group::Keyspace, del)
+    CommandSpec::new("unlink", -2, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, del)
         .key_specs(&[KeySpecDoc::range(&["RM", "delete"], 1, -1, 1, 0)])
         .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .keys(1, -1, 1)
@@ -60,19 +60,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RO"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Determine the type stored at key", "1.0.0"),
-    CommandSpec::new("expire", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+    CommandSpec::new("expire", -3, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, expire::expire)
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set a key's time to live in seconds", "1.0.0"),
-    CommandSpec::new("pexpire", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+    CommandSpec::new("pexpire", -3, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, expire::expire)
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set a key's time to live in milliseconds", "2.6.0"),
-    CommandSpec::new("expireat", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+    CommandSpec::new("expireat", -3, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, expire::expire)
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Set the expiration for a key as a UNIX timestamp", "1.2.0"),
-    CommandSpec::new("pexpireat", -3, WRITE | FAST, Group::Keyspace, expire::expire)
+    CommandSpec::new("pexpireat", -3, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, expire::expire)
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc(
@@ -100,7 +100,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Get the time to live for a key in milliseconds", "2.6.0"),
-    CommandSpec::new("persist", 2, WRITE | FAST, Group::Keyspace, expire::persist)
+    CommandSpec::new("persist", 2, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, expire::persist)
         .key_specs(&[KeySpecDoc::range(&["RW", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove the expiration from a key", "2.2.0"),
@@ -108,15 +108,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0)])
         .keys(1, 2, 1)
         .doc("Rename a key", "1.0.0"),
-    CommandSpec::new("renamenx", 3, WRITE | FAST, Group::Keyspace, rename)
+    CommandSpec::new("renamenx", 3, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, rename)
         .key_specs(&[KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "insert"], 2, 0, 1, 0)])
         .keys(1, 2, 1)
         .doc("Rename a key, only if the new key does not exist", "1.0.0"),
-    CommandSpec::new("copy", -3, WRITE | DENYOOM, Group::Keyspace, copy)
+    CommandSpec::new("copy", -3, NOOP_ON_ZERO | WRITE | DENYOOM, Group::Keyspace, copy)
         .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0), KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0)])
         .keys(1, 2, 1)
         .doc("Copy a key", "6.2.0"),
-    CommandSpec::new("move", 3, WRITE | FAST, Group::Keyspace, move_cmd)
+    CommandSpec::new("move", 3, NOOP_ON_ZERO | WRITE | FAST, Group::Keyspace, move_cmd)
         .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Move a key to another database", "1.0.0"),

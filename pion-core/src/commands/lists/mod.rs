@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "lpushx",
         -3,
-        WRITE | DENYOOM | FAST,
+        NOOP_ON_ZERO | WRITE | DENYOOM | FAST,
         Group::List,
         push_pop::lpushx,
     )
@@ -67,7 +67,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "rpushx",
         -3,
-        WRITE | DENYOOM | FAST,
+        NOOP_ON_ZERO | WRITE | DENYOOM | FAST,
         Group::List,
         push_pop::rpushx,
     )
@@ -115,7 +115,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Insert an element before or after another element in a list",
             "2.2.0",
         ),
-    CommandSpec::new("lrem", 4, WRITE, Group::List, edit::lrem)
+    CommandSpec::new("lrem", 4, NOOP_ON_ZERO | WRITE, Group::List, edit::lrem)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove elements from a list", "1.0.0"),

@@ -27,11 +27,17 @@ use crate::value::{SetValue, Value};
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, Group::Set, sadd)
-        .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
-        .keys(1, 1, 1)
-        .doc("Add one or more members to a set", "1.0.0"),
-    CommandSpec::new("srem", -3, WRITE | FAST, Group::Set, srem)
+    CommandSpec::new(
+        "sadd",
+        -3,
+        NOOP_ON_ZERO | WRITE | DENYOOM | FAST,
+        Group::Set,
+        sadd,
+    )
+    .key_specs(&[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)])
+    .keys(1, 1, 1)
+    .doc("Add one or more members to a set", "1.0.0"),
+    CommandSpec::new("srem", -3, NOOP_ON_ZERO | WRITE | FAST, Group::Set, srem)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Remove one or more members from a set", "1.0.0"),
@@ -68,7 +74,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .tips(&["nondeterministic_output"])
         .keys(1, 1, 1)
         .doc("Get one or multiple random members from a set", "1.0.0"),
-    CommandSpec::new("smove", 4, WRITE | FAST, Group::Set, smove)
+    CommandSpec::new("smove", 4, NOOP_ON_ZERO | WRITE | FAST, Group::Set, smove)
         .key_specs(&[
             KeySpecDoc::range(&["RW", "access", "delete"], 1, 0, 1, 0),
             KeySpecDoc::range(&["RW", "insert"], 2, 0, 1, 0),

@@ -34,7 +34,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "setnx",
         3,
-        WRITE | DENYOOM | FAST,
+        NOOP_ON_ZERO | WRITE | DENYOOM | FAST,
         Group::String,
         get_set::setnx,
     )
@@ -96,7 +96,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "msetnx",
         -3,
-        WRITE | DENYOOM,
+        NOOP_ON_ZERO | WRITE | DENYOOM,
         Group::String,
         get_set::msetnx,
     )

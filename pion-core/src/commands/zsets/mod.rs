@@ -33,7 +33,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Increments the score of a member in a sorted set.", "1.2.0"),
-    CommandSpec::new("zrem", -3, WRITE | FAST, Z, basic::zrem)
+    CommandSpec::new("zrem", -3, NOOP_ON_ZERO | WRITE | FAST, Z, basic::zrem)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", "1.2.0"),
@@ -93,15 +93,15 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Returns members in a sorted set within a lexicographical range in reverse order.", "2.8.9"),
-    CommandSpec::new("zremrangebyrank", 4, WRITE, Z, range::zremrangebyrank)
+    CommandSpec::new("zremrangebyrank", 4, NOOP_ON_ZERO | WRITE, Z, range::zremrangebyrank)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "2.0.0"),
-    CommandSpec::new("zremrangebyscore", 4, WRITE, Z, range::zremrangebyscore)
+    CommandSpec::new("zremrangebyscore", 4, NOOP_ON_ZERO | WRITE, Z, range::zremrangebyscore)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "1.2.0"),
-    CommandSpec::new("zremrangebylex", 4, WRITE, Z, range::zremrangebylex)
+    CommandSpec::new("zremrangebylex", 4, NOOP_ON_ZERO | WRITE, Z, range::zremrangebylex)
         .key_specs(&[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)])
         .keys(1, 1, 1)
         .doc("Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "2.8.9"),
