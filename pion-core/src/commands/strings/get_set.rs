@@ -59,6 +59,8 @@ pub(super) fn set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         None => exists_for_write(ctx, key)?,
     };
     if (nx && found) || (xx && !found) {
+        // Not performed: nothing to log, no watcher or cache to tell.
+        ctx.effect = crate::exec::Effect::Nothing;
         return Ok(match old {
             Some(v) => Reply::bulk_or_null(v),
             None => Reply::Null,
