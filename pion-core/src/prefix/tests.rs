@@ -415,15 +415,31 @@ fn evicted_space_is_compacted_away_and_what_is_live_survives() {
         eprintln!("block files after stores: {files_after_stores}");
         let mut files = files_after_stores;
         // Up to 20 s: on a loaded machine the background compaction is slow to get
-        // its turn (it returns as soon as the files are reclaimed).
-        for _ in 0..800 {
+        // its turn (it returns as soon as the files are reclaimed). Once nothing is
+        // left to compact, the emptied files go with the next snapshot: the one the
+        // compaction starts, or, when that one raced an earlier snapshot, a SAVE.
+        for round in 1..=800 {
             std::thread::sleep(std::time::Duration::from_millis(25));
             files = block_files(&dir).len();
             if files * 2 <= files_after_stores {
                 break;
             }
+            let compacted = e
+                .prefix()
+                .lock()
+                .files()
+                .is_some_and(|f| f.compaction_candidates().is_empty());
+            if compacted && round % 40 == 0 {
+                assert_eq!(e.execute(0, &["SAVE"]), Reply::ok());
+            }
         }
         eprintln!("block files: {files_after_stores} -> {files}");
+        if let Some(f) = e.prefix().lock().files() {
+            eprintln!(
+                "compaction candidates left: {:?}",
+                f.compaction_candidates()
+            );
+        }
         assert!(
             files * 2 <= files_after_stores,
             "block files {files_after_stores} -> {files}: compaction did not reclaim"
