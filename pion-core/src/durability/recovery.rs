@@ -163,7 +163,7 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
         let n = crate::index::persist::restore(engine, body).map_err(damaged)?;
         eprintln!("pion: loaded {n} search indexes from the snapshot");
     }
-    if let Some(body) = snap.libraries_body() {
+    if let Some(body) = snap.functions_body() {
         let mut client = ClientState::detached(engine.clients(), snap.created_ms);
         let argv = [
             b"FUNCTION".to_vec(),

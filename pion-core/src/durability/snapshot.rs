@@ -383,7 +383,7 @@ impl SnapshotWriter {
 
     /// Writes the function libraries (`L` section); the body is a `FUNCTION DUMP`
     /// payload.
-    pub fn library_section(&mut self, body: &[u8]) -> io::Result<()> {
+    pub fn functions_section(&mut self, body: &[u8]) -> io::Result<()> {
         self.tagged_section(b'L', body)
     }
 
@@ -573,7 +573,7 @@ impl SnapshotContents {
     }
 
     /// The function libraries' section body (a `FUNCTION DUMP` payload), if any.
-    pub fn libraries_body(&self) -> Option<&[u8]> {
+    pub fn functions_body(&self) -> Option<&[u8]> {
         self.libraries.clone().map(|r| &self.bytes[r])
     }
 

@@ -168,7 +168,7 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
     drop(guard);
     writer.prefix_section(&prefix).map_err(io)?;
     writer.search_section(&search).map_err(io)?;
-    writer.library_section(&libraries).map_err(io)?;
+    writer.functions_section(&libraries).map_err(io)?;
     drop(search);
     drop(prefix);
     if sections != SHARDS {

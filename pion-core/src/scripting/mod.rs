@@ -83,7 +83,7 @@ struct Stats {
     functions_memory: AtomicUsize,
     libraries: AtomicUsize,
     functions: AtomicUsize,
-    library_bytes: AtomicUsize,
+    function_code_bytes: AtomicUsize,
 }
 
 /// The scripting engine of one [`Engine`].
@@ -152,7 +152,7 @@ impl Scripting {
         self.stats
             .functions
             .store(state.function_count(), Ordering::Relaxed);
-        self.stats.library_bytes.store(
+        self.stats.function_code_bytes.store(
             state.libs.values().map(|l| l.code.len()).sum(),
             Ordering::Relaxed,
         );
@@ -263,7 +263,7 @@ impl Scripting {
         for s in [
             &self.stats.libraries,
             &self.stats.functions,
-            &self.stats.library_bytes,
+            &self.stats.function_code_bytes,
             &self.stats.functions_memory,
         ] {
             s.store(0, Ordering::Relaxed);
@@ -287,7 +287,7 @@ impl Scripting {
             .load(Ordering::Relaxed)
             .max(EMPTY_LUA_BYTES);
         let scripts = s.script_bytes.load(Ordering::Relaxed);
-        let functions = s.library_bytes.load(Ordering::Relaxed);
+        let functions = s.function_code_bytes.load(Ordering::Relaxed);
         let human = |n: usize| crate::info::human_bytes(n as u64);
         vec![
             ("used_memory_lua", eval_vm.to_string()),
