@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{ConfigValues, PARAMS};
+use crate::config::{all_params, ConfigValues};
 
 /// Splits a line into arguments the way Redis's `sdssplitargs` does: spaces separate,
 /// `"…"` takes `\n`, `\t`, `\"`, `\\` and `\xHH` escapes, `'…'` takes `\'`. A closing
@@ -257,7 +257,7 @@ pub fn rewrite(
         }
     }
     let mut appended: Vec<String> = Vec::new();
-    for p in PARAMS {
+    for p in all_params() {
         if seen.contains(&p.name) {
             continue;
         }

@@ -38,6 +38,7 @@ pub mod index;
 pub mod info;
 pub mod keyspace;
 pub mod latency;
+pub mod log;
 mod long_double;
 pub mod memstats;
 pub mod num;

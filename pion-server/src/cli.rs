@@ -69,10 +69,17 @@ pub const START_UP: &[(&str, &str)] = &[
         "supervised",
         "only 'no' or 'auto': no supervisor protocol is spoken",
     ),
-    ("logfile", "only '': the log goes to standard error"),
     (
-        "loglevel",
-        "debug, verbose, notice or warning: accepted, the log is always brief",
+        "logfile",
+        "the log file, appended to ('': standard output, as redis-server)",
+    ),
+    (
+        "unixsocket",
+        "also listen on this Unix-domain socket (unixsocketperm: its mode, octal)",
+    ),
+    (
+        "enable-debug-command",
+        "no (default), yes, or local: who may run DEBUG",
     ),
     (
         "pidfile",
@@ -91,7 +98,10 @@ pub const START_UP: &[(&str, &str)] = &[
         "appendonly",
         "yes/no: the write-ahead log on or off (--wal)",
     ),
-    ("always-show-logo", "accepted: no logo is shown"),
+    (
+        "always-show-logo",
+        "yes: a start-up banner (version, port, PID) is logged",
+    ),
     (
         "set-proc-title",
         "accepted: the process title is left alone",
@@ -116,6 +126,8 @@ pub struct ServeOptions {
     pub users: Vec<Directive>,
     /// `pidfile`.
     pub pidfile: Option<String>,
+    /// `always-show-logo`: log the start-up banner.
+    pub show_logo: bool,
 }
 
 /// What the command line asked for.
@@ -239,6 +251,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     let mut durability = DurabilityOptions::new("");
     let mut users = Vec::new();
     let mut pidfile = None;
+    let mut show_logo = false;
     if args.iter().any(|a| a == "--help") {
         return Ok(Command::Help);
     }
@@ -351,16 +364,30 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                     "'{name} {value}' is not supported: run pion-server in the foreground"
                 )),
             },
-            "logfile" if value.is_empty() => Ok(()),
-            "logfile" => Err("only logfile \"\" (standard error) is supported".into()),
-            "loglevel" => match value.to_ascii_lowercase().as_str() {
-                "debug" | "verbose" | "notice" | "warning" | "nothing" => Ok(()),
-                _ => Err(
-                    "Invalid log level. Must be one of debug, verbose, notice, warning, nothing"
-                        .into(),
-                ),
+            "logfile" => {
+                cfg.logfile = value.clone();
+                Ok(())
+            }
+            "unixsocket" => {
+                cfg.unixsocket = value.clone();
+                Ok(())
+            }
+            "unixsocketperm" => u32::from_str_radix(&value, 8)
+                .ok()
+                .filter(|m| *m <= 0o777)
+                .map(|m| cfg.unixsocketperm = m)
+                .ok_or_else(|| "Invalid socket file permissions".to_string()),
+            "enable-debug-command" => match value.to_ascii_lowercase().as_str() {
+                v @ ("yes" | "no" | "local") => {
+                    cfg.enable_debug_command = v.to_string();
+                    Ok(())
+                }
+                _ => Err("argument(s) must be one of the following: no, yes, local".into()),
             },
-            "always-show-logo" | "set-proc-title" => yes_no(&value)
+            "always-show-logo" => yes_no(&value)
+                .map(|on| show_logo = on)
+                .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
+            "set-proc-title" => yes_no(&value)
                 .map(|_| ())
                 .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
             "pidfile" => {
@@ -372,8 +399,15 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                 Ok(())
             }
             "user" if !d.args.is_empty() => {
-                users.push(d.clone());
-                Ok(())
+                if users.iter().any(|u: &Directive| u.args[0] == d.args[0]) {
+                    Err(format!(
+                        "Error in user declaration '{}': Duplicate user found. A user can only be defined once in config files",
+                        d.args[0]
+                    ))
+                } else {
+                    users.push(d.clone());
+                    Ok(())
+                }
             }
             "appendonly" => yes_no(&value)
                 .map(|on| {
@@ -422,6 +456,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
         defaults,
         users,
         pidfile,
+        show_logo,
     })))
 }
 

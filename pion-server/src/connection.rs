@@ -171,7 +171,7 @@ impl Connection {
             Ok(done) => done,
             Err(_) => {
                 let name = String::from_utf8_lossy(argv.first().map_or(&[][..], |a| a.as_slice()));
-                eprintln!("pion-server: internal error while running '{name}'");
+                pion_core::log_warning!("internal error while running '{name}'");
                 (
                     pion_core::Reply::error("ERR internal error"),
                     Instant::now(),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token, Waker};
 use parking_lot::Mutex;
 use pion_core::engine::Readiness;
@@ -18,6 +18,7 @@ use pion_core::Engine;
 
 use crate::connection::Connection;
 use crate::resp::Limits;
+use crate::stream::{Listener, Stream};
 
 /// Listening sockets use tokens `FIRST_LISTENER..FIRST_CONN`.
 const FIRST_LISTENER: usize = 2;
@@ -27,7 +28,7 @@ const READ_CHUNK: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(100);
 
 /// How a worker reaches another: its inbox of accepted sockets and its waker.
-type Peer = (Arc<Mutex<Vec<TcpStream>>>, Arc<Waker>);
+type Peer = (Arc<Mutex<Vec<Stream>>>, Arc<Waker>);
 
 /// A running server's handle: ask it to stop from another thread.
 #[derive(Clone)]
@@ -55,6 +56,8 @@ impl StopHandle {
 pub struct Server {
     engine: Engine,
     listeners: Vec<std::net::TcpListener>,
+    /// The `unixsocket` listener and its path.
+    unix: Option<(std::os::unix::net::UnixListener, String)>,
     threads: usize,
     stop: StopHandle,
 }
@@ -63,8 +66,8 @@ struct Worker {
     index: usize,
     poll: Poll,
     waker: Arc<Waker>,
-    inbox: Arc<Mutex<Vec<TcpStream>>>,
-    conns: HashMap<Token, (TcpStream, Connection)>,
+    inbox: Arc<Mutex<Vec<Stream>>>,
+    conns: HashMap<Token, (Stream, Connection)>,
     /// Connections served in this pass whose replies are still to be written.
     pending: Vec<Token>,
     /// Connections whose replies wait for the write-ahead log (the disk refused the
@@ -99,9 +102,20 @@ impl Server {
         Server {
             engine,
             listeners,
+            unix: None,
             threads: threads.max(1),
             stop,
         }
+    }
+
+    /// Also serves a Unix-domain socket (`unixsocket`), bound at `path`.
+    pub fn with_unix_socket(
+        mut self,
+        listener: std::os::unix::net::UnixListener,
+        path: String,
+    ) -> Server {
+        self.unix = Some((listener, path));
+        self
     }
 
     /// A handle that stops the server.
@@ -122,7 +136,11 @@ impl Server {
         let mut listeners = Vec::new();
         for l in self.listeners {
             l.set_nonblocking(true)?;
-            listeners.push(TcpListener::from_std(l));
+            listeners.push(Listener::Tcp(TcpListener::from_std(l)));
+        }
+        if let Some((l, path)) = self.unix {
+            l.set_nonblocking(true)?;
+            listeners.push(Listener::Unix(UnixListener::from_std(l), path));
         }
         if listeners.is_empty() || listeners.len() > FIRST_CONN - FIRST_LISTENER {
             return Err(io::Error::new(
@@ -207,7 +225,7 @@ impl Worker {
         mut self,
         engine: &Engine,
         stop: &StopHandle,
-        listeners: &mut [TcpListener],
+        listeners: &mut [Listener],
         peers: &[Peer],
     ) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
@@ -292,15 +310,14 @@ impl Worker {
 
     fn accept_all(
         &mut self,
-        listener: &mut TcpListener,
+        listener: &mut Listener,
         engine: &Engine,
         peers: &[Peer],
         round_robin: &mut usize,
     ) {
         loop {
             match listener.accept() {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
+                Ok(stream) => {
                     let target = *round_robin % peers.len();
                     *round_robin += 1;
                     if target == self.index {
@@ -314,7 +331,7 @@ impl Worker {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // Out of descriptors and similar: try again on the next event.
-                    eprintln!("accept failed: {e}");
+                    pion_core::log_warning!("Accepting client connection: {e}");
                     return;
                 }
             }
@@ -322,13 +339,13 @@ impl Worker {
     }
 
     fn adopt_inbox(&mut self, engine: &Engine) {
-        let streams: Vec<TcpStream> = std::mem::take(&mut *self.inbox.lock());
+        let streams: Vec<Stream> = std::mem::take(&mut *self.inbox.lock());
         for s in streams {
             self.adopt(s, engine);
         }
     }
 
-    fn adopt(&mut self, mut stream: TcpStream, engine: &Engine) {
+    fn adopt(&mut self, mut stream: Stream, engine: &Engine) {
         let maxclients = engine.config().with(|c| c.maxclients);
         if engine.clients().len() >= maxclients {
             let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
@@ -339,8 +356,8 @@ impl Worker {
             return;
         }
         // Protected mode: no password and a client from outside the machine.
-        if let Ok(peer) = stream.peer_addr() {
-            if pion_core::acl::protected::refuses_peer(engine, peer.ip()) {
+        if let Some(ip) = stream.peer_ip() {
+            if pion_core::acl::protected::refuses_peer(engine, ip) {
                 let _ = stream.write_all(pion_core::acl::protected::DENIED.as_bytes());
                 return;
             }
@@ -355,15 +372,9 @@ impl Worker {
         {
             return;
         }
-        let addr = stream
-            .peer_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let laddr = stream
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let fd = raw_fd(&stream);
+        let addr = stream.peer_name();
+        let laddr = stream.local_name();
+        let fd = stream.raw_fd();
         let mut client = engine.client(addr, laddr, fd);
         client.gate_slot = self.index % pion_core::gate::WORKER_SLOTS;
         let waker = Arc::clone(&self.waker);
@@ -412,7 +423,7 @@ impl Worker {
         }
         if conn.pending_input() as u64 > limits.max_query_buffer {
             // Redis closes a client whose unparsed input passes client-query-buffer-limit.
-            eprintln!(
+            pion_core::log_warning!(
                 "closing client {}: query buffer of {} bytes exceeds client-query-buffer-limit",
                 conn.client.shared.addr,
                 conn.pending_input()
@@ -573,7 +584,7 @@ impl Worker {
             .collect();
         for t in doomed {
             if let Some((stream, _)) = self.conns.get(&t) {
-                let _ = stream.shutdown(std::net::Shutdown::Both);
+                let _ = stream.shutdown();
             }
             self.close(t, engine);
         }
@@ -581,7 +592,7 @@ impl Worker {
 }
 
 /// Reads everything the socket has; returns false when the peer closed or failed.
-fn read_available(stream: &mut TcpStream, conn: &mut Connection, engine: &Engine) -> bool {
+fn read_available(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> bool {
     loop {
         let buf = conn.read_buf(READ_CHUNK);
         let room = buf.len();
@@ -605,7 +616,7 @@ fn read_available(stream: &mut TcpStream, conn: &mut Connection, engine: &Engine
 }
 
 /// Writes pending output; `Ok(true)` when everything was written.
-fn flush(stream: &mut TcpStream, conn: &mut Connection, engine: &Engine) -> io::Result<bool> {
+fn flush(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> io::Result<bool> {
     while !conn.unwritten().is_empty() {
         match stream.write(conn.unwritten()) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
@@ -622,15 +633,4 @@ fn flush(stream: &mut TcpStream, conn: &mut Connection, engine: &Engine) -> io::
         }
     }
     Ok(true)
-}
-
-#[cfg(unix)]
-fn raw_fd(stream: &TcpStream) -> i64 {
-    use std::os::fd::AsRawFd;
-    i64::from(stream.as_raw_fd())
-}
-
-#[cfg(not(unix))]
-fn raw_fd(_: &TcpStream) -> i64 {
-    -1
 }

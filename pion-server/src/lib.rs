@@ -11,5 +11,6 @@ pub mod connection;
 pub mod event_loop;
 pub mod resp;
 pub mod startup;
+pub mod stream;
 
 pub use event_loop::{Server, StopHandle};

@@ -3,7 +3,7 @@
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 
-use pion_core::{Engine, EngineOptions};
+use pion_core::{log, log_notice, log_warning, Engine, EngineOptions};
 use pion_server::cli::{self, Command};
 use pion_server::Server;
 
@@ -14,7 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
+    let mut opts = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
         Ok(Command::Serve(opts)) => opts,
         Ok(Command::Help) => {
             print!("{}", cli::help_text());
@@ -33,23 +33,35 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // As redis-server does, `dir` becomes the working directory, so relative paths of
+    // later directives (aclfile, logfile, pidfile) are inside it.
+    if let Err(e) = enter_dir(&mut opts) {
+        eprintln!("pion-server: {e}");
+        return ExitCode::from(1);
+    }
     let cfg = &opts.config;
-    eprintln!(
-        "pion-server version={} (Redis {} compatible), pid={}, just started",
+    log::set_level(cfg.loglevel);
+    if let Err(e) = log::set_file(&cfg.logfile) {
+        eprintln!("pion-server: Can't open the log file {}: {e}", cfg.logfile);
+        return ExitCode::from(1);
+    }
+    log_notice!("oO0OoO0OoO0Oo Pion is starting oO0OoO0OoO0Oo");
+    log_notice!(
+        "Pion version={} (Redis {} compatible), pid={}, just started",
         pion_core::VERSION,
         pion_core::REDIS_VERSION,
         std::process::id()
     );
     match &opts.config_file {
-        Some(path) => eprintln!("Configuration loaded from {}", path.display()),
-        None => eprintln!(
+        Some(path) => log_notice!("Configuration loaded from {}", path.display()),
+        None => log_warning!(
             "No config file specified, using the default config. In order to specify a config file use pion-server /path/to/pion.conf"
         ),
     }
     let addrs = match cli::bind_addrs(&cfg.bind) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("pion-server: {e}");
+            log_warning!("{e}");
             return ExitCode::from(2);
         }
     };
@@ -60,11 +72,23 @@ fn main() -> ExitCode {
         match TcpListener::bind(addr) {
             Ok(l) => listeners.push(l),
             Err(e) => {
-                eprintln!("pion-server: cannot listen on {addr}: {e}");
+                log_warning!("Warning: Could not create server TCP listening socket {addr}: {e}");
+                log_warning!("Failed listening on port {} (tcp), aborting.", cfg.port);
                 return ExitCode::from(1);
             }
         }
     }
+    let unix = if cfg.unixsocket.is_empty() {
+        None
+    } else {
+        match pion_server::stream::bind_unix(&cfg.unixsocket, cfg.unixsocketperm) {
+            Ok(l) => Some((l, cfg.unixsocket.clone())),
+            Err(e) => {
+                log_warning!("Failed opening Unix socket {}: {e}", cfg.unixsocket);
+                return ExitCode::from(1);
+            }
+        }
+    };
     let threads = cfg.threads;
     let port = cfg.port;
     let options = EngineOptions {
@@ -73,34 +97,37 @@ fn main() -> ExitCode {
     };
     let engine = match &opts.durability {
         Some(d) => {
-            eprintln!(
-                "pion-server: data in {}, write-ahead log on (appendfsync {})",
+            log_notice!(
+                "data in {}, write-ahead log on (appendfsync {})",
                 d.dir.display(),
                 d.fsync.name()
             );
             match Engine::open_with(options, d.clone()) {
                 Ok(e) => e,
                 Err(e) => {
-                    eprintln!("pion-server: cannot open the data directory: {e}");
+                    log_warning!("Cannot open the data directory: {e}");
                     return ExitCode::from(1);
                 }
             }
         }
         None => {
-            eprintln!(
-                "pion-server: --wal off: a pure cache, nothing is written to disk and \
+            log_notice!(
+                "--wal off: a pure cache, nothing is written to disk and \
                  everything is lost when the server stops"
             );
             Engine::in_memory(options)
         }
     };
     if let Err(e) = pion_server::startup::prepare(&engine, &opts) {
-        eprintln!("pion-server: {e}");
+        log_warning!("{e}");
         return ExitCode::from(1);
     }
     let engine_for_close = engine.clone();
     let lane_engine = engine.clone();
-    let server = Server::with_listeners(engine, listeners, threads);
+    let mut server = Server::with_listeners(engine, listeners, threads);
+    if let Some((l, path)) = unix {
+        server = server.with_unix_socket(l, path);
+    }
     let stop = server.stop_handle();
     if let Some(lane_port) = opts.kvcache_port {
         for ip in &addrs {
@@ -108,9 +135,9 @@ fn main() -> ExitCode {
             let started = TcpListener::bind(addr)
                 .and_then(|l| pion_server::binary::serve(lane_engine.clone(), l, stop.flag()));
             match started {
-                Ok(_) => eprintln!("pion-server binary lane (prompt cache) on {addr}"),
+                Ok(_) => log_notice!("binary lane (prompt cache) on {addr}"),
                 Err(e) => {
-                    eprintln!("pion-server: cannot serve the binary lane on {addr}: {e} (--kvcache off to run without it)");
+                    log_warning!("Cannot serve the binary lane on {addr}: {e} (--kvcache off to run without it)");
                     return ExitCode::from(1);
                 }
             }
@@ -118,32 +145,81 @@ fn main() -> ExitCode {
     }
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, stop.flag()) {
-            eprintln!("pion-server: cannot install signal handler: {e}");
+            log_warning!("Cannot install a signal handler: {e}");
         }
     }
     let shown: Vec<String> = addrs
         .iter()
         .map(|ip| SocketAddr::new(*ip, port).to_string())
         .collect();
-    eprintln!(
-        "pion-server {} listening on {} with {threads} thread(s)",
+    if opts.show_logo {
+        log::write_raw(&banner(port, threads));
+    }
+    log_notice!(
+        "Pion {} listening on {} with {threads} thread(s)",
         pion_core::VERSION,
         shown.join(", ")
     );
-    eprintln!("Running mode=standalone, port={port}.");
-    eprintln!("Ready to accept connections tcp");
+    log_notice!("Running mode=standalone, port={port}.");
+    log_notice!("Server initialized");
+    log_notice!("Ready to accept connections tcp");
+    if !opts.config.unixsocket.is_empty() {
+        log_notice!("Ready to accept connections unix");
+    }
     let result = server.run();
     if let Err(e) = engine_for_close.flush_log() {
-        eprintln!("pion-server: could not flush the write-ahead log: {e}");
+        log_warning!("Could not flush the write-ahead log: {e}");
     }
     match result {
         Ok(()) => {
-            eprintln!("pion-server: shut down cleanly");
+            log_notice!("Pion is now ready to exit, bye bye...");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("pion-server: {e}");
+            log_warning!("{e}");
             ExitCode::from(1)
         }
     }
+}
+
+/// Creates the data directory and makes it the working directory; `dir` becomes its
+/// absolute path (what `CONFIG GET dir` answers, as in Redis).
+fn enter_dir(opts: &mut cli::ServeOptions) -> Result<(), String> {
+    // The configuration file stays where it was named (CONFIG REWRITE writes it).
+    if let Some(file) = opts.config_file.as_mut() {
+        if let Ok(abs) = std::fs::canonicalize(&*file) {
+            *file = abs;
+        }
+    }
+    let dir = std::path::PathBuf::from(&opts.config.dir);
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::canonicalize(&dir))
+        .and_then(|abs| std::env::set_current_dir(&abs).map(|()| abs))
+        .map(|abs| {
+            opts.config.dir = abs.display().to_string();
+            if let Some(d) = opts.durability.as_mut() {
+                d.dir = abs;
+            }
+        })
+        .map_err(|e| format!("Can't chdir to '{}': {e}", dir.display()))
+}
+
+/// The start-up banner of `always-show-logo yes`: what runs, where, and its PID (tools
+/// that start the server look for `PID: `).
+fn banner(port: u16, threads: usize) -> String {
+    let lines = [
+        format!("Pion {}", pion_core::VERSION),
+        format!("Redis {} compatible", pion_core::REDIS_VERSION),
+        format!("Port: {port}"),
+        format!("PID: {}", std::process::id()),
+        format!("Threads: {threads}"),
+    ];
+    let width = lines.iter().map(|l| l.len()).max().unwrap_or(0) + 4;
+    let rule = format!("+{}+\n", "-".repeat(width));
+    let mut out = rule.clone();
+    for l in &lines {
+        out.push_str(&format!("|  {l:<w$}|\n", w = width - 2));
+    }
+    out.push_str(&rule);
+    out
 }

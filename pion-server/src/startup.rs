@@ -21,7 +21,11 @@ pub fn prepare(engine: &Engine, opts: &ServeOptions) -> Result<(), String> {
             .args
             .split_first()
             .ok_or_else(|| d.error("user name is missing"))?;
-        acl.set_user(name, rules)
+        // As in Redis, a configured user starts from nothing (even `default`).
+        let rules: Vec<String> = std::iter::once("reset".to_string())
+            .chain(rules.iter().cloned())
+            .collect();
+        acl.set_user(name, &rules)
             .map_err(|e| d.error(e.error().to_string().trim_start_matches("ERR ")))?;
     }
     if let Some(path) = &opts.config_file {

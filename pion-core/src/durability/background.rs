@@ -41,8 +41,8 @@ pub(crate) fn spawn_syncer(engine: WeakEngine, signal: Arc<SyncSignal>) {
             }
         });
     if let Err(e) = spawned {
-        eprintln!(
-            "pion: cannot start the fsync thread ({e}): replies under `always` wait for ticks"
+        crate::log_warning!(
+            "cannot start the fsync thread ({e}): replies under `always` wait for ticks"
         );
     }
 }
@@ -80,7 +80,7 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                     // Not fatal: a roll then creates its segment itself.
                     Err(e) if !spare_failing => {
                         spare_failing = true;
-                        eprintln!("pion: cannot prepare the next log segment: {e}");
+                        crate::log_warning!("cannot prepare the next log segment: {e}");
                     }
                     Err(_) => {}
                 }
@@ -95,12 +95,13 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                         }
                     }
                 }
-                if d.snapshot_due(unix_ms()) {
+                let schedule = engine.config().with(|c| c.save.clone());
+                if d.snapshot_due(unix_ms()) || d.save_point_due(&schedule, unix_ms()) {
                     let _ = super::start_background_snapshot(&engine);
                 }
             }
         });
     if let Err(e) = spawned {
-        eprintln!("pion: cannot start the log thread ({e}): no background fsync or snapshots");
+        crate::log_warning!("cannot start the log thread ({e}): no background fsync or snapshots");
     }
 }

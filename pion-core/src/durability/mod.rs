@@ -176,6 +176,28 @@ impl Durability {
         limit > 0 && since >= limit && !s.running.load(Ordering::Relaxed) && !backoff
     }
 
+    /// Whether a point of the `save` schedule is reached: at least `changes` writes
+    /// since the last snapshot, which is more than `seconds` old (Redis's rule).
+    pub(crate) fn save_point_due(&self, schedule: &[(u64, u64)], now_ms: i64) -> bool {
+        let s = &self.snapshots;
+        if schedule.is_empty() || s.running.load(Ordering::Relaxed) {
+            return false;
+        }
+        if s.last_failed.load(Ordering::Relaxed)
+            && now_ms - s.last_failure_ms.load(Ordering::Relaxed) < 5000
+        {
+            return false;
+        }
+        let changes = self
+            .wal
+            .appended_seq()
+            .saturating_sub(s.last_seq.load(Ordering::Relaxed));
+        let age = (now_ms / 1000 - s.last_save_s.load(Ordering::Relaxed)).max(0) as u64;
+        schedule
+            .iter()
+            .any(|&(seconds, needed)| changes >= needed && age > seconds)
+    }
+
     /// The `INFO persistence` fields.
     pub fn info_fields(&self, now_ms: i64) -> Vec<(&'static str, String)> {
         let w = &self.wal;
@@ -369,7 +391,7 @@ impl Drop for Durability {
     fn drop(&mut self) {
         // The last handle is gone: make what was written durable before the lock goes.
         if let Err(e) = self.wal.sync_all() {
-            eprintln!("pion: could not flush the write-ahead log on close: {e}");
+            crate::log_warning!("could not flush the write-ahead log on close: {e}");
         }
     }
 }

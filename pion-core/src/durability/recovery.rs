@@ -69,8 +69,8 @@ impl Progress {
 
     fn report(&self, suffix: &str) {
         let secs = self.started.elapsed().as_secs_f64().max(1e-6);
-        eprintln!(
-            "pion: {}: {} {} ({:.0} {}/s){suffix}",
+        crate::log_notice!(
+            "{}: {} {} ({:.0} {}/s){suffix}",
             self.what,
             self.done,
             self.unit,
@@ -110,9 +110,11 @@ pub(crate) fn recover(
     replay_log(engine, options, &mut report)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     if report.snapshot_seq > 0 || report.records > 0 {
-        eprintln!(
-            "pion: recovered {} keys from the snapshot and {} log records in {} ms",
-            report.snapshot_keys, report.records, report.elapsed_ms
+        crate::log_notice!(
+            "recovered {} keys from the snapshot and {} log records in {} ms",
+            report.snapshot_keys,
+            report.records,
+            report.elapsed_ms
         );
     }
     Ok(report)
@@ -156,12 +158,12 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
     if let Some(body) = snap.prefix_body() {
         let blocks =
             crate::prefix::persist::load(&mut engine.prefix().lock(), body).map_err(damaged)?;
-        eprintln!("pion: loaded {blocks} prompt-cache blocks from the snapshot");
+        crate::log_notice!("loaded {blocks} prompt-cache blocks from the snapshot");
     }
     // Search indexes last: their documents are the hashes just loaded.
     if let Some(body) = snap.search_body() {
         let n = crate::index::persist::restore(engine, body).map_err(damaged)?;
-        eprintln!("pion: loaded {n} search indexes from the snapshot");
+        crate::log_notice!("loaded {n} search indexes from the snapshot");
     }
     if let Some(body) = snap.functions_body() {
         let mut client = ClientState::detached(engine.clients(), snap.created_ms);
@@ -265,8 +267,8 @@ fn replay_log(
                 }
             }
             ScanEnd::Torn { offset, bytes: n } if is_last => {
-                eprintln!(
-                    "pion: warning: {} ends with a torn record (a write cut short by a crash, \
+                crate::log_warning!(
+                    "warning: {} ends with a torn record (a write cut short by a crash, \
                      never acknowledged): truncating {n} bytes at offset {offset}",
                     path.display()
                 );
@@ -276,8 +278,8 @@ fn replay_log(
             ScanEnd::Torn { offset, bytes: n } if next_first == Some(expected) => {
                 // A write that failed (disk full) and was retried in the next segment,
                 // whose first record follows on exactly: nothing is missing.
-                eprintln!(
-                    "pion: note: {} ends with {n} bytes of a failed write that the next \
+                crate::log_warning!(
+                    "note: {} ends with {n} bytes of a failed write that the next \
                      segment repeats; trimming them",
                     path.display()
                 );
@@ -297,8 +299,8 @@ fn replay_log(
                     )));
                 }
                 let dropped_later = drop_segments(&segments[i + 1..])?;
-                eprintln!(
-                    "pion: warning: --wal-recover truncate: {} damaged at offset {offset} \
+                crate::log_warning!(
+                    "warning: --wal-recover truncate: {} damaged at offset {offset} \
                      ({reason}); dropping {} bytes there and {dropped_later} bytes in {later} \
                      later segment file(s)",
                     path.display(),

@@ -62,7 +62,7 @@ pub fn take_snapshot(engine: &Engine) -> Result<SnapshotSummary, String> {
             stats.count.fetch_add(1, Ordering::Relaxed);
         }
         Err(e) => {
-            eprintln!("pion: snapshot failed: {e}");
+            crate::log_warning!("snapshot failed: {e}");
             stats.last_failed.store(true, Ordering::Relaxed);
             stats.last_failure_ms.store(now, Ordering::Relaxed);
         }
@@ -159,8 +159,8 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
             // A large keyspace takes a while: say how far it got.
             last_report = Instant::now();
             let secs = started.elapsed().as_secs_f64().max(1e-3);
-            eprintln!(
-                "pion: snapshot: {sections}/{SHARDS} shards, {keys_so_far} keys ({:.0} keys/s)",
+            crate::log_notice!(
+                "snapshot: {sections}/{SHARDS} shards, {keys_so_far} keys ({:.0} keys/s)",
                 keys_so_far as f64 / secs
             );
         }
@@ -188,8 +188,8 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
         files.delete_covered(seq).map_err(io)?;
     }
     let duration_ms = started.elapsed().as_millis() as u64;
-    eprintln!(
-        "pion: snapshot {} written: {keys} keys, {bytes} bytes, {duration_ms} ms \
+    crate::log_notice!(
+        "snapshot {} written: {keys} keys, {bytes} bytes, {duration_ms} ms \
          (cut pause {pause_us} µs)",
         path.display()
     );

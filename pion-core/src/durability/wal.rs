@@ -403,7 +403,7 @@ impl Wal {
         let text = format!("{what}: {e}");
         self.stats.errors.fetch_add(1, Ordering::Relaxed);
         if !self.failed.swap(true, Ordering::Relaxed) {
-            eprintln!("pion: write-ahead log {text}; writes are refused until it succeeds");
+            crate::log_warning!("write-ahead log {text}; writes are refused until it succeeds");
         }
         *self.failure.lock() = Some(text.clone());
         text
@@ -411,7 +411,7 @@ impl Wal {
 
     fn recovered(&self) {
         if self.failed.swap(false, Ordering::Relaxed) {
-            eprintln!("pion: write-ahead log writable again; writes accepted");
+            crate::log_notice!("write-ahead log writable again; writes accepted");
             *self.failure.lock() = None;
         }
     }

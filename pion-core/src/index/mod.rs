@@ -294,8 +294,8 @@ impl Indexes {
             if reported.elapsed() >= Duration::from_secs(1) {
                 // A large keyspace takes a while: say how far the scan got.
                 reported = Instant::now();
-                eprintln!(
-                    "pion: indexing {name}: {:.0}% of {} keys",
+                crate::log_notice!(
+                    "indexing {name}: {:.0}% of {} keys",
                     index.percent_indexed() * 100.0,
                     index.scan_total.load(Ordering::Relaxed)
                 );
@@ -303,8 +303,8 @@ impl Indexes {
         }
         index.scanning.store(false, Ordering::Relaxed);
         if started.elapsed() >= Duration::from_secs(1) {
-            eprintln!(
-                "pion: indexed {name}: {} documents in {:.1} s",
+            crate::log_notice!(
+                "indexed {name}: {} documents in {:.1} s",
                 index.docs.read().len(),
                 started.elapsed().as_secs_f64()
             );

@@ -205,8 +205,8 @@ fn restore_documents(engine: &Engine, index: &SearchIndex, saved: Saved) {
         docs.set_next_id(saved.next_id);
     }
     if !loaded && saved.complete {
-        eprintln!(
-            "pion: the saved graph of index {} did not load; re-indexing it from the hashes",
+        crate::log_notice!(
+            "the saved graph of index {} did not load; re-indexing it from the hashes",
             String::from_utf8_lossy(&def.name)
         );
     }

@@ -123,7 +123,7 @@ impl OutputLimits {
             m.soft_since_ms.store(0, Ordering::Relaxed);
         }
         if (hard || soft) && !c.killed.load(Ordering::Relaxed) {
-            eprintln!(
+            crate::log_notice!(
                 "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
                 crate::commands::connection::client_line(c, crate::engine::unix_ms())
             );

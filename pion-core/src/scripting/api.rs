@@ -180,14 +180,20 @@ pub fn log_function(lua: &Lua) -> mlua::Result<mlua::Function> {
         if !(0..=3).contains(&level) {
             return Err(fail(lua, "Invalid debug level."));
         }
-        if level >= 2 {
+        let level = match level {
+            0 => crate::log::Level::Debug,
+            1 => crate::log::Level::Verbose,
+            2 => crate::log::Level::Notice,
+            _ => crate::log::Level::Warning,
+        };
+        if crate::log::enabled(level) {
             let parts: Vec<String> = args
                 .iter()
                 .skip(1)
                 .filter_map(arg_text)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .collect();
-            eprintln!("script: {}", parts.join(" "));
+            crate::log::write(level, format_args!("{}", parts.join(" ")));
         }
         Ok(())
     })

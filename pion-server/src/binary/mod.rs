@@ -58,19 +58,23 @@ pub fn serve(
                                 let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
                                 if let Err(e) = Connection::new(&engine, stream).run(&stop) {
                                     if e.kind() != ErrorKind::UnexpectedEof {
-                                        eprintln!("pion: binary-lane connection closed: {e}");
+                                        pion_core::log_notice!(
+                                            "binary-lane connection closed: {e}"
+                                        );
                                     }
                                 }
                             });
                         if let Err(e) = spawned {
-                            eprintln!("pion: binary lane cannot start a connection thread: {e}");
+                            pion_core::log_warning!(
+                                "binary lane cannot start a connection thread: {e}"
+                            );
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                     Err(e) => {
-                        eprintln!("pion: binary-lane accept failed: {e}");
+                        pion_core::log_warning!("binary-lane accept failed: {e}");
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 }
