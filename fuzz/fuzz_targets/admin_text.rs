@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = pion_core::acl::file::parse(std::path::Path::new("fuzz.acl"), text);
+    let _ = pion_core::acl::file::parse(std::path::Path::new("fuzz.acl"), text, false);
     let _ = pion_core::pubsub::notify::parse_flags(text);
     let _ = OutputLimits::default().parse_into(text);
     for line in text.lines() {

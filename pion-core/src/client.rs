@@ -173,6 +173,9 @@ pub struct Nested {
     pub started: std::time::Instant,
     /// The write-ahead-log effects of the commands so far, as (database, command).
     pub effects: Vec<(usize, Vec<Vec<u8>>)>,
+    /// The commands run inside a script (`EVAL`, `FCALL`), not a transaction: the
+    /// ACL log's context says `lua` rather than `multi`.
+    pub in_script: bool,
 }
 
 impl ClientState {
@@ -300,7 +303,14 @@ impl ClientRegistry {
 
     /// A snapshot of the connected clients, in id order.
     pub fn snapshot(&self) -> Vec<Arc<ClientShared>> {
-        self.clients.lock().values().cloned().collect()
+        // A killed client runs nothing more and its connection closes on its thread's
+        // next pass; as in Redis, where it is freed at once, it is no longer listed.
+        self.clients
+            .lock()
+            .values()
+            .filter(|c| !c.killed.load(Ordering::SeqCst))
+            .cloned()
+            .collect()
     }
 
     /// Number of connected clients.

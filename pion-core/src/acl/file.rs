@@ -5,12 +5,17 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::rules::{RuleError, UserRules};
+use super::rules::UserRules;
 use super::{describe, Acl};
 use crate::conffile::split_args;
 
 /// Parses an ACL file's text. Errors name the file and line, as Redis's do.
-pub fn parse(path: &Path, text: &str) -> Result<Vec<(String, UserRules)>, String> {
+/// `channels_default_all` is `acl-pubsub-default allchannels`.
+pub fn parse(
+    path: &Path,
+    text: &str,
+    channels_default_all: bool,
+) -> Result<Vec<(String, UserRules)>, String> {
     let mut users: Vec<(String, UserRules)> = Vec::new();
     let mut errors = String::new();
     let shown = path.display();
@@ -38,17 +43,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<(String, UserRules)>, String
             continue;
         }
         if users.iter().any(|(n, _)| n == name) {
-            errors += &format!("{shown}:{line_no}: {}. ", RuleError::Duplicate.text());
+            errors += &format!("WARNING: Duplicate user '{name}' found on line {line_no}. ");
             continue;
         }
         let ops = match super::rules::join_selectors(&args[2..]) {
             Ok(ops) => ops,
-            Err(e) => {
-                errors += &format!("{shown}:{line_no}: {}. ", e.text());
+            Err(_) => {
+                errors +=
+                    &format!("{shown}:{line_no}: Unmatched parenthesis in selector definition. ");
                 continue;
             }
         };
-        let mut rules = UserRules::new();
+        let mut rules = UserRules::with_channel_default(channels_default_all);
         let mut failed = false;
         for op in &ops {
             if let Err(e) = rules.apply(op) {
@@ -76,7 +82,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<(String, UserRules)>, String
 pub fn load(acl: &Acl, path: &Path) -> Result<Vec<std::sync::Arc<super::User>>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("Error loading ACLs, opening file '{}': {e}", path.display()))?;
-    let users = parse(path, &text)?;
+    let users = parse(path, &text, acl.new_rules().channels_default_all)?;
     Ok(acl.replace_all(users))
 }
 

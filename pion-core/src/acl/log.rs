@@ -6,8 +6,23 @@ use std::collections::VecDeque;
 
 use crate::reply::Reply;
 
-/// The most entries kept (Redis's `acllog-max-len` default).
+/// The most entries kept by default (Redis's `acllog-max-len` default).
 pub const MAX_ENTRIES: usize = 128;
+
+/// One refusal, as the dispatcher or `AUTH` reports it.
+#[derive(Debug, Clone)]
+pub struct Denied {
+    /// Why.
+    pub reason: Reason,
+    /// Where: `toplevel`, `multi` (in a transaction) or `lua` (in a script).
+    pub context: &'static str,
+    /// The command, key, channel or user refused.
+    pub object: String,
+    /// Who was refused.
+    pub username: String,
+    /// `CLIENT INFO` of the refused client.
+    pub client_info: String,
+}
 
 /// Entries this close together (ms) are grouped.
 const GROUP_MS: i64 = 60_000;
@@ -56,16 +71,16 @@ pub struct AclLog {
 }
 
 impl AclLog {
-    /// Records a denial at `now_ms`.
-    pub fn add(
-        &mut self,
-        reason: Reason,
-        object: String,
-        username: String,
-        client_info: String,
-        now_ms: i64,
-    ) {
-        let context = "toplevel";
+    /// Records a denial at `now_ms`, keeping at most `max_len` entries
+    /// (`acllog-max-len`).
+    pub fn add(&mut self, denied: Denied, max_len: usize, now_ms: i64) {
+        let Denied {
+            reason,
+            context,
+            object,
+            username,
+            client_info,
+        } = denied;
         let similar = self.entries.iter().position(|e| {
             e.reason == reason
                 && e.context == context
@@ -91,7 +106,7 @@ impl AclLog {
             updated_ms: now_ms,
             client_info,
         });
-        self.entries.truncate(MAX_ENTRIES);
+        self.entries.truncate(max_len);
     }
 
     /// Forgets every entry.

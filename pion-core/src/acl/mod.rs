@@ -115,6 +115,15 @@ impl Denial {
         }
     }
 
+    /// Redis's order of refusals: command, key, (auth), channel.
+    fn rank(&self) -> u8 {
+        match self {
+            Denial::Command(_) => 1,
+            Denial::Key(_) => 2,
+            Denial::Channel(_) => 4,
+        }
+    }
+
     fn reason(&self) -> (Reason, String) {
         match self {
             Denial::Command(n) => (Reason::Command, n.clone()),
@@ -131,6 +140,8 @@ pub enum SetUserError {
     BadName,
     /// A modifier was refused.
     Rule(String, RuleError),
+    /// A selector opened by this argument is never closed.
+    Unmatched(String),
 }
 
 impl SetUserError {
@@ -140,6 +151,9 @@ impl SetUserError {
             SetUserError::BadName => {
                 OpError::custom("ERR Usernames can't contain spaces or null characters")
             }
+            SetUserError::Unmatched(start) => OpError::custom(format!(
+                "ERR Unmatched parenthesis in acl selector starting at '{start}'."
+            )),
             SetUserError::Rule(op, e) => OpError::custom(format!(
                 "ERR Error in ACL SETUSER modifier '{op}': {}",
                 e.text()
@@ -155,6 +169,8 @@ pub struct Acl {
     auth_required: AtomicBool,
     log: Mutex<log::AclLog>,
     file: RwLock<Option<PathBuf>>,
+    /// `acl-pubsub-default allchannels`.
+    channels_default_all: AtomicBool,
 }
 
 impl Default for Acl {
@@ -175,7 +191,20 @@ impl Acl {
             auth_required: AtomicBool::new(false),
             log: Mutex::new(log::AclLog::default()),
             file: RwLock::new(None),
+            channels_default_all: AtomicBool::new(false),
         }
+    }
+
+    /// Follows `acl-pubsub-default`: whether new users and selectors allow every
+    /// channel.
+    pub fn set_channels_default(&self, all_channels: bool) {
+        self.channels_default_all
+            .store(all_channels, Ordering::Relaxed);
+    }
+
+    /// The rules of a user about to be created.
+    pub fn new_rules(&self) -> UserRules {
+        UserRules::with_channel_default(self.channels_default_all.load(Ordering::Relaxed))
     }
 
     /// The default user (never removed; ACL LOAD changes it in place).
@@ -219,10 +248,12 @@ impl Acl {
         if name.bytes().any(|c| c.is_ascii_whitespace() || c == 0) {
             return Err(SetUserError::BadName);
         }
-        let ops = rules::join_selectors(ops)
-            .map_err(|e| SetUserError::Rule(ops.last().cloned().unwrap_or_default(), e))?;
+        let ops = rules::join_selectors(ops).map_err(SetUserError::Unmatched)?;
         let mut users = self.users.write();
-        let mut next = users.get(name).map_or_else(UserRules::new, |u| u.rules());
+        let mut next = users
+            .get(name)
+            .map_or_else(|| self.new_rules(), |u| u.rules());
+        next.channels_default_all = self.channels_default_all.load(Ordering::Relaxed);
         for op in &ops {
             next.apply(op)
                 .map_err(|e| SetUserError::Rule(op.clone(), e))?;
@@ -269,14 +300,10 @@ impl Acl {
     }
 
     /// Records a denial or failed login.
-    pub fn log(&self, reason: Reason, object: String, username: String, client_info: String) {
-        self.log.lock().add(
-            reason,
-            object,
-            username,
-            client_info,
-            crate::engine::unix_ms(),
-        );
+    pub fn log(&self, entry: log::Denied, max_len: usize) {
+        self.log
+            .lock()
+            .add(entry, max_len, crate::engine::unix_ms());
     }
 
     /// The denial log.
@@ -329,6 +356,24 @@ pub fn client_user<'a>(engine: &'a Engine, client: &'a ClientState) -> &'a Arc<U
         .unwrap_or_else(|| engine.acl().default_user())
 }
 
+/// Whether `user` may read any key: a selector with `allkeys`, or a readable key
+/// pattern that covers the pattern `*` (Redis's test for SORT's BY and GET).
+pub fn reads_every_key(user: &User) -> bool {
+    if user.unrestricted() {
+        return true;
+    }
+    let rules = user.rules.read();
+    std::iter::once(&rules.root)
+        .chain(rules.selectors.iter())
+        .any(|sel| {
+            sel.all_keys
+                || sel
+                    .keys
+                    .iter()
+                    .any(|p| p.read && glob_match(&p.pattern, b"*", false))
+        })
+}
+
 /// Makes `user` the client's user (after `AUTH`, `HELLO … AUTH`, `RESET`).
 pub fn set_client_user(client: &mut ClientState, user: Option<Arc<User>>) {
     let name = user.as_ref().map_or("default", |u| u.name()).to_string();
@@ -358,9 +403,22 @@ pub fn permit(
             client.shared.last_cmd.store(slot, Ordering::Relaxed);
             let (reason, object) = denial.reason();
             let info = crate::commands::connection::client_line(&client.shared, engine.now_ms());
+            let context = match &client.nested {
+                Some(n) if n.in_script => "lua",
+                Some(_) => "multi",
+                None if client.multi.is_some() => "multi",
+                None => "toplevel",
+            };
+            let entry = log::Denied {
+                reason,
+                context,
+                object,
+                username: user.name().to_string(),
+                client_info: info,
+            };
             engine
                 .acl()
-                .log(reason, object, user.name().to_string(), info);
+                .log(entry, engine.config().with(|c| c.acllog_max_len));
             Err(denial.error())
         }
     }
@@ -378,28 +436,38 @@ pub fn check(
         return Ok(());
     }
     let rules = user.rules.read();
-    let first = check_selector(&rules.root, spec, full_name, slot, argv);
-    let Err(mut worst) = first else {
-        return Ok(());
-    };
-    for sel in &rules.selectors {
+    // As Redis, the refusal reported is the most telling one: a channel over a key over
+    // a command, and between two of a kind the one at the later argument.
+    let mut worst: Option<(u8, usize, Denial)> = None;
+    for sel in std::iter::once(&rules.root).chain(rules.selectors.iter()) {
         match check_selector(sel, spec, full_name, slot, argv) {
             Ok(()) => return Ok(()),
-            // A key or channel refusal says more than a command one.
-            Err(d) if matches!(worst, Denial::Command(_)) => worst = d,
-            Err(_) => {}
+            Err((denial, at)) => {
+                let rank = denial.rank();
+                if worst
+                    .as_ref()
+                    .is_none_or(|(r, i, _)| rank > *r || (rank == *r && at > *i))
+                {
+                    worst = Some((rank, at, denial));
+                }
+            }
         }
     }
-    Err(worst)
+    match worst {
+        Some((_, _, denial)) => Err(denial),
+        None => Ok(()),
+    }
 }
 
+/// One selector's verdict; a refusal comes with the index of the argument refused (0
+/// for the command itself).
 fn check_selector(
     sel: &rules::Selector,
     spec: &'static CommandSpec,
     full_name: &'static str,
     slot: usize,
     argv: &[Vec<u8>],
-) -> Result<(), Denial> {
+) -> Result<(), (Denial, usize)> {
     use crate::command::flags::NO_AUTH;
     if !sel.all_commands && !spec.has(NO_AUTH) && !sel.bit(slot) {
         let arg_at = if full_name.contains('|') { 2 } else { 1 };
@@ -407,10 +475,14 @@ fn check_selector(
             .get(arg_at)
             .is_some_and(|a| sel.first_arg_allowed(slot, a));
         if !ok {
-            return Err(Denial::Command(full_name.to_string()));
+            return Err((Denial::Command(full_name.to_string()), 0));
         }
     }
-    if !sel.all_keys {
+    // Channels that only look like keys (SPUBLISH's shard channel) are checked as
+    // channels below, not as keys.
+    let keys_are_channels =
+        !spec.key_specs.is_empty() && spec.key_specs.iter().all(|k| k.flags.contains(&"not_key"));
+    if !sel.all_keys && !keys_are_channels {
         let keys = key_indices(spec, argv).unwrap_or_default();
         for (pos, read, write) in key_access(spec, argv, &keys) {
             let key = &argv[pos];
@@ -418,11 +490,44 @@ fn check_selector(
                 (p.read || !read) && (p.write || !write) && glob_match(&p.pattern, key, false)
             });
             if !allowed {
-                return Err(Denial::Key(key.clone()));
+                return Err((Denial::Key(key.clone()), pos));
+            }
+        }
+    }
+    if !sel.all_channels {
+        let (channels, is_pattern) = channels_of(full_name, argv);
+        for (i, channel) in channels.iter().enumerate() {
+            if !selector_allows_channel(sel, channel, is_pattern) {
+                return Err((Denial::Channel(channel.clone()), i + 1));
             }
         }
     }
     Ok(())
+}
+
+/// The channels a command publishes or subscribes to, and whether they are patterns
+/// (as Redis, unsubscribing is never refused).
+fn channels_of<'a>(full_name: &str, argv: &'a [Vec<u8>]) -> (&'a [Vec<u8>], bool) {
+    let rest = argv.get(1..).unwrap_or_default();
+    match full_name {
+        "publish" | "spublish" => (argv.get(1..2).unwrap_or_default(), false),
+        "subscribe" | "ssubscribe" => (rest, false),
+        "psubscribe" => (rest, true),
+        _ => (&[], false),
+    }
+}
+
+/// Whether one selector allows `channel`: a channel must match one of its patterns, a
+/// pattern must be one of them literally.
+fn selector_allows_channel(sel: &rules::Selector, channel: &[u8], is_pattern: bool) -> bool {
+    sel.all_channels
+        || sel.channels.iter().any(|p| {
+            if is_pattern {
+                p == channel
+            } else {
+                glob_match(p, channel, false)
+            }
+        })
 }
 
 /// The keys of a command with the access each needs (read, write), from the key
@@ -436,7 +541,7 @@ fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usiz
         let write = has("insert") || has("update") || has("delete");
         if has("variable_flags") {
             // SET reads its key only when asked to return the old value.
-            read = argv.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"get"));
+            read = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
         }
         (read, write)
     };
@@ -483,16 +588,7 @@ pub fn check_channel(user: &User, channel: &[u8], is_pattern: bool) -> Result<()
         return Ok(());
     }
     let rules = user.rules.read();
-    let allows = |sel: &rules::Selector| {
-        sel.all_channels
-            || sel.channels.iter().any(|p| {
-                if is_pattern {
-                    p == channel
-                } else {
-                    glob_match(p, channel, false)
-                }
-            })
-    };
+    let allows = |sel: &rules::Selector| selector_allows_channel(sel, channel, is_pattern);
     if allows(&rules.root) || rules.selectors.iter().any(allows) {
         Ok(())
     } else {
@@ -513,6 +609,29 @@ pub fn disconnect(engine: &Engine, users: &[Arc<User>], me: &mut ClientState) {
             } else {
                 c.kill();
             }
+        }
+    }
+}
+
+/// After `user`'s rules changed: closes its connections subscribed to a channel or
+/// pattern it may no longer use, as Redis does (they would keep receiving what the
+/// user is now refused).
+pub fn kill_revoked_subscribers(engine: &Engine, user: &User, me: &mut ClientState) {
+    if user.rules.read().root.all_channels {
+        return;
+    }
+    let name = user.name().as_bytes();
+    for (client, channel, kind) in engine.pubsub().subscriptions() {
+        let is_pattern = kind == crate::pubsub::Kind::Pattern;
+        if client.text.lock().user.as_slice() != name
+            || check_channel(user, &channel, is_pattern).is_ok()
+        {
+            continue;
+        }
+        if client.id == me.id() {
+            me.close_after_reply = true;
+        } else {
+            client.kill();
         }
     }
 }

@@ -25,8 +25,6 @@ pub enum RuleError {
     BadHash,
     /// `+cmd|sub|arg`.
     SubcommandFirstArg,
-    /// A user defined twice in one file.
-    Duplicate,
 }
 
 impl RuleError {
@@ -40,7 +38,6 @@ impl RuleError {
             RuleError::NoSuchPassword => "The password you are trying to remove from the user does not exist",
             RuleError::BadHash => "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters",
             RuleError::SubcommandFirstArg => "Allowing first-arg of a subcommand is not supported",
-            RuleError::Duplicate => "Duplicate user found. A user can only be defined once in config files",
         }
     }
 }
@@ -247,7 +244,9 @@ impl Selector {
             return Ok(());
         }
         let cat = catalog();
-        let Some((cmd, sub)) = body.split_once('|') else {
+        // As Redis, the last `|` separates the first argument: `config|get|x` names a
+        // subcommand's first argument (refused), `get|a|b` an unknown command.
+        let Some((cmd, sub)) = body.rsplit_once('|') else {
             let slot = cat.find(body).ok_or(RuleError::UnknownCommand)?;
             self.change(slot, allow);
             return Ok(());
@@ -259,14 +258,14 @@ impl Selector {
             return Ok(());
         }
         let slot = cat.find(cmd).ok_or(RuleError::UnknownCommand)?;
+        if cmd.contains('|') {
+            return Err(RuleError::SubcommandFirstArg);
+        }
         if sub.is_empty() {
             return Err(RuleError::Syntax);
         }
         let entry = cat.entry(slot).ok_or(RuleError::UnknownCommand)?;
         if !entry.subs.is_empty() {
-            if sub.contains('|') {
-                return Err(RuleError::SubcommandFirstArg);
-            }
             let sub_slot = cat.find(body).ok_or(RuleError::UnknownCommand)?;
             self.change(sub_slot, true);
         } else {
@@ -319,6 +318,9 @@ pub struct UserRules {
     pub root: Selector,
     /// Extra selectors, `(…)`.
     pub selectors: Vec<Selector>,
+    /// `acl-pubsub-default allchannels`: new selectors, and `reset`, allow every
+    /// channel (otherwise none). Not a rule of the user: it follows the configuration.
+    pub channels_default_all: bool,
 }
 
 impl UserRules {
@@ -331,7 +333,16 @@ impl UserRules {
             passwords: Vec::new(),
             root: Selector::empty(),
             selectors: Vec::new(),
+            channels_default_all: false,
         }
+    }
+
+    /// A new user under `acl-pubsub-default` (`all_channels`: `allchannels`).
+    pub fn with_channel_default(all_channels: bool) -> UserRules {
+        let mut r = UserRules::new();
+        r.channels_default_all = all_channels;
+        r.root.all_channels = all_channels;
+        r
     }
 
     /// The default user of a fresh server: `on nopass ~* &* +@all`.
@@ -366,7 +377,7 @@ impl UserRules {
             }
             "clearselectors" => self.selectors.clear(),
             "reset" => {
-                *self = UserRules::new();
+                *self = UserRules::with_channel_default(self.channels_default_all);
                 self.sanitize = Some(true);
             }
             _ => match op.as_bytes().first() {
@@ -386,6 +397,7 @@ impl UserRules {
                 }
                 Some(b'(') if op.ends_with(')') && op.len() >= 2 => {
                     let mut sel = Selector::empty();
+                    sel.all_channels = self.channels_default_all;
                     for part in op[1..op.len() - 1].split_ascii_whitespace() {
                         sel.apply(part)?;
                     }
@@ -441,9 +453,11 @@ fn constant_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// Splits an `ACL SETUSER` argument list into modifiers, joining a selector written
 /// over several arguments (`(+get` `~k)`) back into one.
-pub fn join_selectors(args: &[String]) -> Result<Vec<String>, RuleError> {
+/// An unclosed selector is an error carrying the argument that opened it.
+pub fn join_selectors(args: &[String]) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut open: Option<String> = None;
+    let mut opened_by = String::new();
     for a in args {
         match open.as_mut() {
             Some(s) => {
@@ -453,12 +467,15 @@ pub fn join_selectors(args: &[String]) -> Result<Vec<String>, RuleError> {
                     out.push(open.take().expect("a selector is open"));
                 }
             }
-            None if a.starts_with('(') && !a.ends_with(')') => open = Some(a.clone()),
+            None if a.starts_with('(') && !a.ends_with(')') => {
+                open = Some(a.clone());
+                opened_by = a.clone();
+            }
             None => out.push(a.clone()),
         }
     }
     if open.is_some() {
-        return Err(RuleError::Syntax);
+        return Err(opened_by);
     }
     Ok(out)
 }

@@ -330,6 +330,7 @@ fn run_exclusive(
     client.nested = Some(crate::client::Nested {
         started,
         effects: Vec::new(),
+        in_script: resolved.spec.group == super::Group::Scripting,
     });
     let out = run_resolved(engine, client, argv, resolved, started);
     let effects = client.nested.take().map(|n| n.effects).unwrap_or_default();

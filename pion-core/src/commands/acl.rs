@@ -75,6 +75,9 @@ fn setuser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .acl()
         .set_user(&name, &ops)
         .map_err(|e| e.error())?;
+    if let Some(user) = ctx.engine.acl().user(&name) {
+        acl::kill_revoked_subscribers(ctx.engine, &user, ctx.client);
+    }
     Ok(Reply::ok())
 }
 
@@ -120,7 +123,10 @@ fn whoami(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn cat(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if argv.len() > 3 {
-        return Err(OpError::WrongArity("acl|cat".into()));
+        return Err(OpError::custom(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+            String::from_utf8_lossy(&argv[1])
+        )));
     }
     let Some(name) = argv.get(2) else {
         return Ok(Reply::Array(CATEGORIES.iter().map(Reply::bulk).collect()));
@@ -210,7 +216,7 @@ fn save(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
         .file()
         .ok_or_else(|| OpError::custom(NO_FILE))?;
     file::save(ctx.engine.acl(), &path).map_err(|e| {
-        eprintln!("pion: ACL SAVE to {}: {e}", path.display());
+        crate::log_notice!("ACL SAVE to {}: {e}", path.display());
         OpError::custom(
             "ERR There was an error trying to save the ACLs. Please check the server logs for more information",
         )

@@ -213,7 +213,7 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     if save && ctx.engine.durability().is_some() {
         if let Err(e) = crate::durability::take_snapshot(ctx.engine) {
-            eprintln!("pion: SHUTDOWN SAVE: the snapshot failed ({e}); not shutting down");
+            crate::log_warning!("SHUTDOWN SAVE: the snapshot failed ({e}); not shutting down");
             return Err(OpError::custom(
                 "ERR Errors trying to SHUTDOWN. Check logs.",
             ));
@@ -288,7 +288,7 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             .collect()
     });
     crate::conffile::rewrite(file, &values, users).map_err(|e| {
-        eprintln!("pion: CONFIG REWRITE of {}: {e}", file.path.display());
+        crate::log_notice!("CONFIG REWRITE of {}: {e}", file.path.display());
         OpError::custom(format!("ERR Rewriting config file: {e}"))
     })?;
     Ok(Reply::ok())

@@ -243,6 +243,31 @@ fn message_size(parts: &[&[u8]]) -> usize {
 }
 
 impl Hub {
+    /// Every subscriber with what it is subscribed to: (client, channel or pattern,
+    /// kind), for checking subscriptions against changed permissions.
+    pub fn subscriptions(&self) -> Vec<(Arc<ClientShared>, Vec<u8>, Kind)> {
+        let mut out = Vec::new();
+        for (name, who) in self.channels.read().iter() {
+            out.extend(
+                who.iter()
+                    .map(|c| (Arc::clone(c), name.clone(), Kind::Channel)),
+            );
+        }
+        for (name, who) in self.patterns.read().iter() {
+            out.extend(
+                who.iter()
+                    .map(|c| (Arc::clone(c), name.clone(), Kind::Pattern)),
+            );
+        }
+        for (name, who) in self.shard.read().iter() {
+            out.extend(
+                who.iter()
+                    .map(|c| (Arc::clone(c), name.clone(), Kind::Shard)),
+            );
+        }
+        out
+    }
+
     /// Registers `client` with the hub so its subscriptions and tracking state are
     /// removed when it goes away.
     pub(crate) fn attach(self: &Arc<Self>, client: &mut ClientState) {

@@ -54,7 +54,9 @@ struct Options<'a> {
 }
 
 impl<'a> Options<'a> {
-    fn parse(argv: &'a [Vec<u8>], read_only: bool) -> OpResult<Options<'a>> {
+    /// `full_key_access`: the user may read every key; BY and GET patterns read keys
+    /// the ACL cannot check in advance, so without it they are refused, as in Redis.
+    fn parse(argv: &'a [Vec<u8>], read_only: bool, full_key_access: bool) -> OpResult<Options<'a>> {
         let mut o = Options::default();
         let mut j = 2;
         while j < argv.len() {
@@ -75,10 +77,19 @@ impl<'a> Options<'a> {
                 let pattern = argv[j + 1].as_slice();
                 if !pattern.contains(&b'*') {
                     o.dont_sort = true;
+                } else if !full_key_access {
+                    return Err(OpError::custom(
+                        "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                    ));
                 }
                 o.by = Some(pattern);
                 j += 1;
             } else if is_kw(arg, "get") && left >= 1 {
+                if !full_key_access {
+                    return Err(OpError::custom(
+                        "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                    ));
+                }
                 o.get.push(&argv[j + 1]);
                 j += 1;
             } else {
@@ -131,7 +142,9 @@ struct Item {
 /// `SORT` and `SORT_RO`.
 pub(super) fn sort(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let read_only = is_kw(&argv[0], "sort_ro");
-    let mut o = Options::parse(argv, read_only)?;
+    let full_key_access =
+        crate::acl::reads_every_key(crate::acl::client_user(ctx.engine, ctx.client));
+    let mut o = Options::parse(argv, read_only, full_key_access)?;
     let db = ctx.db();
     let (kind, elements) = load(ctx, db, &argv[1], &o)?;
     // An unsorted set would come out in hash order, which differs between replicas:
