@@ -153,6 +153,8 @@ pub(crate) struct EngineInner {
     pubsub: Arc<crate::pubsub::Hub>,
     /// Lua scripts and function libraries.
     scripting: crate::scripting::Scripting,
+    /// Whether the background expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
+    active_expire: std::sync::atomic::AtomicBool,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -349,6 +351,11 @@ impl Engine {
         &self.inner.gate
     }
 
+    /// Turns the background expiry cycle on or off (keys still expire when accessed).
+    pub fn set_active_expire(&self, on: bool) {
+        self.inner.active_expire.store(on, Ordering::Relaxed);
+    }
+
     /// `busy-reply-threshold` in milliseconds: how long a script runs before other
     /// clients are answered `-BUSY`.
     pub fn busy_threshold_ms(&self) -> u64 {
@@ -439,6 +446,7 @@ impl Engine {
             operator: crate::operator::Operator::default(),
             pubsub: Arc::new(crate::pubsub::Hub::default()),
             scripting: crate::scripting::Scripting::default(),
+            active_expire: std::sync::atomic::AtomicBool::new(true),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
@@ -605,6 +613,8 @@ impl Engine {
             .with(|c| (c.maxmemory, c.maxmemory_policy.contains("lfu")));
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        let channels_all = self.inner.config.with(|c| c.acl_pubsub_default_all);
+        self.inner.acl.set_channels_default(channels_all);
         self.inner
             .config
             .with(|c| self.inner.operator.configure(c, &self.inner.keyspace));
@@ -695,7 +705,7 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
             inner
                 .wall_at_epoch_us
                 .store(now_us - since, Ordering::Relaxed);
-            {
+            if inner.active_expire.load(Ordering::Relaxed) {
                 // Keys do not expire in the middle of a transaction or script.
                 let _gate = inner.gate.enter_background();
                 inner.keyspace.expire_cycle(now_us / 1000, 200);

@@ -417,6 +417,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         acl::COMMANDS,
         pubsub::COMMANDS,
         scripting::COMMANDS,
+        debug::COMMANDS,
     ]
 }
 

@@ -59,9 +59,39 @@ pub static COMMANDS: &[CommandSpec] = &[
         reset,
     )
     .doc("Resets the connection.", "6.2.0"),
+    // Cluster replicas' read-only mode: Pion runs without cluster support, and says
+    // so as redis-server does in that case.
+    CommandSpec::new(
+        "readonly",
+        1,
+        LOADING | STALE | FAST,
+        Group::Connection,
+        cluster_disabled,
+    )
+    .doc(
+        "Enables read queries for a connection to a cluster replica node",
+        "3.0.0",
+    ),
+    CommandSpec::new(
+        "readwrite",
+        1,
+        LOADING | STALE | FAST,
+        Group::Connection,
+        cluster_disabled,
+    )
+    .doc(
+        "Disables read queries for a connection to a cluster replica node",
+        "3.0.0",
+    ),
     CommandSpec::container("client", Group::Connection, CLIENT_SUBCOMMANDS)
         .doc("A container for client connection commands.", "2.4.0"),
 ];
+
+fn cluster_disabled(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    Err(OpError::custom(
+        "ERR This instance has cluster support disabled",
+    ))
+}
 
 static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     CommandSpec::new("id", 2, CONN, Group::Connection, client_id)
@@ -173,9 +203,19 @@ fn login(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> OpResult<()> {
         }
         None => {
             let info = client_line(&ctx.client.shared, ctx.engine.now_ms());
-            ctx.engine
-                .acl()
-                .log(crate::acl::Reason::Auth, "AUTH".into(), text(user), info);
+            let entry = crate::acl::log::Denied {
+                reason: crate::acl::Reason::Auth,
+                context: if ctx.client.nested.is_some() {
+                    "multi"
+                } else {
+                    "toplevel"
+                },
+                object: "AUTH".into(),
+                username: text(user),
+                client_info: info,
+            };
+            let max = ctx.engine.config().with(|c| c.acllog_max_len);
+            ctx.engine.acl().log(entry, max);
             Err(OpError::custom(WRONGPASS))
         }
     }

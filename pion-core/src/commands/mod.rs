@@ -3,6 +3,7 @@
 
 pub mod acl;
 pub mod connection;
+pub mod debug;
 pub mod hashes;
 pub mod keys;
 pub mod latency;
