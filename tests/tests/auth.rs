@@ -49,15 +49,26 @@ fn requirepass_flow_matches_redis() {
 
 #[test]
 fn unauthenticated_clients_get_small_request_limits() {
+    let redis = RedisServer::start_with(&["--requirepass", "pw"]);
     let mut options = EngineOptions::default();
     options.config.requirepass = "pw".into();
     let pion = PionServer::start_with(1, options);
-    let mut c = Client::connect(pion.port).expect("connect");
-    let big: Vec<String> = (0..11).map(|i| i.to_string()).collect();
-    c.send_raw(&Client::encode(&big)).expect("send");
-    let (reply, _) = c.read_reply().expect("reply");
-    assert_eq!(
-        reply.render(),
-        "-ERR Protocol error: invalid multibulk length"
-    );
+    let eleven: Vec<String> = (0..11).map(|i| i.to_string()).collect();
+    let requests: [Vec<u8>; 3] = [
+        Client::encode(&eleven),
+        b"*1\r\n$16385\r\n".to_vec(),
+        // Within the limits: refused by NOAUTH, not by the protocol.
+        Client::encode(&["GET".to_string(), "k".to_string()]),
+    ];
+    for request in &requests {
+        let mut replies = Vec::new();
+        for port in [redis.port, pion.port] {
+            let mut c = Client::connect(port).expect("connect");
+            c.send_raw(request).expect("send");
+            let (reply, _) = c.read_reply().expect("reply");
+            replies.push(reply.render());
+        }
+        assert_eq!(replies[0], replies[1], "{request:?}");
+        assert!(replies[0].starts_with('-'), "{}", replies[0]);
+    }
 }

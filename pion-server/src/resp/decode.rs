@@ -122,14 +122,12 @@ impl Decoder {
             }
             return Ok(Decoded::Incomplete);
         };
-        let max = if limits.unauthenticated {
-            UNAUTH_MULTIBULK_MAX
-        } else {
-            MULTIBULK_MAX
-        };
         let count = header_int(count_text)
-            .filter(|&n| n <= max)
+            .filter(|&n| n <= MULTIBULK_MAX)
             .ok_or_else(|| perr("invalid multibulk length"))?;
+        if limits.unauthenticated && count > UNAUTH_MULTIBULK_MAX {
+            return Err(perr("unauthenticated multibulk length"));
+        }
         if count <= 0 {
             return Ok(Decoded::Skip(pos));
         }
@@ -147,11 +145,7 @@ impl Decoder {
         limits: &Limits,
         mut p: Partial,
     ) -> Result<Decoded, ProtocolError> {
-        let max_bulk = if limits.unauthenticated {
-            UNAUTH_BULK_MAX
-        } else {
-            limits.max_bulk_len
-        };
+        let max_bulk = limits.max_bulk_len;
         while p.args.len() < p.count {
             let pos = p.pos;
             if pos >= buf.len() {
@@ -169,6 +163,11 @@ impl Decoder {
                 self.partial = Some(p);
                 return Ok(Decoded::Incomplete);
             };
+            if limits.unauthenticated
+                && header_int(len_text).is_some_and(|n| n > UNAUTH_BULK_MAX as i64)
+            {
+                return Err(perr("unauthenticated bulk length"));
+            }
             let len = header_int(len_text)
                 .filter(|&n| n >= 0 && (n as u64) <= max_bulk)
                 .ok_or_else(|| perr("invalid bulk length"))? as usize;
@@ -351,11 +350,11 @@ mod tests {
         };
         assert_eq!(
             decode(b"*11\r\n", &unauth),
-            Err(perr("invalid multibulk length"))
+            Err(perr("unauthenticated multibulk length"))
         );
         assert_eq!(
             decode(b"*1\r\n$16385\r\n", &unauth),
-            Err(perr("invalid bulk length"))
+            Err(perr("unauthenticated bulk length"))
         );
         assert_eq!(
             decode(b"SET \"a\r\n", &l),
