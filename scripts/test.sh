@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Pion's whole test suite, installing what the tests need when it is missing:
-# the real redis-server (the differential oracle) and redis-cli, Mesa's Vulkan drivers
-# (wgpu on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm, redis and
+# the real redis-server (the differential oracle) and redis-cli, Tcl (Redis's own test
+# harness, whose units scripts/redis-tcl-units.sh runs), Mesa's Vulkan drivers (wgpu
+# on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm, redis and
 # the client libraries the search tests drive (redisvl, langchain-redis).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 dpkg -s mesa-vulkan-drivers >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
+command -v tclsh >/dev/null 2>&1 || need_apt+=(tcl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -79,6 +81,8 @@ if grep -qE '^test result: FAILED|^error' /tmp/pion-cargo-test.log || ! grep -q 
   echo "cargo test failed" >&2
   exit 1
 fi
+echo "== Redis's own Tcl test units (auth, acl, acl-v2, maxmemory) against pion-server"
+bash scripts/redis-tcl-units.sh "$CARGO_TARGET_DIR/debug/pion-server"
 echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries, ACL/config/function texts; ${PION_FUZZ_SECONDS:-20}s each)"
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked -q || echo "cargo-fuzz unavailable: fuzz smoke skipped"
