@@ -164,6 +164,8 @@ pub struct Transaction {
     pub queue: Vec<Vec<Vec<u8>>>,
     /// A command was refused while queuing: `EXEC` answers `EXECABORT`.
     pub aborted: bool,
+    /// A queued command may grow memory: over `maxmemory`, `EXEC` is refused whole.
+    pub deny_oom: bool,
 }
 
 /// The state of a transaction or script while its commands run.

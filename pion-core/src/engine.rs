@@ -459,6 +459,7 @@ impl Engine {
                 watches.touch(db, key);
             }));
         crate::pubsub::listen_for_expiry(&engine);
+        crate::pubsub::listen_for_creation(&engine);
         engine.config_changed();
         engine
     }
@@ -621,6 +622,8 @@ impl Engine {
         self.inner
             .config
             .with(|c| crate::pubsub::configure(&self.inner.pubsub, c));
+        let new_events = self.inner.pubsub.notify_flags() & crate::pubsub::notify::NEW != 0;
+        self.inner.keyspace.want_creations(new_events);
         if let Some(d) = self.durability() {
             let policy = self
                 .inner

@@ -96,7 +96,7 @@ pub const START_UP: &[(&str, &str)] = &[
     ),
     (
         "appendonly",
-        "yes/no: the write-ahead log on or off (--wal)",
+        "yes: the write-ahead log on; no: off only with save \"\" (Redis's pure cache), else on (--wal decides when given)",
     ),
     (
         "always-show-logo",
@@ -245,7 +245,9 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     let defaults = cfg.clone();
     let mut bind: Option<String> = None;
     let mut pass = env_pass;
-    let mut wal = true;
+    // `--wal` decides when given; otherwise redis.conf's `appendonly` (see below).
+    let mut wal: Option<bool> = None;
+    let mut appendonly: Option<bool> = None;
     let mut kvcache = true;
     let mut kvcache_port: Option<u16> = None;
     let mut durability = DurabilityOptions::new("");
@@ -307,8 +309,10 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                     }
                     Opt::MaxClients => cfg.maxclients = parse_num(name, &value)?,
                     Opt::Wal => {
-                        wal = yes_no(&value)
-                            .ok_or_else(|| format!("--wal takes on or off, got '{value}'"))?
+                        wal = Some(
+                            yes_no(&value)
+                                .ok_or_else(|| format!("--wal takes on or off, got '{value}'"))?,
+                        )
                     }
                     Opt::AppendFsync => {
                         durability.fsync = FsyncPolicy::parse(&value).ok_or_else(|| {
@@ -411,7 +415,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
             }
             "appendonly" => yes_no(&value)
                 .map(|on| {
-                    wal = on;
+                    appendonly = Some(on);
                 })
                 .ok_or_else(|| "argument must be 'yes' or 'no'".to_string()),
             _ => match Config::param(name) {
@@ -433,6 +437,12 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     if !cfg.aclfile.is_empty() && !users.is_empty() {
         return Err("Configuring users in the configuration file and an ACL file at the same time is not supported: keep the users in the ACL file".into());
     }
+    // Pion has no snapshot-only mode: `appendonly no` with a `save` schedule (Redis's
+    // RDB persistence) keeps the log on, which is at least as durable; `appendonly no`
+    // with `save ""` is Redis's pure cache, and so it is here.
+    let wal = wal
+        .or(appendonly.map(|on| on || !cfg.save.is_empty()))
+        .unwrap_or(true);
     cfg.appendonly = wal;
     cfg.requirepass = pass.unwrap_or_default();
     cfg.bind = match bind {
@@ -563,6 +573,24 @@ mod tests {
         assert_eq!(parse_size("f", "4kb"), Ok(4096));
         assert!(parse_size("f", "12x").is_err());
         assert!(parse_size("f", "99999999999G").is_err());
+    }
+
+    #[test]
+    fn appendonly_follows_redis_persistence() {
+        // Redis's pure cache: no log.
+        assert!(serve_options(&["--appendonly", "no", "--save", ""])
+            .durability
+            .is_none());
+        // RDB snapshots asked for: Pion keeps the log, at least as durable.
+        let o = serve_options(&["--save", "900 1", "--appendonly", "no"]);
+        assert!(o.durability.is_some());
+        assert_eq!(o.config.save, vec![(900, 1)]);
+        assert!(serve_options(&["--appendonly", "yes"]).durability.is_some());
+        // --wal decides when given.
+        assert!(serve_options(&["--appendonly", "yes", "--wal", "off"])
+            .durability
+            .is_none());
+        assert!(parse(&["--save".to_string(), "900".to_string()], None).is_err());
     }
 
     #[test]

@@ -190,7 +190,11 @@ impl Connection {
         } else if self.client.suppress_reply {
             self.client.suppress_reply = false;
         } else if skip_this || self.client.reply_mode == pion_core::client::ReplyMode::Off {
-            // CLIENT REPLY OFF or SKIP: the reply is dropped.
+            // CLIENT REPLY OFF or SKIP: the reply is dropped, except Pub/Sub pushes
+            // (SUBSCRIBE's confirmations), which Redis always sends.
+            for push in pushes_of(reply) {
+                encode(&push, self.client.resp, &mut self.output);
+            }
         } else {
             encode(&reply, self.client.resp, &mut self.output);
         }
@@ -270,6 +274,18 @@ impl Connection {
             self.output.clear();
             self.written = 0;
         }
+    }
+}
+
+/// The push messages in a reply (itself, or the parts of a `Several`).
+fn pushes_of(reply: pion_core::Reply) -> Vec<pion_core::Reply> {
+    match reply {
+        pion_core::Reply::Push(_) => vec![reply],
+        pion_core::Reply::Several(parts) => parts
+            .into_iter()
+            .filter(|p| matches!(p, pion_core::Reply::Push(_)))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -218,7 +218,10 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     }
     // Over `maxmemory`: evict as the policy says, before this command locks any
     // shard (or refuse a command that may grow memory).
-    if let Err(e) = crate::evict::before_command(engine, spec) {
+    // EXEC may grow memory when a command it would run may (Redis's rule).
+    let deny_oom = spec.has(super::flags::DENYOOM)
+        || (is_exec(argv) && client.multi.as_ref().is_some_and(|tx| tx.deny_oom));
+    if let Err(e) = crate::evict::before_command(engine, deny_oom) {
         engine.command_stats().reject(resolved.stat);
         return Err(e.into());
     }
@@ -290,6 +293,7 @@ fn run_top(
                     started,
                 );
             }
+            tx.deny_oom |= spec.has(super::flags::DENYOOM);
             tx.queue.push(argv.to_vec());
             let queued = tx.queue.len() as i64;
             client.shared.multi.store(queued, Ordering::Relaxed);

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use rand::Rng;
 
-use crate::command::{flags, CommandSpec};
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::keyspace::{Candidate, Entry, SHARDS};
@@ -280,9 +279,9 @@ fn pick_random(
 }
 
 /// The dispatcher's check before a command runs: over `maxmemory`, evict as the
-/// policy says; a command that may grow memory is refused if that did not bring used
-/// memory under the limit (always so under `noeviction`).
-pub fn before_command(engine: &Engine, spec: &CommandSpec) -> OpResult<()> {
+/// policy says; a command that may grow memory (`deny_oom`) is refused if that did not
+/// bring used memory under the limit (always so under `noeviction`).
+pub fn before_command(engine: &Engine, deny_oom: bool) -> OpResult<()> {
     let limit = engine.maxmemory();
     if limit == 0 || engine.keyspace().used_memory() as u64 <= limit {
         return Ok(());
@@ -290,7 +289,7 @@ pub fn before_command(engine: &Engine, spec: &CommandSpec) -> OpResult<()> {
     // While writes are paused nothing is evicted either (that would be a write).
     let op = engine.operator();
     let freed = !op.pause.writes_paused() && op.evictor.free_memory(engine, limit);
-    if freed || !spec.has(flags::DENYOOM) {
+    if freed || !deny_oom {
         Ok(())
     } else {
         Err(OpError::custom(OOM_ERROR))

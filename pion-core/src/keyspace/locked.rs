@@ -269,6 +269,7 @@ impl<'a> Locked<'a> {
         let d = shard.db_or_create(db);
         let old = d.slots[loc.local].get_mut(key);
         let mut stale_deadline = None;
+        let mut created = false;
         match old {
             Some(old) => {
                 let freed = old.accounted as usize;
@@ -290,12 +291,16 @@ impl<'a> Locked<'a> {
                 d.slots[loc.local].insert(StoredKey::from(key), entry);
                 d.keys += 1;
                 shard.used_memory += added;
+                created = true;
             }
         }
         if let Some(at) = stale_deadline {
             if let Some(d) = shard.db_mut(db) {
                 d.unindex_deadline(at, key);
             }
+        }
+        if created {
+            self.ks.created(db, key);
         }
         Ok(())
     }

@@ -58,6 +58,10 @@ pub struct Keyspace {
     stats: KeyspaceStats,
     cut: cut::Cut,
     expiry_listeners: parking_lot::RwLock<Vec<ExpiryListener>>,
+    /// Told of every key a write creates, while `creations_wanted` (the `new`
+    /// keyspace event is on): off, creating a key costs one relaxed load more.
+    creation_listener: parking_lot::RwLock<Option<ExpiryListener>>,
+    creations_wanted: std::sync::atomic::AtomicBool,
     /// `lfu-log-factor` (high half) and `lfu-decay-time` (low half).
     lfu: AtomicU64,
 }
@@ -112,6 +116,8 @@ impl Keyspace {
             stats: KeyspaceStats::default(),
             cut: cut::Cut::new(),
             expiry_listeners: parking_lot::RwLock::new(Vec::new()),
+            creation_listener: parking_lot::RwLock::new(None),
+            creations_wanted: std::sync::atomic::AtomicBool::new(false),
             lfu: AtomicU64::new(pack_lfu(LfuParams::default())),
         }
     }
@@ -134,6 +140,26 @@ impl Keyspace {
     /// notifications, client-side caching); each is called in the order added.
     pub fn set_expiry_listener(&self, listener: ExpiryListener) {
         self.expiry_listeners.write().push(listener);
+    }
+
+    /// Sets who is told of created keys (database, key), and whether it wants them now.
+    pub fn set_creation_listener(&self, listener: ExpiryListener) {
+        *self.creation_listener.write() = Some(listener);
+    }
+
+    /// Turns telling the creation listener on or off.
+    pub fn want_creations(&self, on: bool) {
+        self.creations_wanted.store(on, Ordering::Relaxed);
+    }
+
+    /// Tells the creation listener that a write created a key (call holding the key's
+    /// shard).
+    pub(crate) fn created(&self, db: usize, key: &[u8]) {
+        if self.creations_wanted.load(Ordering::Relaxed) {
+            if let Some(listen) = self.creation_listener.read().as_ref() {
+                listen(db, key);
+            }
+        }
     }
 
     /// Tells the listeners that a key expired (call holding the key's shard).

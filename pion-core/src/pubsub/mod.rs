@@ -613,6 +613,16 @@ pub fn configure(hub: &Hub, c: &crate::config::ConfigValues) {
     );
 }
 
+/// Hooks the hub to key creation: the `new` keyspace event.
+pub(crate) fn listen_for_creation(engine: &crate::engine::Engine) {
+    let hub = Arc::clone(engine.pubsub());
+    engine
+        .keyspace()
+        .set_creation_listener(Box::new(move |db, key| {
+            hub.keyspace_event(notify::NEW, "new", key, db);
+        }));
+}
+
 /// Hooks the hub to the keyspace's expiry: `expired` events and invalidations.
 pub(crate) fn listen_for_expiry(engine: &crate::engine::Engine) {
     let hub = Arc::clone(engine.pubsub());
