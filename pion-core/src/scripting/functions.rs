@@ -43,7 +43,8 @@ pub struct FunctionState {
     pub state: LuaState,
     /// Libraries by name.
     pub libs: BTreeMap<String, Library>,
-    /// The library of each function.
+    /// The library of each function, by lower-cased name: function names are
+    /// case-insensitive, as in Redis (library names are not).
     pub index: HashMap<String, String>,
 }
 
@@ -64,7 +65,7 @@ pub fn parse_header(code: &[u8]) -> OpResult<String> {
     let line = String::from_utf8_lossy(&code[2..end]).into_owned();
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let engine = parts.next().unwrap_or("");
-    if engine != "lua" {
+    if !engine.eq_ignore_ascii_case("lua") {
         return Err(err(format!("ERR Engine '{engine}' not found")));
     }
     let mut name = None;
@@ -113,7 +114,7 @@ impl FunctionState {
             return Err(err("ERR No functions registered"));
         }
         for f in funcs.keys() {
-            if let Some(owner) = self.index.get(f) {
+            if let Some(owner) = self.index.get(&f.to_ascii_lowercase()) {
                 if *owner != name {
                     return Err(err(format!("ERR Function {f} already exists")));
                 }
@@ -121,7 +122,7 @@ impl FunctionState {
         }
         self.remove(&name);
         for f in funcs.keys() {
-            self.index.insert(f.clone(), name.clone());
+            self.index.insert(f.to_ascii_lowercase(), name.clone());
         }
         self.libs.insert(
             name.clone(),
@@ -187,7 +188,7 @@ impl FunctionState {
         match self.libs.remove(name) {
             Some(lib) => {
                 for f in lib.funcs.keys() {
-                    self.index.remove(f);
+                    self.index.remove(&f.to_ascii_lowercase());
                 }
                 true
             }
@@ -197,8 +198,14 @@ impl FunctionState {
 
     /// The function called `name`.
     pub fn function(&self, name: &str) -> Option<&Func> {
-        let lib = self.index.get(name)?;
-        self.libs.get(lib)?.funcs.get(name)
+        let lib = self.index.get(&name.to_ascii_lowercase())?;
+        let funcs = &self.libs.get(lib)?.funcs;
+        funcs.get(name).or_else(|| {
+            funcs
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, f)| f)
+        })
     }
 
     /// A `FUNCTION DUMP` payload: every library's code, with a checksum.
