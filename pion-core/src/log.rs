@@ -122,19 +122,11 @@ pub fn write(level: Level, message: fmt::Arguments) {
         level.mark(),
         message
     );
-    // A log that cannot be written has nowhere to report to: the line is dropped.
-    let mut sink = SINK.lock();
-    let _ = match &mut *sink {
-        Sink::Stderr => std::io::stderr().write_all(line.as_bytes()),
-        Sink::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(line.as_bytes()).and_then(|_| out.flush())
-        }
-        Sink::File(f) => f.write_all(line.as_bytes()),
-    };
+    write_raw(&line);
 }
 
-/// Writes raw text (the start-up banner) to the sink, whatever the level.
+/// Writes raw text (the start-up banner) to the sink, whatever the level. A log that
+/// cannot be written has nowhere to report to: the text is dropped.
 pub fn write_raw(text: &str) {
     let mut sink = SINK.lock();
     let _ = match &mut *sink {

@@ -220,6 +220,18 @@ fn parse_save(v: &str) -> Result<Vec<(u64, u64)>, String> {
         .collect()
 }
 
+/// A request-size limit: a memory value of at least 1 MiB.
+fn parse_limit_mem(v: &str) -> Result<u64, String> {
+    let n = parse_mem_arg(v)?;
+    if !(1024 * 1024..=i64::MAX as u64).contains(&n) {
+        return Err(format!(
+            "argument must be between 1048576 and {} inclusive",
+            i64::MAX
+        ));
+    }
+    Ok(n)
+}
+
 fn parse_mem_arg(v: &str) -> Result<u64, String> {
     parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())
 }
@@ -376,14 +388,7 @@ pub static PARAMS: &[Param] =
             aliases: &[],
             get: |c| c.proto_max_bulk_len.to_string(),
             set: Some(|c, v| {
-                let n = parse_mem_arg(v)?;
-                if !(1024 * 1024..=i64::MAX as u64).contains(&n) {
-                    return Err(format!(
-                        "argument must be between 1048576 and {} inclusive",
-                        i64::MAX
-                    ));
-                }
-                c.proto_max_bulk_len = n;
+                c.proto_max_bulk_len = parse_limit_mem(v)?;
                 Ok(())
             }),
         },
@@ -392,14 +397,7 @@ pub static PARAMS: &[Param] =
             aliases: &[],
             get: |c| c.client_query_buffer_limit.to_string(),
             set: Some(|c, v| {
-                let n = parse_mem_arg(v)?;
-                if !(1024 * 1024..=i64::MAX as u64).contains(&n) {
-                    return Err(format!(
-                        "argument must be between 1048576 and {} inclusive",
-                        i64::MAX
-                    ));
-                }
-                c.client_query_buffer_limit = n;
+                c.client_query_buffer_limit = parse_limit_mem(v)?;
                 Ok(())
             }),
         },
