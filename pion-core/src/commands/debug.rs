@@ -133,7 +133,7 @@ fn is_local(addr: &str) -> bool {
     addr.rsplit_once(':')
         .map(|(ip, _)| ip.trim_start_matches('[').trim_end_matches(']'))
         .and_then(|ip| ip.parse::<std::net::IpAddr>().ok())
-        .is_some_and(|ip| ip.is_loopback())
+        .is_some_and(crate::acl::protected::is_loopback)
 }
 
 /// `DEBUG SLEEP seconds`: the whole server stops (the command runs alone).
@@ -309,6 +309,7 @@ mod tests {
     fn locality_of_addresses() {
         assert!(is_local("127.0.0.1:5000"));
         assert!(is_local("[::1]:5000"));
+        assert!(is_local("[::ffff:127.0.0.1]:5000"));
         assert!(is_local("/tmp/pion.sock:0"));
         assert!(!is_local("10.1.2.3:5000"));
         assert!(!is_local(""));
