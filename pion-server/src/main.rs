@@ -3,7 +3,7 @@
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 
-use pion_core::{log, log_notice, log_warning, Engine, EngineOptions};
+use pion_core::{log, log_notice, log_verbose, log_warning, Engine, EngineOptions};
 use pion_server::cli::{self, Command};
 use pion_server::Server;
 
@@ -52,6 +52,15 @@ fn main() -> ExitCode {
         pion_core::REDIS_VERSION,
         std::process::id()
     );
+    // Directives for machinery Pion does not have are kept; say that they do nothing.
+    for name in cfg.compat.keys() {
+        if let Some(c) = pion_core::config::COMPAT.iter().find(|c| c.name == *name) {
+            log_verbose!(
+                "'{name}' is kept for compatibility and changes nothing: {}",
+                c.why
+            );
+        }
+    }
     match &opts.config_file {
         Some(path) => log_notice!("Configuration loaded from {}", path.display()),
         None => log_warning!(
