@@ -438,23 +438,23 @@ pub fn check(
     let rules = user.rules.read();
     // As Redis, the refusal reported is the most telling one: a channel over a key over
     // a command, and between two of a kind the one at the later argument.
-    let mut worst: Option<(u8, usize, Denial)> = None;
+    let mut worst: Option<(Denial, usize)> = None;
     for sel in std::iter::once(&rules.root).chain(rules.selectors.iter()) {
         match check_selector(sel, spec, full_name, slot, argv) {
             Ok(()) => return Ok(()),
             Err((denial, at)) => {
-                let rank = denial.rank();
+                let telling = |(d, i): &(Denial, usize)| (d.rank(), *i);
                 if worst
                     .as_ref()
-                    .is_none_or(|(r, i, _)| rank > *r || (rank == *r && at > *i))
+                    .is_none_or(|w| (denial.rank(), at) > telling(w))
                 {
-                    worst = Some((rank, at, denial));
+                    worst = Some((denial, at));
                 }
             }
         }
     }
     match worst {
-        Some((_, _, denial)) => Err(denial),
+        Some((denial, _)) => Err(denial),
         None => Ok(()),
     }
 }
