@@ -262,6 +262,12 @@ impl BlockingRegistry {
         if !self.any_ready.load(Ordering::Acquire) {
             return;
         }
+        // While a script runs, waiters are served when it ends (by the script's own
+        // command): a command allowed while it is busy must not pop what the script
+        // pushed halfway, nor hand a waiter the -BUSY its stand-in would meet.
+        if engine.gate().busy().script_running() {
+            return;
+        }
         let _serving = self.serving.lock();
         loop {
             let ready = {
@@ -273,18 +279,25 @@ impl BlockingRegistry {
                 return;
             }
             let mut done: Vec<(usize, Vec<u8>)> = Vec::new();
-            for slot in ready {
+            let mut slots = ready.into_iter();
+            while let Some(slot) = slots.next() {
                 if done.contains(&slot) {
                     continue;
                 }
-                self.serve_key(engine, &slot, gate_slot);
+                if self.serve_key(engine, &slot, gate_slot) == Served::Stalled {
+                    // A script became busy meanwhile: the rest waits for its end.
+                    for (db, key) in std::iter::once(slot).chain(slots) {
+                        self.key_written(db, &key);
+                    }
+                    return;
+                }
                 done.push(slot);
             }
         }
     }
 
     /// Serves the waiters of one key, first blocked first, until one finds nothing.
-    fn serve_key(&self, engine: &Engine, slot: &(usize, Vec<u8>), gate_slot: usize) {
+    fn serve_key(&self, engine: &Engine, slot: &(usize, Vec<u8>), gate_slot: usize) -> Served {
         loop {
             let Some(waiter) = self
                 .by_key
@@ -292,7 +305,7 @@ impl BlockingRegistry {
                 .get(slot)
                 .and_then(|q| q.front().cloned())
             else {
-                return;
+                return Served::Done;
             };
             // The wait cannot end elsewhere while its command runs: timeouts and
             // `CLIENT UNBLOCK` take the state lock first.
@@ -305,12 +318,16 @@ impl BlockingRegistry {
             let mut stand_in = waiter.stand_in.lock();
             stand_in.gate_slot = gate_slot;
             let reply = crate::command::execute(engine, &mut stand_in, &waiter.argv);
+            if matches!(&reply, Reply::Error(e) if e.starts_with("BUSY")) {
+                // A script went busy while the stand-in waited at the gate.
+                return Served::Stalled;
+            }
             let wrong_type = matches!(&reply, Reply::Error(e) if e.starts_with("WRONGTYPE"));
             let written = std::mem::take(&mut stand_in.written_for_waiters);
             if stand_in.block_request.take().is_some() || wrong_type {
                 // Someone else took the data first, or the key now holds another
                 // type (which does not serve this waiter, as in Redis): go on waiting.
-                return;
+                return Served::Done;
             }
             for (db, key) in written {
                 self.key_written(db, &key);
@@ -322,6 +339,15 @@ impl BlockingRegistry {
             (waiter.wake)();
         }
     }
+}
+
+/// How serving one key's waiters ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// Until a waiter found nothing, or none was left.
+    Done,
+    /// A busy script stopped it: the key is served again once the script ends.
+    Stalled,
 }
 
 /// Reads a blocking command's timeout in seconds (fractions allowed) as Redis does:

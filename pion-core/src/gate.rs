@@ -13,7 +13,12 @@
 //! The gate also carries the busy-script state: once a script has run past
 //! `busy-reply-threshold`, the others stop waiting and answer `-BUSY`, and the commands
 //! allowed while busy (`SCRIPT KILL`, `FUNCTION KILL`) run without passing the gate.
+//! The thread that runs the script serves its own other clients meanwhile through the
+//! busy pump its event loop installs ([`set_busy_pump`]), which the script's
+//! instruction hook calls ([`pump_while_busy`]), as Redis processes events while a
+//! script is blocked.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -70,6 +75,28 @@ impl Drop for Exclusive<'_> {
 thread_local! {
     /// Whether this thread holds the gate exclusively.
     static EXCLUSIVE_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// What serves this thread's other clients while a script it runs is busy.
+    static BUSY_PUMP: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+}
+
+/// Installs, for the calling thread, what serves its other clients while a script
+/// that this thread runs is past the busy threshold (a server's worker thread installs
+/// one; without one, its other clients wait for the script).
+pub fn set_busy_pump(pump: Box<dyn FnMut()>) {
+    BUSY_PUMP.with(|p| *p.borrow_mut() = Some(pump));
+}
+
+/// Called by a running script's instruction hook: lets the thread's busy pump serve
+/// the other clients. Does nothing on a thread without a pump, and never re-enters
+/// the pump (the commands it serves cannot run a script).
+pub fn pump_while_busy() {
+    BUSY_PUMP.with(|p| {
+        if let Ok(mut pump) = p.try_borrow_mut() {
+            if let Some(pump) = pump.as_mut() {
+                pump();
+            }
+        }
+    });
 }
 
 /// What a command met at the gate.
@@ -85,6 +112,11 @@ impl Gate {
     /// script runs. Gives up with [`Entry::Busy`] once a running script is past the
     /// busy threshold (`threshold_ms`, 0 = never).
     pub fn enter(&self, slot: usize, threshold_ms: u64) -> Entry<'_> {
+        // A command on the thread that holds the gate exclusively is one its busy pump
+        // serves while its script runs: it must not wait for itself.
+        if EXCLUSIVE_HERE.with(|h| h.get()) {
+            return Entry::Busy;
+        }
         let lock = &self.slots[slot % SLOTS].0;
         if let Some(g) = lock.try_read() {
             return Entry::Shared(Shared { _guard: g });
@@ -106,6 +138,29 @@ impl Gate {
         Exclusive { _guards: guards }
     }
 
+    /// Takes every slot unless a script is, or becomes, busy while waiting for them
+    /// (`None`: answer `-BUSY`). Never waits on this thread's own exclusive section
+    /// (a command the busy pump serves).
+    pub fn exclusive_unless_busy(&self, threshold_ms: u64) -> Option<Exclusive<'_>> {
+        if EXCLUSIVE_HERE.with(|h| h.get()) {
+            return None;
+        }
+        let mut guards = Vec::with_capacity(SLOTS);
+        for slot in self.slots.iter() {
+            loop {
+                if let Some(g) = slot.0.try_write_for(BUSY_POLL) {
+                    guards.push(g);
+                    break;
+                }
+                if self.busy.is_busy(threshold_ms) {
+                    return None;
+                }
+            }
+        }
+        EXCLUSIVE_HERE.with(|h| h.set(true));
+        Some(Exclusive { _guards: guards })
+    }
+
     /// Passage for background work that changes or captures the keyspace (active
     /// expiry, a snapshot's cut), so it never lands inside a transaction or script.
     /// `None` (no need to wait) when this thread itself runs the exclusive section,
@@ -125,15 +180,14 @@ impl Gate {
     }
 }
 
-/// Whether a script runs, since when, and whether `SCRIPT KILL` asked it to stop.
+/// Whether a script runs, since when, of which kind, and whether it may still be
+/// killed.
 #[derive(Default)]
 pub struct BusyState {
     /// Start of the running script (Unix ms), 0 when none runs.
     started_ms: AtomicI64,
     /// The running script may still be killed (it has not written).
     killable: AtomicBool,
-    /// `SCRIPT KILL` or `FUNCTION KILL` was asked.
-    kill_requested: AtomicBool,
     /// The running code is a function (`FCALL`) rather than an `EVAL` script.
     function: AtomicBool,
 }
@@ -158,7 +212,6 @@ pub enum Running {
 impl BusyState {
     /// Marks the start of a script (or function) run.
     pub fn begin_script(&self, function: bool) {
-        self.kill_requested.store(false, Ordering::SeqCst);
         self.killable.store(true, Ordering::SeqCst);
         self.function.store(function, Ordering::SeqCst);
         self.started_ms
@@ -168,7 +221,6 @@ impl BusyState {
     /// Marks the end of the running script.
     pub fn end_script(&self) {
         self.started_ms.store(0, Ordering::SeqCst);
-        self.kill_requested.store(false, Ordering::SeqCst);
     }
 
     /// The running script wrote to the dataset: it can no longer be killed.
@@ -184,6 +236,23 @@ impl BusyState {
             && crate::engine::unix_ms().saturating_sub(started) >= threshold_ms as i64
     }
 
+    /// Whether a script (or function) runs now, busy or not.
+    pub fn script_running(&self) -> bool {
+        self.started_ms.load(Ordering::SeqCst) > 0
+    }
+
+    /// The `-BUSY` error other clients get while a script is busy: it names the kill
+    /// command that applies (`SCRIPT KILL` for `EVAL`, `FUNCTION KILL` for `FCALL`).
+    pub fn refusal(&self) -> &'static str {
+        if self.function.load(Ordering::SeqCst) {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or \
+             SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or \
+             SHUTDOWN NOSAVE."
+        }
+    }
+
     /// What runs now.
     pub fn running(&self) -> Running {
         if self.started_ms.load(Ordering::SeqCst) == 0 {
@@ -195,16 +264,6 @@ impl BusyState {
         } else {
             Running::Script { killable }
         }
-    }
-
-    /// Asks the running script to stop (its instruction hook looks).
-    pub fn request_kill(&self) {
-        self.kill_requested.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether a kill was asked for the running script.
-    pub fn kill_requested(&self) -> bool {
-        self.kill_requested.load(Ordering::SeqCst)
     }
 }
 
@@ -269,5 +328,47 @@ mod tests {
         assert_eq!(gate.busy().running(), Running::Script { killable: false });
         gate.busy().end_script();
         assert_eq!(gate.busy().running(), Running::Nothing);
+    }
+
+    #[test]
+    fn the_exclusive_thread_never_waits_for_itself() {
+        // A command the busy pump serves runs on the thread that holds the gate:
+        // it is refused at once instead of waiting for its own script.
+        let gate = Gate::default();
+        let _x = gate.exclusive();
+        gate.busy().begin_script(true);
+        let start = std::time::Instant::now();
+        assert!(matches!(gate.enter(3, 1000), Entry::Busy));
+        assert!(gate.exclusive_unless_busy(1000).is_none());
+        assert!(start.elapsed() < BUSY_POLL);
+        assert!(gate.busy().refusal().contains("FUNCTION KILL"));
+        gate.busy().end_script();
+    }
+
+    #[test]
+    fn exclusive_gives_up_once_a_script_is_busy() {
+        let gate = Arc::new(Gate::default());
+        let x = gate.exclusive();
+        gate.busy().begin_script(false);
+        let other = Arc::clone(&gate);
+        let waiter = std::thread::spawn(move || other.exclusive_unless_busy(30).is_none());
+        assert!(waiter.join().expect("thread"), "refused once busy");
+        gate.busy().end_script();
+        drop(x);
+        assert!(gate.exclusive_unless_busy(30).is_some());
+    }
+
+    #[test]
+    fn the_busy_pump_runs_on_its_own_thread_only() {
+        use std::rc::Rc;
+        let calls = Rc::new(std::cell::Cell::new(0));
+        let counted = Rc::clone(&calls);
+        set_busy_pump(Box::new(move || counted.set(counted.get() + 1)));
+        pump_while_busy();
+        pump_while_busy();
+        assert_eq!(calls.get(), 2);
+        let elsewhere = std::thread::spawn(|| pump_while_busy());
+        elsewhere.join().expect("no pump there");
+        assert_eq!(calls.get(), 2);
     }
 }

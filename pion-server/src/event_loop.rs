@@ -3,9 +3,10 @@
 //! the commands against the shared keyspace and writes the replies of its own
 //! connections. The thread count changes throughput, never what a client sees.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,8 @@ use parking_lot::Mutex;
 use pion_core::engine::Readiness;
 use pion_core::Engine;
 
+use crate::admission::{Admission, Conns, Entry, Peer, FIRST_CONN};
+use crate::busy_pump::{BusyPump, LendSlot, Lent};
 use crate::connection::Connection;
 use crate::resp::Limits;
 use crate::stream::{Listener, Stream};
@@ -23,12 +26,8 @@ use crate::stream::{Listener, Stream};
 /// Listening sockets use tokens `FIRST_LISTENER..FIRST_CONN`.
 const FIRST_LISTENER: usize = 2;
 const WAKER: Token = Token(1);
-const FIRST_CONN: usize = 1024;
 const READ_CHUNK: usize = 64 * 1024;
 const TICK: Duration = Duration::from_millis(100);
-
-/// How a worker reaches another: its inbox of accepted sockets and its waker.
-type Peer = (Arc<Mutex<Vec<Stream>>>, Arc<Waker>);
 
 /// A running server's handle: ask it to stop from another thread.
 #[derive(Clone)]
@@ -62,12 +61,25 @@ pub struct Server {
     stop: StopHandle,
 }
 
-struct Worker {
+/// What a worker starts from (built before its thread, so it holds nothing bound to
+/// one thread).
+struct WorkerSeed {
     index: usize,
     poll: Poll,
     waker: Arc<Waker>,
     inbox: Arc<Mutex<Vec<Stream>>>,
-    conns: HashMap<Token, (Stream, Connection)>,
+    ready: Arc<Mutex<Vec<Token>>>,
+}
+
+struct Worker {
+    poll: Poll,
+    /// Taking connections in (shared with the busy pump).
+    admission: Rc<Admission>,
+    conns: Conns,
+    /// The listening sockets (worker 0 only).
+    listeners: Vec<Listener>,
+    /// Where `conns` and `listeners` are lent to the busy pump while a command runs.
+    lent: LendSlot,
     /// Connections served in this pass whose replies are still to be written.
     pending: Vec<Token>,
     /// Connections whose replies wait for the write-ahead log (the disk refused the
@@ -75,11 +87,24 @@ struct Worker {
     held: Vec<Token>,
     /// Connections whose replies wait for an fsync (`appendfsync always`).
     awaiting_sync: Vec<Token>,
-    /// Connections with Pub/Sub messages to deliver (their mailboxes' bells).
-    ready: Arc<Mutex<Vec<Token>>>,
     /// The earliest deadline of this worker's blocked clients.
     next_block_deadline: Option<std::time::Instant>,
-    next_token: usize,
+}
+
+/// Whether a connection stays after being served or written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Keep,
+    Close,
+}
+
+/// The decoder limits the configuration sets now.
+pub(crate) fn current_limits(engine: &Engine) -> Limits {
+    Limits {
+        max_bulk_len: engine.config().with(|c| c.proto_max_bulk_len),
+        max_query_buffer: engine.config().with(|c| c.client_query_buffer_limit),
+        unauthenticated: false,
+    }
 }
 
 impl Server {
@@ -157,18 +182,12 @@ impl Server {
             self.engine.on_log_synced(Box::new(move || {
                 let _ = on_sync.wake();
             }));
-            workers.push(Worker {
+            workers.push(WorkerSeed {
                 index,
                 poll,
                 waker,
                 inbox: Arc::new(Mutex::new(Vec::new())),
-                conns: HashMap::new(),
-                pending: Vec::new(),
-                held: Vec::new(),
-                awaiting_sync: Vec::new(),
                 ready: Arc::new(Mutex::new(Vec::new())),
-                next_block_deadline: None,
-                next_token: FIRST_CONN,
             });
         }
         let stop = self.stop.clone();
@@ -194,9 +213,9 @@ impl Server {
         let peers = Arc::new(peers);
         let mut handles = Vec::new();
         let mut first = None;
-        for worker in workers {
-            if worker.index == 0 {
-                first = Some(worker);
+        for seed in workers {
+            if seed.index == 0 {
+                first = Some(seed);
                 continue;
             }
             let engine = self.engine.clone();
@@ -204,12 +223,15 @@ impl Server {
             let peers = Arc::clone(&peers);
             handles.push(
                 std::thread::Builder::new()
-                    .name(format!("pion-worker-{}", worker.index))
-                    .spawn(move || worker.run(&engine, &stop, &mut [], &peers))?,
+                    .name(format!("pion-worker-{}", seed.index))
+                    .spawn(move || {
+                        Worker::start(seed, Vec::new(), peers, &engine)?.run(&engine, &stop)
+                    })?,
             );
         }
         let result = match first {
-            Some(w) => w.run(&self.engine, &stop, &mut listeners, &peers),
+            Some(seed) => Worker::start(seed, listeners, peers, &self.engine)
+                .and_then(|w| w.run(&self.engine, &stop)),
             None => Ok(()),
         };
         stop.stop();
@@ -221,15 +243,39 @@ impl Server {
 }
 
 impl Worker {
-    fn run(
-        mut self,
+    /// The worker of `seed`, on its own thread: builds what the busy pump shares with
+    /// the event loop and installs the pump.
+    fn start(
+        seed: WorkerSeed,
+        listeners: Vec<Listener>,
+        peers: Arc<Vec<Peer>>,
         engine: &Engine,
-        stop: &StopHandle,
-        listeners: &mut [Listener],
-        peers: &[Peer],
-    ) -> io::Result<()> {
+    ) -> io::Result<Worker> {
+        let admission = Rc::new(Admission::new(
+            seed.index,
+            seed.poll.registry().try_clone()?,
+            seed.waker,
+            seed.inbox,
+            seed.ready,
+            peers,
+        ));
+        let lent: LendSlot = Rc::new(RefCell::new(None));
+        BusyPump::install(Rc::clone(&admission), Rc::clone(&lent), engine.clone());
+        Ok(Worker {
+            poll: seed.poll,
+            admission,
+            conns: Conns::default(),
+            listeners,
+            lent,
+            pending: Vec::new(),
+            held: Vec::new(),
+            awaiting_sync: Vec::new(),
+            next_block_deadline: None,
+        })
+    }
+
+    fn run(mut self, engine: &Engine, stop: &StopHandle) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
-        let mut round_robin = 0usize;
         let mut last_sweep = std::time::Instant::now();
         while !stop.stop.load(Ordering::SeqCst) {
             // Replies waiting for an fsync: look for other work without sleeping. With
@@ -252,11 +298,7 @@ impl Worker {
                 }
                 return Err(e);
             }
-            let limits = Limits {
-                max_bulk_len: engine.config().with(|c| c.proto_max_bulk_len),
-                max_query_buffer: engine.config().with(|c| c.client_query_buffer_limit),
-                unauthenticated: false,
-            };
+            let limits = current_limits(engine);
             if waiting {
                 if events.is_empty() {
                     engine.sync_log_now();
@@ -268,13 +310,13 @@ impl Worker {
             for event in events.iter() {
                 match event.token() {
                     Token(t) if (FIRST_LISTENER..FIRST_CONN).contains(&t) => {
-                        if let Some(l) = listeners.get_mut(t - FIRST_LISTENER) {
-                            self.accept_all(l, engine, peers, &mut round_robin);
+                        if let Some(l) = self.listeners.get_mut(t - FIRST_LISTENER) {
+                            self.admission.accept_all(l, &mut self.conns, engine);
                         }
                     }
                     WAKER => {
                         woken = true;
-                        self.adopt_inbox(engine);
+                        self.admission.adopt_inbox(&mut self.conns, engine);
                         self.deliver_ready();
                     }
                     token => self.serve(token, engine, &limits),
@@ -302,104 +344,69 @@ impl Worker {
                 last_sweep = std::time::Instant::now();
             }
         }
-        for (_, (_, conn)) in self.conns.drain() {
-            engine.clients().unregister(conn.client.id());
+        for (_, entry) in self.conns.drain() {
+            engine.clients().unregister(entry.1.client.id());
         }
         Ok(())
     }
 
-    fn accept_all(
+    /// Runs what `conn` (taken out of the map) has to run, lending the other
+    /// connections and the listeners to the busy pump meanwhile; afterwards queues
+    /// the output the pump left unwritten.
+    fn run_commands(&mut self, conn: &mut Connection, engine: &Engine, limits: &Limits) {
+        *self.lent.borrow_mut() = Some(Lent {
+            conns: std::mem::take(&mut self.conns),
+            listeners: std::mem::take(&mut self.listeners),
+            touched: Vec::new(),
+        });
+        conn.process(engine, limits);
+        let returned = self.lent.borrow_mut().take();
+        if let Some(lent) = returned {
+            self.conns = lent.conns;
+            self.listeners = lent.listeners;
+            for token in lent.touched {
+                self.queue_for_write(token);
+            }
+        }
+    }
+
+    /// Takes connection `token` out of the map for `f`, which may run its commands
+    /// (see [`run_commands`](Self::run_commands)); puts it back or closes it as `f`
+    /// says. Nothing when the connection is gone.
+    fn with_conn(
         &mut self,
-        listener: &mut Listener,
+        token: Token,
         engine: &Engine,
-        peers: &[Peer],
-        round_robin: &mut usize,
+        f: impl FnOnce(&mut Self, &mut Entry) -> Fate,
     ) {
-        loop {
-            match listener.accept() {
-                Ok(stream) => {
-                    let target = *round_robin % peers.len();
-                    *round_robin += 1;
-                    if target == self.index {
-                        self.adopt(stream, engine);
-                    } else {
-                        peers[target].0.lock().push(stream);
-                        let _ = peers[target].1.wake();
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    // Out of descriptors and similar: try again on the next event.
-                    pion_core::log_warning!("Accepting client connection: {e}");
-                    return;
-                }
+        let Some(mut entry) = self.conns.remove(&token) else {
+            return;
+        };
+        match f(self, &mut entry) {
+            Fate::Keep => {
+                self.conns.insert(token, entry);
             }
+            Fate::Close => self.close_entry(entry, engine),
         }
     }
 
-    fn adopt_inbox(&mut self, engine: &Engine) {
-        let streams: Vec<Stream> = std::mem::take(&mut *self.inbox.lock());
-        for s in streams {
-            self.adopt(s, engine);
-        }
-    }
-
-    fn adopt(&mut self, mut stream: Stream, engine: &Engine) {
-        let maxclients = engine.config().with(|c| c.maxclients);
-        if engine.clients().len() >= maxclients {
-            let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
-            engine
-                .server_stats()
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        // Protected mode: no password and a client from outside the machine.
-        if let Some(ip) = stream.peer_ip() {
-            if pion_core::acl::protected::refuses_peer(engine, ip) {
-                let _ = stream.write_all(pion_core::acl::protected::DENIED.as_bytes());
-                return;
+    fn queue_for_write(&mut self, token: Token) {
+        if let Some(entry) = self.conns.get_mut(&token) {
+            if !entry.1.queued_for_write {
+                entry.1.queued_for_write = true;
+                self.pending.push(token);
             }
         }
-        let token = Token(self.next_token);
-        self.next_token += 1;
-        if self
-            .poll
-            .registry()
-            .register(&mut stream, token, Interest::READABLE)
-            .is_err()
-        {
-            return;
-        }
-        let addr = stream.peer_name();
-        let laddr = stream.local_name();
-        let fd = stream.raw_fd();
-        let mut client = engine.client(addr, laddr, fd);
-        client.gate_slot = self.index % pion_core::gate::WORKER_SLOTS;
-        let waker = Arc::clone(&self.waker);
-        *client.shared.waker.lock() = Some(Box::new(move || {
-            let _ = waker.wake();
-        }));
-        let (ready, bell) = (Arc::clone(&self.ready), Arc::clone(&self.waker));
-        client.shared.pubsub.set_bell(Box::new(move || {
-            ready.lock().push(token);
-            let _ = bell.wake();
-        }));
-        self.conns.insert(token, (stream, Connection::new(client)));
     }
 
     /// Moves published messages into the output of the connections whose mailbox
     /// rang; they are written with this pass's replies.
     fn deliver_ready(&mut self) {
-        let tokens = std::mem::take(&mut *self.ready.lock());
+        let tokens = std::mem::take(&mut *self.admission.ready.lock());
         for token in tokens {
-            if let Some((_, conn)) = self.conns.get_mut(&token) {
-                conn.deliver_pushes();
-                if !conn.queued_for_write {
-                    conn.queued_for_write = true;
-                    self.pending.push(token);
-                }
+            if let Some(entry) = self.conns.get_mut(&token) {
+                entry.1.deliver_pushes();
+                self.queue_for_write(token);
             }
         }
     }
@@ -407,34 +414,36 @@ impl Worker {
     /// Reads what a readable connection sent and runs its commands; the replies are
     /// written later by [`flush_pending`](Self::flush_pending).
     fn serve(&mut self, token: Token, engine: &Engine, limits: &Limits) {
-        let Some((stream, conn)) = self.conns.get_mut(&token) else {
-            return;
-        };
-        // Killed (CLIENT KILL, its user deleted): runs nothing more; the sweep closes it.
-        if conn.client.shared.killed.load(Ordering::SeqCst) {
-            return;
-        }
-        if !read_available(stream, conn, engine) {
-            conn.peer_closed = true;
-        }
-        conn.process(engine, limits);
-        if let Some(d) = conn.block_deadline() {
-            self.next_block_deadline = Some(self.next_block_deadline.map_or(d, |n| n.min(d)));
-        }
-        if conn.pending_input() as u64 > limits.max_query_buffer {
-            // Redis closes a client whose unparsed input passes client-query-buffer-limit.
-            pion_core::log_warning!(
-                "closing client {}: query buffer of {} bytes exceeds client-query-buffer-limit",
-                conn.client.shared.addr,
-                conn.pending_input()
-            );
-            self.close(token, engine);
-            return;
-        }
-        if !conn.queued_for_write {
-            conn.queued_for_write = true;
-            self.pending.push(token);
-        }
+        self.with_conn(token, engine, |w, entry| {
+            let (stream, conn) = &mut **entry;
+            // Killed (CLIENT KILL, its user deleted): runs nothing more; the sweep
+            // closes it.
+            if conn.client.shared.killed.load(Ordering::SeqCst) {
+                return Fate::Keep;
+            }
+            if !read_available(stream, conn, engine) {
+                conn.peer_closed = true;
+            }
+            w.run_commands(conn, engine, limits);
+            if let Some(d) = conn.block_deadline() {
+                w.next_block_deadline = Some(w.next_block_deadline.map_or(d, |n| n.min(d)));
+            }
+            if conn.pending_input() as u64 > limits.max_query_buffer {
+                // Redis closes a client whose unparsed input passes
+                // client-query-buffer-limit.
+                pion_core::log_warning!(
+                    "closing client {}: query buffer of {} bytes exceeds client-query-buffer-limit",
+                    conn.client.shared.addr,
+                    conn.pending_input()
+                );
+                return Fate::Close;
+            }
+            if !conn.queued_for_write {
+                conn.queued_for_write = true;
+                w.pending.push(token);
+            }
+            Fate::Keep
+        });
     }
 
     /// Writes the replies of every connection served in this event-loop pass. Like
@@ -449,9 +458,21 @@ impl Worker {
     }
 
     fn flush_one(&mut self, token: Token, engine: &Engine, limits: &Limits) {
-        let Some((stream, conn)) = self.conns.get_mut(&token) else {
-            return;
-        };
+        self.with_conn(token, engine, |w, entry| {
+            w.flush_entry(token, entry, engine, limits)
+        });
+    }
+
+    /// Writes what connection `token` has ready, continues a pipeline the output cap
+    /// paused, and asks for writability while output remains.
+    fn flush_entry(
+        &mut self,
+        token: Token,
+        entry: &mut Entry,
+        engine: &Engine,
+        limits: &Limits,
+    ) -> Fate {
+        let (stream, conn) = &mut **entry;
         conn.queued_for_write = false;
         let mut open = !conn.peer_closed;
         loop {
@@ -466,21 +487,21 @@ impl Worker {
                         self.awaiting_sync.push(token);
                     }
                     conn.publish_buffers();
-                    return;
+                    return Fate::Keep;
                 }
                 Readiness::Failed => {
                     if !self.held.contains(&token) {
                         self.held.push(token);
                     }
                     conn.publish_buffers();
-                    return;
+                    return Fate::Keep;
                 }
             }
             match flush(stream, conn, engine) {
                 Ok(true) if conn.pending_input() > 0 && !conn.closing => {
                     // The output cap paused a long pipeline: continue it.
                     let before = conn.pending_input();
-                    conn.process(engine, limits);
+                    self.run_commands(conn, engine, limits);
                     if conn.pending_input() == before && conn.unwritten().is_empty() {
                         break;
                     }
@@ -495,8 +516,7 @@ impl Worker {
         conn.publish_buffers();
         let done = conn.closing && conn.unwritten().is_empty();
         if !open || done {
-            self.close(token, engine);
-            return;
+            return Fate::Close;
         }
         // Ask for writability only while output is pending; skip the syscall when the
         // interest is unchanged (the common case: the reply went out at once).
@@ -514,16 +534,17 @@ impl Worker {
                 .reregister(stream, token, interest)
                 .is_err()
             {
-                self.close(token, engine);
+                return Fate::Close;
             }
         }
+        Fate::Keep
     }
 
     /// The connections in a state (blocked, held by a pause).
     fn tokens_where(&self, state: fn(&Connection) -> bool) -> Vec<Token> {
         self.conns
             .iter()
-            .filter(|(_, (_, c))| state(c))
+            .filter(|(_, e)| state(&e.1))
             .map(|(t, _)| *t)
             .collect()
     }
@@ -534,13 +555,14 @@ impl Worker {
         let blocked = self.tokens_where(Connection::is_blocked);
         let mut next: Option<std::time::Instant> = None;
         for token in blocked {
-            if let Some((_, conn)) = self.conns.get_mut(&token) {
-                conn.process(engine, limits);
+            self.with_conn(token, engine, |w, entry| {
+                let conn = &mut entry.1;
+                w.run_commands(conn, engine, limits);
                 if let Some(d) = conn.block_deadline() {
                     next = Some(next.map_or(d, |n| n.min(d)));
                 }
-            }
-            self.flush_one(token, engine, limits);
+                w.flush_entry(token, entry, engine, limits)
+            });
         }
         self.next_block_deadline = next;
     }
@@ -549,21 +571,27 @@ impl Worker {
     fn resume_paused(&mut self, engine: &Engine, limits: &Limits) {
         let held = self.tokens_where(Connection::is_held);
         for token in held {
-            if let Some((_, conn)) = self.conns.get_mut(&token) {
-                conn.process(engine, limits);
-            }
-            self.flush_one(token, engine, limits);
+            self.with_conn(token, engine, |w, entry| {
+                w.run_commands(&mut entry.1, engine, limits);
+                w.flush_entry(token, entry, engine, limits)
+            });
         }
     }
 
     fn close(&mut self, token: Token, engine: &Engine) {
-        if let Some((mut stream, conn)) = self.conns.remove(&token) {
-            if let Some(waiter) = &conn.client.blocked {
-                engine.blocking().cancel(waiter);
-            }
-            let _ = self.poll.registry().deregister(&mut stream);
-            engine.clients().unregister(conn.client.id());
+        if let Some(entry) = self.conns.remove(&token) {
+            self.close_entry(entry, engine);
         }
+    }
+
+    /// Closes a connection already taken out of the map.
+    fn close_entry(&mut self, entry: Entry, engine: &Engine) {
+        let (mut stream, conn) = *entry;
+        if let Some(waiter) = &conn.client.blocked {
+            engine.blocking().cancel(waiter);
+        }
+        let _ = self.poll.registry().deregister(&mut stream);
+        engine.clients().unregister(conn.client.id());
     }
 
     /// Closes connections killed by `CLIENT KILL` and, when `timeout` is set, those
@@ -574,8 +602,8 @@ impl Worker {
         let doomed: Vec<Token> = self
             .conns
             .iter()
-            .filter(|(_, (_, c))| {
-                let shared = &c.client.shared;
+            .filter(|(_, e)| {
+                let shared = &e.1.client.shared;
                 shared.killed.load(Ordering::SeqCst)
                     || (timeout_ms > 0
                         && now - shared.last_interaction_ms.load(Ordering::Relaxed) > timeout_ms)
@@ -583,8 +611,8 @@ impl Worker {
             .map(|(t, _)| *t)
             .collect();
         for t in doomed {
-            if let Some((stream, _)) = self.conns.get(&t) {
-                let _ = stream.shutdown();
+            if let Some(entry) = self.conns.get(&t) {
+                let _ = entry.0.shutdown();
             }
             self.close(t, engine);
         }
@@ -592,7 +620,7 @@ impl Worker {
 }
 
 /// Reads everything the socket has; returns false when the peer closed or failed.
-fn read_available(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> bool {
+pub(crate) fn read_available(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> bool {
     loop {
         let buf = conn.read_buf(READ_CHUNK);
         let room = buf.len();
@@ -616,7 +644,11 @@ fn read_available(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -
 }
 
 /// Writes pending output; `Ok(true)` when everything was written.
-fn flush(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> io::Result<bool> {
+pub(crate) fn flush(
+    stream: &mut Stream,
+    conn: &mut Connection,
+    engine: &Engine,
+) -> io::Result<bool> {
     while !conn.unwritten().is_empty() {
         match stream.write(conn.unwritten()) {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),

@@ -5,7 +5,9 @@
 //! [`pion_core::Engine`]. All command semantics live in `pion-core`; this crate only
 //! moves bytes.
 
+pub mod admission;
 pub mod binary;
+pub mod busy_pump;
 pub mod cli;
 pub mod connection;
 pub mod event_loop;

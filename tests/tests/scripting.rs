@@ -1,11 +1,8 @@
-//! Scripts in a running server: a runaway script is stopped by `SCRIPT KILL` from
-//! another connection (and a script that wrote cannot be), and what scripts and
-//! function libraries wrote survives a SIGKILL, replayed from the write-ahead log as
-//! the commands' effects.
+//! Scripts in a running server: what scripts and function libraries wrote survives a
+//! SIGKILL, replayed from the write-ahead log as the commands' effects. (Busy scripts
+//! and `SCRIPT KILL` are in `busy_script.rs`.)
 
-use std::time::{Duration, Instant};
-
-use pion_tests::{temp_dir, Client, PionProcess, RespValue};
+use pion_tests::{temp_dir, PionProcess, RespValue};
 
 fn line(v: &RespValue) -> String {
     match v {
@@ -13,92 +10,6 @@ fn line(v: &RespValue) -> String {
         RespValue::Bulk(_, Some(b)) => String::from_utf8_lossy(b).into_owned(),
         other => format!("{other:?}"),
     }
-}
-
-/// Two workers (a connection on the other one can reach the running script), no log,
-/// and a short busy threshold so other clients are answered `-BUSY` quickly.
-const BUSY_SERVER: &[&str] = &[
-    "--threads",
-    "2",
-    "--wal",
-    "off",
-    "--busy-reply-threshold",
-    "200",
-];
-
-/// Sends `SCRIPT KILL` (or `FUNCTION KILL`) from fresh connections until one is
-/// answered `OK`; a connection served by the busy thread is left waiting and skipped.
-fn kill_from_other_connections(port: u16, cmd: &[&str]) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut replies = Vec::new();
-    while Instant::now() < deadline {
-        let mut c = Client::connect(port).expect("connect");
-        c.set_read_timeout(Duration::from_millis(500))
-            .expect("timeout");
-        if let Ok((reply, _)) = c.call(cmd) {
-            let text = line(&reply);
-            replies.push(text.clone());
-            if text == "OK" || text.starts_with("UNKILLABLE") {
-                return replies;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("no kill was accepted: {replies:?}");
-}
-
-#[test]
-fn runaway_script_is_killed_from_another_connection() {
-    let dir = temp_dir("script-kill");
-    let server = PionProcess::start(dir.path(), BUSY_SERVER);
-    let mut runner = Client::connect(server.port()).expect("connect");
-    runner
-        .send_raw(&Client::encode(&["EVAL", "while true do end", "0"]))
-        .expect("send");
-    let replies = kill_from_other_connections(server.port(), &["SCRIPT", "KILL"]);
-    assert_eq!(replies.last().map(String::as_str), Some("OK"));
-    runner
-        .set_read_timeout(Duration::from_secs(10))
-        .expect("timeout");
-    let (reply, _) = runner.read_reply().expect("the script's reply");
-    assert!(reply.is_error());
-    assert!(
-        line(&reply).starts_with("ERR Script killed by user with SCRIPT KILL..."),
-        "{reply:?}"
-    );
-    // The server and the runner's connection go on.
-    assert_eq!(line(&runner.cmd(&["EVAL", "return 'after'", "0"])), "after");
-    assert_eq!(
-        line(&runner.cmd(&["SCRIPT", "KILL"])),
-        "NOTBUSY No scripts in execution right now."
-    );
-}
-
-#[test]
-fn a_script_that_wrote_cannot_be_killed() {
-    let dir = temp_dir("script-unkillable");
-    let server = PionProcess::start(dir.path(), BUSY_SERVER);
-    let mut runner = Client::connect(server.port()).expect("connect");
-    // Writes once, then loops for about two seconds: a kill must be refused.
-    let script = "redis.call('set','w','1') local t0 = tonumber(redis.call('time')[1]) \
-                  for i = 1, 5e8 do if i % 100000 == 0 and \
-                  tonumber(redis.call('time')[1]) - t0 >= 2 then break end end return 'done'";
-    runner
-        .send_raw(&Client::encode(&["EVAL", script, "0"]))
-        .expect("send");
-    std::thread::sleep(Duration::from_millis(200));
-    let replies = kill_from_other_connections(server.port(), &["SCRIPT", "KILL"]);
-    assert!(
-        replies.last().is_some_and(
-            |r| r.starts_with("UNKILLABLE Sorry the script already executed write commands")
-        ),
-        "{replies:?}"
-    );
-    runner
-        .set_read_timeout(Duration::from_secs(30))
-        .expect("timeout");
-    let (reply, _) = runner.read_reply().expect("the script's reply");
-    assert_eq!(line(&reply), "done");
 }
 
 #[test]

@@ -241,6 +241,16 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
             ));
         }
     }
+    // A script past busy-reply-threshold: only the commands allowed while busy run,
+    // and a transaction that queues another is doomed, as in Redis. (The script's own
+    // commands are nested and not refused.)
+    if client.nested.is_none() && !spec.has(super::flags::ALLOW_BUSY) {
+        let busy = engine.gate().busy();
+        if busy.script_running() && busy.is_busy(engine.busy_threshold_ms()) {
+            engine.command_stats().reject(resolved.stat);
+            return Err(Reply::error(busy.refusal()));
+        }
+    }
     // Pub/Sub: a RESP2 subscriber (or a monitor) runs only what that mode allows.
     if let Some(refused) =
         crate::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name)
@@ -265,9 +275,7 @@ fn run_top(
             // A command refused while queuing dooms the transaction; a refused EXEC
             // discards it at once, saying why.
             if is_exec(argv) {
-                client.multi = None;
-                client.shared.multi.store(-1, Ordering::Relaxed);
-                client.watches.clear();
+                discard_transaction(client);
                 if let Reply::Error(text) = &reply {
                     let why = text.strip_prefix("ERR ").unwrap_or(text);
                     return (
@@ -301,25 +309,48 @@ fn run_top(
         }
     }
     let gate = engine.gate();
+    let threshold = engine.busy_threshold_ms();
     if spec.has(super::flags::EXCLUSIVE) {
-        let _exclusive = gate.exclusive();
-        return run_exclusive(engine, client, argv, resolved, started);
+        return match gate.exclusive_unless_busy(threshold) {
+            Some(_exclusive) => run_exclusive(engine, client, argv, resolved, started),
+            None => busy_refusal(engine, client, argv, resolved, started),
+        };
     }
-    match gate.enter(client.gate_slot, engine.busy_threshold_ms()) {
+    match gate.enter(client.gate_slot, threshold) {
         crate::gate::Entry::Shared(_shared) => {
             run_resolved(engine, client, argv, resolved, started)
         }
         crate::gate::Entry::Busy if spec.has(super::flags::ALLOW_BUSY) => {
             run_resolved(engine, client, argv, resolved, started)
         }
-        crate::gate::Entry::Busy => (
-            Reply::error(
-                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or \
-                 SHUTDOWN NOSAVE.",
-            ),
-            started,
-        ),
+        crate::gate::Entry::Busy => busy_refusal(engine, client, argv, resolved, started),
     }
+}
+
+/// The `-BUSY` answer to a command that met a busy script at the gate; `EXEC`
+/// discards its transaction with it, as a command refused before queuing does.
+fn busy_refusal(
+    engine: &Engine,
+    client: &mut ClientState,
+    argv: &[Vec<u8>],
+    resolved: Resolved,
+    started: Instant,
+) -> (Reply, Instant) {
+    engine.command_stats().reject(resolved.stat);
+    let text = engine.gate().busy().refusal();
+    if is_exec(argv) {
+        discard_transaction(client);
+        let reply = format!("EXECABORT Transaction discarded because of: {text}");
+        return (Reply::Error(reply.into()), started);
+    }
+    (Reply::error(text), started)
+}
+
+/// Leaves `MULTI` state: the queue and the watched keys are dropped.
+fn discard_transaction(client: &mut ClientState) {
+    client.multi = None;
+    client.shared.multi.store(-1, Ordering::Relaxed);
+    client.watches.clear();
 }
 
 /// Runs a command that holds the gate exclusively: the commands it runs collect their

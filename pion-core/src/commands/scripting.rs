@@ -257,6 +257,8 @@ fn kill(ctx: &mut Ctx<'_>, function: bool) -> OpResult<Reply> {
         Err(KillRefused::Unkillable) => Err(OpError::custom(
             "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
         )),
+        // The -BUSY that names the kill command for what runs.
+        Err(KillRefused::OtherKind) => Err(OpError::custom(ctx.engine.gate().busy().refusal())),
     }
 }
 

@@ -199,17 +199,30 @@ fn time(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let mut abort = false;
     let mut save = false;
+    let mut nosave = false;
     for a in &argv[1..] {
         if is_kw(a, "abort") {
             abort = true;
         } else if is_kw(a, "save") {
             save = true;
-        } else if !["nosave", "now", "force"].iter().any(|k| is_kw(a, k)) {
+        } else if is_kw(a, "nosave") {
+            nosave = true;
+        } else if !["now", "force"].iter().any(|k| is_kw(a, k)) {
             return Err(OpError::Syntax);
         }
     }
     if abort {
         return Err(OpError::custom("ERR No shutdown in progress."));
+    }
+    // Past the busy threshold a script can only be stopped with what it did so far
+    // thrown away: `SHUTDOWN NOSAVE` does that (killing even a script that wrote),
+    // any other `SHUTDOWN` is refused as the other commands are.
+    let busy = ctx.engine.gate().busy();
+    if busy.script_running() && busy.is_busy(ctx.engine.busy_threshold_ms()) {
+        if !nosave || save {
+            return Err(OpError::custom(busy.refusal()));
+        }
+        ctx.engine.scripting().busy().kill_for_shutdown();
     }
     if save && ctx.engine.durability().is_some() {
         if let Err(e) = crate::durability::take_snapshot(ctx.engine) {

@@ -28,21 +28,27 @@ pub struct Running {
 pub struct Busy {
     running: Mutex<Option<Running>>,
     kill: AtomicBool,
+    /// The kill comes from `SHUTDOWN NOSAVE`: the script's effects are dropped.
+    shutdown: AtomicBool,
 }
 
 /// Why a kill request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillRefused {
-    /// Nothing runs (or not the kind asked for).
+    /// Nothing runs.
     NotBusy,
     /// The script already wrote.
     Unkillable,
+    /// The other kind runs: a function for `SCRIPT KILL`, an `EVAL` script for
+    /// `FUNCTION KILL`.
+    OtherKind,
 }
 
 impl Busy {
     /// Marks a script as started.
     pub fn begin_script(&self, running: Running) {
         self.kill.store(false, Ordering::SeqCst);
+        self.shutdown.store(false, Ordering::SeqCst);
         *self.running.lock() = Some(running);
     }
 
@@ -50,6 +56,18 @@ impl Busy {
     pub fn end_script(&self) {
         *self.running.lock() = None;
         self.kill.store(false, Ordering::SeqCst);
+        self.shutdown.store(false, Ordering::SeqCst);
+    }
+
+    /// Stops the running script, written or not, for `SHUTDOWN NOSAVE`.
+    pub fn kill_for_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.kill.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the running script was stopped by `SHUTDOWN NOSAVE`.
+    pub fn killed_for_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
     }
 
     /// Records that the running script wrote to the dataset.
@@ -76,11 +94,12 @@ impl Busy {
         let Some(r) = guard.as_ref() else {
             return Err(KillRefused::NotBusy);
         };
-        if r.is_function != function {
-            return Err(KillRefused::NotBusy);
-        }
+        // Redis's order: a script that wrote is unkillable whichever command asks.
         if r.wrote {
             return Err(KillRefused::Unkillable);
+        }
+        if r.is_function != function {
+            return Err(KillRefused::OtherKind);
         }
         self.kill.store(true, Ordering::SeqCst);
         Ok(())

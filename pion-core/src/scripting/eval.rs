@@ -210,6 +210,22 @@ pub fn run(
     // Other clients are answered -BUSY once this runs past the threshold.
     engine.gate().busy().begin_script(inv.is_function);
     let outcome = with_calls(state, engine, client, &rc, || state.run(func, call_args));
+    if scripting.busy.killed_for_shutdown() {
+        // As in Redis, where the server exits with the script's effects unpropagated:
+        // what it wrote never reaches the log.
+        if let Some(nested) = client.nested.as_mut() {
+            if !nested.effects.is_empty() {
+                crate::log_warning!(
+                    "SHUTDOWN NOSAVE stopped a script: its {} writes are not logged",
+                    nested.effects.len()
+                );
+            }
+            nested.effects.clear();
+        }
+        // The server is going away: the caller sees its connection close, no reply.
+        client.suppress_reply = true;
+        client.close_after_reply = true;
+    }
     engine.gate().busy().end_script();
     scripting.busy.end_script();
     if client.db != saved_db {

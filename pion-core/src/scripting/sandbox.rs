@@ -160,6 +160,9 @@ impl LuaState {
                     h.timed_out.store(true, Ordering::SeqCst);
                     return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
                 }
+                // Past the busy threshold, this thread's other clients are served
+                // (their SCRIPT KILL included) between two stretches of the script.
+                crate::gate::pump_while_busy();
                 Ok(VmState::Continue)
             },
         );
