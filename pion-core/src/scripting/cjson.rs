@@ -1,14 +1,16 @@
-//! The `cjson` library scripts see: `cjson.encode`, `cjson.decode` and `cjson.null`,
-//! behaving as Redis's bundled lua-cjson does on common inputs (its number format,
-//! its escaping of `/`, its sparse-array rule and its error texts).
+//! The `cjson` library scripts see: `cjson.encode`, `cjson.decode`, `cjson.null`,
+//! `cjson.new` and the settings functions (`cjson_settings`), behaving as Redis's
+//! bundled lua-cjson 2.1.0 does (its number format, its escaping of `/`, its
+//! sparse-array rule, its `strtod` reading of numbers and its error texts).
+
+use std::sync::Arc;
 
 use mlua::{LightUserData, Lua, Table, Value};
+use parking_lot::Mutex;
 
 use super::api::raise_at;
+use super::cjson_settings::{self, InvalidNumbers, Settings, Shared};
 use crate::num::fmt_g;
-
-/// Deepest nesting encode and decode accept.
-const MAX_DEPTH: usize = 1000;
 
 /// The `cjson.null` sentinel: a light userdata holding NULL, as lua-cjson's.
 pub fn null() -> Value {
@@ -19,11 +21,18 @@ pub fn null() -> Value {
 /// lua-cjson's `luaL_error` does.
 pub fn open(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    let shared: Shared = Arc::new(Mutex::new(Settings::default()));
+    cjson_settings::install(lua, &t, &shared)?;
+    t.raw_set("_NAME", "cjson")?;
+    t.raw_set("_VERSION", "2.1.0")?;
+    t.raw_set("new", lua.create_function(|lua, ()| open(lua))?)?;
+    let settings = Arc::clone(&shared);
     t.raw_set(
         "encode",
-        lua.create_function(|lua, v: Value| {
+        lua.create_function(move |lua, v: Value| {
             let mut out = Vec::new();
-            match encode(&v, &mut out, 0) {
+            let settings = *settings.lock();
+            match encode(&settings, &v, &mut out, 0) {
                 Ok(()) => Ok(Value::String(lua.create_string(out)?)),
                 Err(e) => Err(raise_at(lua, &e)),
             }
@@ -31,7 +40,7 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.raw_set(
         "decode",
-        lua.create_function(|lua, s: Value| {
+        lua.create_function(move |lua, s: Value| {
             let Value::String(s) = s else {
                 let msg = format!(
                     "bad argument #1 to 'decode' (string expected, got {})",
@@ -46,6 +55,7 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
             let bytes = s.as_bytes();
             let mut d = Decoder {
                 lua,
+                settings: *shared.lock(),
                 s: &bytes,
                 pos: 0,
                 depth: 0,
@@ -57,20 +67,15 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
+fn encode(cfg: &Settings, v: &Value, out: &mut Vec<u8>, depth: i64) -> Result<(), String> {
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Integer(i) => out.extend_from_slice(fmt_g(*i as f64, 14).as_bytes()),
-        Value::Number(n) => {
-            if !n.is_finite() {
-                return Err("Cannot serialise number: must not be NaN or Inf".into());
-            }
-            out.extend_from_slice(fmt_g(*n, 14).as_bytes());
-        }
+        Value::Integer(i) => encode_number(cfg, *i as f64, out)?,
+        Value::Number(n) => encode_number(cfg, *n, out)?,
         Value::String(s) => encode_string(&s.as_bytes(), out),
-        Value::Table(t) => encode_table(t, out, depth + 1)?,
+        Value::Table(t) => encode_table(cfg, t, out, depth + 1)?,
         other => {
             return Err(format!(
                 "Cannot serialise {}: type not supported",
@@ -78,6 +83,31 @@ fn encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
             ))
         }
     }
+    Ok(())
+}
+
+/// A number in `%.<precision>g`; NaN and infinities as `encode_invalid_numbers` says.
+fn encode_number(cfg: &Settings, n: f64, out: &mut Vec<u8>) -> Result<(), String> {
+    if !n.is_finite() {
+        match cfg.encode_invalid {
+            InvalidNumbers::Off => {
+                return Err("Cannot serialise number: must not be NaN or Inf".into())
+            }
+            InvalidNumbers::Null => {
+                out.extend_from_slice(b"null");
+                return Ok(());
+            }
+            InvalidNumbers::On => {}
+        }
+    }
+    let text = if n.is_nan() {
+        "nan".to_string()
+    } else if n.is_infinite() {
+        if n > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else {
+        fmt_g(n, cfg.precision as usize)
+    };
+    out.extend_from_slice(text.as_bytes());
     Ok(())
 }
 
@@ -102,8 +132,8 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
-    if depth > MAX_DEPTH {
+fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Result<(), String> {
+    if depth > cfg.encode_max_depth {
         return Err(format!("Cannot serialise, excessive nesting ({depth})"));
     }
     let mut entries: Vec<(Value, Value)> = Vec::new();
@@ -123,17 +153,20 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String
             }
         }
     }
-    if is_array && !entries.is_empty() {
-        if max > entries.len() * 2 && max > 10 {
-            return Err("Cannot serialise table: excessively sparse array".into());
-        }
+    let sparse = cfg.sparse_ratio > 0
+        && max as i64 > entries.len() as i64 * cfg.sparse_ratio
+        && max as i64 > cfg.sparse_safe;
+    if sparse && !cfg.sparse_convert {
+        return Err("Cannot serialise table: excessively sparse array".into());
+    }
+    if is_array && !entries.is_empty() && !sparse {
         out.push(b'[');
         for i in 1..=max {
             if i > 1 {
                 out.push(b',');
             }
             let v: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-            encode(&v, out, depth)?;
+            encode(cfg, &v, out, depth)?;
         }
         out.push(b']');
         return Ok(());
@@ -145,12 +178,20 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String
         }
         match k {
             Value::String(s) => encode_string(&s.as_bytes(), out),
-            Value::Integer(i) => encode_string(fmt_g(*i as f64, 14).as_bytes(), out),
-            Value::Number(x) => encode_string(fmt_g(*x, 14).as_bytes(), out),
+            Value::Integer(_) | Value::Number(_) => {
+                let n = match k {
+                    Value::Integer(i) => *i as f64,
+                    Value::Number(x) => *x,
+                    _ => 0.0,
+                };
+                out.push(b'"');
+                encode_number(cfg, n, out)?;
+                out.push(b'"');
+            }
             _ => return Err("Cannot serialise table: table key must be a number or string".into()),
         }
         out.push(b':');
-        encode(v, out, depth)?;
+        encode(cfg, v, out, depth)?;
     }
     out.push(b'}');
     Ok(())
@@ -194,9 +235,10 @@ impl Token {
 
 struct Decoder<'a> {
     lua: &'a Lua,
+    settings: Settings,
     s: &'a [u8],
     pos: usize,
-    depth: usize,
+    depth: i64,
 }
 
 impl Decoder<'_> {
@@ -225,7 +267,7 @@ impl Decoder<'_> {
 
     fn enter(&mut self, at: usize) -> Result<(), String> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > self.settings.decode_max_depth {
             return Err(format!(
                 "Found too many nested data structures ({}) at character {}",
                 self.depth,
@@ -307,7 +349,12 @@ impl Decoder<'_> {
             b':' => single(Token::Colon),
             b',' => single(Token::Comma),
             b'"' => return (self.string(), at),
-            b'-' | b'0'..=b'9' => return (self.number(), at),
+            b'-' | b'0'..=b'9' => {
+                if !self.settings.decode_invalid && self.beyond_json_number() {
+                    return (Token::Error("invalid number"), at);
+                }
+                return (self.number(), at);
+            }
             _ => {
                 for (word, tok) in [
                     (&b"true"[..], Token::Bool(true)),
@@ -319,6 +366,9 @@ impl Decoder<'_> {
                         return (tok, at);
                     }
                 }
+                if self.settings.decode_invalid && self.beyond_json_number() {
+                    return (self.number(), at);
+                }
                 return (Token::Error("invalid token"), at);
             }
         };
@@ -326,20 +376,33 @@ impl Decoder<'_> {
         (tok, at)
     }
 
-    fn number(&mut self) -> Token {
-        let start = self.pos;
-        while self.pos < self.s.len()
-            && matches!(
-                self.s[self.pos],
-                b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-            )
-        {
-            self.pos += 1;
+    /// Whether a number starts here that JSON lacks but `strtod` reads: a leading
+    /// `+`, hexadecimal, leading zeros, `inf` or `nan` (lua-cjson's test).
+    fn beyond_json_number(&self) -> bool {
+        let rest = &self.s[self.pos..];
+        if rest.first() == Some(&b'+') {
+            return true;
         }
-        std::str::from_utf8(&self.s[start..self.pos])
-            .ok()
-            .and_then(|t| t.parse::<f64>().ok())
-            .map_or(Token::Error("invalid number"), Token::Num)
+        let rest = rest.strip_prefix(b"-").unwrap_or(rest);
+        match rest {
+            [b'0', next, ..] => (next | 0x20) == b'x' || next.is_ascii_digit(),
+            [c, ..] if *c <= b'9' => false,
+            _ => {
+                let word = |w: &[u8]| rest.len() >= 3 && rest[..3].eq_ignore_ascii_case(w);
+                word(b"inf") || word(b"nan")
+            }
+        }
+    }
+
+    /// The longest number `strtod` reads from here.
+    fn number(&mut self) -> Token {
+        match strtod(&self.s[self.pos..]) {
+            Some((n, used)) => {
+                self.pos += used;
+                Token::Num(n)
+            }
+            None => Token::Error("invalid number"),
+        }
     }
 
     fn string(&mut self) -> Token {
@@ -401,6 +464,93 @@ impl Decoder<'_> {
         }
         char::from_u32(hi)
     }
+}
+
+/// What C's `strtod` reads at the start of `s`: the value and the bytes used (`None`
+/// when no number starts there). Decimal, hexadecimal (with a `p` exponent),
+/// `inf`/`infinity` and `nan`, each with an optional sign.
+fn strtod(s: &[u8]) -> Option<(f64, usize)> {
+    let (negative, i) = match s.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let sign = if negative { -1.0 } else { 1.0 };
+    let starts =
+        |i: usize, w: &[u8]| s.len() >= i + w.len() && s[i..i + w.len()].eq_ignore_ascii_case(w);
+    if starts(i, b"inf") {
+        let used = if starts(i, b"infinity") { i + 8 } else { i + 3 };
+        return Some((sign * f64::INFINITY, used));
+    }
+    if starts(i, b"nan") {
+        return Some((f64::NAN, i + 3));
+    }
+    let digits_from = |mut j: usize, radix: u32| {
+        while s.get(j).is_some_and(|c| (*c as char).is_digit(radix)) {
+            j += 1;
+        }
+        j
+    };
+    if starts(i, b"0x") {
+        let int_end = digits_from(i + 2, 16);
+        let (frac_start, frac_end) = if s.get(int_end) == Some(&b'.') {
+            (int_end + 1, digits_from(int_end + 1, 16))
+        } else {
+            (int_end, int_end)
+        };
+        if int_end == i + 2 && frac_end == frac_start {
+            // "0x" with no digits: strtod reads the "0".
+            return Some((0.0, i + 1));
+        }
+        let mut value = 0.0f64;
+        for &c in &s[i + 2..int_end] {
+            value = value * 16.0 + f64::from((c as char).to_digit(16)?);
+        }
+        let mut scale = 1.0 / 16.0;
+        for &c in &s[frac_start..frac_end] {
+            value += f64::from((c as char).to_digit(16)?) * scale;
+            scale /= 16.0;
+        }
+        let mut end = frac_end;
+        if matches!(s.get(end), Some(b'p' | b'P')) {
+            let (exp_negative, exp_start) = match s.get(end + 1) {
+                Some(b'-') => (true, end + 2),
+                Some(b'+') => (false, end + 2),
+                _ => (false, end + 1),
+            };
+            let exp_end = digits_from(exp_start, 10);
+            if exp_end > exp_start {
+                let exp: i32 = std::str::from_utf8(&s[exp_start..exp_end])
+                    .ok()?
+                    .parse()
+                    .unwrap_or(i32::MAX);
+                value *= 2f64.powi(if exp_negative { -exp } else { exp });
+                end = exp_end;
+            }
+        }
+        return Some((sign * value, end));
+    }
+    let int_end = digits_from(i, 10);
+    let mut end = int_end;
+    if s.get(end) == Some(&b'.') {
+        end = digits_from(end + 1, 10);
+    }
+    if end == i || (end == i + 1 && s.get(i) == Some(&b'.')) {
+        return None;
+    }
+    if matches!(s.get(end), Some(b'e' | b'E')) {
+        let exp_start = match s.get(end + 1) {
+            Some(b'-' | b'+') => end + 2,
+            _ => end + 1,
+        };
+        let exp_end = digits_from(exp_start, 10);
+        if exp_end > exp_start {
+            end = exp_end;
+        }
+    }
+    let text = std::str::from_utf8(&s[i..end]).ok()?;
+    let value: f64 = text.parse().ok()?;
+    Some((sign * value, end))
 }
 
 fn expected(what: &str, found: &Token, at: usize) -> String {
@@ -470,5 +620,59 @@ mod tests {
         assert!(err
             .to_string()
             .contains("Expected the end but found invalid token at character 6"));
+    }
+
+    #[test]
+    fn reads_numbers_as_strtod_does() {
+        let read = |t: &str| strtod(t.as_bytes());
+        assert_eq!(read("0x10,"), Some((16.0, 4)));
+        assert_eq!(read("-0x1.8p1"), Some((-3.0, 8)));
+        assert_eq!(read("0x"), Some((0.0, 1)));
+        assert_eq!(read("01"), Some((1.0, 2)));
+        assert_eq!(read("+1.5e2x"), Some((150.0, 6)));
+        assert_eq!(read("1e"), Some((1.0, 1)));
+        assert_eq!(read("5."), Some((5.0, 2)));
+        assert_eq!(read("-Infinity"), Some((f64::NEG_INFINITY, 9)));
+        assert_eq!(read("inf]"), Some((f64::INFINITY, 3)));
+        assert!(read("nan").is_some_and(|(n, used)| n.is_nan() && used == 3));
+        assert_eq!(read("-"), None);
+        assert_eq!(read("."), None);
+        assert_eq!(read("x"), None);
+    }
+
+    #[test]
+    fn settings_last_and_change_what_encode_and_decode_do() {
+        let lua = Lua::new();
+        install(&lua);
+        let eval = |code: &str| lua.load(code).eval::<String>().expect("runs");
+        assert_eq!(
+            eval("cjson.encode_number_precision(3) return cjson.encode(3.14159)"),
+            "3.14"
+        );
+        // Still in force for the next chunk; a new table has its own.
+        assert_eq!(eval("return cjson.encode(2.71828)"), "2.72");
+        assert_eq!(eval("return cjson.new().encode(2.71828)"), "2.71828");
+        assert_eq!(
+            eval("cjson.encode_sparse_array(true) return cjson.encode({[1]=1,[20]=2})"),
+            r#"{"1":1,"20":2}"#
+        );
+        assert_eq!(
+            eval("cjson.encode_invalid_numbers('null') return cjson.encode({1/0})"),
+            "[null]"
+        );
+        let err = lua
+            .load("cjson.decode_invalid_numbers(false) return cjson.decode('0x10')")
+            .exec()
+            .expect_err("hex refused");
+        assert!(err
+            .to_string()
+            .contains("Expected value but found invalid number at character 1"));
+        let err = lua
+            .load("return cjson.encode_max_depth(0)")
+            .exec()
+            .expect_err("range");
+        assert!(err.to_string().contains(
+            "bad argument #1 to 'encode_max_depth' (expected integer between 1 and 2147483647)"
+        ));
     }
 }

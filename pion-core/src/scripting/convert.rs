@@ -166,10 +166,13 @@ fn to_reply(value: &Value, resp: u8, depth: usize) -> Reply {
     }
 }
 
-/// A Lua number as Redis converts it to an integer reply (a C cast: truncated,
-/// saturated at the range ends, NaN as the smallest integer).
+/// A Lua number as Redis converts it to an integer reply: a C cast, truncated, with
+/// what does not fit (NaN, infinities, beyond the range) as the smallest integer, which
+/// is what the cast gives on the machines Redis runs on.
 pub fn number_to_i64(n: f64) -> i64 {
-    if n.is_nan() {
+    // 2^63 is the first value past the range, -2^63 itself fits; NaN is in no range.
+    const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+    if !(-TWO_POW_63..TWO_POW_63).contains(&n) {
         i64::MIN
     } else {
         n as i64

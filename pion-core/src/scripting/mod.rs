@@ -8,6 +8,7 @@ pub mod bit;
 pub mod busy;
 pub mod call;
 pub mod cjson;
+pub mod cjson_settings;
 pub mod convert;
 pub mod eval;
 pub mod functions;
