@@ -178,6 +178,10 @@ pub struct Nested {
     /// The commands run inside a script (`EVAL`, `FCALL`), not a transaction: the
     /// ACL log's context says `lua` rather than `multi`.
     pub in_script: bool,
+    /// The keys the script declared (`EVAL`'s `KEYS`): client-side caching tracks
+    /// them, not the keys of its commands, once it runs a read-only command (Redis's
+    /// rule).
+    pub script_keys: Vec<Vec<u8>>,
 }
 
 impl ClientState {

@@ -155,6 +155,9 @@ pub(crate) struct EngineInner {
     scripting: crate::scripting::Scripting,
     /// Whether the background expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
     active_expire: std::sync::atomic::AtomicBool,
+    /// `DEBUG PAUSE-CRON 1`: the periodic tasks (active expiry, the tracking table's
+    /// limit) stop until `DEBUG PAUSE-CRON 0`.
+    cron_paused: std::sync::atomic::AtomicBool,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -356,6 +359,11 @@ impl Engine {
         self.inner.active_expire.store(on, Ordering::Relaxed);
     }
 
+    /// Pauses or resumes the periodic tasks (`DEBUG PAUSE-CRON`).
+    pub fn set_cron_paused(&self, paused: bool) {
+        self.inner.cron_paused.store(paused, Ordering::Relaxed);
+    }
+
     /// `busy-reply-threshold` in milliseconds: how long a script runs before other
     /// clients are answered `-BUSY`.
     pub fn busy_threshold_ms(&self) -> u64 {
@@ -447,6 +455,7 @@ impl Engine {
             pubsub: Arc::new(crate::pubsub::Hub::default()),
             scripting: crate::scripting::Scripting::default(),
             active_expire: std::sync::atomic::AtomicBool::new(true),
+            cron_paused: std::sync::atomic::AtomicBool::new(false),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();
@@ -708,9 +717,22 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
             inner
                 .wall_at_epoch_us
                 .store(now_us - since, Ordering::Relaxed);
-            if inner.active_expire.load(Ordering::Relaxed) {
+            let paused = inner.cron_paused.load(Ordering::Relaxed);
+            if !paused && inner.pubsub.tracking.active() {
+                let max = inner.config.with(|c| c.tracking_table_max_keys);
+                inner
+                    .pubsub
+                    .tracking
+                    .limit_keys(max, &inner.clients, &inner.pubsub);
+            }
+            if !paused && inner.active_expire.load(Ordering::Relaxed) {
                 // Keys do not expire in the middle of a transaction or script.
                 let _gate = inner.gate.enter_background();
+                // The cycle's BCAST invalidations leave together, as Redis's do.
+                let _batch = inner
+                    .pubsub
+                    .tracking
+                    .open_batch(&inner.clients, &inner.pubsub, 0);
                 inner.keyspace.expire_cycle(now_us / 1000, 200);
             }
             drop(inner);

@@ -367,7 +367,7 @@ mod tests {
         pump_while_busy();
         pump_while_busy();
         assert_eq!(calls.get(), 2);
-        let elsewhere = std::thread::spawn(|| pump_while_busy());
+        let elsewhere = std::thread::spawn(pump_while_busy);
         elsewhere.join().expect("no pump there");
         assert_eq!(calls.get(), 2);
     }

@@ -111,7 +111,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("connected_clients", &e.clients().len());
             line("maxclients", &cfg.maxclients);
             line("blocked_clients", &e.blocking().blocked_clients());
-            line("tracking_clients", &0);
+            line("tracking_clients", &e.pubsub().tracking.stats().clients);
             line("clients_in_timeout_table", &e.blocking().blocked_clients());
         }
         "memory" => {
@@ -190,6 +190,10 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             for (name, value) in crate::pubsub::info_fields(e) {
                 line(name, &value);
             }
+            let tracking = e.pubsub().tracking.stats();
+            line("tracking_total_keys", &tracking.keys);
+            line("tracking_total_items", &tracking.items);
+            line("tracking_total_prefixes", &tracking.prefixes);
         }
         "replication" => {
             header!("# Replication");

@@ -221,6 +221,7 @@ impl Connection {
         self.client.shared.blocked.store(false, Ordering::Relaxed);
         self.client.wal_seq = self.client.wal_seq.max(wal_seq);
         encode(&reply, self.client.resp, &mut self.output);
+        self.deliver_pushes();
         true
     }
 
@@ -244,7 +245,14 @@ impl Connection {
     pub fn deliver_pushes(&mut self) {
         let mailbox = &self.client.shared.pubsub;
         if mailbox.pending() {
-            for m in mailbox.take() {
+            // A waiting client's reply is not out yet: what must follow it (the
+            // invalidation of a key its own pop wrote) waits for it.
+            let messages = if self.client.blocked.is_some() {
+                mailbox.take_before_reply()
+            } else {
+                mailbox.take()
+            };
+            for m in messages {
                 encode(&m, self.client.resp, &mut self.output);
             }
         }

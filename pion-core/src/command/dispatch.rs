@@ -156,6 +156,19 @@ pub fn execute_at(
     argv: &[Vec<u8>],
     started: Instant,
 ) -> (Reply, Instant) {
+    // BCAST invalidations of what this command writes leave as one message per
+    // prefix when it is done (and its waiters served).
+    let hub = engine.pubsub();
+    let _executing = if hub.tracking.active() {
+        // Before each command, as Redis does, the tracking table is brought back
+        // within tracking-table-max-keys.
+        let max = engine.config().with(|c| c.tracking_table_max_keys);
+        hub.tracking.limit_keys(max, engine.clients(), hub);
+        Some(hub.tracking.executing(client.id()))
+    } else {
+        None
+    };
+    let _batch = hub.tracking.open_batch(engine.clients(), hub, client.id());
     let (reply, finished) = run_top(engine, client, argv, started);
     if let Reply::Error(text) = &reply {
         engine.count_error(text);
@@ -362,10 +375,19 @@ fn run_exclusive(
     resolved: Resolved,
     started: Instant,
 ) -> (Reply, Instant) {
+    let in_script = resolved.spec.group == super::Group::Scripting;
+    let script_keys = if in_script {
+        key_indices(resolved.spec, argv)
+            .map(|keys| keys.iter().map(|&i| argv[i].clone()).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     client.nested = Some(crate::client::Nested {
         started,
         effects: Vec::new(),
-        in_script: resolved.spec.group == super::Group::Scripting,
+        in_script,
+        script_keys,
     });
     let out = run_resolved(engine, client, argv, resolved, started);
     let effects = client.nested.take().map(|n| n.effects).unwrap_or_default();

@@ -93,6 +93,12 @@ const SUBS: &[Sub] = &[
             "    Stop the server for <seconds>. Decimals allowed.",
         ],
     },
+    Sub {
+        name: "pause-cron",
+        min_args: 3,
+        handler: pause_cron,
+        help: &["PAUSE-CRON <0|1>", "    Stop periodic cron job processing."],
+    },
 ];
 
 const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
@@ -148,12 +154,24 @@ fn sleep(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
-fn set_active_expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let on = std::str::from_utf8(&argv[2])
+/// A DEBUG switch argument as Redis reads it (`atoi`: anything not a number is 0).
+fn switch(arg: &[u8]) -> bool {
+    std::str::from_utf8(arg)
         .ok()
         .and_then(|s| s.parse::<i64>().ok())
-        .unwrap_or(0);
-    ctx.engine.set_active_expire(on != 0);
+        .unwrap_or(0)
+        != 0
+}
+
+fn set_active_expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.engine.set_active_expire(switch(&argv[2]));
+    Ok(Reply::ok())
+}
+
+/// `DEBUG PAUSE-CRON 0|1`: the periodic tasks (active expiry, the tracking table's
+/// limit) stop or resume.
+fn pause_cron(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.engine.set_cron_paused(switch(&argv[2]));
     Ok(Reply::ok())
 }
 

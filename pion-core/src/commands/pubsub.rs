@@ -334,6 +334,10 @@ fn client_tracking(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             return Err(OpError::custom("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."));
         }
     }
+    if opts.bcast {
+        let existing = current.as_ref().map_or(&[][..], |t| t.prefixes.as_slice());
+        overlapping_prefix(existing, &opts.prefixes)?;
+    }
     hub.attach(ctx.client);
     hub.tracking
         .enable(&ctx.client.shared, opts)
@@ -341,10 +345,40 @@ fn client_tracking(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
+/// Refuses `BCAST` prefixes of which one starts another, among those given and
+/// against those the client has (the empty prefix of a client tracking every key
+/// included), with Redis's texts.
+fn overlapping_prefix(existing: &[Vec<u8>], given: &[Vec<u8>]) -> OpResult<()> {
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    for (i, p) in given.iter().enumerate() {
+        if let Some(old) = existing.iter().find(|old| overlap(p, old)) {
+            return Err(OpError::custom(format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                text(p),
+                text(old)
+            )));
+        }
+        if let Some(other) = given[i + 1..].iter().find(|other| overlap(p, other)) {
+            return Err(OpError::custom(format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                text(p),
+                text(other)
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn client_trackinginfo(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let t = ctx.engine.pubsub().tracking.get(ctx.client.id());
     let (flags, redirect, prefixes) = match &t {
-        Some(t) => (t.flag_names(), t.redirect as i64, t.prefixes.clone()),
+        Some(t) => {
+            // In Redis's order: its prefix table is sorted.
+            let mut prefixes = t.prefixes.clone();
+            prefixes.sort();
+            (t.flag_names(), t.redirect as i64, prefixes)
+        }
         None => (vec!["off"], -1, Vec::new()),
     };
     Ok(Reply::Map(vec![

@@ -77,6 +77,9 @@ pub struct ConfigValues {
     pub acl_pubsub_default_all: bool,
     /// `acllog-max-len`: entries `ACL LOG` keeps.
     pub acllog_max_len: usize,
+    /// `tracking-table-max-keys`: keys the client-side caching table remembers
+    /// before it invalidates some to make room (0: no limit).
+    pub tracking_table_max_keys: usize,
     /// `aclfile`: where users are loaded from and saved to (empty: none).
     pub aclfile: String,
     /// `notify-keyspace-events`, as class bits.
@@ -133,6 +136,7 @@ impl Default for ConfigValues {
             protected_mode: true,
             aclfile: String::new(),
             acllog_max_len: crate::acl::log::MAX_ENTRIES,
+            tracking_table_max_keys: 1_000_000,
             acl_pubsub_default_all: false,
             notify_keyspace_events: 0,
             client_output_buffer_limit: Default::default(),
@@ -566,6 +570,14 @@ pub static PARAMS: &[Param] =
             "acllog-max-len",
             &[],
             acllog_max_len,
+            usize,
+            0,
+            i64::MAX as usize
+        ),
+        int_param!(
+            "tracking-table-max-keys",
+            &[],
+            tracking_table_max_keys,
             usize,
             0,
             i64::MAX as usize

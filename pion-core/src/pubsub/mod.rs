@@ -652,13 +652,12 @@ pub(crate) fn key_settled(ctx: &mut crate::exec::Ctx<'_>, key: &[u8], removed: b
     }
 }
 
-/// `FLUSHDB` / `FLUSHALL` ran: tracking clients drop their whole cache.
+/// `FLUSHDB` / `FLUSHALL` ran: tracking clients drop their whole cache, and the
+/// table forgets every key (those of clients that stopped tracking too), as in Redis.
 pub(crate) fn flushed(ctx: &crate::exec::Ctx<'_>) {
     let hub = ctx.engine.pubsub();
-    if hub.tracking.active() {
-        hub.tracking
-            .flush(ctx.engine.clients(), hub, ctx.client.id());
-    }
+    hub.tracking
+        .flush(ctx.engine.clients(), hub, ctx.client.id());
 }
 
 /// After any command ran: the keys a tracking client read, and the `MONITOR` line.
@@ -672,8 +671,19 @@ pub(crate) fn after_command(
     let hub = engine.pubsub();
     if hub.tracking.active() {
         let read = spec.has(crate::command::flags::READONLY);
-        let names: Vec<&[u8]> = keys.iter().map(|&i| argv[i].as_slice()).collect();
-        hub.tracking.after_command(client.id(), read, &names);
+        // The transaction or script itself (EXEC, EVAL: exclusive, no keys of its
+        // own) is the client's command; those it runs are nested. A read inside a
+        // script remembers the keys the script declared, and the nested commands
+        // leave `CLIENT CACHING` in force for the rest of the outer one.
+        let outermost = client.nested.is_none() || spec.has(crate::command::flags::EXCLUSIVE);
+        let names: Vec<&[u8]> = match &client.nested {
+            Some(n) if n.in_script && !outermost => {
+                n.script_keys.iter().map(Vec::as_slice).collect()
+            }
+            _ => keys.iter().map(|&i| argv[i].as_slice()).collect(),
+        };
+        hub.tracking
+            .after_command(client.id(), read, &names, outermost);
     }
     hub.monitors.feed(spec, client, argv);
 }

@@ -4,11 +4,15 @@
 //! In the default mode the table remembers, per key name (whatever the database, as
 //! Redis does), the clients that read it; a write sends each of them one
 //! `invalidate` message and forgets them. In `BCAST` mode a client hears about every
-//! key written under its prefixes. RESP3 clients receive push messages; a RESP2
-//! client redirects them to a connection subscribed to `__redis__:invalidate`.
+//! key written under its prefixes: the keys a command writes (a whole transaction or
+//! script included) are gathered, and each prefix gets one message listing them in
+//! order, as Redis gathers them over an event-loop pass. RESP3 clients receive push
+//! messages; a RESP2 client redirects them to a connection subscribed to
+//! `__redis__:invalidate`.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -40,7 +44,8 @@ pub struct Tracker {
     flags: u32,
     /// `CLIENT CACHING` was just given: it applies to the next command.
     caching_fresh: bool,
-    /// `BCAST` prefixes (none: every key).
+    /// `BCAST` prefixes, in the order given; the empty prefix for a client that
+    /// turned `BCAST` on without one (every key), as Redis registers it.
     pub prefixes: Vec<Vec<u8>>,
 }
 
@@ -50,6 +55,76 @@ pub struct Table {
     keys: Mutex<HashMap<Vec<u8>, Vec<u64>>>,
     clients: Mutex<HashMap<u64, Tracker>>,
     active: AtomicUsize,
+    /// How many of the tracking clients are in `BCAST` mode.
+    broadcasting: AtomicUsize,
+    /// Consecutive passes of [`Table::limit_keys`] that ended still over the limit:
+    /// each does a hundred evictions more than the one before, as in Redis.
+    over_limit_passes: AtomicU64,
+}
+
+/// The table's counters for `INFO`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableStats {
+    /// Clients with tracking on (`tracking_clients`).
+    pub clients: usize,
+    /// Keys remembered in the default mode (`tracking_total_keys`).
+    pub keys: usize,
+    /// (key, client) pairs remembered (`tracking_total_items`).
+    pub items: usize,
+    /// Distinct `BCAST` prefixes, the empty one of a client without prefixes
+    /// included (`tracking_total_prefixes`).
+    pub prefixes: usize,
+}
+
+/// Keys written under `BCAST` tracking, each with the client that wrote it (0: the
+/// server).
+type Written = Vec<(Vec<u8>, u64)>;
+
+thread_local! {
+    /// What was written since this thread opened a batch; `None` when none is open.
+    static BATCH: RefCell<Option<Written>> = const { RefCell::new(None) };
+}
+
+thread_local! {
+    /// The client whose command this thread runs (0: none).
+    static EXECUTING: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks the client whose command this thread runs, until dropped: invalidations for
+/// it (a key it read expiring under its own command, say) follow its reply instead of
+/// coming before it, as Redis holds them for the executing client.
+pub struct Executing {
+    /// This mark is the thread's outermost (a nested command keeps the outer one).
+    outermost: bool,
+}
+
+impl Drop for Executing {
+    fn drop(&mut self) {
+        if self.outermost {
+            EXECUTING.with(|e| e.set(0));
+        }
+    }
+}
+
+/// An open batch of `BCAST` invalidations: closing it (dropping it, so a command that
+/// fails halfway still closes it) sends them, one message per prefix.
+pub struct Batch<'a> {
+    registry: &'a ClientRegistry,
+    hub: &'a Hub,
+    /// The client whose command the batch covers (0: background work): messages to
+    /// it follow its reply.
+    owner: u64,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let keys = BATCH.with(|b| b.borrow_mut().take()).unwrap_or_default();
+        if !keys.is_empty() {
+            self.hub
+                .tracking
+                .broadcast(self.registry, self.hub, &keys, self.owner);
+        }
+    }
 }
 
 /// The options of `CLIENT TRACKING ON`.
@@ -92,6 +167,43 @@ impl Table {
         self.active.load(Ordering::Relaxed) > 0
     }
 
+    /// Marks `id` as the client whose command this thread runs (see [`Executing`]).
+    pub fn executing(&self, id: u64) -> Executing {
+        EXECUTING.with(|e| {
+            let outermost = e.get() == 0;
+            if outermost {
+                e.set(id);
+            }
+            Executing { outermost }
+        })
+    }
+
+    /// Opens a batch of `BCAST` invalidations on this thread for the command of
+    /// `owner` (`None` when no client broadcasts, or when a batch is already open:
+    /// the command joins it, as a command a transaction runs does).
+    pub fn open_batch<'a>(
+        &self,
+        registry: &'a ClientRegistry,
+        hub: &'a Hub,
+        owner: u64,
+    ) -> Option<Batch<'a>> {
+        if self.broadcasting.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        BATCH.with(|b| {
+            let mut b = b.borrow_mut();
+            if b.is_some() {
+                return None;
+            }
+            *b = Some(Vec::new());
+            Some(Batch {
+                registry,
+                hub,
+                owner,
+            })
+        })
+    }
+
     /// Turns tracking on for a client (validated by the caller).
     pub fn enable(
         &self,
@@ -119,25 +231,31 @@ impl Table {
             .get(&shared.id)
             .map(|t| t.prefixes.clone())
             .unwrap_or_default();
-        for p in opts.prefixes {
+        let mut given = opts.prefixes;
+        if opts.bcast && given.is_empty() {
+            given.push(Vec::new());
+        }
+        for p in given {
             if !prefixes.contains(&p) {
                 prefixes.push(p);
             }
         }
-        if clients
-            .insert(
-                shared.id,
-                Tracker {
-                    shared: Arc::clone(shared),
-                    redirect: opts.redirect,
-                    flags,
-                    caching_fresh: false,
-                    prefixes,
-                },
-            )
-            .is_none()
-        {
+        let replaced = clients.insert(
+            shared.id,
+            Tracker {
+                shared: Arc::clone(shared),
+                redirect: opts.redirect,
+                flags,
+                caching_fresh: false,
+                prefixes,
+            },
+        );
+        // A client already tracking keeps its mode (checked above): counted once.
+        if replaced.is_none() {
             self.active.fetch_add(1, Ordering::Relaxed);
+            if flags & BCAST != 0 {
+                self.broadcasting.fetch_add(1, Ordering::Relaxed);
+            }
         }
         shared.pubsub.tracking_flags.store(flags, Ordering::Relaxed);
         shared
@@ -151,6 +269,9 @@ impl Table {
     pub fn forget_client(&self, id: u64) {
         if let Some(t) = self.clients.lock().remove(&id) {
             self.active.fetch_sub(1, Ordering::Relaxed);
+            if t.flags & BCAST != 0 {
+                self.broadcasting.fetch_sub(1, Ordering::Relaxed);
+            }
             t.shared.pubsub.tracking_flags.store(0, Ordering::Relaxed);
             t.shared
                 .pubsub
@@ -190,9 +311,10 @@ impl Table {
     }
 
     /// After a command of a tracking client: remembers the keys a read command read
-    /// (subject to `OPTIN`/`OPTOUT` and `CLIENT CACHING`), then lets a `CLIENT
-    /// CACHING` given before this command lapse.
-    pub fn after_command(&self, id: u64, read: bool, keys: &[&[u8]]) {
+    /// (subject to `OPTIN`/`OPTOUT` and `CLIENT CACHING`), then, after the client's
+    /// own command (`outermost`, not one a transaction or script runs), lets a
+    /// `CLIENT CACHING` given before it lapse.
+    pub fn after_command(&self, id: u64, read: bool, keys: &[&[u8]], outermost: bool) {
         let mut clients = self.clients.lock();
         let Some(t) = clients.get_mut(&id) else {
             return;
@@ -201,14 +323,16 @@ impl Table {
             && t.flags & BCAST == 0
             && !(t.flags & OPTIN != 0 && t.flags & CACHING_YES == 0)
             && !(t.flags & OPTOUT != 0 && t.flags & CACHING_NO != 0);
-        if t.caching_fresh {
-            t.caching_fresh = false;
-        } else if t.flags & (CACHING_YES | CACHING_NO) != 0 {
-            t.flags &= !(CACHING_YES | CACHING_NO);
-            t.shared
-                .pubsub
-                .tracking_flags
-                .store(t.flags, Ordering::Relaxed);
+        if outermost {
+            if t.caching_fresh {
+                t.caching_fresh = false;
+            } else if t.flags & (CACHING_YES | CACHING_NO) != 0 {
+                t.flags &= !(CACHING_YES | CACHING_NO);
+                t.shared
+                    .pubsub
+                    .tracking_flags
+                    .store(t.flags, Ordering::Relaxed);
+            }
         }
         drop(clients);
         if wanted && !keys.is_empty() {
@@ -222,23 +346,131 @@ impl Table {
         }
     }
 
+    /// The counters `INFO` shows.
+    pub fn stats(&self) -> TableStats {
+        let (keys, items) = {
+            let table = self.keys.lock();
+            (table.len(), table.values().map(Vec::len).sum())
+        };
+        let clients = self.clients.lock();
+        let mut prefixes: Vec<&[u8]> = Vec::new();
+        for t in clients.values().filter(|t| t.flags & BCAST != 0) {
+            prefixes.extend(t.prefixes.iter().map(Vec::as_slice));
+        }
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        TableStats {
+            clients: clients.len(),
+            keys,
+            items,
+            prefixes: prefixes.len(),
+        }
+    }
+
+    /// Keeps the table within `max` keys (`tracking-table-max-keys`, 0: no limit):
+    /// invalidates keys for the clients that read them, as if they had changed, a
+    /// hundred more per pass for each pass before that ended still over (Redis's
+    /// effort rule). Runs before commands and in the periodic tasks.
+    pub fn limit_keys(&self, max: usize, registry: &ClientRegistry, hub: &Hub) {
+        if max == 0 || !self.active() {
+            return;
+        }
+        if self.keys.lock().len() <= max {
+            self.over_limit_passes.store(0, Ordering::Relaxed);
+            return;
+        }
+        let effort = 100 * (self.over_limit_passes.load(Ordering::Relaxed) + 1);
+        for _ in 0..effort {
+            let evicted = {
+                let mut table = self.keys.lock();
+                let Some(key) = table.keys().next().cloned() else {
+                    break;
+                };
+                let ids = table.remove(&key).unwrap_or_default();
+                (key, ids)
+            };
+            self.tell_readers(registry, hub, &evicted.0, evicted.1, 0);
+            if self.keys.lock().len() <= max {
+                self.over_limit_passes.store(0, Ordering::Relaxed);
+                return;
+            }
+        }
+        self.over_limit_passes.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A key was written by client `writer` (0: by the server, as on expiry).
     pub fn invalidate(&self, registry: &ClientRegistry, hub: &Hub, key: &[u8], writer: u64) {
         let ids = self.keys.lock().remove(key).unwrap_or_default();
+        self.tell_readers(registry, hub, key, ids, writer);
+        if self.broadcasting.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let batched = BATCH.with(|b| match b.borrow_mut().as_mut() {
+            Some(keys) => {
+                keys.push((key.to_vec(), writer));
+                true
+            }
+            None => false,
+        });
+        if !batched {
+            // Written outside any command (no batch open): sent at once.
+            self.broadcast(registry, hub, &[(key.to_vec(), writer)], writer);
+        }
+    }
+
+    /// Sends the default-mode invalidation of `key` to the clients `ids` that read it.
+    fn tell_readers(
+        &self,
+        registry: &ClientRegistry,
+        hub: &Hub,
+        key: &[u8],
+        ids: Vec<u64>,
+        writer: u64,
+    ) {
+        if ids.is_empty() {
+            return;
+        }
         let clients = self.clients.lock();
         for id in ids {
-            if let Some(t) = clients.get(&id) {
+            // A client that read the key before switching to BCAST mode hears only
+            // about its prefixes now, as in Redis.
+            if let Some(t) = clients.get(&id).filter(|t| t.flags & BCAST == 0) {
                 if !(t.flags & NOLOOP != 0 && id == writer) {
-                    send(registry, hub, t, Some(key), writer);
+                    send(registry, hub, t, Some(&[key]), writer);
                 }
             }
         }
-        for t in clients.values() {
-            if t.flags & BCAST != 0
-                && !(t.flags & NOLOOP != 0 && t.shared.id == writer)
-                && (t.prefixes.is_empty() || t.prefixes.iter().any(|p| key.starts_with(p)))
-            {
-                send(registry, hub, t, Some(key), writer);
+    }
+
+    /// Sends the `BCAST` invalidations of `written` (keys with their writers): for
+    /// each broadcasting client, one message per prefix of its (in prefix order)
+    /// listing the keys under it in order, each once, less those it wrote itself
+    /// last when it asked for `NOLOOP`.
+    fn broadcast(
+        &self,
+        registry: &ClientRegistry,
+        hub: &Hub,
+        written: &[(Vec<u8>, u64)],
+        owner: u64,
+    ) {
+        let mut last_writer: BTreeMap<&[u8], u64> = BTreeMap::new();
+        for (key, writer) in written {
+            last_writer.insert(key, *writer);
+        }
+        let clients = self.clients.lock();
+        for t in clients.values().filter(|t| t.flags & BCAST != 0) {
+            let mut prefixes: Vec<&[u8]> = t.prefixes.iter().map(Vec::as_slice).collect();
+            prefixes.sort_unstable();
+            let own = |writer: u64| t.flags & NOLOOP != 0 && writer == t.shared.id;
+            for prefix in prefixes {
+                let keys: Vec<&[u8]> = last_writer
+                    .iter()
+                    .filter(|(k, w)| k.starts_with(prefix) && !own(**w))
+                    .map(|(k, _)| *k)
+                    .collect();
+                if !keys.is_empty() {
+                    send(registry, hub, t, Some(&keys), owner);
+                }
             }
         }
     }
@@ -253,13 +485,13 @@ impl Table {
     }
 }
 
-/// Sends one invalidation (of `key`, or of everything) for tracker `t`.
-fn send(registry: &ClientRegistry, hub: &Hub, t: &Tracker, key: Option<&[u8]>, writer: u64) {
-    let payload = match key {
-        Some(k) => Reply::Array(vec![Reply::bulk(k)]),
+/// Sends one invalidation (of `keys`, or of everything) for tracker `t`.
+fn send(registry: &ClientRegistry, hub: &Hub, t: &Tracker, keys: Option<&[&[u8]]>, writer: u64) {
+    let payload = match keys {
+        Some(keys) => Reply::Array(keys.iter().copied().map(Reply::bulk).collect()),
         None => Reply::Null,
     };
-    let size = key.map_or(0, <[u8]>::len) + 32;
+    let size = keys.map_or(0, |keys| keys.iter().map(|k| k.len() + 16).sum()) + 32;
     let target = if t.redirect != 0 {
         match registry.get(t.redirect) {
             Some(c) => c,
@@ -291,9 +523,10 @@ fn send(registry: &ClientRegistry, hub: &Hub, t: &Tracker, key: Option<&[u8]>, w
     post(hub, &target, msg, size, writer);
 }
 
-/// Delivers to a client; to the writer itself only after its reply.
+/// Delivers to a client; to the writer, or the client whose command runs on this
+/// thread, only after its reply.
 fn post(hub: &Hub, to: &ClientShared, msg: Reply, size: usize, writer: u64) {
-    if to.id == writer {
+    if to.id == writer || to.id == EXECUTING.with(Cell::get) {
         to.pubsub.push_after_reply(msg, size);
     } else {
         hub.deliver(to, msg, size);
@@ -320,5 +553,91 @@ impl Tracker {
             out.push("broken_redirect");
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::client::ClientState;
+    use crate::engine::{Engine, EngineOptions};
+    use crate::reply::Reply;
+
+    fn run(engine: &Engine, client: &mut ClientState, args: &[&str]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        crate::command::execute(engine, client, &argv)
+    }
+
+    /// The keys of each `invalidate` push the client received, in order.
+    fn invalidations(client: &ClientState) -> Vec<Vec<String>> {
+        client
+            .shared
+            .pubsub
+            .take()
+            .into_iter()
+            .filter_map(|m| match m {
+                Reply::Push(items) => match items.get(1) {
+                    Some(Reply::Array(keys)) => Some(
+                        keys.iter()
+                            .map(|k| match k {
+                                Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                                other => format!("{other:?}"),
+                            })
+                            .collect(),
+                    ),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn tracking_client(engine: &Engine, on: &[&str]) -> ClientState {
+        let mut c = engine.client(String::new(), String::new(), -1);
+        run(engine, &mut c, &["HELLO", "3"]);
+        let mut args = vec!["CLIENT", "TRACKING", "ON"];
+        args.extend_from_slice(on);
+        assert_eq!(run(engine, &mut c, &args), Reply::ok());
+        c
+    }
+
+    #[test]
+    fn bcast_sends_one_message_per_prefix_for_a_command() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        let reader = tracking_client(&engine, &["BCAST", "PREFIX", "b:", "PREFIX", "a:"]);
+        let mut writer = engine.client(String::new(), String::new(), -1);
+        run(
+            &engine,
+            &mut writer,
+            &[
+                "MSET", "b:2", "x", "a:2", "x", "c:1", "x", "a:1", "x", "a:2", "y",
+            ],
+        );
+        assert_eq!(
+            invalidations(&reader),
+            vec![vec!["a:1", "a:2"], vec!["b:2"]],
+            "sorted, each key once, one message per prefix in prefix order"
+        );
+        run(&engine, &mut writer, &["SET", "a:3", "x"]);
+        run(&engine, &mut writer, &["SET", "a:4", "x"]);
+        assert_eq!(invalidations(&reader), vec![vec!["a:3"], vec!["a:4"]]);
+    }
+
+    #[test]
+    fn the_table_is_kept_within_its_limit_with_growing_effort() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        let mut reader = tracking_client(&engine, &[]);
+        for i in 0..250 {
+            run(&engine, &mut reader, &["GET", &format!("k{i}")]);
+        }
+        assert_eq!(engine.pubsub().tracking.stats().keys, 250);
+        let hub = engine.pubsub();
+        // One pass evicts a hundred, the next two hundred: 249 in all.
+        hub.tracking.limit_keys(1, engine.clients(), hub);
+        assert_eq!(hub.tracking.stats().keys, 150);
+        hub.tracking.limit_keys(1, engine.clients(), hub);
+        assert_eq!(hub.tracking.stats().keys, 1);
+        assert_eq!(invalidations(&reader).len(), 249);
+        hub.tracking.limit_keys(0, engine.clients(), hub);
+        assert_eq!(hub.tracking.stats().keys, 1, "0 is no limit");
     }
 }
