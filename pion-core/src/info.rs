@@ -110,7 +110,11 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             header!("# Clients");
             line("connected_clients", &e.clients().len());
             line("maxclients", &cfg.maxclients);
-            line("blocked_clients", &e.blocking().blocked_clients());
+            // Clients held by CLIENT PAUSE count as blocked, as in Redis.
+            line(
+                "blocked_clients",
+                &(e.blocking().blocked_clients() + e.operator().pause.held_clients()),
+            );
             line("tracking_clients", &e.pubsub().tracking.stats().clients);
             line("clients_in_timeout_table", &e.blocking().blocked_clients());
         }

@@ -4,7 +4,7 @@
 //! command and stops reading until the pause ends (its worker re-checks on its timer,
 //! and `CLIENT UNPAUSE` wakes every client).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -19,12 +19,14 @@ pub struct PauseState {
     all: AtomicBool,
     /// Serialises pause and unpause (the two fields change together).
     change: Mutex<()>,
+    /// Clients whose command is held now: Redis counts them among `blocked_clients`.
+    held_clients: AtomicUsize,
 }
 
 impl PauseState {
     /// Pauses until `until_ms`. As in Redis, a pause already under way only grows: the
-    /// later end and the stricter mode win.
-    pub fn pause(&self, until_ms: i64, all: bool, now_ms: i64) {
+    /// later end and the stricter mode win. Returns when the pause now ends.
+    pub fn pause(&self, until_ms: i64, all: bool, now_ms: i64) -> i64 {
         let _g = self.change.lock();
         let active = self.until_ms.load(Ordering::Acquire) > now_ms;
         let all = all || (active && self.all.load(Ordering::Relaxed));
@@ -35,6 +37,22 @@ impl PauseState {
         };
         self.all.store(all, Ordering::Relaxed);
         self.until_ms.store(until.max(1), Ordering::Release);
+        until.max(1)
+    }
+
+    /// A client's command is now held.
+    pub fn client_held(&self) {
+        self.held_clients.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A held command ran, or its client went away.
+    pub fn client_released(&self) {
+        self.held_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// How many clients have a command held (part of `INFO`'s `blocked_clients`).
+    pub fn held_clients(&self) -> usize {
+        self.held_clients.load(Ordering::Relaxed)
     }
 
     /// Ends the pause now (`CLIENT UNPAUSE`).
@@ -59,38 +77,52 @@ impl PauseState {
     /// Whether the command in `argv` is held now (a command that fails to resolve is
     /// not: its error is the reply, as in Redis).
     pub fn holds_argv(&self, argv: &[Vec<u8>]) -> bool {
-        self.holds_argv_queued(argv, &[])
+        self.holds_argv_queued(argv, &[], |_| None)
     }
 
     /// [`holds_argv`](Self::holds_argv) for a client whose transaction has `queued`
-    /// commands: under a write pause, `EXEC` is held when one of them writes, and a
-    /// script (`EVAL`, `FCALL`, not their `_RO` forms) is held as a possible writer,
-    /// as Redis does.
-    pub fn holds_argv_queued(&self, argv: &[Vec<u8>], queued: &[Vec<Vec<u8>>]) -> bool {
+    /// commands, with `declared` giving the flags a script or function declared
+    /// (`Scripting::declared_flags`). Under a write pause, as in Redis, `EXEC` is held
+    /// when a queued command would be; a script (`EVAL`, `FCALL`, not their `_RO`
+    /// forms) is held as a possible writer unless it declared `no-writes`, and held
+    /// as a writer when it declared flags without it.
+    pub fn holds_argv_queued(
+        &self,
+        argv: &[Vec<u8>],
+        queued: &[Vec<Vec<u8>>],
+        declared: impl Fn(&[Vec<u8>]) -> Option<crate::scripting::ScriptFlags>,
+    ) -> bool {
         if self.until_ms.load(Ordering::Acquire) == 0 {
             return false;
         }
         let now = crate::engine::unix_ms();
+        let held = |argv: &[Vec<u8>]| {
+            crate::command::resolve(argv).is_ok_and(|r| {
+                let script = r.spec.group == crate::command::Group::Scripting
+                    && r.spec.has(flags::EXCLUSIVE);
+                match declared(argv).filter(|_| script) {
+                    // What the script declared stands for the command's own flags.
+                    Some(f) => {
+                        self.holds_everything(now) || (!f.no_writes && self.holds_writes(now))
+                    }
+                    None => self.holds(r.spec, now).is_some(),
+                }
+            })
+        };
         let Ok(r) = crate::command::resolve(argv) else {
+            // It fails to resolve: its error is the reply, as in Redis.
             return false;
         };
-        if self.holds(r.spec, now).is_some() {
-            return true;
+        if r.spec.has(flags::TX_CONTROL) && r.spec.has(flags::EXCLUSIVE) {
+            // EXEC: held with what it would run.
+            return self.holds(r.spec, now).is_some() || queued.iter().any(|q| held(q));
         }
-        if !r.spec.has(flags::EXCLUSIVE) {
-            return false;
-        }
-        if !r.spec.has(flags::TX_CONTROL) {
-            return !r.spec.has(flags::READONLY) && self.holds_writes(now);
-        }
-        queued.iter().any(|q| {
-            crate::command::resolve(q).is_ok_and(|r| {
-                self.holds(r.spec, now).is_some()
-                    || (r.spec.has(flags::EXCLUSIVE)
-                        && !r.spec.has(flags::READONLY)
-                        && self.holds_writes(now))
-            })
-        })
+        held(argv)
+    }
+
+    /// Whether a pause of everything is in force at `now_ms`.
+    fn holds_everything(&self, now_ms: i64) -> bool {
+        self.holds_writes(now_ms) && self.all.load(Ordering::Relaxed)
     }
 
     /// Whether a write pause (or a pause of everything) is in force at `now_ms`.
@@ -132,10 +164,20 @@ mod tests {
         );
         assert!(q.holds_argv(&argv(&["EVAL", "return 1", "0"])));
         assert!(!q.holds_argv(&argv(&["EVAL_RO", "return 1", "0"])));
-        assert!(!q.holds_argv_queued(&argv(&["EXEC"]), &[argv(&["GET", "k"])]));
+        // A script that declared no-writes is not held; one that declared flags
+        // without it is.
+        let declared = |a: &[Vec<u8>]| crate::scripting::eval::parse_shebang(&a[1]).ok();
+        let ro_script = argv(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]);
+        assert!(!q.holds_argv_queued(&ro_script, &[], declared));
+        let rw_script = argv(&["EVAL", "#!lua\nreturn 1", "0"]);
+        assert!(q.holds_argv_queued(&rw_script, &[], declared));
+        assert!(!q.holds_argv_queued(&argv(&["EXEC"]), std::slice::from_ref(&ro_script), declared));
+        assert!(!q.holds_argv_queued(&argv(&["DEBUG", "HELP"]), &[], |_| None));
+        assert!(!q.holds_argv_queued(&argv(&["EXEC"]), &[argv(&["GET", "k"])], |_| None));
         assert!(q.holds_argv_queued(
             &argv(&["EXEC"]),
-            &[argv(&["GET", "k"]), argv(&["SET", "k", "v"])]
+            &[argv(&["GET", "k"]), argv(&["SET", "k", "v"])],
+            |_| None
         ));
         assert_eq!(p.holds(spec(&["SET", "k", "v"]), 2000), None, "ended");
         // A shorter, laxer pause does not shorten or relax one under way.

@@ -97,7 +97,10 @@ impl Connection {
     /// Whether `CLIENT PAUSE` holds this command of this client now.
     fn held_by_pause(&self, engine: &Engine, argv: &[Vec<u8>]) -> bool {
         let queued = self.client.multi.as_ref().map_or(&[][..], |t| &t.queue[..]);
-        engine.operator().pause.holds_argv_queued(argv, queued)
+        engine
+            .operator()
+            .pause
+            .holds_argv_queued(argv, queued, |a| engine.scripting().declared_flags(a))
     }
 
     /// Runs every complete command in the input buffer, appending replies to the output.
@@ -110,6 +113,7 @@ impl Connection {
                 self.held = Some(argv);
                 return;
             }
+            engine.operator().pause.client_released();
             clock = self.run(engine, &argv, Instant::now());
             ran = true;
         }
@@ -129,6 +133,7 @@ impl Connection {
                     self.consumed += n;
                     if self.held_by_pause(engine, &argv) {
                         self.held = Some(argv);
+                        engine.operator().pause.client_held();
                         break;
                     }
                     clock = self.run(engine, &argv, clock);
@@ -238,6 +243,13 @@ impl Connection {
     /// Whether a command waits for a `CLIENT PAUSE` to end.
     pub fn is_held(&self) -> bool {
         self.held.is_some()
+    }
+
+    /// The connection closes: a command it had held stops counting as blocked.
+    pub fn close(&mut self, engine: &Engine) {
+        if self.held.take().is_some() {
+            engine.operator().pause.client_released();
+        }
     }
 
     /// Moves what other clients published to this one (Pub/Sub messages,

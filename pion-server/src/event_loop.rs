@@ -344,7 +344,8 @@ impl Worker {
                 last_sweep = std::time::Instant::now();
             }
         }
-        for (_, entry) in self.conns.drain() {
+        for (_, mut entry) in self.conns.drain() {
+            entry.1.close(engine);
             engine.clients().unregister(entry.1.client.id());
         }
         Ok(())
@@ -586,7 +587,8 @@ impl Worker {
 
     /// Closes a connection already taken out of the map.
     fn close_entry(&mut self, entry: Entry, engine: &Engine) {
-        let (mut stream, conn) = *entry;
+        let (mut stream, mut conn) = *entry;
+        conn.close(engine);
         if let Some(waiter) = &conn.client.blocked {
             engine.blocking().cancel(waiter);
         }

@@ -76,7 +76,7 @@ pub const NAMES: &[(u64, &str)] = &[
     (SKIP_SLOWLOG, "skip_slowlog"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
-    (MAY_REPLICATE, "may_replicate"),
+    // MAY_REPLICATE is left out: Redis hides it from COMMAND INFO on purpose.
     (NO_MANDATORY_KEYS, "no_mandatory_keys"),
     (NO_ASYNC_LOADING, "no_async_loading"),
     (NO_MULTI, "no_multi"),

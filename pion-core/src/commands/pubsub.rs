@@ -43,7 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "publish",
         3,
-        PUBSUB | LOADING | STALE | FAST,
+        PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
         Group::PubSub,
         publish,
     )
@@ -51,7 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new(
         "spublish",
         3,
-        PUBSUB | LOADING | STALE | FAST,
+        PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
         Group::PubSub,
         spublish,
     )

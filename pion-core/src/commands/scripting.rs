@@ -16,16 +16,22 @@ const RO_NOTE: &str =
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("eval", -3, RUN, Group::Scripting, eval)
+    CommandSpec::new("eval", -3, RUN | MAY_REPLICATE, Group::Scripting, eval)
         .key_specs(&[
             KeySpecDoc::keynum(&["RW", "access", "update"], 2, 0, 1, 1).with_notes(RW_NOTE)
         ])
         .movable(numkeys_keys)
         .doc("Executes a server-side Lua script.", "2.6.0"),
-    CommandSpec::new("evalsha", -3, RUN, Group::Scripting, evalsha)
-        .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "update"], 2, 0, 1, 1)])
-        .movable(numkeys_keys)
-        .doc("Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
+    CommandSpec::new(
+        "evalsha",
+        -3,
+        RUN | MAY_REPLICATE,
+        Group::Scripting,
+        evalsha,
+    )
+    .key_specs(&[KeySpecDoc::keynum(&["RW", "access", "update"], 2, 0, 1, 1)])
+    .movable(numkeys_keys)
+    .doc("Executes a server-side Lua script by SHA1 digest.", "2.6.0"),
     CommandSpec::new("eval_ro", -3, RUN | READONLY, Group::Scripting, eval_ro)
         .key_specs(&[KeySpecDoc::keynum(&["RO", "access"], 2, 0, 1, 1).with_notes(RO_NOTE)])
         .movable(numkeys_keys)
@@ -43,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Executes a read-only server-side Lua script by SHA1 digest.",
         "7.0.0",
     ),
-    CommandSpec::new("fcall", -3, RUN, Group::Scripting, fcall)
+    CommandSpec::new("fcall", -3, RUN | MAY_REPLICATE, Group::Scripting, fcall)
         .key_specs(&[
             KeySpecDoc::keynum(&["RW", "access", "update"], 2, 0, 1, 1).with_notes(RW_NOTE)
         ])

@@ -151,12 +151,15 @@ impl<'a> Locked<'a> {
     /// Drops the key if its time to live has passed; returns whether it still exists.
     fn expire_if_due(&mut self, db: usize, key: &[u8], loc: Location) -> OpResult<bool> {
         let now = self.now_ms;
+        let ks = self.ks;
         let shard = self.shard(loc.shard)?;
         let Some(d) = shard.db(db) else {
             return Ok(false);
         };
         match d.slots[loc.local].get(key) {
             None => Ok(false),
+            // Under CLIENT PAUSE it reads as missing but stays (Redis's rule).
+            Some(e) if e.is_expired(now) && ks.expiry_held(now) => Ok(false),
             Some(e) if e.is_expired(now) => {
                 shard.remove(db, loc.local, key);
                 self.ks.stats.expired_keys.fetch_add(1, Ordering::Relaxed);

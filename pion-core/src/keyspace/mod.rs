@@ -64,6 +64,9 @@ pub struct Keyspace {
     creations_wanted: std::sync::atomic::AtomicBool,
     /// `lfu-log-factor` (high half) and `lfu-decay-time` (low half).
     lfu: AtomicU64,
+    /// Until when (Unix ms) keys past their time to live are kept (a `CLIENT PAUSE`):
+    /// they read as missing but are neither removed nor counted.
+    expiry_held_until: std::sync::atomic::AtomicI64,
 }
 
 /// Which shards a command must hold while it runs.
@@ -119,7 +122,18 @@ impl Keyspace {
             creation_listener: parking_lot::RwLock::new(None),
             creations_wanted: std::sync::atomic::AtomicBool::new(false),
             lfu: AtomicU64::new(pack_lfu(LfuParams::default())),
+            expiry_held_until: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// Keeps expired keys until `until_ms` (0: no longer), for `CLIENT PAUSE`.
+    pub fn hold_expiry_until(&self, until_ms: i64) {
+        self.expiry_held_until.store(until_ms, Ordering::Relaxed);
+    }
+
+    /// Whether expired keys are kept at `now_ms`.
+    pub fn expiry_held(&self, now_ms: i64) -> bool {
+        now_ms < self.expiry_held_until.load(Ordering::Relaxed)
     }
 
     /// The LFU tuning accesses and `OBJECT FREQ` use.
@@ -287,6 +301,9 @@ impl Keyspace {
     /// Removes up to `budget` keys per shard whose time to live has passed; returns how
     /// many were removed. This is the active half of expiry (reads expire lazily too).
     pub fn expire_cycle(&self, now_ms: i64, budget: usize) -> usize {
+        if self.expiry_held(now_ms) {
+            return 0;
+        }
         let mut removed = 0;
         for i in 0..SHARDS {
             removed += self

@@ -116,7 +116,9 @@ fn call(
         return fail(lua, "ERR This Redis command is not allowed from script");
     }
     let write = spec.has(flags::WRITE);
-    if write && rc.read_only {
+    // As Redis does, a command that may replicate (PUBLISH …) counts as a write here,
+    // which is what lets read-only scripts run during CLIENT PAUSE WRITE.
+    if (write || spec.has(flags::MAY_REPLICATE)) && rc.read_only {
         return fail(
             lua,
             "ERR Write commands are not allowed from read-only scripts.",

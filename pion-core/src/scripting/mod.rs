@@ -200,6 +200,35 @@ impl Scripting {
         })
     }
 
+    /// The flags the script or function `argv` runs (`EVAL`, `EVALSHA`, `FCALL` and
+    /// their `_RO` forms) declared, when it declared any: they stand for the
+    /// command's own (no `no-writes`: it writes), as Redis's command flags do for
+    /// `CLIENT PAUSE`. `None`: another command, a script without a shebang, an unknown
+    /// script or function, or the cache in use (a script runs), when the command's own
+    /// flags apply.
+    pub fn declared_flags(&self, argv: &[Vec<u8>]) -> Option<ScriptFlags> {
+        let name = String::from_utf8_lossy(argv.first()?).to_ascii_lowercase();
+        let target = argv.get(1)?;
+        match name.as_str() {
+            "eval" | "eval_ro" => eval::parse_shebang(target).ok().filter(|f| f.shebang),
+            "evalsha" | "evalsha_ro" => {
+                let sha = String::from_utf8_lossy(target).to_ascii_lowercase();
+                let guard = self.eval.try_lock()?;
+                let flags = guard.as_ref()?.scripts.get(&sha)?.flags;
+                flags.shebang.then_some(flags)
+            }
+            "fcall" | "fcall_ro" => {
+                let guard = self.functions.try_lock()?;
+                let func = guard.as_ref()?.function(&String::from_utf8_lossy(target))?;
+                Some(ScriptFlags {
+                    shebang: true,
+                    ..func.flags
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// `SCRIPT LOAD`: caches the script, returns its SHA1.
     pub fn script_load(&self, body: &[u8]) -> OpResult<String> {
         self.with_eval(|st| st.load(body))
