@@ -733,7 +733,14 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                     .pubsub
                     .tracking
                     .open_batch(&inner.clients, &inner.pubsub, 0);
+                let started = std::time::Instant::now();
                 inner.keyspace.expire_cycle(now_us / 1000, 200);
+                // A slow pass (a big key deleted) is a latency event, as in Redis.
+                inner.operator.latency.add_if_needed(
+                    "expire-cycle",
+                    started.elapsed().as_millis() as u64,
+                    now_us / 1_000_000,
+                );
             }
             drop(inner);
             std::thread::sleep(Duration::from_millis(1000 / hz));
