@@ -1,11 +1,11 @@
 //! A script past `busy-reply-threshold`, against a real redis-server: the same steps
 //! on both, transcripts compared. Other clients (old connections and new ones) are
 //! answered `-BUSY`, a transaction that meets the busy script is doomed, `SCRIPT KILL`
-//! stops a script that has not written and is refused for one that has, a client
-//! blocked on a key the script pushes to is served only once the script ends, and
-//! `SHUTDOWN NOSAVE` stops even a script that wrote. Pion runs at one worker thread
-//! (the default: the busy script holds the only thread, and the others are served
-//! from inside it) and at four.
+//! stops a script that has not written (`pcall` cannot swallow the kill) and is
+//! refused for one that has, a client blocked on a key the script pushes to is served
+//! only once the script ends, and `SHUTDOWN NOSAVE` stops even a script that wrote.
+//! Pion runs at one worker thread (the default: the busy script holds the only
+//! thread, and the others are served from inside it) and at four.
 
 use std::time::Duration;
 
@@ -74,6 +74,29 @@ fn killable_scenario(port: u16) -> Vec<String> {
     log.push(show(&admin.cmd(&["GET", "xx"])));
     log.push(show(&runner.cmd(&["EVAL", "return 'again'", "0"])));
     log.push(show(&admin.cmd(&["SCRIPT", "KILL"])));
+    log
+}
+
+/// A runaway script that catches errors with `pcall` around its loop: the kill must
+/// not be swallowed.
+fn pcall_scenario(port: u16) -> Vec<String> {
+    let mut log = Vec::new();
+    let mut admin = connect(port);
+    let mut runner = connect(port);
+    log.push(show(&admin.cmd(&[
+        "CONFIG",
+        "SET",
+        "busy-reply-threshold",
+        THRESHOLD_MS,
+    ])));
+    let script = "local f = function() while 1 do redis.call('ping') end end \
+                  while 1 do pcall(f) end";
+    send(&mut runner, &["EVAL", script, "0"]);
+    std::thread::sleep(PAST_THRESHOLD);
+    log.push(show(&admin.cmd(&["PING"])));
+    log.push(show(&admin.cmd(&["SCRIPT", "KILL"])));
+    log.push(read(&mut runner));
+    log.push(show(&admin.cmd(&["PING"])));
     log
 }
 
@@ -173,6 +196,11 @@ fn compare(name: &str, scenario: fn(u16) -> Vec<String>) {
 #[test]
 fn a_killable_busy_script_matches_redis() {
     compare("killable", killable_scenario);
+}
+
+#[test]
+fn a_kill_is_not_swallowed_by_pcall() {
+    compare("pcall", pcall_scenario);
 }
 
 #[test]

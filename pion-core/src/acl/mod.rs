@@ -424,6 +424,20 @@ pub fn permit(
     }
 }
 
+/// Whether the client's user may run `argv` (resolved as `spec`), without logging a
+/// refusal: `redis.acl_check_cmd` in scripts.
+pub fn may_run(
+    engine: &Engine,
+    client: &ClientState,
+    spec: &'static CommandSpec,
+    full_name: &'static str,
+    slot: usize,
+    argv: &[Vec<u8>],
+) -> bool {
+    let user = client_user(engine, client);
+    user.unrestricted() || check(user, spec, full_name, slot, argv).is_ok()
+}
+
 /// Checks a command against a user's rules (root selector, then each extra one).
 pub fn check(
     user: &User,

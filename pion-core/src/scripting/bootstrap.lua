@@ -6,7 +6,7 @@ local rt = ...
 local G = _G
 local error, type, tostring, pairs, ipairs, select, pcall = error, type, tostring, pairs, ipairs, select, pcall
 local setmetatable, rawset, xpcall = setmetatable, rawset, xpcall
-local find = string.find
+local find, byte, concat, loadstring = string.find, string.byte, table.concat, loadstring
 
 local protected = setmetatable({}, {__mode = 'k'})
 local function deny() error('Attempt to modify a readonly table', 2) end
@@ -97,6 +97,29 @@ for _, n in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'pcall', 'rawe
     'load', 'gcinfo', 'collectgarbage', '_VERSION', 'getmetatable'}) do
   lib[n] = G[n]
 end
+-- Every chunk is read as text, as Redis's Lua reads it: bytecode (string.dump's
+-- output) could break out of the sandbox. A leading space makes the parser meet the
+-- binary signature as text and fail as Redis's does; the chunk keeps its name.
+local function text_chunk(s, chunkname)
+  if type(s) == 'string' and byte(s, 1) == 27 then
+    return loadstring(' ' .. s, chunkname or s)
+  end
+  return loadstring(s, chunkname)
+end
+lib.loadstring = text_chunk
+lib.load = function(reader, chunkname)
+  if type(reader) ~= 'function' then
+    error("bad argument #1 to 'load' (function expected, got " .. type(reader) .. ")", 2)
+  end
+  local parts = {}
+  while true do
+    local piece = reader()
+    if piece == nil or piece == '' then break end
+    if type(piece) ~= 'string' then return nil, 'reader function must return a string' end
+    parts[#parts + 1] = piece
+  end
+  return text_chunk(concat(parts), chunkname or '=(load)')
+end
 lib.rawset = function(t, k, v)
   if protected[t] then error('Attempt to modify a readonly table', 0) end
   return rawset(t, k, v)
@@ -105,8 +128,20 @@ lib.setmetatable = function(t, mt)
   if protected[t] then error('Attempt to modify a readonly table', 0) end
   return setmetatable(t, mt)
 end
-lib.pcall = function(f, ...) return unwrap_results(pcall(f, ...)) end
-lib.xpcall = function(f, h) return xpcall(f, function(e) return h(unwrap(e)) end) end
+-- A script stopped by SCRIPT KILL (or a load deadline) stays stopped: pcall and xpcall
+-- raise the stop again instead of returning it, as Redis's hook keeps raising it.
+local killed = rt.killed
+local function rethrow_stop(ok, ...)
+  if not ok and killed() then error((...), 0) end
+  return ok, ...
+end
+lib.pcall = function(f, ...) return unwrap_results(rethrow_stop(pcall(f, ...))) end
+lib.xpcall = function(f, h)
+  return rethrow_stop(xpcall(f, function(e)
+    if killed() then return e end
+    return h(unwrap(e))
+  end))
+end
 lib.string = readonly(string)
 lib.table = readonly(table)
 lib.math = readonly(math)

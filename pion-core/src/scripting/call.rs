@@ -56,13 +56,69 @@ pub fn with_calls<R>(
                 (false, v) => Ok(v),
             })?;
         let pcall_fn = scope.create_function(|lua, args: MultiValue| Ok(run_call(lua, args)?.1))?;
+        let acl_check_fn = scope.create_function(|lua, args: MultiValue| {
+            let Ok(c) = client.try_borrow() else {
+                return Err(raise_table(
+                    lua,
+                    error_table(lua, "ERR nested script call")?,
+                ));
+            };
+            acl_check_cmd(lua, engine, &c, args)
+        })?;
         redis.raw_set("call", call_fn)?;
         redis.raw_set("pcall", pcall_fn)?;
+        redis.raw_set("acl_check_cmd", acl_check_fn)?;
         Ok(body())
     });
-    redis.raw_set("call", Value::Nil)?;
-    redis.raw_set("pcall", Value::Nil)?;
+    for bound in ["call", "pcall", "acl_check_cmd"] {
+        redis.raw_set(bound, Value::Nil)?;
+    }
     r
+}
+
+/// A script's arguments for a command, as Redis converts them (strings, integers,
+/// and numbers in `%.17g`).
+fn lua_argv(args: MultiValue) -> Result<Vec<Vec<u8>>, &'static str> {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for a in args {
+        match a {
+            Value::String(s) => argv.push(s.as_bytes().to_vec()),
+            Value::Integer(i) => argv.push(i.to_string().into_bytes()),
+            Value::Number(n) => argv.push(fmt_g17(n).into_bytes()),
+            _ => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    Ok(argv)
+}
+
+/// `redis.acl_check_cmd(command, args…)`: whether the script's caller may run it
+/// (ACL rules only, nothing logged); an unknown command raises an error.
+fn acl_check_cmd(
+    lua: &Lua,
+    engine: &Engine,
+    client: &ClientState,
+    args: MultiValue,
+) -> mlua::Result<bool> {
+    let raise =
+        |text: &str| -> mlua::Result<bool> { Err(raise_table(lua, error_table(lua, text)?)) };
+    let argv = match lua_argv(args) {
+        Ok(argv) => argv,
+        Err(text) => return raise(text),
+    };
+    match crate::command::resolve(&argv) {
+        Ok(r) => Ok(crate::acl::may_run(
+            engine,
+            client,
+            r.spec,
+            r.full_name,
+            r.stat,
+            &argv,
+        )),
+        Err(_) => raise("ERR Invalid command passed to redis.acl_check_cmd()"),
+    }
 }
 
 fn fail(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
@@ -78,26 +134,10 @@ fn call(
     resp: u8,
     args: MultiValue,
 ) -> mlua::Result<(bool, Value)> {
-    if args.is_empty() {
-        return fail(
-            lua,
-            "ERR Please specify at least one argument for this redis lib call",
-        );
-    }
-    let mut argv = Vec::with_capacity(args.len());
-    for a in args {
-        match a {
-            Value::String(s) => argv.push(s.as_bytes().to_vec()),
-            Value::Integer(i) => argv.push(i.to_string().into_bytes()),
-            Value::Number(n) => argv.push(fmt_g17(n).into_bytes()),
-            _ => {
-                return fail(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                )
-            }
-        }
-    }
+    let argv = match lua_argv(args) {
+        Ok(argv) => argv,
+        Err(text) => return fail(lua, text),
+    };
     let resolved = match crate::command::resolve(&argv) {
         Ok(r) => r,
         Err(OpError::WrongArity(_)) => {

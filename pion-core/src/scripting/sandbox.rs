@@ -117,6 +117,15 @@ impl LuaState {
             "unwrap_error",
             lua.create_function(|lua, v: Value| api::unwrap_error(lua, v))?,
         )?;
+        // Whether the hook stopped the running script (`pcall` must not swallow it).
+        let stopped = Arc::clone(&hook);
+        rt.raw_set(
+            "killed",
+            lua.create_function(move |_, ()| {
+                Ok(stopped.killed.load(Ordering::SeqCst)
+                    || stopped.timed_out.load(Ordering::SeqCst))
+            })?,
+        )?;
         lua.load(include_str!("bootstrap.lua"))
             .set_name("=sandbox")
             .call::<()>(rt.clone())?;
