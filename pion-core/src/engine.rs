@@ -158,6 +158,8 @@ pub(crate) struct EngineInner {
     /// `DEBUG PAUSE-CRON 1`: the periodic tasks (active expiry, the tracking table's
     /// limit) stop until `DEBUG PAUSE-CRON 0`.
     cron_paused: std::sync::atomic::AtomicBool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `NOSCRIPT` commands.
+    scripts_deny_disabled: std::sync::atomic::AtomicBool,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -359,6 +361,19 @@ impl Engine {
         self.inner.active_expire.store(on, Ordering::Relaxed);
     }
 
+    /// Lets scripts call the commands normally denied to them, or not
+    /// (`DEBUG SET-DISABLE-DENY-SCRIPTS`).
+    pub fn set_scripts_deny_disabled(&self, disabled: bool) {
+        self.inner
+            .scripts_deny_disabled
+            .store(disabled, Ordering::Relaxed);
+    }
+
+    /// Whether scripts may call the commands normally denied to them.
+    pub fn scripts_deny_disabled(&self) -> bool {
+        self.inner.scripts_deny_disabled.load(Ordering::Relaxed)
+    }
+
     /// Pauses or resumes the periodic tasks (`DEBUG PAUSE-CRON`).
     pub fn set_cron_paused(&self, paused: bool) {
         self.inner.cron_paused.store(paused, Ordering::Relaxed);
@@ -456,6 +471,7 @@ impl Engine {
             scripting: crate::scripting::Scripting::default(),
             active_expire: std::sync::atomic::AtomicBool::new(true),
             cron_paused: std::sync::atomic::AtomicBool::new(false),
+            scripts_deny_disabled: std::sync::atomic::AtomicBool::new(false),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();

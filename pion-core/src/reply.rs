@@ -39,6 +39,11 @@ pub enum Reply {
     Bool(bool),
     /// Verbatim text (RESP3 `=` with a three-letter format); RESP2 sends a bulk string.
     Verbatim(&'static str, Vec<u8>),
+    /// A big number (RESP3 `(`, its decimal digits); RESP2 sends a bulk string.
+    BigNumber(String),
+    /// A reply with attributes before it (RESP3 `|`); RESP2, and scripts, see only
+    /// the reply.
+    Attributed(Vec<(Reply, Reply)>, Box<Reply>),
     /// An out-of-band push message (RESP3 `>`); RESP2 sends an array.
     Push(Vec<Reply>),
     /// Several replies sent one after the other (`SUBSCRIBE a b` confirms each

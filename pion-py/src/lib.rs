@@ -20,6 +20,12 @@ fn to_py(py: Python<'_>, reply: Reply) -> PyResult<PyObject> {
         Reply::Double(d) | Reply::ShortDouble(d) => d.into_pyobject(py)?.into_any().unbind(),
         Reply::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
         Reply::Bulk(b) | Reply::Verbatim(_, b) => PyBytes::new(py, &b).into_any().unbind(),
+        // A big number becomes a Python int (arbitrary precision) when it parses.
+        Reply::BigNumber(digits) => match py.get_type::<pyo3::types::PyInt>().call1((&digits,)) {
+            Ok(n) => n.unbind(),
+            Err(_) => digits.into_pyobject(py)?.into_any().unbind(),
+        },
+        Reply::Attributed(_, inner) => to_py(py, *inner)?,
         Reply::Null | Reply::NullArray => py.None(),
         Reply::Array(items) | Reply::Set(items) | Reply::Push(items) | Reply::Several(items) => {
             let list = PyList::empty(py);

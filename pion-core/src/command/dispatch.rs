@@ -234,9 +234,14 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     // EXEC may grow memory when a command it would run may (Redis's rule).
     let deny_oom = spec.has(super::flags::DENYOOM)
         || (is_exec(argv) && client.multi.as_ref().is_some_and(|tx| tx.deny_oom));
-    if let Err(e) = crate::evict::before_command(engine, deny_oom) {
-        engine.command_stats().reject(resolved.stat);
-        return Err(e.into());
+    // Inside a transaction or script the outer command made this decision (a script
+    // refuses its own first write past maxmemory unless it declared allow-oom), as
+    // Redis checks memory only for the command a client sent.
+    if client.nested.is_none() {
+        if let Err(e) = crate::evict::before_command(engine, deny_oom) {
+            engine.command_stats().reject(resolved.stat);
+            return Err(e.into());
+        }
     }
     if let Some(failure) = engine.durability().and_then(|d| d.wal().failure()) {
         // As Redis does on a failing append-only file: writes (and PING, so that

@@ -1,6 +1,7 @@
 //! `DEBUG`: the introspection and test hooks that Redis's own test suite and operators
 //! use (object internals, dataset digests, pausing the server, switching active expiry
-//! off). As in Redis it is refused unless `enable-debug-command` allows it, and, like
+//! or the periodic tasks off, one reply of each protocol type, letting scripts call
+//! denied commands). As in Redis it is refused unless `enable-debug-command` allows it, and, like
 //! Redis's single thread, it runs alone: every other command waits while it runs.
 //!
 //! Subcommands that need machinery Pion does not have (RELOAD of an RDB file,
@@ -74,6 +75,17 @@ const SUBS: &[Sub] = &[
         ],
     },
     Sub {
+        name: "protocol",
+        min_args: 3,
+        handler: protocol,
+        help: &[
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+        ],
+    },
+    Sub {
         name: "set-active-expire",
         min_args: 3,
         handler: set_active_expire,
@@ -83,6 +95,13 @@ const SUBS: &[Sub] = &[
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
             "    default.",
         ],
+    },
+    Sub {
+        // Not in Redis's help either: a test hook.
+        name: "set-disable-deny-scripts",
+        min_args: 3,
+        handler: set_disable_deny_scripts,
+        help: &[],
     },
     Sub {
         name: "sleep",
@@ -168,6 +187,57 @@ fn set_active_expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
+/// `DEBUG SET-DISABLE-DENY-SCRIPTS 0|1`: scripts may call the commands normally
+/// denied to them (`DEBUG` …), for tests of what such commands reply.
+fn set_disable_deny_scripts(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    ctx.engine.set_scripts_deny_disabled(switch(&argv[2]));
+    Ok(Reply::ok())
+}
+
+/// `DEBUG PROTOCOL type`: one reply of each kind the protocol has, as Redis's test
+/// suite uses them (the values are Redis's).
+fn protocol(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = String::from_utf8_lossy(&argv[2]).to_ascii_lowercase();
+    let counting = || (0..3).map(Reply::Integer);
+    Ok(match name.as_str() {
+        "string" => Reply::bulk("Hello World"),
+        "integer" => Reply::Integer(12345),
+        // Redis's test value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        "double" => Reply::Double(3.141),
+        "bignum" => Reply::BigNumber("1234567999999999999999999999999999999".into()),
+        "null" => Reply::Null,
+        "array" => Reply::Array(counting().collect()),
+        "set" => Reply::Set(counting().collect()),
+        "map" => Reply::Map((0..3).map(|j| (Reply::Integer(j), Reply::Bool(j == 1))).collect()),
+        "attrib" => Reply::Attributed(
+            vec![(
+                Reply::bulk("key-popularity"),
+                Reply::Array(vec![Reply::bulk("key:123"), Reply::Integer(90)]),
+            )],
+            Box::new(Reply::bulk("Some real reply following the attribute")),
+        ),
+        "push" => {
+            if ctx.client.resp < 3 {
+                return Err(OpError::custom("ERR RESP2 is not supported by this command"));
+            }
+            // A push, then a real reply for clients that skip pushes.
+            Reply::Several(vec![
+                Reply::Push(vec![Reply::bulk("server-cpu-usage"), Reply::Integer(42)]),
+                Reply::bulk("Some real reply following the push reply"),
+            ])
+        }
+        "true" => Reply::Bool(true),
+        "false" => Reply::Bool(false),
+        "verbatim" => Reply::Verbatim("txt", b"This is a verbatim\nstring".to_vec()),
+        _ => {
+            return Err(OpError::custom(
+                "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+            ))
+        }
+    })
+}
+
 /// `DEBUG PAUSE-CRON 0|1`: the periodic tasks (active expiry, the tracking table's
 /// limit) stop or resume.
 fn pause_cron(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -187,7 +257,8 @@ fn object(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let now = ctx.now_ms();
     let key = &argv[2];
     let mut locked = ctx.engine.keyspace().lock_keys(&[key], now);
-    let Some(entry) = locked.peek(db, key)? else {
+    // What is stored, expired or not: Redis's DEBUG OBJECT reads the dictionary.
+    let Some(entry) = locked.stored(db, key)? else {
         return Err(OpError::custom("ERR no such key"));
     };
     let mut record = Vec::new();

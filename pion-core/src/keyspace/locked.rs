@@ -207,6 +207,15 @@ impl<'a> Locked<'a> {
         Ok(shard.db(db).and_then(|d| d.slots[loc.local].get(key)))
     }
 
+    /// The entry stored under a key, even one past its time to live that nothing has
+    /// removed yet (`DEBUG OBJECT` looks at the dictionary itself, as in Redis).
+    pub fn stored(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Entry>> {
+        self.check_db(db)?;
+        let loc = self.locate(key);
+        let shard = self.shard(loc.shard)?;
+        Ok(shard.db(db).and_then(|d| d.slots[loc.local].get(key)))
+    }
+
     /// The value of a live key, for reading. Counts a keyspace hit or miss.
     pub fn get(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Value>> {
         let stats = &self.ks.stats;

@@ -152,7 +152,7 @@ fn call(
         Err(e) => return fail(lua, &e.wire_text()),
     };
     let spec = resolved.spec;
-    if spec.has(flags::NOSCRIPT) {
+    if spec.has(flags::NOSCRIPT) && !engine.scripts_deny_disabled() {
         return fail(lua, "ERR This Redis command is not allowed from script");
     }
     let write = spec.has(flags::WRITE);

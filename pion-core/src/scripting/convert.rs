@@ -95,6 +95,17 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
                 Value::Number(if *b { 1.0 } else { 0.0 })
             }
         }
+        Reply::BigNumber(digits) => {
+            if resp3 {
+                let t = lua.create_table()?;
+                t.raw_set("big_number", lua.create_string(digits)?)?;
+                Value::Table(t)
+            } else {
+                Value::String(lua.create_string(digits)?)
+            }
+        }
+        // Attributes are not shown to scripts (as in Redis): only the reply.
+        Reply::Attributed(_, inner) => reply_to_lua(lua, inner, resp)?,
         Reply::Verbatim(format, text) => {
             if resp3 {
                 let inner = lua.create_table()?;
@@ -195,7 +206,9 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Reply {
         return Reply::Double(d as f64);
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
-        return Reply::Bulk(s.as_bytes().to_vec());
+        // Line breaks become spaces, so the reply cannot break the protocol.
+        let digits = String::from_utf8_lossy(&s.as_bytes()).replace(['\r', '\n'], " ");
+        return Reply::BigNumber(digits);
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
         let mut out = Vec::new();

@@ -102,6 +102,23 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
                 bulk(out, text);
             }
         }
+        Reply::BigNumber(digits) => {
+            if resp3 {
+                line(out, b'(', digits.as_bytes());
+            } else {
+                bulk(out, digits.as_bytes());
+            }
+        }
+        Reply::Attributed(attributes, reply) => {
+            if resp3 {
+                header(out, b'|', attributes.len());
+                for (k, v) in attributes {
+                    encode(k, resp, out);
+                    encode(v, resp, out);
+                }
+            }
+            encode(reply, resp, out);
+        }
     }
 }
 
@@ -191,5 +208,14 @@ mod tests {
             "=6\r\ntxt:hi\r\n"
         );
         assert_eq!(enc(Reply::Set(vec![]), 3), "~0\r\n");
+        let big = Reply::BigNumber("12345678901234567890".into());
+        assert_eq!(enc(big.clone(), 3), "(12345678901234567890\r\n");
+        assert_eq!(enc(big, 2), "$20\r\n12345678901234567890\r\n");
+        let a = Reply::Attributed(
+            vec![(Reply::bulk("k"), Reply::Integer(1))],
+            Box::new(Reply::bulk("v")),
+        );
+        assert_eq!(enc(a.clone(), 3), "|1\r\n$1\r\nk\r\n:1\r\n$1\r\nv\r\n");
+        assert_eq!(enc(a, 2), "$1\r\nv\r\n");
     }
 }

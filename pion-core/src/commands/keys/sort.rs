@@ -148,8 +148,9 @@ pub(super) fn sort(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let (kind, elements) = load(ctx, db, &argv[1], &o)?;
     // An unsorted set would come out in hash order, which differs between replicas:
-    // with STORE, Redis sorts it lexicographically instead.
-    if o.dont_sort && kind == Kind::Set && o.store.is_some() {
+    // with STORE, or called from a script, Redis sorts it lexicographically instead.
+    let in_script = ctx.client.nested.as_ref().is_some_and(|n| n.in_script);
+    if o.dont_sort && kind == Kind::Set && (o.store.is_some() || in_script) {
         o.dont_sort = false;
         o.alpha = true;
         o.by = None;

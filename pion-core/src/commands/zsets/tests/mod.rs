@@ -25,6 +25,8 @@ fn show(r: &Reply) -> String {
                 .collect();
             format!("\"{text}\"")
         }
+        Reply::BigNumber(digits) => format!("({digits}"),
+        Reply::Attributed(_, inner) => show(inner),
         Reply::Null => "nil".into(),
         Reply::NullArray => "nil*".into(),
         Reply::Array(v) => format!("[{}]", list(v)),
