@@ -27,6 +27,11 @@ fn show(v: &RespValue) -> String {
     v.render()
 }
 
+/// Sets the short busy threshold the scenarios use; its reply for the transcript.
+fn lower_threshold(admin: &mut Client) -> String {
+    show(&admin.cmd(&["CONFIG", "SET", "busy-reply-threshold", THRESHOLD_MS]))
+}
+
 /// Sends a command without waiting for its reply.
 fn send(c: &mut Client, args: &[&str]) {
     c.send_raw(&Client::encode(args)).expect("send");
@@ -46,12 +51,7 @@ fn killable_scenario(port: u16) -> Vec<String> {
     let mut admin = connect(port);
     let mut r2 = connect(port);
     let mut runner = connect(port);
-    log.push(show(&admin.cmd(&[
-        "CONFIG",
-        "SET",
-        "busy-reply-threshold",
-        THRESHOLD_MS,
-    ])));
+    log.push(lower_threshold(&mut admin));
     log.push(show(&admin.cmd(&["SET", "xx", "1"])));
     log.push(show(&r2.cmd(&["MULTI"])));
     log.push(show(&r2.cmd(&["INCR", "xx"])));
@@ -83,12 +83,7 @@ fn pcall_scenario(port: u16) -> Vec<String> {
     let mut log = Vec::new();
     let mut admin = connect(port);
     let mut runner = connect(port);
-    log.push(show(&admin.cmd(&[
-        "CONFIG",
-        "SET",
-        "busy-reply-threshold",
-        THRESHOLD_MS,
-    ])));
+    log.push(lower_threshold(&mut admin));
     let script = "local f = function() while 1 do redis.call('ping') end end \
                   while 1 do pcall(f) end";
     send(&mut runner, &["EVAL", script, "0"]);
@@ -108,12 +103,7 @@ fn unkillable_scenario(port: u16) -> Vec<String> {
     let mut admin = connect(port);
     let mut blocked = connect(port);
     let mut runner = connect(port);
-    log.push(show(&admin.cmd(&[
-        "CONFIG",
-        "SET",
-        "busy-reply-threshold",
-        THRESHOLD_MS,
-    ])));
+    log.push(lower_threshold(&mut admin));
     send(&mut blocked, &["BLPOP", "q", "0"]);
     std::thread::sleep(Duration::from_millis(100));
     let script = "redis.call('lpush', KEYS[1], 'first') \
@@ -143,12 +133,7 @@ fn shutdown_scenario(port: u16) -> Vec<String> {
     let mut log = Vec::new();
     let mut admin = connect(port);
     let mut runner = connect(port);
-    log.push(show(&admin.cmd(&[
-        "CONFIG",
-        "SET",
-        "busy-reply-threshold",
-        THRESHOLD_MS,
-    ])));
+    log.push(lower_threshold(&mut admin));
     send(
         &mut runner,
         &[

@@ -17,15 +17,7 @@ pub fn tobit(x: f64) -> i32 {
 /// strings), or the error text for argument `n` of `name`.
 fn arg(args: &[Value], n: usize, name: &str) -> Result<i32, String> {
     let v = args.get(n).cloned().unwrap_or(Value::Nil);
-    let x = match &v {
-        Value::Integer(i) => Some(*i as f64),
-        Value::Number(x) => Some(*x),
-        Value::String(s) => std::str::from_utf8(&s.as_bytes())
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok()),
-        _ => None,
-    };
-    x.map(tobit).ok_or_else(|| {
+    super::convert::lua_number(&v).map(tobit).ok_or_else(|| {
         let got = if v.is_nil() && n >= args.len() {
             "no value"
         } else {

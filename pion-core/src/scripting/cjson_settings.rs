@@ -99,15 +99,7 @@ impl Args<'_> {
         let Some(v) = self.given(n) else {
             return Ok(None);
         };
-        let number = match v {
-            Value::Integer(i) => Some(*i as f64),
-            Value::Number(x) => Some(*x),
-            Value::String(s) => std::str::from_utf8(&s.as_bytes())
-                .ok()
-                .and_then(|t| t.trim().parse::<f64>().ok()),
-            _ => None,
-        };
-        let Some(number) = number else {
+        let Some(number) = super::convert::lua_number(v) else {
             return Err(self.error(n, &format!("number expected, got {}", type_name(v))));
         };
         let value = number.trunc() as i64;

@@ -177,6 +177,19 @@ fn to_reply(value: &Value, resp: u8, depth: usize) -> Reply {
     }
 }
 
+/// A number argument as Lua 5.1's `luaL_checknumber` reads it: a number, or a string
+/// that reads as one (surrounding spaces allowed); `None` otherwise.
+pub fn lua_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(x) => Some(*x),
+        Value::String(s) => std::str::from_utf8(&s.as_bytes())
+            .ok()
+            .and_then(|t| t.trim().parse::<f64>().ok()),
+        _ => None,
+    }
+}
+
 /// A Lua number as Redis converts it to an integer reply: a C cast, truncated, with
 /// what does not fit (NaN, infinities, beyond the range) as the smallest integer, which
 /// is what the cast gives on the machines Redis runs on.
