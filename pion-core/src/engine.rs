@@ -385,6 +385,13 @@ impl Engine {
         self.inner.config.with(|c| c.busy_reply_threshold)
     }
 
+    /// Whether a script runs past `busy-reply-threshold` now. One atomic load when
+    /// none runs: the threshold is read only when one does.
+    pub fn script_busy(&self) -> bool {
+        let busy = self.inner.gate.busy();
+        busy.script_running() && busy.is_busy(self.busy_threshold_ms())
+    }
+
     /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
     pub fn pubsub(&self) -> &Arc<crate::pubsub::Hub> {
         &self.inner.pubsub

@@ -131,16 +131,10 @@ impl Gate {
         }
     }
 
-    /// Takes every slot, in order: returns once no other command runs.
-    pub fn exclusive(&self) -> Exclusive<'_> {
-        let guards = self.slots.iter().map(|s| s.0.write()).collect();
-        EXCLUSIVE_HERE.with(|h| h.set(true));
-        Exclusive { _guards: guards }
-    }
-
-    /// Takes every slot unless a script is, or becomes, busy while waiting for them
-    /// (`None`: answer `-BUSY`). Never waits on this thread's own exclusive section
-    /// (a command the busy pump serves).
+    /// Takes every slot, in order, once no other command runs, unless a script is, or
+    /// becomes, busy while waiting for them (`None`: answer `-BUSY`; a threshold of 0
+    /// never gives up). Never waits on this thread's own exclusive section (a command
+    /// the busy pump serves).
     pub fn exclusive_unless_busy(&self, threshold_ms: u64) -> Option<Exclusive<'_>> {
         if EXCLUSIVE_HERE.with(|h| h.get()) {
             return None;
@@ -180,39 +174,19 @@ impl Gate {
     }
 }
 
-/// Whether a script runs, since when, of which kind, and whether it may still be
-/// killed.
+/// Whether a script runs, since when, and of which kind (what `-BUSY` says). Whether
+/// it may still be killed is the scripting engine's (`scripting::busy`).
 #[derive(Default)]
 pub struct BusyState {
     /// Start of the running script (Unix ms), 0 when none runs.
     started_ms: AtomicI64,
-    /// The running script may still be killed (it has not written).
-    killable: AtomicBool,
     /// The running code is a function (`FCALL`) rather than an `EVAL` script.
     function: AtomicBool,
-}
-
-/// The running script, as `SCRIPT KILL` sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Running {
-    /// No script runs.
-    Nothing,
-    /// An `EVAL` script runs.
-    Script {
-        /// It has not written: killing it loses nothing.
-        killable: bool,
-    },
-    /// A function runs (`FCALL`).
-    Function {
-        /// It has not written.
-        killable: bool,
-    },
 }
 
 impl BusyState {
     /// Marks the start of a script (or function) run.
     pub fn begin_script(&self, function: bool) {
-        self.killable.store(true, Ordering::SeqCst);
         self.function.store(function, Ordering::SeqCst);
         self.started_ms
             .store(crate::engine::unix_ms(), Ordering::SeqCst);
@@ -221,11 +195,6 @@ impl BusyState {
     /// Marks the end of the running script.
     pub fn end_script(&self) {
         self.started_ms.store(0, Ordering::SeqCst);
-    }
-
-    /// The running script wrote to the dataset: it can no longer be killed.
-    pub fn wrote(&self) {
-        self.killable.store(false, Ordering::SeqCst);
     }
 
     /// Whether a script runs and has run longer than `threshold_ms` (0 = never busy).
@@ -252,19 +221,6 @@ impl BusyState {
              SHUTDOWN NOSAVE."
         }
     }
-
-    /// What runs now.
-    pub fn running(&self) -> Running {
-        if self.started_ms.load(Ordering::SeqCst) == 0 {
-            return Running::Nothing;
-        }
-        let killable = self.killable.load(Ordering::SeqCst);
-        if self.function.load(Ordering::SeqCst) {
-            Running::Function { killable }
-        } else {
-            Running::Script { killable }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -277,7 +233,7 @@ mod tests {
     fn exclusive_excludes_every_slot() {
         let gate = Arc::new(Gate::default());
         let inside = Arc::new(AtomicUsize::new(0));
-        let x = gate.exclusive();
+        let x = gate.exclusive_unless_busy(0).expect("no script runs");
         let mut threads = Vec::new();
         for slot in [0, 5, BACKGROUND_SLOT] {
             let (gate, inside) = (Arc::clone(&gate), Arc::clone(&inside));
@@ -300,7 +256,7 @@ mod tests {
     #[test]
     fn background_work_waits_unless_this_thread_is_exclusive() {
         let gate = Arc::new(Gate::default());
-        let x = gate.exclusive();
+        let x = gate.exclusive_unless_busy(0).expect("no script runs");
         // The exclusive thread itself (SAVE inside MULTI) passes without waiting.
         assert!(gate.enter_background().is_none());
         let other = Arc::clone(&gate);
@@ -319,15 +275,15 @@ mod tests {
     #[test]
     fn busy_script_turns_waiters_away() {
         let gate = Gate::default();
-        let _x = gate.exclusive();
+        let _x = gate.exclusive_unless_busy(0).expect("no script runs");
         gate.busy().begin_script(false);
         std::thread::sleep(Duration::from_millis(5));
         assert!(matches!(gate.enter(1, 1), Entry::Busy));
-        assert_eq!(gate.busy().running(), Running::Script { killable: true });
-        gate.busy().wrote();
-        assert_eq!(gate.busy().running(), Running::Script { killable: false });
+        assert!(gate.busy().script_running());
+        assert!(gate.busy().refusal().contains("SCRIPT KILL"));
         gate.busy().end_script();
-        assert_eq!(gate.busy().running(), Running::Nothing);
+        assert!(!gate.busy().script_running());
+        assert!(!gate.busy().is_busy(1));
     }
 
     #[test]
@@ -335,7 +291,7 @@ mod tests {
         // A command the busy pump serves runs on the thread that holds the gate:
         // it is refused at once instead of waiting for its own script.
         let gate = Gate::default();
-        let _x = gate.exclusive();
+        let _x = gate.exclusive_unless_busy(0).expect("no script runs");
         gate.busy().begin_script(true);
         let start = std::time::Instant::now();
         assert!(matches!(gate.enter(3, 1000), Entry::Busy));
@@ -348,7 +304,7 @@ mod tests {
     #[test]
     fn exclusive_gives_up_once_a_script_is_busy() {
         let gate = Arc::new(Gate::default());
-        let x = gate.exclusive();
+        let x = gate.exclusive_unless_busy(0).expect("no script runs");
         gate.busy().begin_script(false);
         let other = Arc::clone(&gate);
         let waiter = std::thread::spawn(move || other.exclusive_unless_busy(30).is_none());

@@ -64,8 +64,7 @@ impl BusyPump {
     /// commands allowed while busy) and writes the replies.
     fn pump(&self) {
         let engine = &self.engine;
-        let busy = engine.gate().busy();
-        if !busy.script_running() || !busy.is_busy(engine.busy_threshold_ms()) {
+        if !engine.script_busy() {
             return;
         }
         if self.last.get().elapsed() < PUMP_EVERY {

@@ -159,16 +159,19 @@ pub fn execute_at(
     // BCAST invalidations of what this command writes leave as one message per
     // prefix when it is done (and its waiters served).
     let hub = engine.pubsub();
-    let _executing = if hub.tracking.active() {
+    let tracking = hub.tracking.active();
+    let _executing = tracking.then(|| {
         // Before each command, as Redis does, the tracking table is brought back
         // within tracking-table-max-keys.
         let max = engine.config().with(|c| c.tracking_table_max_keys);
         hub.tracking.limit_keys(max, engine.clients(), hub);
-        Some(hub.tracking.executing(client.id()))
+        hub.tracking.executing(client.id())
+    });
+    let _batch = if tracking {
+        hub.tracking.open_batch(engine.clients(), hub, client.id())
     } else {
         None
     };
-    let _batch = hub.tracking.open_batch(engine.clients(), hub, client.id());
     let (reply, finished) = run_top(engine, client, argv, started);
     if let Reply::Error(text) = &reply {
         engine.count_error(text);
@@ -262,12 +265,9 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     // A script past busy-reply-threshold: only the commands allowed while busy run,
     // and a transaction that queues another is doomed, as in Redis. (The script's own
     // commands are nested and not refused.)
-    if client.nested.is_none() && !spec.has(super::flags::ALLOW_BUSY) {
-        let busy = engine.gate().busy();
-        if busy.script_running() && busy.is_busy(engine.busy_threshold_ms()) {
-            engine.command_stats().reject(resolved.stat);
-            return Err(Reply::error(busy.refusal()));
-        }
+    if client.nested.is_none() && !spec.has(super::flags::ALLOW_BUSY) && engine.script_busy() {
+        engine.command_stats().reject(resolved.stat);
+        return Err(Reply::error(engine.gate().busy().refusal()));
     }
     // Pub/Sub: a RESP2 subscriber (or a monitor) runs only what that mode allows.
     if let Some(refused) =
@@ -499,9 +499,6 @@ fn run_resolved(
                             nested.effects.extend(cmds.into_iter().map(|c| (db, c)))
                         }
                         Effect::Nothing => {}
-                    }
-                    if !nested.effects.is_empty() {
-                        engine.gate().busy().wrote();
                     }
                 }
             } else if let (Some(wal), true) = (wal, result.is_ok()) {

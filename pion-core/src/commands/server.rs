@@ -217,10 +217,9 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     // Past the busy threshold a script can only be stopped with what it did so far
     // thrown away: `SHUTDOWN NOSAVE` does that (killing even a script that wrote),
     // any other `SHUTDOWN` is refused as the other commands are.
-    let busy = ctx.engine.gate().busy();
-    if busy.script_running() && busy.is_busy(ctx.engine.busy_threshold_ms()) {
+    if ctx.engine.script_busy() {
         if !nosave || save {
-            return Err(OpError::custom(busy.refusal()));
+            return Err(OpError::custom(ctx.engine.gate().busy().refusal()));
         }
         ctx.engine.scripting().busy().kill_for_shutdown();
     }
