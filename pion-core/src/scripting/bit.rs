@@ -5,6 +5,7 @@
 use mlua::{Lua, MultiValue, Table, Value};
 
 use super::api::raise_at;
+use super::luaarg::check_number;
 
 /// LuaBitOp's normalisation: the number, rounded to an integer, modulo 2^32, as a
 /// signed 32-bit value.
@@ -14,20 +15,9 @@ pub fn tobit(x: f64) -> i32 {
 }
 
 /// An argument as LuaBitOp's `luaL_checknumber` reads it (numbers and numeric
-/// strings), or the error text for argument `n` of `name`.
+/// strings), or the error text for argument `n` (0-based) of `name`.
 fn arg(args: &[Value], n: usize, name: &str) -> Result<i32, String> {
-    let v = args.get(n).cloned().unwrap_or(Value::Nil);
-    super::convert::lua_number(&v).map(tobit).ok_or_else(|| {
-        let got = if v.is_nil() && n >= args.len() {
-            "no value"
-        } else {
-            v.type_name()
-        };
-        format!(
-            "bad argument #{} to '{name}' (number expected, got {got})",
-            n + 1
-        )
-    })
+    check_number(args, n + 1, name).map(tobit)
 }
 
 type Op = fn(&[Value], &str) -> Result<Value, String>;

@@ -148,6 +148,8 @@ lib.math = readonly(math)
 lib.coroutine = readonly(coroutine)
 lib.cjson = readonly(rt.cjson)
 lib.bit = readonly(rt.bit)
+lib.cmsgpack = readonly(rt.cmsgpack)
+lib.struct = readonly(rt.struct)
 lib.redis = readonly(redis)
 lib._G = G
 

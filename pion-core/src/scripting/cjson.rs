@@ -136,17 +136,17 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
     if depth > cfg.encode_max_depth {
         return Err(format!("Cannot serialise, excessive nesting ({depth})"));
     }
-    let mut entries: Vec<(Value, Value)> = Vec::new();
-    for pair in t.clone().pairs::<Value, Value>() {
-        entries.push(pair.map_err(|e| e.to_string())?);
-    }
+    // The pairs are walked, never gathered: every string or table held from Rust
+    // takes one of mlua's reference slots, of which there are about 8,000.
     // An array when every key is a positive integer; too sparse ones are refused.
+    let mut count = 0usize;
     let mut max = 0usize;
     let mut is_array = true;
-    for (k, _) in &entries {
-        match k {
-            Value::Integer(i) if *i >= 1 => max = max.max(*i as usize),
-            Value::Number(n) if *n >= 1.0 && n.fract() == 0.0 => max = max.max(*n as usize),
+    for key in t.clone().pairs::<Value, Value>().map(|p| p.map(|(k, _)| k)) {
+        count += 1;
+        match key.map_err(|e| e.to_string())? {
+            Value::Integer(i) if i >= 1 => max = max.max(i as usize),
+            Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => max = max.max(n as usize),
             _ => {
                 is_array = false;
                 break;
@@ -154,12 +154,12 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
         }
     }
     let sparse = cfg.sparse_ratio > 0
-        && max as i64 > entries.len() as i64 * cfg.sparse_ratio
+        && max as i64 > count as i64 * cfg.sparse_ratio
         && max as i64 > cfg.sparse_safe;
     if sparse && !cfg.sparse_convert {
         return Err("Cannot serialise table: excessively sparse array".into());
     }
-    if is_array && !entries.is_empty() && !sparse {
+    if is_array && count > 0 && !sparse {
         out.push(b'[');
         for i in 1..=max {
             if i > 1 {
@@ -172,14 +172,15 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
         return Ok(());
     }
     out.push(b'{');
-    for (n, (k, v)) in entries.iter().enumerate() {
+    for (n, pair) in t.clone().pairs::<Value, Value>().enumerate() {
+        let (k, v) = pair.map_err(|e| e.to_string())?;
         if n > 0 {
             out.push(b',');
         }
-        match k {
+        match &k {
             Value::String(s) => encode_string(&s.as_bytes(), out),
             Value::Integer(_) | Value::Number(_) => {
-                let n = match k {
+                let n = match &k {
                     Value::Integer(i) => *i as f64,
                     Value::Number(x) => *x,
                     _ => 0.0,
@@ -191,7 +192,7 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
             _ => return Err("Cannot serialise table: table key must be a number or string".into()),
         }
         out.push(b':');
-        encode(cfg, v, out, depth)?;
+        encode(cfg, &v, out, depth)?;
     }
     out.push(b'}');
     Ok(())

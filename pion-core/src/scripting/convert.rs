@@ -183,11 +183,16 @@ pub fn lua_number(v: &Value) -> Option<f64> {
     match v {
         Value::Integer(i) => Some(*i as f64),
         Value::Number(x) => Some(*x),
-        Value::String(s) => std::str::from_utf8(&s.as_bytes())
-            .ok()
-            .and_then(|t| t.trim().parse::<f64>().ok()),
+        Value::String(s) => number_text(&s.as_bytes()),
         _ => None,
     }
+}
+
+/// A string's bytes read as a Lua number, if they are one.
+pub fn number_text(bytes: &[u8]) -> Option<f64> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|t| t.trim().parse::<f64>().ok())
 }
 
 /// A Lua number as Redis converts it to an integer reply: a C cast, truncated, with

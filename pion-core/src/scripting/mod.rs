@@ -9,10 +9,13 @@ pub mod busy;
 pub mod call;
 pub mod cjson;
 pub mod cjson_settings;
+pub mod cmsgpack;
 pub mod convert;
 pub mod eval;
 pub mod functions;
+pub mod luaarg;
 pub mod sandbox;
+pub mod struct_pack;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

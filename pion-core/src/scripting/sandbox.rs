@@ -1,6 +1,6 @@
 //! One sandboxed Lua 5.1 state as Redis 7 prepares it: the allowed libraries only
-//! (`string`, `table`, `math`, `cjson`, `bit`, the safe base functions), read-only
-//! library tables and globals, the `redis` API, Redis's error handler (which records
+//! (`string`, `table`, `math`, `cjson`, `cmsgpack`, `struct`, `bit`, the safe base
+//! functions), read-only library tables and globals, the `redis` API, Redis's error handler (which records
 //! where a script failed), an instruction hook that honours kill requests and
 //! deadlines, and a memory limit.
 
@@ -12,7 +12,7 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, VmStat
 use parking_lot::Mutex;
 
 use super::busy::Busy;
-use super::{api, bit, cjson};
+use super::{api, bit, cjson, cmsgpack, struct_pack};
 
 /// The most memory one Lua state may use; past it the running script fails with an
 /// out-of-memory error and nothing else is affected.
@@ -110,6 +110,8 @@ impl LuaState {
         let rt = lua.create_table()?;
         rt.raw_set("cjson", cjson::open(&lua)?)?;
         rt.raw_set("bit", bit::open(&lua)?)?;
+        rt.raw_set("cmsgpack", cmsgpack::open(&lua)?)?;
+        rt.raw_set("struct", struct_pack::open(&lua)?)?;
         rt.raw_set("version", crate::REDIS_VERSION)?;
         rt.raw_set("version_num", version_num())?;
         rt.raw_set("redis_api", api::redis_api(&lua, &rt)?)?;
