@@ -237,6 +237,11 @@ impl BlockingRegistry {
         self.remove(waiter);
     }
 
+    /// The command client `id` is blocked in, if it is.
+    pub fn blocked_command(&self, id: u64) -> Option<Vec<Vec<u8>>> {
+        self.by_client.lock().get(&id).map(|w| w.argv.clone())
+    }
+
     /// `CLIENT UNBLOCK`: ends the wait of client `id`; returns whether it waited.
     pub fn unblock(&self, id: u64, how: Unblock) -> bool {
         let Some(waiter) = self.by_client.lock().get(&id).cloned() else {

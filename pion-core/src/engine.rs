@@ -33,70 +33,6 @@ pub struct EngineOptions {
     pub disable_active_expiry: bool,
 }
 
-/// Per-command counters for `INFO commandstats`.
-pub struct CommandStats {
-    calls: Vec<AtomicU64>,
-    usec: Vec<AtomicU64>,
-    failed: Vec<AtomicU64>,
-    rejected: Vec<AtomicU64>,
-}
-
-/// One command's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CommandStat {
-    /// Calls that ran.
-    pub calls: u64,
-    /// Total microseconds spent.
-    pub usec: u64,
-    /// Calls whose reply was an error.
-    pub failed: u64,
-    /// Calls refused before running (arity, authentication).
-    pub rejected: u64,
-}
-
-impl CommandStats {
-    fn new(slots: usize) -> CommandStats {
-        let v = || (0..slots).map(|_| AtomicU64::new(0)).collect();
-        CommandStats {
-            calls: v(),
-            usec: v(),
-            failed: v(),
-            rejected: v(),
-        }
-    }
-
-    pub(crate) fn record(&self, slot: usize, usec: u64, failed: bool) {
-        self.calls[slot].fetch_add(1, Ordering::Relaxed);
-        self.usec[slot].fetch_add(usec, Ordering::Relaxed);
-        if failed {
-            self.failed[slot].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    pub(crate) fn reject(&self, slot: usize) {
-        self.rejected[slot].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The counters of one slot.
-    pub fn get(&self, slot: usize) -> CommandStat {
-        CommandStat {
-            calls: self.calls[slot].load(Ordering::Relaxed),
-            usec: self.usec[slot].load(Ordering::Relaxed),
-            failed: self.failed[slot].load(Ordering::Relaxed),
-            rejected: self.rejected[slot].load(Ordering::Relaxed),
-        }
-    }
-
-    /// Resets every counter (`CONFIG RESETSTAT`).
-    pub fn reset(&self) {
-        for v in [&self.calls, &self.usec, &self.failed, &self.rejected] {
-            for a in v {
-                a.store(0, Ordering::Relaxed);
-            }
-        }
-    }
-}
-
 /// Server-wide counters for `INFO stats`.
 #[derive(Debug, Default)]
 pub struct ServerStats {
@@ -108,6 +44,7 @@ pub struct ServerStats {
     pub rejected_connections: AtomicU64,
 }
 
+pub use crate::command_stats::{CommandStat, CommandStats};
 pub use crate::session::Session;
 
 pub(crate) struct EngineInner {
@@ -651,6 +588,8 @@ impl Engine {
         self.inner
             .config
             .with(|c| self.inner.operator.configure(c, &self.inner.keyspace));
+        let tracking = self.inner.config.with(|c| c.latency_tracking);
+        self.inner.command_stats.set_latency_tracking(tracking);
         self.inner
             .config
             .with(|c| crate::pubsub::configure(&self.inner.pubsub, c));

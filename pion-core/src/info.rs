@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use crate::command::table;
 use crate::commands::util::text;
+use crate::config::percentile_label;
 use crate::error::OpResult;
 use crate::exec::Ctx;
 use crate::reply::Reply;
@@ -22,7 +23,7 @@ const DEFAULT: &[&str] = &[
     "cluster",
     "keyspace",
 ];
-const ALL_EXTRA: &[&str] = &["commandstats", "prompt_cache", "search"];
+const ALL_EXTRA: &[&str] = &["commandstats", "latencystats", "prompt_cache", "search"];
 
 /// The `INFO [section …]` handler.
 pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -313,6 +314,27 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                         "calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}",
                         st.calls, st.usec, st.rejected, st.failed
                     ),
+                );
+            }
+        }
+        "latencystats" => {
+            header!("# Latencystats");
+            let t = table();
+            for slot in 0..t.stat_slots() {
+                let Some(h) = e.command_stats().histogram(slot) else {
+                    continue;
+                };
+                let values: Vec<String> = cfg
+                    .latency_tracking_info_percentiles
+                    .iter()
+                    .map(|&p| {
+                        let usec = h.value_at_percentile(p) as f64 / 1000.0;
+                        format!("p{}={usec:.3}", percentile_label(p))
+                    })
+                    .collect();
+                line(
+                    &format!("latency_percentiles_usec_{}", t.full_name(slot)),
+                    &values.join(","),
                 );
             }
         }

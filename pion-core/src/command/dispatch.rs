@@ -531,10 +531,11 @@ fn run_resolved(
         result
     };
     let finished = Instant::now();
-    let usec = finished.saturating_duration_since(started).as_micros() as u64;
+    let elapsed = finished.saturating_duration_since(started);
+    let usec = elapsed.as_micros() as u64;
     engine
         .command_stats()
-        .record(resolved.stat, usec, result.is_err());
+        .record(resolved.stat, elapsed, result.is_err());
     // Slow log and latency monitor.
     engine.operator().after_command(client, spec, argv, usec);
     // Only this client's own thread writes its counter: no atomic read-modify-write.

@@ -412,7 +412,20 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             ))
         }
     };
-    let unblocked = u64::try_from(id).is_ok_and(|id| ctx.engine.blocking().unblock(id, how));
+    let Ok(id) = u64::try_from(id) else {
+        return Ok(Reply::Integer(0));
+    };
+    let blocking = ctx.engine.blocking();
+    let command = blocking.blocked_command(id);
+    let errs = matches!(how, crate::blocking::Unblock::Error);
+    let unblocked = blocking.unblock(id, how);
+    if let (true, true, Some(command)) = (unblocked, errs, command) {
+        // The blocked command ends with an error reply: counted as Redis counts it.
+        ctx.engine.count_error("UNBLOCKED");
+        if let Ok(resolved) = crate::command::resolve(&command) {
+            ctx.engine.command_stats().fail(resolved.stat);
+        }
+    }
     Ok(Reply::Integer(i64::from(unblocked)))
 }
 

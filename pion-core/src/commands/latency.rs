@@ -56,6 +56,18 @@ pub static LATENCY: &[CommandSpec] = &[
             "Returns a human-readable latency analysis report.",
             "2.8.13",
         ),
+    CommandSpec::new(
+        "histogram",
+        -2,
+        LATENCY_FLAGS,
+        Group::Server,
+        latency_histogram,
+    )
+    .tips(SPECIAL)
+    .doc(
+        "Returns the cumulative distribution of latencies of a subset or all commands.",
+        "7.0.0",
+    ),
     CommandSpec::new("help", 2, LOADING | STALE, Group::Server, latency_help).doc(
         "Returns helpful text about the different subcommands.",
         "2.8.13",
@@ -193,6 +205,55 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Verbatim("txt", out.into_bytes()))
 }
 
+/// `LATENCY HISTOGRAM [command …]`: for each command (and each subcommand of a named
+/// container) with calls timed since the last reset, its calls and cumulative
+/// microsecond buckets. Names that are no command are skipped, as in Redis.
+fn latency_histogram(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let table = crate::command::table();
+    let stats = ctx.engine.command_stats();
+    let all: Vec<usize> = (0..table.stat_slots()).collect();
+    let slots: Vec<usize> = if argv.len() == 2 {
+        all
+    } else {
+        let mut wanted = Vec::new();
+        for arg in &argv[2..] {
+            let name = text(arg).to_ascii_lowercase();
+            let subs = format!("{name}|");
+            let known = all.iter().any(|&s| table.full_name(s) == name);
+            if known {
+                wanted.extend(all.iter().copied().filter(|&s| {
+                    let full = table.full_name(s);
+                    full == name || full.starts_with(&subs)
+                }));
+            }
+        }
+        wanted
+    };
+    let mut entries = Vec::new();
+    for slot in slots {
+        let Some(h) = stats.histogram(slot) else {
+            continue;
+        };
+        let buckets = h
+            .cumulative_buckets()
+            .into_iter()
+            .map(|(usec, count)| (int(usec), int(count)))
+            .collect();
+        entries.push((
+            Reply::bulk(table.full_name(slot)),
+            Reply::Map(vec![
+                (Reply::bulk("calls"), int(h.total())),
+                (Reply::bulk("histogram_usec"), Reply::Map(buckets)),
+            ]),
+        ));
+    }
+    Ok(Reply::Map(entries))
+}
+
+fn int(n: u64) -> Reply {
+    Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
 fn latency_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(lines(&[
         "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -205,6 +266,9 @@ fn latency_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
         "RESET [<event> ...]",
         "    Reset latency data of one or more <event> classes.",
         "    (default: reset all data for all event classes)",
+        "HISTOGRAM [COMMAND ...]",
+        "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+        "    If no commands are specified then all histograms are replied.",
         "HELP",
         "    Prints this help.",
     ]))

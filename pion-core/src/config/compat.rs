@@ -127,7 +127,6 @@ compat_table! {
     ("propagation-error-behavior", [], "ignore", Check::OneOf(&["ignore", "panic", "panic-on-replicas"]), REPLICATION),
     ("enable-protected-configs", [], "no", Check::OneOf(&["yes", "no", "local"]), "the directives it protects (dir, dbfilename, …) cannot change at run time in Pion"),
     ("enable-module-command", [], "no", Check::OneOf(&["yes", "no", "local"]), "Pion loads no modules; its search and vector commands are built in"),
-    ("latency-tracking", [], "yes", Check::YesNo, "INFO latencystats is not kept; SLOWLOG and LATENCY are"),
     ("maxmemory-eviction-tenacity", [], "10", Check::Int(0, 100), "each write evicts until memory is under the limit, without a time box"),
     ("tcp-backlog", [], "511", Check::Int(0, i32::MAX as i64), "the listening socket uses the operating system's default backlog"),
     ("tcp-keepalive", [], "300", Check::Int(0, i32::MAX as i64), "idle clients are closed by `timeout`; TCP keepalive is left to the operating system"),

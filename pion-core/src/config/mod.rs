@@ -69,6 +69,10 @@ pub struct ConfigValues {
     pub slowlog_max_len: usize,
     /// `latency-monitor-threshold` (ms; 0: off).
     pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: per-command latency histograms are kept.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: what `INFO latencystats` reports.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// `protected-mode`: with no password on the default user, only loopback clients
     /// are served.
     pub protected_mode: bool,
@@ -133,6 +137,8 @@ impl Default for ConfigValues {
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             latency_monitor_threshold: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             protected_mode: true,
             aclfile: String::new(),
             acllog_max_len: crate::acl::log::MAX_ENTRIES,
@@ -554,6 +560,35 @@ pub static PARAMS: &[Param] =
             i64::MAX as u64
         ),
         Param {
+            name: "latency-tracking",
+            aliases: &[],
+            get: |c| if c.latency_tracking { "yes" } else { "no" }.into(),
+            set: Some(|c, v| {
+                c.latency_tracking = match v.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
+                };
+                Ok(())
+            }),
+        },
+        Param {
+            name: "latency-tracking-info-percentiles",
+            aliases: &[],
+            get: |c| {
+                let shown: Vec<String> = c
+                    .latency_tracking_info_percentiles
+                    .iter()
+                    .map(|p| percentile_label(*p))
+                    .collect();
+                shown.join(" ")
+            },
+            set: Some(|c, v| {
+                c.latency_tracking_info_percentiles = parse_percentiles(v)?;
+                Ok(())
+            }),
+        },
+        Param {
             name: "protected-mode",
             aliases: &[],
             get: |c| if c.protected_mode { "yes" } else { "no" }.into(),
@@ -628,6 +663,34 @@ pub static PARAMS: &[Param] =
             set: Some(|c, v| c.client_output_buffer_limit.parse_into(v)),
         },
     ];
+
+/// A percentile as Redis prints it: `%f` without trailing zeros (`50`, `99.9`).
+pub fn percentile_label(p: f64) -> String {
+    let fixed = format!("{p:.6}");
+    fixed
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
+}
+
+/// `latency-tracking-info-percentiles`: numbers from 0 to 100, space separated (an
+/// empty value: none).
+fn parse_percentiles(v: &str) -> Result<Vec<f64>, String> {
+    v.split_ascii_whitespace()
+        .map(|word| {
+            let p = crate::num::parse_f64(word.as_bytes())
+                .filter(|p| !p.is_nan())
+                .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+                );
+            }
+            Ok(p)
+        })
+        .collect::<Result<_, _>>()
+        .map_err(str::to_string)
+}
 
 /// Every parameter: Pion's own, then the compatibility directives ([`compat`]).
 pub fn all_params() -> impl Iterator<Item = &'static Param> {

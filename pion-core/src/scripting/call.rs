@@ -138,37 +138,54 @@ fn call(
         Ok(argv) => argv,
         Err(text) => return fail(lua, text),
     };
+    // Refusals from here on are error replies of the command, as Redis counts them
+    // (INFO errorstats, and the command's rejected calls once it is known).
+    let refuse = |text: &str, stat: Option<usize>| {
+        engine.count_error(text);
+        if let Some(slot) = stat {
+            engine.command_stats().reject(slot);
+        }
+        fail(lua, text)
+    };
     let resolved = match crate::command::resolve(&argv) {
         Ok(r) => r,
         Err(OpError::WrongArity(_)) => {
-            return fail(
-                lua,
+            // The command Redis's lookup finds: the subcommand when there is one.
+            let table = crate::command::table();
+            let top = table.lookup(&argv[0].to_ascii_lowercase());
+            let sub = top.zip(argv.get(1)).and_then(|((container, _), name)| {
+                table.lookup_sub(container, &name.to_ascii_lowercase())
+            });
+            let stat = sub.map(|(_, _, slot)| slot).or(top.map(|(_, slot)| slot));
+            return refuse(
                 "ERR Wrong number of args calling Redis command from script",
-            )
+                stat,
+            );
         }
         Err(OpError::UnknownCommand { .. } | OpError::UnknownSubcommand { .. }) => {
-            return fail(lua, "ERR Unknown Redis command called from script")
+            return refuse("ERR Unknown Redis command called from script", None)
         }
-        Err(e) => return fail(lua, &e.wire_text()),
+        Err(e) => return refuse(&e.wire_text(), None),
     };
     let spec = resolved.spec;
+    let stat = Some(resolved.stat);
     if spec.has(flags::NOSCRIPT) && !engine.scripts_deny_disabled() {
-        return fail(lua, "ERR This Redis command is not allowed from script");
+        return refuse("ERR This Redis command is not allowed from script", stat);
     }
     let write = spec.has(flags::WRITE);
     // As Redis does, a command that may replicate (PUBLISH …) counts as a write here,
     // which is what lets read-only scripts run during CLIENT PAUSE WRITE.
     if (write || spec.has(flags::MAY_REPLICATE)) && rc.read_only {
-        return fail(
-            lua,
+        return refuse(
             "ERR Write commands are not allowed from read-only scripts.",
+            stat,
         );
     }
     if spec.has(flags::DENYOOM) && !rc.allow_oom && !rc.wrote.get() && super::over_maxmemory(engine)
     {
-        return fail(
-            lua,
+        return refuse(
             "OOM command not allowed when used memory > 'maxmemory'.",
+            stat,
         );
     }
     let saved_resp = client.resp;
