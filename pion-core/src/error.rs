@@ -50,6 +50,17 @@ pub enum OpError {
 }
 
 impl OpError {
+    /// Redis's reply to a known subcommand given the wrong arguments
+    /// (`addReplySubcommandSyntaxError`): `argv[1]` as sent, `argv[0]` upper-cased.
+    pub fn subcommand_syntax(argv: &[Vec<u8>]) -> OpError {
+        let text = |i: usize| String::from_utf8_lossy(argv.get(i).map_or(&[][..], |a| a));
+        OpError::Custom(Cow::Owned(sanitize(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+            clip(&text(1), 128),
+            text(0).to_ascii_uppercase()
+        ))))
+    }
+
     /// An error with a complete Redis error text (for example `"ERR invalid expire time in 'set' command"`).
     pub fn custom(text: impl Into<Cow<'static, str>>) -> OpError {
         OpError::Custom(text.into())

@@ -123,10 +123,7 @@ fn whoami(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn cat(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if argv.len() > 3 {
-        return Err(OpError::custom(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
-            String::from_utf8_lossy(&argv[1])
-        )));
+        return Err(OpError::subcommand_syntax(argv));
     }
     let Some(name) = argv.get(2) else {
         return Ok(Reply::Array(CATEGORIES.iter().map(Reply::bulk).collect()));

@@ -142,10 +142,7 @@ fn debug(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     match SUBS.iter().find(|s| s.name == name) {
         Some(sub) if argv.len() >= sub.min_args => (sub.handler)(ctx, argv),
-        _ => Err(OpError::custom(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(&argv[1])
-        ))),
+        _ => Err(OpError::subcommand_syntax(argv)),
     }
 }
 

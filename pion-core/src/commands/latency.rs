@@ -86,12 +86,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 ))
             }
         },
-        _ => {
-            return Err(OpError::custom(format!(
-                "ERR unknown subcommand or wrong number of arguments for '{}'. Try SLOWLOG HELP.",
-                text(&argv[1])
-            )))
-        }
+        _ => return Err(OpError::subcommand_syntax(argv)),
     };
     let entries = ctx.engine.operator().slowlog.get(count);
     Ok(Reply::Array(

@@ -8,10 +8,7 @@ use crate::reply::Reply;
 /// `CLIENT PAUSE timeout [WRITE|ALL]`.
 pub(crate) fn client_pause(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if argv.len() > 4 {
-        return Err(OpError::custom(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-            crate::commands::util::text(&argv[1])
-        )));
+        return Err(OpError::subcommand_syntax(argv));
     }
     let timeout = crate::num::parse_i64(&argv[2])
         .ok_or_else(|| OpError::custom("ERR timeout is not an integer or out of range"))?;

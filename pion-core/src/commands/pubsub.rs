@@ -4,7 +4,7 @@
 
 use crate::command::flags::*;
 use crate::command::{CommandSpec, Group, KeySpecDoc};
-use crate::commands::util::{is_kw, text};
+use crate::commands::util::is_kw;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::pubsub::tracking::TrackOptions;
@@ -185,10 +185,7 @@ fn spublish(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// Redis's reply to a known subcommand with the wrong number of arguments.
 fn wrong_args(argv: &[Vec<u8>]) -> OpError {
-    OpError::custom(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
-        text(&argv[1])
-    ))
+    OpError::subcommand_syntax(argv)
 }
 
 fn list_channels(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], kind: Kind) -> OpResult<Reply> {

@@ -376,6 +376,10 @@ fn function_delete(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn function_flush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    // Unlike SCRIPT FLUSH, an extra argument is a syntax error here, as in Redis.
+    if argv.len() > 3 {
+        return Err(OpError::subcommand_syntax(argv));
+    }
     flush_mode(argv, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
     ctx.engine.scripting().functions_flush();
     Ok(Reply::ok())
@@ -453,6 +457,9 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         Flush,
         Append,
         Replace,
+    }
+    if argv.len() > 4 {
+        return Err(OpError::subcommand_syntax(argv));
     }
     let policy =
         match argv.get(3) {

@@ -7,6 +7,7 @@ local G = _G
 local error, type, tostring, pairs, ipairs, select, pcall = error, type, tostring, pairs, ipairs, select, pcall
 local setmetatable, rawset, xpcall = setmetatable, rawset, xpcall
 local find, byte, concat, loadstring = string.find, string.byte, table.concat, loadstring
+local lower = string.lower
 
 local protected = setmetatable({}, {__mode = 'k'})
 local function deny() error('Attempt to modify a readonly table', 2) end
@@ -46,46 +47,72 @@ local function unwrap_results(ok, ...)
   return ok, unwrap((...))
 end
 
--- `redis.register_function`, available while a library loads.
-local valid_flags = {['no-writes'] = true, ['allow-oom'] = true, ['allow-stale'] = true,
-  ['no-cluster'] = true, ['allow-cross-slot-keys'] = true}
+-- `redis.register_function`, available while a library loads. Arguments are read
+-- as Redis reads them: names accept numbers too (Lua's `isstring`), named arguments
+-- in table order with the first bad one reported, flags in any case, kept once each
+-- in Redis's own order.
+local flag_order = {'no-writes', 'allow-oom', 'allow-stale', 'no-cluster', 'allow-cross-slot-keys'}
+local function is_text(v) local t = type(v) return t == 'string' or t == 'number' end
+local function read_flags(t)
+  local set, j = {}, 1
+  while true do
+    local f = t[j]
+    if f == nil then break end
+    if not is_text(f) then fail('unknown flag given') end
+    local known = false
+    for _, name in ipairs(flag_order) do
+      if lower(tostring(f)) == name then set[name] = true known = true end
+    end
+    if not known then fail('unknown flag given') end
+    j = j + 1
+  end
+  local fl = {}
+  for _, name in ipairs(flag_order) do if set[name] then fl[#fl + 1] = name end end
+  return fl
+end
 local function register(...)
+  local reg = rt.registered
+  if reg == nil then fail('redis.register_function can only be called on FUNCTION LOAD command') end
   local n = select('#', ...)
-  local name, cb, flags, desc
+  local name, cb, desc
+  local fl = {}
   if n == 1 then
     local t = ...
     if type(t) ~= 'table' then
       fail('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
     end
     for k, v in pairs(t) do
-      if k == 'function_name' then name = v
-      elseif k == 'callback' then cb = v
-      elseif k == 'flags' then flags = v
-      elseif k == 'description' then desc = v
-      else fail('unknown argument given to redis.register_function') end
+      if not is_text(k) then fail('named argument key given to redis.register_function is not a string') end
+      local key = lower(tostring(k))
+      if key == 'function_name' then
+        if not is_text(v) then fail('function_name argument given to redis.register_function must be a string') end
+        name = tostring(v)
+      elseif key == 'description' then
+        if not is_text(v) then fail('description argument given to redis.register_function must be a string') end
+        desc = tostring(v)
+      elseif key == 'callback' then
+        if type(v) ~= 'function' then fail('callback argument given to redis.register_function must be a function') end
+        cb = v
+      elseif key == 'flags' then
+        if type(v) ~= 'table' then fail('flags argument to redis.register_function must be a table representing function flags') end
+        fl = read_flags(v)
+      else
+        fail('unknown argument given to redis.register_function')
+      end
     end
+    if name == nil then fail('redis.register_function must get a function name argument') end
+    if cb == nil then fail('redis.register_function must get a callback argument') end
   elseif n == 2 then
-    name, cb = ...
+    local first, second = ...
+    if not is_text(first) then fail('first argument to redis.register_function must be a string') end
+    if type(second) ~= 'function' then fail('second argument to redis.register_function must be a function') end
+    name, cb = tostring(first), second
   else
     fail('wrong number of arguments to redis.register_function')
-  end
-  if name == nil then fail('redis.register_function must get a function name argument') end
-  if type(name) ~= 'string' then fail('function_name argument given to redis.register_function must be a string') end
-  if cb == nil then fail('redis.register_function must get a callback argument') end
-  if type(cb) ~= 'function' then fail('callback argument given to redis.register_function must be a function') end
-  if desc ~= nil and type(desc) ~= 'string' then fail('description argument given to redis.register_function must be a string') end
-  local fl = {}
-  if flags ~= nil then
-    if type(flags) ~= 'table' then fail('flags argument to redis.register_function must be a table representing function flags') end
-    for _, f in ipairs(flags) do
-      if type(f) ~= 'string' or not valid_flags[f] then fail('unknown flag given') end
-      fl[#fl + 1] = f
-    end
   end
   if not find(name, '^[%w_]+$') then
     fail('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
   end
-  local reg = rt.registered
   if reg[name] then fail('Function already exists in the library') end
   reg[name] = {cb, fl, desc}
   reg[#reg + 1] = name

@@ -56,30 +56,43 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// Reads the library name from the `#!lua name=…` first line.
+/// Reads the library name from the `#!lua name=…` first line, as Redis does: the line
+/// split like a config line (quotes allowed), the engine after `#!`, `name=` in any
+/// case and once only, and the checks in Redis's order (metadata, name, engine).
 pub fn parse_header(code: &[u8]) -> OpResult<String> {
     if !code.starts_with(b"#!") {
         return Err(err("ERR Missing library metadata"));
     }
-    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("");
+    let invalid = || err("ERR Invalid library metadata");
+    let end = code.iter().position(|&b| b == b'\n').ok_or_else(invalid)?;
+    let line = String::from_utf8_lossy(&code[..end]);
+    let parts = crate::conffile::split_args(&line)
+        .filter(|p| !p.is_empty())
+        .ok_or_else(invalid)?;
+    let engine = parts[0].get(2..).unwrap_or("");
+    let mut name: Option<&str> = None;
+    for part in &parts[1..] {
+        let is_name = part
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("name="));
+        if !is_name {
+            return Err(err(format!("ERR Invalid metadata value given: {part}")));
+        }
+        if name.is_some() {
+            return Err(err(
+                "ERR Invalid metadata value, name argument was given multiple times",
+            ));
+        }
+        name = Some(&part[5..]);
+    }
+    let name = name.ok_or_else(|| err("ERR Library name was not given"))?;
+    if !valid_name(name) {
+        return Err(err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"));
+    }
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(err(format!("ERR Engine '{engine}' not found")));
     }
-    let mut name = None;
-    for part in parts {
-        match part.strip_prefix("name=") {
-            Some(n) => name = Some(n.to_string()),
-            None => return Err(err(format!("ERR Invalid metadata value given: {part}"))),
-        }
-    }
-    let name = name.ok_or_else(|| err("ERR Library name was not given"))?;
-    if !valid_name(&name) {
-        return Err(err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"));
-    }
-    Ok(name)
+    Ok(name.to_string())
 }
 
 impl FunctionState {
@@ -275,6 +288,17 @@ mod tests {
         assert_eq!(
             e(b"#!lua name=x foo=y\n"),
             "ERR Invalid metadata value given: foo=y"
+        );
+        assert_eq!(e(b"#! name=x\n"), "ERR Engine '' not found");
+        assert_eq!(
+            e(b"#!lua name=a NAME=b\n"),
+            "ERR Invalid metadata value, name argument was given multiple times"
+        );
+        assert_eq!(e(b"#!lua name=x"), "ERR Invalid library metadata");
+        assert_eq!(e(b"#!lua name=\"x\n"), "ERR Invalid library metadata");
+        assert_eq!(
+            parse_header(b"#!LUA Name=\"quoted\"\n").ok(),
+            Some("quoted".into())
         );
     }
 
