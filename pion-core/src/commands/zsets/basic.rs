@@ -149,6 +149,9 @@ pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if added + updated > 0 {
         let event = if f.incr { "zincr" } else { "zadd" };
         ctx.notify(crate::pubsub::notify::ZSET, event, key);
+    } else {
+        // Nothing changed: as in Redis, no watcher is told and nothing is logged.
+        ctx.effect = crate::exec::Effect::Nothing;
     }
     if f.incr {
         return Ok(last.map_or(Reply::Null, Reply::Double));
