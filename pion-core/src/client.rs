@@ -107,6 +107,10 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Send no reply to this command (`SHUTDOWN` closes without one).
     pub suppress_reply: bool,
+    /// The command's error reply was already counted in `INFO errorstats` (a script
+    /// that fails with the error of a command it called): counted as a failed call
+    /// of the command, not as a second error reply.
+    pub error_already_counted: bool,
     /// `CLIENT REPLY`: whether replies are sent.
     pub reply_mode: ReplyMode,
     /// `CLIENT NO-EVICT`.
@@ -238,6 +242,7 @@ impl ClientState {
             acl_user: None,
             close_after_reply: false,
             suppress_reply: false,
+            error_already_counted: false,
             reply_mode: ReplyMode::On,
             no_evict: false,
             no_touch: false,

@@ -173,9 +173,7 @@ pub fn execute_at(
         None
     };
     let (reply, finished) = run_top(engine, client, argv, started);
-    if let Reply::Error(text) = &reply {
-        engine.count_error(text);
-    }
+    count_error_reply(engine, client, &reply);
     if !client.retrying_block {
         engine.blocking().serve_ready(engine, client.gate_slot);
     }
@@ -194,10 +192,17 @@ pub fn run_nested(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -
         Ok(resolved) => run_resolved(engine, client, argv, resolved, started).0,
         Err(reply) => reply,
     };
-    if let Reply::Error(text) = &reply {
+    count_error_reply(engine, client, &reply);
+    reply
+}
+
+/// Counts an error reply in `INFO errorstats`, unless it is one already counted (a
+/// script failing with the error of a command it called, as Redis flags it).
+fn count_error_reply(engine: &Engine, client: &mut ClientState, reply: &Reply) {
+    let counted = std::mem::take(&mut client.error_already_counted);
+    if let (Reply::Error(text), false) = (reply, counted) {
         engine.count_error(text);
     }
-    reply
 }
 
 /// The checks every command passes before it runs or is queued: known command, arity,
@@ -533,9 +538,12 @@ fn run_resolved(
     let finished = Instant::now();
     let elapsed = finished.saturating_duration_since(started);
     let usec = elapsed.as_micros() as u64;
+    // A call failed when its reply is an error, returned or built by the command (a
+    // script's error reply), as Redis counts failed calls.
+    let failed = matches!(result, Err(_) | Ok(Reply::Error(_)));
     engine
         .command_stats()
-        .record(resolved.stat, elapsed, result.is_err());
+        .record(resolved.stat, elapsed, failed);
     // Slow log and latency monitor.
     engine.operator().after_command(client, spec, argv, usec);
     // Only this client's own thread writes its counter: no atomic read-modify-write.

@@ -125,6 +125,15 @@ fn fail(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
     Ok((false, Value::Table(error_table(lua, text)?)))
 }
 
+/// An error of the command itself (its reply, or its refusal), which `INFO
+/// errorstats` has already counted: the table carries Redis's flag saying so, and a
+/// script that fails with it (or returns it) is not counted a second time.
+fn fail_counted(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
+    let t = error_table(lua, text)?;
+    t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
+    Ok((false, Value::Table(t)))
+}
+
 /// One `redis.call`: `(true, value)` or `(false, {err = …})`.
 fn call(
     lua: &Lua,
@@ -145,7 +154,7 @@ fn call(
         if let Some(slot) = stat {
             engine.command_stats().reject(slot);
         }
-        fail(lua, text)
+        fail_counted(lua, text)
     };
     let resolved = match crate::command::resolve(&argv) {
         Ok(r) => r,
@@ -193,7 +202,7 @@ fn call(
     let reply = crate::command::run_nested(engine, client, &argv);
     client.resp = saved_resp;
     if let Reply::Error(text) = &reply {
-        return fail(lua, text);
+        return fail_counted(lua, text);
     }
     if write && !rc.wrote.get() {
         rc.wrote.set(true);

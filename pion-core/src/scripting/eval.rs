@@ -10,7 +10,7 @@ use mlua::Function;
 use super::busy::Running;
 use super::call::{with_calls, RunCtx};
 use super::convert::lua_to_reply;
-use super::sandbox::{HookState, LuaState, Outcome};
+use super::sandbox::{is_counted_error, HookState, LuaState, Outcome};
 use super::{error_reply, ScriptFlags, Scripting};
 use crate::client::ClientState;
 use crate::engine::Engine;
@@ -242,14 +242,28 @@ pub fn run(
     // Collect now and then so that dropped tables do not pile up between scripts.
     let _ = lua.gc_step();
     Ok(match outcome {
-        Outcome::Value(v) => lua_to_reply(&v, resp),
-        Outcome::Error { message, at } => match at {
-            Some((source, line)) => error_reply(format!(
-                "{message} script: {}, on {source}:{line}.",
-                inv.name
-            )),
-            None => error_reply(message),
-        },
+        Outcome::Value(v) => {
+            // A returned error table of a command the script called (`return
+            // redis.pcall(…)`) was counted when the command failed.
+            if let mlua::Value::Table(t) = &v {
+                client.error_already_counted = is_counted_error(t);
+            }
+            lua_to_reply(&v, resp)
+        }
+        Outcome::Error {
+            message,
+            at,
+            counted,
+        } => {
+            client.error_already_counted = counted;
+            match at {
+                Some((source, line)) => error_reply(format!(
+                    "{message} script: {}, on {source}:{line}.",
+                    inv.name
+                )),
+                None => error_reply(message),
+            }
+        }
         Outcome::Fatal(text) => {
             let _ = lua.gc_collect();
             let prefix = if inv.is_function { "" } else { "f_" };

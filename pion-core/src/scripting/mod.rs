@@ -17,6 +17,11 @@ pub mod luaarg;
 pub mod sandbox;
 pub mod struct_pack;
 
+/// The field Redis sets on the error table of a command a script called: the error
+/// was counted when the command failed, so the script's error reply built from it is
+/// not counted again (scripts can see it, as in Redis).
+pub const COUNTED_ERROR_FIELD: &str = "ignore_error_stats_update";
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -56,6 +56,8 @@ pub enum Outcome {
         message: String,
         /// The chunk name and line of the failing frame.
         at: Option<(String, i64)>,
+        /// The error is that of a command the script called, already counted.
+        counted: bool,
     },
     /// It failed outside the error handler (out of memory), with this text.
     Fatal(String),
@@ -72,6 +74,14 @@ fn version_num() -> i64 {
         parts.next().unwrap_or(0),
     );
     (a << 16) | (b << 8) | c
+}
+
+/// Whether an error table is that of a command the script called (already counted).
+pub fn is_counted_error(t: &Table) -> bool {
+    matches!(
+        t.raw_get::<Value>(super::COUNTED_ERROR_FIELD),
+        Ok(Value::Boolean(true))
+    )
 }
 
 /// The text a Lua error value reads as (`tostring`).
@@ -234,6 +244,7 @@ impl LuaState {
                 Outcome::Error {
                     message,
                     at: source.zip(line),
+                    counted: is_counted_error(&t),
                 }
             }
             Ok((false, other)) => Outcome::Fatal(error_value_text(&other)),
@@ -248,6 +259,7 @@ impl LuaState {
             return Outcome::Error {
                 message: "ERR Script killed by user with SCRIPT KILL...".into(),
                 at: Some(at),
+                counted: false,
             };
         }
         outcome
