@@ -21,6 +21,7 @@ use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::exec::{Ctx, Effect};
 use crate::reply::Reply;
+use crate::value::Value;
 
 /// A key in a database.
 type DbKey = (usize, Vec<u8>);
@@ -224,6 +225,19 @@ impl BlockingRegistry {
         }
     }
 
+    /// The keys of database `db` that clients wait on.
+    pub fn waited_keys(&self, db: usize) -> Vec<Vec<u8>> {
+        if self.blocked_clients() == 0 {
+            return Vec::new();
+        }
+        let by_key = self.by_key.lock();
+        by_key
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
     /// Ends a wait whose deadline passed (called by the waiter's connection).
     pub fn time_out(&self, waiter: &Arc<Waiter>) {
         if waiter.finish(waiter.timeout_reply.clone(), 0) {
@@ -320,18 +334,24 @@ impl BlockingRegistry {
                 self.remove(&waiter);
                 continue;
             }
+            if holds_other_type(engine, &waiter, &slot.1) {
+                // A key of another type serves no waiter, as in Redis: they go on
+                // waiting (and no error is counted for a reply never sent).
+                return Served::Done;
+            }
             let mut stand_in = waiter.stand_in.lock();
             stand_in.gate_slot = gate_slot;
-            let reply = crate::command::execute(engine, &mut stand_in, &waiter.argv);
+            let argv = narrowed(&waiter.argv, &slot.1);
+            let reply = crate::command::execute(engine, &mut stand_in, &argv);
             if matches!(&reply, Reply::Error(e) if e.starts_with("BUSY")) {
                 // A script went busy while the stand-in waited at the gate.
                 return Served::Stalled;
             }
-            let wrong_type = matches!(&reply, Reply::Error(e) if e.starts_with("WRONGTYPE"));
             let written = std::mem::take(&mut stand_in.written_for_waiters);
-            if stand_in.block_request.take().is_some() || wrong_type {
-                // Someone else took the data first, or the key now holds another
-                // type (which does not serve this waiter, as in Redis): go on waiting.
+            if stand_in.block_request.take().is_some() {
+                // Someone else took the data first: go on waiting. (Any error now is
+                // the waiter's answer, such as a `BLMOVE` destination of another
+                // type, which Redis answers with WRONGTYPE.)
                 return Served::Done;
             }
             for (db, key) in written {
@@ -343,6 +363,56 @@ impl BlockingRegistry {
             self.remove(&waiter);
             (waiter.wake)();
         }
+    }
+}
+
+/// Whether `key` holds a value of another type than the waiter takes (lists, or
+/// sorted sets for the `BZ…` commands).
+fn holds_other_type(engine: &Engine, waiter: &Waiter, key: &[u8]) -> bool {
+    let wants_zset = waiter
+        .argv
+        .first()
+        .is_some_and(|name| name.len() > 2 && name[..2].eq_ignore_ascii_case(b"bz"));
+    let mut ks = engine.keyspace().lock_keys(&[key], engine.now_ms());
+    match ks.peek(waiter.db, key) {
+        Ok(Some(entry)) => match &entry.value {
+            Value::List(_) => wants_zset,
+            Value::ZSet(_) => !wants_zset,
+            _ => true,
+        },
+        _ => false,
+    }
+}
+
+/// The waiter's command narrowed to the key that became ready, as Redis serves a
+/// waiter from that key alone: `BLPOP a b 0` woken by `b` runs as `BLPOP b 0`, so
+/// another of its keys (now of another type, say) does not decide the answer.
+fn narrowed(argv: &[Vec<u8>], key: &[u8]) -> Vec<Vec<u8>> {
+    let name = argv
+        .first()
+        .map(|n| n.to_ascii_lowercase())
+        .unwrap_or_default();
+    match name.as_slice() {
+        b"blpop" | b"brpop" | b"bzpopmin" | b"bzpopmax" if argv.len() > 2 => {
+            vec![argv[0].clone(), key.to_vec(), argv[argv.len() - 1].clone()]
+        }
+        // `timeout numkeys key… rest`: the rest (direction, COUNT) kept.
+        b"blmpop" | b"bzmpop" => {
+            let numkeys = argv
+                .get(2)
+                .and_then(|n| crate::num::parse_i64(n))
+                .and_then(|n| usize::try_from(n).ok());
+            match numkeys.and_then(|n| argv.get(3 + n..)) {
+                Some(rest) => {
+                    let mut out = vec![argv[0].clone(), argv[1].clone(), b"1".to_vec()];
+                    out.push(key.to_vec());
+                    out.extend(rest.iter().cloned());
+                    out
+                }
+                None => argv.to_vec(),
+            }
+        }
+        _ => argv.to_vec(),
     }
 }
 

@@ -622,7 +622,19 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
     if spec.whole_keyspace {
         match spec.name {
             "flushall" | "flushdb" => search.clear(),
-            "swapdb" => search.keyspace_replaced(&mut ctx.ks),
+            "swapdb" => {
+                search.keyspace_replaced(&mut ctx.ks);
+                // Clients blocked on a key the swap brought data to are served, as
+                // in Redis.
+                for db in argv[1..3].iter().filter_map(|a| crate::num::parse_i64(a)) {
+                    let db = db as usize;
+                    for key in blocking.waited_keys(db) {
+                        if matches!(ctx.ks.peek(db, &key), Ok(Some(_))) {
+                            blocking.key_written(db, &key);
+                        }
+                    }
+                }
+            }
             _ => {}
         }
     }
