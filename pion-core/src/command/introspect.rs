@@ -31,6 +31,17 @@ pub static SUBCOMMANDS: &[CommandSpec] = &[
         "Extracts the key names from an arbitrary command.",
         "2.8.13",
     ),
+    CommandSpec::new(
+        "getkeysandflags",
+        -4,
+        LOADING | STALE,
+        Group::Connection,
+        getkeysandflags,
+    )
+    .doc(
+        "Extracts the key names and access flags for an arbitrary command.",
+        "7.0.0",
+    ),
     CommandSpec::new("help", 2, LOADING | STALE, Group::Connection, help).doc(
         "Returns helpful text about the different subcommands.",
         "5.0.0",
@@ -363,9 +374,39 @@ fn list(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn getkeys(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    // Redis's order of checks: unknown command, no keys at all, arity, then the keys of
-    // these particular arguments.
     let args = &argv[2..];
+    Ok(Reply::Array(
+        keys_with_flags(args)?
+            .into_iter()
+            .map(|(i, _)| Reply::bulk(&args[i]))
+            .collect(),
+    ))
+}
+
+/// `COMMAND GETKEYSANDFLAGS`: each key with the flags of the key specification that
+/// found it.
+fn getkeysandflags(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let args = &argv[2..];
+    Ok(Reply::Array(
+        keys_with_flags(args)?
+            .into_iter()
+            .map(|(i, flags)| {
+                Reply::Array(vec![
+                    Reply::bulk(&args[i]),
+                    Reply::Set(flags.iter().map(|f| Reply::status(f)).collect()),
+                ])
+            })
+            .collect(),
+    ))
+}
+
+/// Key flags as a key specification lists them.
+type KeyFlags = &'static [&'static str];
+
+/// The keys of the command `args` spells, with their flags, after Redis's checks in
+/// its order: unknown command, no keys at all, arity, then the keys of these
+/// particular arguments.
+fn keys_with_flags(args: &[Vec<u8>]) -> OpResult<Vec<(usize, KeyFlags)>> {
     let spec =
         lookup_for_getkeys(args).ok_or_else(|| OpError::custom("ERR Invalid command specified"))?;
     if spec.keys.first <= 0 && spec.keys.find.is_none() {
@@ -382,27 +423,79 @@ fn getkeys(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             "ERR Invalid number of arguments specified for command",
         ));
     }
-    // Like Redis: the key specifications first, the command's own key finder when
-    // they cannot answer (an unknown spec, or arguments they cannot place).
-    let keys = match keys_from_specs(spec, args) {
+    // Like Redis: the key specifications first (unless their flags depend on the
+    // arguments), the command's own key finder when they cannot answer (an unknown
+    // spec, or arguments they cannot place).
+    let variable = spec
+        .key_specs
+        .iter()
+        .any(|k| k.flags.contains(&"variable_flags"));
+    let from_specs = if variable {
+        variable_flag_keys(spec, args)
+    } else {
+        keys_from_specs(spec, args)
+    };
+    let keys = match from_specs {
         Some(keys) => keys,
         None => dispatch::key_indices(spec, args)
             .map_err(|_| OpError::custom("ERR Invalid arguments specified for command"))?
-            .to_vec(),
+            .iter()
+            .map(|&i| (i, flags_of_found_key(spec, args, i)))
+            .collect(),
     };
     if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
         return Err(OpError::custom(
             "ERR Invalid arguments specified for command",
         ));
     }
-    Ok(Reply::Array(
-        keys.into_iter().map(|i| Reply::bulk(&args[i])).collect(),
-    ))
+    Ok(keys)
+}
+
+/// The keys of a command whose key flags depend on its arguments, as its own finder
+/// reports them: `SET` reads its key only with `GET`.
+fn variable_flag_keys(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize, KeyFlags)>> {
+    match spec.name {
+        "set" => {
+            let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+            let flags: KeyFlags = if get {
+                &["RW", "access", "update"]
+            } else {
+                &["OW", "update"]
+            };
+            Some(vec![(1, flags)])
+        }
+        _ => keys_from_specs(spec, args),
+    }
+}
+
+/// The flags of a key the command's own finder found: those of the specification
+/// that starts at its position (by index or after its keyword), else of the last one
+/// whose start is unknown (the trailing keyword's: `SORT … STORE dst` is `OW update`,
+/// as Redis's own finder flags it), else of the first.
+fn flags_of_found_key(spec: &CommandSpec, args: &[Vec<u8>], pos: usize) -> KeyFlags {
+    let specs = spec.key_specs;
+    let starts_here = specs.iter().find(|k| match k.begin {
+        BeginSearch::Index(i) => usize::try_from(i).is_ok_and(|i| i == pos),
+        BeginSearch::Keyword(word, _) => pos
+            .checked_sub(1)
+            .and_then(|p| args.get(p))
+            .is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes())),
+        BeginSearch::Unknown => false,
+    });
+    starts_here
+        .or_else(|| {
+            specs
+                .iter()
+                .rev()
+                .find(|k| matches!(k.begin, BeginSearch::Unknown))
+        })
+        .or(specs.first())
+        .map_or(&[], |k| k.flags)
 }
 
 /// Key positions read from the key specifications the way Redis's `COMMAND GETKEYS`
 /// reads them; `None` when a spec is unknown or does not fit the arguments.
-fn keys_from_specs(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<usize>> {
+fn keys_from_specs(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize, KeyFlags)>> {
     if spec.key_specs.is_empty() {
         return None;
     }
@@ -470,7 +563,7 @@ fn keys_from_specs(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<usize>> {
         }
         let mut i = first;
         while i <= last {
-            keys.push(i as usize);
+            keys.push((i as usize, ks.flags));
             i += step;
         }
     }
@@ -508,8 +601,10 @@ fn help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ]
         .iter()
         .map(|l| Reply::status(l))

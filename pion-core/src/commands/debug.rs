@@ -137,7 +137,7 @@ fn debug(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             lines.extend(sub.help.iter().map(|l| Reply::Status((*l).into())));
         }
         lines.push(Reply::Status("HELP".into()));
-        lines.push(Reply::Status("    Print this help.".into()));
+        lines.push(Reply::Status("    Prints this help.".into()));
         return Ok(Reply::Array(lines));
     }
     match SUBS.iter().find(|s| s.name == name) {

@@ -326,7 +326,7 @@ fn config_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             "REWRITE",
             "    Rewrite the configuration file.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ]
         .iter()
         .map(|l| Reply::status(l))
