@@ -159,6 +159,9 @@ pub enum ReplyMode {
     Off,
     /// The next command's reply is not sent.
     SkipNext,
+    /// This command's reply is not sent (the one after `CLIENT REPLY SKIP`), unless
+    /// it is itself `CLIENT REPLY ON`, as in Redis.
+    Skipping,
 }
 
 /// A transaction being queued.

@@ -164,9 +164,9 @@ impl Connection {
         // command fails with an error reply and the server goes on (shard locks are
         // released while unwinding; parking_lot locks do not poison).
         // `CLIENT REPLY SKIP` silences the command after it.
-        let skip_this = self.client.reply_mode == pion_core::client::ReplyMode::SkipNext;
-        if skip_this {
-            self.client.reply_mode = pion_core::client::ReplyMode::On;
+        use pion_core::client::ReplyMode;
+        if self.client.reply_mode == ReplyMode::SkipNext {
+            self.client.reply_mode = ReplyMode::Skipping;
         }
         let client = &mut self.client;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -183,6 +183,12 @@ impl Connection {
                 )
             }
         };
+        // The skipped command is over; one that set another mode (CLIENT REPLY ON,
+        // OFF or SKIP) decided for itself.
+        let skip_this = self.client.reply_mode == ReplyMode::Skipping;
+        if skip_this {
+            self.client.reply_mode = ReplyMode::On;
+        }
         // Pub/Sub messages that arrived while the command ran precede its reply;
         // those it caused for this client itself (invalidations, its own MONITOR
         // line) follow it.
@@ -194,7 +200,7 @@ impl Connection {
             // The command waits for a key: its reply comes when the wait ends.
         } else if self.client.suppress_reply {
             self.client.suppress_reply = false;
-        } else if skip_this || self.client.reply_mode == pion_core::client::ReplyMode::Off {
+        } else if skip_this || self.client.reply_mode == ReplyMode::Off {
             // CLIENT REPLY OFF or SKIP: the reply is dropped, except Pub/Sub pushes
             // (SUBSCRIBE's confirmations), which Redis always sends.
             for push in pushes_of(reply) {

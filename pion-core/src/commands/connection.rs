@@ -570,7 +570,11 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         } else if is_kw(opt, "laddr") {
             laddr = Some(text(value));
         } else if is_kw(opt, "user") {
-            user = Some(text(value));
+            let name = text(value);
+            if ctx.engine.acl().user(&name).is_none() {
+                return Err(OpError::custom(format!("ERR No such user '{name}'")));
+            }
+            user = Some(name);
         } else if is_kw(opt, "type") {
             if !["normal", "master", "replica", "slave", "pubsub"]
                 .iter()

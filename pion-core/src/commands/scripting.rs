@@ -207,6 +207,8 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn run_script(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], by_sha: bool, ro: bool) -> OpResult<Reply> {
+    // As in Redis, MONITOR shows the script before the commands it runs.
+    ctx.engine.pubsub().monitors.feed_now(ctx.client, argv);
     let engine = ctx.engine;
     engine
         .scripting()
@@ -215,11 +217,13 @@ fn run_script(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], by_sha: bool, ro: bool) -> Op
 
 fn fcall(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let engine = ctx.engine;
+    engine.pubsub().monitors.feed_now(ctx.client, argv);
     engine.scripting().fcall(engine, ctx.client, argv, false)
 }
 
 fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let engine = ctx.engine;
+    engine.pubsub().monitors.feed_now(ctx.client, argv);
     engine.scripting().fcall(engine, ctx.client, argv, true)
 }
 

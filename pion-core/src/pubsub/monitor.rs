@@ -44,10 +44,31 @@ impl Monitors {
 
     /// Sends the line for a command that ran to every monitor.
     pub fn feed(&self, spec: &CommandSpec, client: &ClientState, argv: &[Vec<u8>]) {
-        if self.count.load(Ordering::Relaxed) == 0 || spec.has(SKIP_MONITOR) || spec.has(ADMIN) {
+        if spec.has(SKIP_MONITOR) || spec.has(ADMIN) {
             return;
         }
-        let line = format_line(spec, client, argv, crate::engine::unix_us());
+        // A command a script runs comes from `lua`.
+        let from_script = client.nested.as_ref().is_some_and(|n| n.in_script);
+        self.send(client, argv, spec.has(REDACTS_AUTH), from_script);
+    }
+
+    /// Shows a command now, before it runs: scripts (`EVAL`, `FCALL`, which skip the
+    /// after-command feed) come before the commands they run, as in Redis.
+    pub fn feed_now(&self, client: &ClientState, argv: &[Vec<u8>]) {
+        self.send(client, argv, false, false);
+    }
+
+    fn send(&self, client: &ClientState, argv: &[Vec<u8>], redacts_auth: bool, from_script: bool) {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let line = format_line(
+            client,
+            argv,
+            redacts_auth,
+            from_script,
+            crate::engine::unix_us(),
+        );
         let size = line.len();
         for m in self.clients.read().iter() {
             let msg = Reply::status_owned(line.clone());
@@ -61,13 +82,23 @@ impl Monitors {
 }
 
 /// One monitor line (without the `+`).
-fn format_line(spec: &CommandSpec, client: &ClientState, argv: &[Vec<u8>], now_us: i64) -> String {
+fn format_line(
+    client: &ClientState,
+    argv: &[Vec<u8>],
+    redacts_auth: bool,
+    from_script: bool,
+    now_us: i64,
+) -> String {
+    let from = if from_script {
+        "lua"
+    } else {
+        client.shared.addr.as_str()
+    };
     let mut out = format!(
-        "{}.{:06} [{} {}]",
+        "{}.{:06} [{} {from}]",
         now_us.div_euclid(1_000_000),
         now_us.rem_euclid(1_000_000),
         client.db,
-        client.shared.addr
     );
     let mut redact = 0;
     for a in argv {
@@ -78,7 +109,7 @@ fn format_line(spec: &CommandSpec, client: &ClientState, argv: &[Vec<u8>], now_u
             continue;
         }
         quote(&mut out, a);
-        if spec.has(REDACTS_AUTH) && a.eq_ignore_ascii_case(b"auth") {
+        if redacts_auth && a.eq_ignore_ascii_case(b"auth") {
             redact = 2;
         }
     }
@@ -115,5 +146,20 @@ mod tests {
         let mut s = String::new();
         quote(&mut s, b"a b\n\"\\\x01\xff");
         assert_eq!(s, "\"a b\\n\\\"\\\\\\x01\\xff\"");
+    }
+
+    #[test]
+    fn a_script_command_comes_from_lua() {
+        let registry = crate::client::ClientRegistry::default();
+        let client = ClientState::detached(&registry, 0);
+        let argv = [b"set".to_vec(), b"k".to_vec()];
+        let line = format_line(&client, &argv, false, true, 1_500_000);
+        assert_eq!(line, "1.500000 [0 lua] \"set\" \"k\"");
+        let auth = [b"auth".to_vec(), b"user".to_vec(), b"pw".to_vec()];
+        let line = format_line(&client, &auth, true, false, 0);
+        assert!(
+            line.ends_with("\"auth\" \"(redacted)\" \"(redacted)\""),
+            "{line}"
+        );
     }
 }
