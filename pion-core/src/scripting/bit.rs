@@ -5,7 +5,7 @@
 use mlua::{Lua, MultiValue, Table, Value};
 
 use super::api::raise_at;
-use super::luaarg::check_number;
+use super::luaarg::{check_number, string_function};
 
 /// LuaBitOp's normalisation: the number, rounded to an integer, modulo 2^32, as a
 /// signed 32-bit value.
@@ -96,13 +96,7 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
     }
     t.raw_set(
         "tohex",
-        lua.create_function(|lua, args: MultiValue| {
-            let args: Vec<Value> = args.into_iter().collect();
-            match tohex(&args) {
-                Ok(s) => Ok(Value::String(lua.create_string(s)?)),
-                Err(e) => Err(raise_at(lua, &e)),
-            }
-        })?,
+        string_function(lua, |args| tohex(args).map(String::into_bytes))?,
     )?;
     Ok(t)
 }

@@ -15,7 +15,7 @@
 use mlua::{Lua, MultiValue, Table, Value};
 
 use super::api::raise_at;
-use super::luaarg::{bad_argument, check_bytes, check_integer, opt_integer};
+use super::luaarg::{bad_argument, check_bytes, check_integer, opt_integer, string_function};
 
 /// Tables deeper than this pack as nil.
 const MAX_NESTING: usize = 16;
@@ -28,16 +28,7 @@ pub fn open(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("_NAME", "cmsgpack")?;
     t.raw_set("_VERSION", "lua-cmsgpack 0.4.0")?;
-    t.raw_set(
-        "pack",
-        lua.create_function(|lua, args: MultiValue| {
-            let args: Vec<Value> = args.into_iter().collect();
-            match pack(&args) {
-                Ok(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
-                Err(e) => Err(raise_at(lua, &e)),
-            }
-        })?,
-    )?;
+    t.raw_set("pack", string_function(lua, pack)?)?;
     t.raw_set(
         "unpack",
         lua.create_function(|lua, args: MultiValue| {

@@ -4,10 +4,26 @@
 //! `bad argument #2 to 'pack' (number expected, got nil)`. Argument numbers are
 //! 1-based, as in those texts.
 
-use mlua::Value;
+use mlua::{Function, Lua, MultiValue, Value};
 
+use super::api::raise_at;
 use super::convert::{lua_number, number_to_i64};
 use crate::num::fmt_g;
+
+/// A library function returning one string built from its arguments by `f`, whose
+/// failures raise their text at the caller's line (as `luaL_error` does).
+pub fn string_function(
+    lua: &Lua,
+    f: fn(&[Value]) -> Result<Vec<u8>, String>,
+) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let args: Vec<Value> = args.into_iter().collect();
+        match f(&args) {
+            Ok(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
+            Err(e) => Err(raise_at(lua, &e)),
+        }
+    })
+}
 
 /// lauxlib's argument error text: `bad argument #n to 'fname' (msg)`.
 pub fn bad_argument(n: usize, fname: &str, msg: &str) -> String {

@@ -14,7 +14,7 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::api::raise_at;
 use super::convert::number_text;
-use super::luaarg::{bad_argument, check_bytes, check_number, opt_integer};
+use super::luaarg::{bad_argument, check_bytes, check_number, opt_integer, string_function};
 
 /// The largest `i`/`I` size.
 const MAX_INT_SIZE: usize = 32;
@@ -28,16 +28,7 @@ const LUA_C_STACK_LIMIT: usize = 8000;
 /// Builds the `struct` table; failures raise at the caller's line.
 pub fn open(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set(
-        "pack",
-        lua.create_function(|lua, args: MultiValue| {
-            let args: Vec<Value> = args.into_iter().collect();
-            match pack(&args) {
-                Ok(bytes) => Ok(Value::String(lua.create_string(bytes)?)),
-                Err(e) => Err(raise_at(lua, &e)),
-            }
-        })?,
-    )?;
+    t.raw_set("pack", string_function(lua, pack)?)?;
     t.raw_set(
         "unpack",
         lua.create_function(|lua, args: MultiValue| {
