@@ -685,7 +685,11 @@ pub(crate) fn after_command(
         hub.tracking
             .after_command(client.id(), read, &names, outermost);
     }
-    hub.monitors.feed(spec, client, argv);
+    // A served blocking command was shown when it was sent; Redis does not show it
+    // again when it is served.
+    if !client.retrying_block {
+        hub.monitors.feed(spec, client, argv);
+    }
 }
 
 /// Refuses what a client in `MONITOR` mode may not run, as Redis refuses a replica.
