@@ -366,13 +366,14 @@ impl BlockingRegistry {
     }
 }
 
-/// Whether `key` holds a value of another type than the waiter takes (lists, or
-/// sorted sets for the `BZ…` commands).
+/// Whether `key` holds a value of another type than the waiter takes (sorted sets
+/// for the sorted-set commands, lists for the others).
 fn holds_other_type(engine: &Engine, waiter: &Waiter, key: &[u8]) -> bool {
     let wants_zset = waiter
         .argv
         .first()
-        .is_some_and(|name| name.len() > 2 && name[..2].eq_ignore_ascii_case(b"bz"));
+        .and_then(|name| crate::command::table().get(name))
+        .is_some_and(|spec| spec.group == crate::command::Group::SortedSet);
     let mut ks = engine.keyspace().lock_keys(&[key], engine.now_ms());
     match ks.peek(waiter.db, key) {
         Ok(Some(entry)) => match &entry.value {

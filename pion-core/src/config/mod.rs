@@ -564,11 +564,7 @@ pub static PARAMS: &[Param] =
             aliases: &[],
             get: |c| if c.latency_tracking { "yes" } else { "no" }.into(),
             set: Some(|c, v| {
-                c.latency_tracking = match v.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err("argument must be 'yes' or 'no'".into()),
-                };
+                c.latency_tracking = parse_yes_no(v)?;
                 Ok(())
             }),
         },
@@ -593,11 +589,7 @@ pub static PARAMS: &[Param] =
             aliases: &[],
             get: |c| if c.protected_mode { "yes" } else { "no" }.into(),
             set: Some(|c, v| {
-                c.protected_mode = match v.to_ascii_lowercase().as_str() {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err("argument must be 'yes' or 'no'".into()),
-                };
+                c.protected_mode = parse_yes_no(v)?;
                 Ok(())
             }),
         },
@@ -663,6 +655,15 @@ pub static PARAMS: &[Param] =
             set: Some(|c, v| c.client_output_buffer_limit.parse_into(v)),
         },
     ];
+
+/// A yes/no directive's value, with Redis's error text.
+fn parse_yes_no(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
 
 /// A percentile as Redis prints it: `%f` without trailing zeros (`50`, `99.9`).
 pub fn percentile_label(p: f64) -> String {
