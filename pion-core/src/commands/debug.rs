@@ -4,8 +4,9 @@
 //! denied commands). As in Redis it is refused unless `enable-debug-command` allows it, and, like
 //! Redis's single thread, it runs alone: every other command waits while it runs.
 //!
-//! Subcommands that need machinery Pion does not have (RELOAD of an RDB file,
-//! replication ids, quicklists, crash triggers) are not offered: they answer the unknown
+//! `RELOAD` saves a snapshot and loads it back ([`crate::durability::reload`]).
+//! Subcommands that need machinery Pion does not have (replication ids, quicklists,
+//! crash triggers) are not offered: they answer the unknown
 //! subcommand error, so a caller never mistakes them for done.
 
 use std::time::Duration;
@@ -83,6 +84,19 @@ const SUBS: &[Sub] = &[
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
             "    true, false.",
+        ],
+    },
+    Sub {
+        name: "reload",
+        min_args: 2,
+        handler: reload,
+        help: &[
+            "RELOAD [option ...]",
+            "    Save a snapshot and load it back into memory. Options:",
+            "    * MERGE: with NOFLUSH, keys and libraries in the snapshot replace those",
+            "      in memory (without it, one in both fails the reload).",
+            "    * NOFLUSH: do not empty the server before loading.",
+            "    * NOSAVE: load the newest snapshot as it is, without saving first.",
         ],
     },
     Sub {
@@ -270,6 +284,47 @@ fn object(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         record.len()
     );
     Ok(Reply::Status(line.into()))
+}
+
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: save a snapshot, empty the server and
+/// load the snapshot back (see [`crate::durability::reload`]). A load that fails
+/// answers Redis's error and logs why.
+fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    use crate::durability::reload::{reload, ReloadError, ReloadOptions};
+    let mut options = ReloadOptions::default();
+    for opt in &argv[2..] {
+        if opt.eq_ignore_ascii_case(b"merge") {
+            options.merge = true;
+        } else if opt.eq_ignore_ascii_case(b"noflush") {
+            options.flush = false;
+        } else if opt.eq_ignore_ascii_case(b"nosave") {
+            options.save = false;
+        } else {
+            return Err(OpError::custom(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+            ));
+        }
+    }
+    let result = reload(ctx.engine, options, ctx.now_ms());
+    if options.flush && !matches!(result, Err(ReloadError::Save(_))) {
+        // The server was emptied: tracking clients drop what they cached.
+        crate::pubsub::flushed(ctx);
+    }
+    match result {
+        Ok(summary) => {
+            crate::log_warning!(
+                "DB reloaded by DEBUG RELOAD ({} keys{})",
+                summary.keys,
+                if summary.resaved { ", saved again" } else { "" }
+            );
+            Ok(Reply::ok())
+        }
+        Err(ReloadError::Save(e)) => Err(OpError::custom(format!("ERR {e}"))),
+        Err(ReloadError::Load(e)) => {
+            crate::log_warning!("DEBUG RELOAD failed: {e}");
+            Err(OpError::custom("ERR Error trying to load the RDB dump"))
+        }
+    }
 }
 
 /// `DEBUG DIGEST`: a signature of every database's content (40 zeros when empty).

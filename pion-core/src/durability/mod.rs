@@ -13,6 +13,7 @@ pub(crate) mod background;
 pub mod codec;
 pub mod record;
 mod recovery;
+pub mod reload;
 mod segment;
 pub mod snapshot;
 mod snapshotter;

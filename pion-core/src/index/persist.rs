@@ -150,6 +150,28 @@ pub fn restore(engine: &Engine, body: &[u8]) -> Result<usize, String> {
     Ok(count)
 }
 
+/// Recreates the indexes of a snapshot that do not exist yet, each indexing the keys
+/// as they now are (a reload that merges a snapshot into memory: the saved document
+/// table would miss the keys that were already there). Returns how many it created.
+pub fn restore_missing(engine: &Engine, body: &[u8]) -> Result<usize, String> {
+    let saved = decode(body).map_err(|e| format!("search-index section: {e:?}"))?;
+    let mut created = 0;
+    for s in saved {
+        // `FT.CREATE name …`: the name is its first argument.
+        let name = s.commands.first().and_then(|create| create.get(1));
+        if name.is_some_and(|n| engine.search().get(n).is_some()) {
+            continue;
+        }
+        let index = define(engine.search(), &s.commands)?;
+        engine.search().scan(engine.keyspace(), &index, 0);
+        created += 1;
+    }
+    if created > 0 {
+        engine.search().start_builder();
+    }
+    Ok(created)
+}
+
 /// Creates an index from its `FT.CREATE` and `FT.ALTER` commands, without scanning.
 fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchIndex>, String> {
     let refused =
