@@ -99,7 +99,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Connection => on[idx("connection")] = true,
         Group::Transaction => on[idx("transaction")] = true,
         Group::Scripting => on[idx("scripting")] = true,
-        Group::PubSub => {}
+        Group::PubSub | Group::Cluster => {}
         Group::Server | Group::PrefixCache | Group::Search | Group::VectorSet => {}
     }
     let rules: &[(u64, &str)] = &[

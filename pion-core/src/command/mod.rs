@@ -54,6 +54,9 @@ pub enum Group {
     Transaction,
     /// Pub/Sub commands (their `@pubsub` category comes from the `pubsub` flag).
     PubSub,
+    /// Cluster commands (`CLUSTER`: Pion answers them as a server without cluster
+    /// support does).
+    Cluster,
 }
 
 impl Group {
@@ -74,6 +77,7 @@ impl Group {
             Group::VectorSet => "module",
             Group::Transaction => "transactions",
             Group::PubSub => "pubsub",
+            Group::Cluster => "cluster",
         }
     }
 }
@@ -418,6 +422,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         pubsub::COMMANDS,
         scripting::COMMANDS,
         debug::COMMANDS,
+        cluster::COMMANDS,
     ]
 }
 
