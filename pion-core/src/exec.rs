@@ -16,6 +16,10 @@ pub struct Ctx<'a> {
     pub ks: Locked<'a>,
     /// What the write-ahead log records for this command.
     pub effect: Effect,
+    /// Argument positions of keys a write command named but left as they were
+    /// (`SMOVE`'s destination that already held the member): their watchers and
+    /// tracking clients are not told, as Redis signals only keys it modified.
+    pub unmodified_keys: Vec<usize>,
 }
 
 /// What a write command leaves in the write-ahead log.

@@ -158,7 +158,8 @@ pub(crate) fn existing_watched(
         .collect()
 }
 
-/// After a write that changed something: marks the watchers of every key it wrote.
+/// After a write that changed something: marks the watchers of every key it wrote
+/// (not those it reported unmodified).
 pub(crate) fn touch_written(
     ctx: &mut Ctx<'_>,
     spec: &CommandSpec,
@@ -170,14 +171,21 @@ pub(crate) fn touch_written(
     if !registry.any() {
         return;
     }
-    for (db, k) in existed {
-        registry.touch(*db, k);
+    let db = ctx.db();
+    let unmodified =
+        |kdb: usize, k: &[u8]| kdb == db && ctx.unmodified_keys.iter().any(|&i| argv[i] == k);
+    for (kdb, k) in existed {
+        if !unmodified(*kdb, k) {
+            registry.touch(*kdb, k);
+        }
     }
     let now_present: Vec<(usize, Vec<u8>)> = if spec.whole_keyspace {
         registry.watched_keys()
     } else {
-        let db = ctx.db();
-        keys.iter().map(|&i| (db, argv[i].clone())).collect()
+        keys.iter()
+            .filter(|i| !ctx.unmodified_keys.contains(i))
+            .map(|&i| (db, argv[i].clone()))
+            .collect()
     };
     for (db, k) in now_present {
         if matches!(ctx.ks.peek(db, &k), Ok(Some(_))) {

@@ -469,6 +469,7 @@ fn run_resolved(
             client,
             ks,
             effect: Effect::AsSent,
+            unmodified_keys: Vec::new(),
         };
         let watched_before = if spec.has(super::flags::WRITE) {
             crate::watch::existing_watched(&mut ctx, spec, argv, &keys)
@@ -580,6 +581,7 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
         client,
         ks,
         effect: Effect::AsSent,
+        unmodified_keys: Vec::new(),
     };
     let result = (spec.handler)(&mut ctx, argv);
     settle_keys(&mut ctx, spec, argv, &keys);
@@ -602,7 +604,7 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
         let removed = matches!(ctx.ks.settle(db, &argv[i]), Ok(true));
         // Pub/Sub: `del` of an emptied key, client-side cache invalidation (not for a
         // command that changed nothing).
-        if removed || ctx.effect != Effect::Nothing {
+        if removed || (ctx.effect != Effect::Nothing && !ctx.unmodified_keys.contains(&i)) {
             crate::pubsub::key_settled(ctx, &argv[i], removed);
         }
         search.key_written(&mut ctx.ks, db, &argv[i]);

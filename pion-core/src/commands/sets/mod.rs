@@ -421,8 +421,13 @@ fn smove(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ctx.notify(notify::GENERIC, "del", src);
     }
     let limits = ctx.limits();
-    set_for_add(ctx, dst, member)?.insert(member, &limits);
-    ctx.notify(notify::SET, "sadd", dst);
+    // The destination changes only when it lacked the member: otherwise, as in Redis,
+    // no `sadd` event and no signal to its watchers.
+    if set_for_add(ctx, dst, member)?.insert(member, &limits) {
+        ctx.notify(notify::SET, "sadd", dst);
+    } else {
+        ctx.unmodified_keys.push(2);
+    }
     Ok(Reply::Integer(1))
 }
 
