@@ -180,6 +180,7 @@ impl Engine {
     ) -> Result<Engine, OpenError> {
         let mut options = options;
         options.config.appendonly = true;
+        options.config.wal = true;
         options.config.appendfsync = durability.fsync.name().to_string();
         options.config.dir = durability.dir.display().to_string();
         // Recovery replays the prompt cache's evictions as they were logged: the

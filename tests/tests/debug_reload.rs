@@ -1,8 +1,9 @@
-//! `DEBUG RELOAD`: the replies match a real redis-server with DEBUG enabled (the
+//! `DEBUG RELOAD` and `DEBUG LOADAOF`: the replies match a real redis-server with DEBUG enabled (the
 //! `corpus_debug` files, replayed on both); every key survives the round trip through
 //! a snapshot; a restart after a reload recovers what the reload left (also after
 //! `NOSAVE`, which goes back to an older snapshot, and `NOFLUSH MERGE`); search indexes
-//! answer the same queries afterwards; without persistence the reload is refused and
+//! answer the same queries afterwards; `LOADAOF` loads the snapshot and the log
+//! after it, and memory is what it was; without persistence both are refused and
 //! nothing is lost.
 
 use pion_core::EngineOptions;
@@ -143,6 +144,37 @@ fn reload_keeps_every_key_and_a_restart_recovers_what_it_left() {
     );
 }
 
+#[test]
+fn loadaof_reloads_what_a_restart_would_recover() {
+    let dir = temp_dir("debug-loadaof");
+    let server = PionProcess::start(dir.path(), DEBUG);
+    let mut c = server.client();
+    populate(&mut c);
+    // Commands whose log entry is not the command itself: relative expiries, a float
+    // increment, a random pop.
+    ok(&mut c, &["SET", "counter", "10.5"]);
+    c.cmd(&["INCRBYFLOAT", "counter", "0.25"]);
+    c.cmd(&["EXPIRE", "counter", "5000"]);
+    c.cmd(&["SPOP", "set200", "3"]);
+    let before = dump(&mut c);
+    assert_eq!(reply(&mut c, &["DEBUG", "LOADAOF"]), "+OK");
+    assert_same("after DEBUG LOADAOF (log only)", &before, &dump(&mut c));
+
+    // A snapshot, then more writes: both parts are loaded.
+    ok(&mut c, &["SAVE"]);
+    ok(&mut c, &["SET", "after-save", "1"]);
+    c.cmd(&["LPOP", "list200", "5"]);
+    c.cmd(&["DEL", "hash3"]);
+    let before = dump(&mut c);
+    assert_eq!(reply(&mut c, &["DEBUG", "LOADAOF"]), "+OK");
+    assert_same("after DEBUG LOADAOF (snapshot and log)", &before, &dump(&mut c));
+    assert!(
+        server.stderr_text().contains("Reloaded by DEBUG LOADAOF"),
+        "{}",
+        server.stderr_text()
+    );
+}
+
 fn knn(c: &mut Client, q: &[u8]) -> String {
     c.cmd(&[
         b"FT.SEARCH".as_slice(),
@@ -229,6 +261,12 @@ fn without_persistence_the_reload_is_refused_and_nothing_is_lost() {
     let mut c = server.client();
     ok(&mut c, &["SET", "k", "v"]);
     let r = c.cmd(&["DEBUG", "RELOAD"]);
+    assert!(
+        matches!(&r, RespValue::Line(b'-', t) if t.starts_with(b"ERR persistence is off")),
+        "{}",
+        r.render()
+    );
+    let r = c.cmd(&["DEBUG", "LOADAOF"]);
     assert!(
         matches!(&r, RespValue::Line(b'-', t) if t.starts_with(b"ERR persistence is off")),
         "{}",

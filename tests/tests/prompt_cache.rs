@@ -169,6 +169,43 @@ fn shared_prefixes_once_and_bit_identical_after_sigkill() {
     );
 }
 
+/// `DEBUG RELOAD` and `DEBUG LOADAOF` reload the keyspace and leave the prompt cache
+/// as it is (its blocks are in their own files): every block is still there, once, and
+/// still after a restart.
+#[test]
+fn reloading_in_place_leaves_the_prompt_cache_whole() {
+    let dir = temp_dir("prompt-cache-reload");
+    let debug: &[&str] = &["--enable-debug-command", "yes"];
+    let mut server = PionProcess::start(dir.path(), debug);
+    let mut c = server.client();
+    ok(&mut c, &[b"KV.REGISTER", b"conv", manifest().as_bytes()]);
+    let a: Vec<u32> = (1..=600).collect();
+    let (ids_a, _) = store(&mut c, &a);
+    assert_eq!(c.cmd(&["SAVE"]), RespValue::Line(b'+', b"OK".to_vec()));
+    let b: Vec<u32> = (5_000..5_300).collect();
+    let (ids_b, _) = store(&mut c, &b);
+    ok(&mut c, &[b"SET", b"k", b"v"]);
+    let (blocks, bytes) = (stat(&mut c, "blocks"), stat(&mut c, "bytes"));
+    for reload in [&[b"DEBUG".as_slice(), b"LOADAOF"], &[b"DEBUG", b"RELOAD"]] {
+        let name = String::from_utf8_lossy(reload[1]).into_owned();
+        ok(&mut c, reload);
+        assert_eq!(stat(&mut c, "blocks"), blocks, "after {name}");
+        assert_eq!(stat(&mut c, "bytes"), bytes, "after {name}");
+        check_blocks(&mut c, &a, &ids_a);
+        check_blocks(&mut c, &b, &ids_b);
+        assert_eq!(
+            c.cmd(&["GET", "k"]),
+            RespValue::Bulk(b'$', Some(b"v".to_vec()))
+        );
+    }
+    server.kill9();
+    let server = PionProcess::start(dir.path(), debug);
+    let mut c = server.client();
+    assert_eq!(stat(&mut c, "blocks"), blocks);
+    check_blocks(&mut c, &a, &ids_a);
+    check_blocks(&mut c, &b, &ids_b);
+}
+
 /// SIGKILL at random moments while a client stores blocks (small snapshot and segment
 /// thresholds, so kills land during snapshots and rolls too): after every restart,
 /// every acknowledged block is fetched bit for bit.

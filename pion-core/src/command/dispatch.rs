@@ -560,6 +560,12 @@ fn run_resolved(
     (reply, finished)
 }
 
+/// Whether a logged command belongs to the prompt cache (`KV.*`), which keeps its
+/// own state when the rest is reloaded in place.
+pub fn is_prefix_cache_command(argv: &[Vec<u8>]) -> bool {
+    resolve(argv).is_ok_and(|r| r.spec.group == super::Group::PrefixCache)
+}
+
 /// Re-runs a logged command during recovery, at the time it originally ran
 /// (`now_ms`), for `client`'s selected database. Nothing is logged or counted, and no
 /// limit that depends on the moment (`maxmemory`, authentication) applies: the command

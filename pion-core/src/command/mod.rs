@@ -6,7 +6,10 @@ mod dispatch;
 pub mod flags;
 pub mod introspect;
 
-pub use dispatch::{execute, execute_at, key_indices, lock_set_for, replay, resolve, run_nested};
+pub use dispatch::{
+    execute, execute_at, is_prefix_cache_command, key_indices, lock_set_for, replay, resolve,
+    run_nested,
+};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -4,7 +4,8 @@
 //! denied commands). As in Redis it is refused unless `enable-debug-command` allows it, and, like
 //! Redis's single thread, it runs alone: every other command waits while it runs.
 //!
-//! `RELOAD` saves a snapshot and loads it back ([`crate::durability::reload`]).
+//! `RELOAD` saves a snapshot and loads it back; `LOADAOF` loads the snapshot and the
+//! log after it, as a restart would ([`crate::durability::reload`]).
 //! Subcommands that need machinery Pion does not have (replication ids, quicklists,
 //! crash triggers) are not offered: they answer the unknown
 //! subcommand error, so a caller never mistakes them for done.
@@ -58,6 +59,16 @@ const SUBS: &[Sub] = &[
         help: &[
             "DIGEST-VALUE <key> [<key> ...]",
             "    Output a hex signature of the values of all the specified keys.",
+        ],
+    },
+    Sub {
+        name: "loadaof",
+        min_args: 2,
+        handler: loadaof,
+        help: &[
+            "LOADAOF",
+            "    Write the log through and reload what a restart would recover: the newest",
+            "    snapshot and the log after it.",
         ],
     },
     Sub {
@@ -323,6 +334,33 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         Err(ReloadError::Load(e)) => {
             crate::log_warning!("DEBUG RELOAD failed: {e}");
             Err(OpError::custom("ERR Error trying to load the RDB dump"))
+        }
+    }
+}
+
+/// `DEBUG LOADAOF`: empty the server and load what a restart would recover (see
+/// [`crate::durability::reload::reload_from_log`]).
+fn loadaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    use crate::durability::reload::{reload_from_log, ReloadError};
+    let result = reload_from_log(ctx.engine, ctx.now_ms());
+    if !matches!(result, Err(ReloadError::Save(_))) {
+        crate::pubsub::flushed(ctx);
+    }
+    match result {
+        Ok(summary) => {
+            crate::log_warning!(
+                "Reloaded by DEBUG LOADAOF ({} keys from the snapshot, {} log records)",
+                summary.keys,
+                summary.records
+            );
+            Ok(Reply::ok())
+        }
+        Err(ReloadError::Save(e)) => Err(OpError::custom(format!("ERR {e}"))),
+        Err(ReloadError::Load(e)) => {
+            crate::log_warning!("DEBUG LOADAOF failed: {e}");
+            Err(OpError::custom(format!(
+                "ERR Error trying to load the log: {e}"
+            )))
         }
     }
 }

@@ -48,8 +48,10 @@ pub struct ConfigValues {
     pub limits: EncodingLimits,
     /// `threads` (immutable; Pion's executing threads).
     pub threads: usize,
-    /// `appendonly`: the write-ahead log is on (set at start-up).
+    /// `appendonly`: as set at start-up (the log's state) or since by `CONFIG SET`.
     pub appendonly: bool,
+    /// Whether the write-ahead log is on: fixed at start-up (`--wal`).
+    pub wal: bool,
     /// `appendfsync`: `always`, `everysec` or `no`.
     pub appendfsync: String,
     /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
@@ -128,6 +130,7 @@ impl Default for ConfigValues {
             limits: EncodingLimits::default(),
             threads: 1,
             appendonly: false,
+            wal: false,
             appendfsync: "everysec".into(),
             kv_budget: 0,
             busy_reply_threshold: 5000,
@@ -350,20 +353,28 @@ pub static PARAMS: &[Param] =
             get: |c| c.enable_debug_command.clone(),
             set: None,
         },
-        // Whether the write-ahead log is on (--wal); it cannot be switched at run time.
+        // The write-ahead log is switched at start-up (--wal). While it is on, `no` is
+        // recorded and the log stays on: Pion has no snapshot-only mode, and the log
+        // is at least as durable (as `appendonly no` with a `save` schedule at
+        // start-up). Without it, `yes` cannot start one.
         Param {
             name: "appendonly",
             aliases: &[],
             get: |c| if c.appendonly { "yes" } else { "no" }.into(),
-            set: Some(
-                |c, v| match (v.to_ascii_lowercase().as_str(), c.appendonly) {
-                    ("yes", true) | ("no", false) => Ok(()),
-                    ("yes" | "no", _) => {
-                        Err("the write-ahead log is switched at start-up (--wal on|off)".into())
-                    }
-                    _ => Err("argument must be 'yes' or 'no'".into()),
-                },
-            ),
+            set: Some(|c, v| match (v.to_ascii_lowercase().as_str(), c.wal) {
+                ("yes", true) => {
+                    c.appendonly = true;
+                    Ok(())
+                }
+                ("no", _) => {
+                    c.appendonly = false;
+                    Ok(())
+                }
+                ("yes", false) => {
+                    Err("the write-ahead log is switched at start-up (--wal on|off)".into())
+                }
+                _ => Err("argument must be 'yes' or 'no'".into()),
+            }),
         },
         Param {
             name: "appendfsync",

@@ -38,6 +38,26 @@ pub struct RecoveryReport {
     pub elapsed_ms: u64,
 }
 
+/// Loads what a restart would recover (the newest snapshot, then the log after it)
+/// into `engine`, whose keyspace, libraries and search indexes the caller emptied;
+/// the prompt cache keeps what it holds. The caller holds the gate exclusively and
+/// has written the log through to its files.
+pub(crate) fn reload_in_place(
+    engine: &Engine,
+    options: &DurabilityOptions,
+) -> Result<RecoveryReport, OpenError> {
+    let started = Instant::now();
+    let mut report = RecoveryReport::default();
+    let snapshots = list_snapshots(&options.dir).map_err(|e| io_err(&options.dir, e))?;
+    if let Some((seq, path)) = snapshots.last() {
+        report.snapshot_keys = load_snapshot(engine, path, Prefix::Keep)?;
+        report.snapshot_seq = *seq;
+    }
+    replay_log(engine, options, Mode::InPlace, &mut report)?;
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
 /// Prints progress at most once a second while a long step runs.
 struct Progress {
     what: &'static str,
@@ -99,7 +119,7 @@ pub(crate) fn recover(
     }
     let snapshots = list_snapshots(dir).map_err(|e| io_err(dir, e))?;
     if let Some((seq, path)) = snapshots.last() {
-        report.snapshot_keys = load_snapshot(engine, path)?;
+        report.snapshot_keys = load_snapshot(engine, path, Prefix::Load)?;
         report.snapshot_seq = *seq;
         for (_, older) in &snapshots[..snapshots.len() - 1] {
             // Superseded (the process stopped between writing the new one and
@@ -107,7 +127,7 @@ pub(crate) fn recover(
             let _ = std::fs::remove_file(older);
         }
     }
-    replay_log(engine, options, &mut report)?;
+    replay_log(engine, options, Mode::Startup, &mut report)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     if report.snapshot_seq > 0 || report.records > 0 {
         crate::log_notice!(
@@ -120,7 +140,28 @@ pub(crate) fn recover(
     Ok(report)
 }
 
-fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
+/// Whether loading a snapshot loads its prompt-cache section.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prefix {
+    /// At start-up, into the empty prompt cache.
+    Load,
+    /// Reloading in place: the prompt cache keeps what it holds (its blocks are
+    /// already in their files).
+    Keep,
+}
+
+/// Where a replay runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Start-up: a torn tail is trimmed, damage is handled as `--wal-recover` says.
+    Startup,
+    /// Reloading a running server from its files (`DEBUG LOADAOF`): the log is being
+    /// appended to, so nothing is trimmed, anything but a clean end is an error, and
+    /// the prompt cache's records are skipped (it is not reloaded).
+    InPlace,
+}
+
+fn load_snapshot(engine: &Engine, path: &Path, prefix: Prefix) -> Result<u64, OpenError> {
     let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
     let damaged = |e: String| {
         OpenError::Damaged(format!(
@@ -155,7 +196,7 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<u64, OpenError> {
     })
     .map_err(damaged)?;
     result.map_err(|e| damaged(format!("{e:?}")))?;
-    if let Some(body) = snap.prefix_body() {
+    if let (Some(body), Prefix::Load) = (snap.prefix_body(), prefix) {
         let blocks =
             crate::prefix::persist::load(&mut engine.prefix().lock(), body).map_err(damaged)?;
         crate::log_notice!("loaded {blocks} prompt-cache blocks from the snapshot");
@@ -203,6 +244,7 @@ fn truncate_hint(path: &Path, offset: usize, file_len: usize, later: usize) -> S
 fn replay_log(
     engine: &Engine,
     options: &DurabilityOptions,
+    mode: Mode,
     report: &mut RecoveryReport,
 ) -> Result<(), OpenError> {
     let dir = &options.dir;
@@ -253,11 +295,20 @@ fn replay_log(
                     rec.offset
                 )));
             }
-            apply(engine, &mut client, rec.payload, report).map_err(|e| {
+            apply(engine, &mut client, rec.payload, mode, report).map_err(|e| {
                 OpenError::Damaged(format!("{} offset {}: {e}", path.display(), rec.offset))
             })?;
             expected += 1;
             progress.tick(1);
+        }
+        if mode == Mode::InPlace {
+            if let ScanEnd::Torn { offset, .. } | ScanEnd::Corrupt { offset, .. } = scan.end {
+                return Err(OpenError::Damaged(format!(
+                    "write-ahead log {} is damaged at offset {offset}",
+                    path.display()
+                )));
+            }
+            continue;
         }
         match scan.end {
             ScanEnd::Clean => {
@@ -323,6 +374,7 @@ fn apply(
     engine: &Engine,
     client: &mut ClientState,
     payload: &[u8],
+    mode: Mode,
     report: &mut RecoveryReport,
 ) -> Result<(), String> {
     let Payload::Commands { time_ms, commands } =
@@ -336,6 +388,9 @@ fn apply(
                  with --databases {}",
                 db + 1
             ));
+        }
+        if mode == Mode::InPlace && crate::command::is_prefix_cache_command(&c.argv) {
+            continue;
         }
         client.select(db);
         let reply = crate::command::replay(engine, client, &c.argv, time_ms);

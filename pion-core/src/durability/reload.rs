@@ -1,7 +1,8 @@
-//! Reloading the dataset in place (`DEBUG RELOAD`): save a snapshot, empty the
-//! server, and load the snapshot back, as Redis saves, empties and loads its RDB file.
-//! Tests use it to prove that every value survives the snapshot format; operators to
-//! compact memory.
+//! Reloading the dataset in place. `DEBUG RELOAD` saves a snapshot, empties the
+//! server and loads the snapshot back, as Redis saves, empties and loads its RDB file;
+//! `DEBUG LOADAOF` empties the server and loads what a restart would (the newest
+//! snapshot and the log after it), as Redis reloads its append-only file. Tests use
+//! them to prove that every value survives the snapshot format and the log.
 //!
 //! The dataset is the keyspace, the function libraries and the search indexes. The
 //! prompt cache is left as it is: its blocks live in their own files, and a reload
@@ -61,6 +62,8 @@ pub struct ReloadSummary {
     /// Keys loaded from the snapshot (keys already expired are skipped, as Redis
     /// skips them loading an RDB file).
     pub keys: u64,
+    /// Log records replayed after the snapshot.
+    pub records: u64,
     /// Whether a snapshot was taken afterwards to make the reload durable.
     pub resaved: bool,
 }
@@ -125,7 +128,33 @@ pub fn reload(
             ))
         })?;
     }
-    Ok(ReloadSummary { keys, resaved })
+    Ok(ReloadSummary {
+        keys,
+        records: 0,
+        resaved,
+    })
+}
+
+/// Reloads the dataset of `engine` from its files as a restart would (`DEBUG LOADAOF`):
+/// the log is written through, the server emptied, then the newest snapshot and the
+/// log after it are loaded. Memory then holds exactly what is durable. The caller
+/// holds the gate exclusively and no shard.
+pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, ReloadError> {
+    let d = engine.durability().ok_or_else(|| {
+        ReloadError::Save("persistence is off (--wal off): there is no log to reload".into())
+    })?;
+    let wal = d.wal();
+    wal.write_through(wal.appended_seq())
+        .map_err(ReloadError::Save)?;
+    empty(engine, now_ms);
+    let options = super::DurabilityOptions::new(d.dir());
+    let report = super::recovery::reload_in_place(engine, &options)
+        .map_err(|e| ReloadError::Load(e.to_string()))?;
+    Ok(ReloadSummary {
+        keys: report.snapshot_keys,
+        records: report.records,
+        resaved: false,
+    })
 }
 
 fn read_newest(dir: &Path) -> Result<SnapshotContents, String> {
