@@ -426,7 +426,7 @@ impl Engine {
             .keyspace
             .set_expiry_listener(Box::new(move |db, key| {
                 search.key_expired(db, key);
-                watches.touch(db, key);
+                watches.touch(db, key, false);
             }));
         crate::pubsub::listen_for_expiry(&engine);
         crate::pubsub::listen_for_creation(&engine);

@@ -1,10 +1,14 @@
-//! `DEBUG RELOAD` and `DEBUG LOADAOF`: the replies match a real redis-server with DEBUG enabled (the
-//! `corpus_debug` files, replayed on both); every key survives the round trip through
-//! a snapshot; a restart after a reload recovers what the reload left (also after
-//! `NOSAVE`, which goes back to an older snapshot, and `NOFLUSH MERGE`); search indexes
-//! answer the same queries afterwards; `LOADAOF` loads the snapshot and the log
-//! after it, and memory is what it was; without persistence both are refused and
-//! nothing is lost.
+//! `DEBUG RELOAD` and `DEBUG LOADAOF`, and what needs DEBUG to set up.
+//!
+//! - The replies match a real redis-server with DEBUG enabled: the `corpus_debug`
+//!   files, replayed on both (reloads, and `WATCH` of stale keys with active expiry
+//!   off).
+//! - Every key survives the round trip through a snapshot, and a restart after a
+//!   reload recovers what the reload left (also after `NOSAVE`, which goes back to an
+//!   older snapshot, and `NOFLUSH MERGE`).
+//! - Search indexes answer the same queries afterwards.
+//! - `LOADAOF` loads the snapshot and the log after it, and memory is what it was.
+//! - Without persistence both are refused and nothing is lost.
 
 use pion_core::EngineOptions;
 use pion_tests::differential::{corpus_files, replay};
@@ -167,7 +171,11 @@ fn loadaof_reloads_what_a_restart_would_recover() {
     c.cmd(&["DEL", "hash3"]);
     let before = dump(&mut c);
     assert_eq!(reply(&mut c, &["DEBUG", "LOADAOF"]), "+OK");
-    assert_same("after DEBUG LOADAOF (snapshot and log)", &before, &dump(&mut c));
+    assert_same(
+        "after DEBUG LOADAOF (snapshot and log)",
+        &before,
+        &dump(&mut c),
+    );
     assert!(
         server.stderr_text().contains("Reloaded by DEBUG LOADAOF"),
         "{}",

@@ -196,14 +196,13 @@ fn refuse_duplicate_keys(
 }
 
 /// Empties every database, the function libraries and the search indexes. Clients
-/// watching a key that existed see their transaction fail, as after `FLUSHALL`.
+/// watching a key that was live see their transaction fail, as after `FLUSHALL`.
 fn empty(engine: &Engine, now_ms: i64) {
     let mut all = engine.keyspace().lock(&LockSet::All, now_ms);
     let watches = engine.watches();
     for (db, key) in watches.watched_keys() {
-        if matches!(all.exists(db, &key), Ok(true)) {
-            watches.touch(db, &key);
-        }
+        let before = crate::watch::Presence::of(&mut all, db, &key);
+        watches.replaced(db, &key, before, crate::watch::Presence::Absent);
     }
     for db in 0..engine.keyspace().databases() {
         // Every shard is held: flushing cannot fail.

@@ -224,7 +224,7 @@ fn notify_evicted(engine: &Engine, db: usize, key: &[u8]) {
     if hub.tracking.active() {
         hub.tracking.invalidate(engine.clients(), hub, key, 0);
     }
-    engine.watches().touch(db, key);
+    engine.watches().touch(db, key, false);
 }
 
 /// Samples the databases of one shard (the first non-empty from a random one) into
