@@ -83,10 +83,6 @@ if grep -qE '^test result: FAILED|^error' /tmp/pion-cargo-test.log || ! grep -q 
 fi
 echo "== Redis's own Tcl test units (tests/redis-tcl/units.txt) against pion-server"
 bash scripts/redis-tcl-units.sh "$CARGO_TARGET_DIR/debug/pion-server"
-# unit/scripting on its own: its Lua debugger stanzas (SCRIPT DEBUG, which Pion does
-# not offer) run outside any test, so only their external:skip tag leaves them out.
-PION_TCL_UNITS="unit/scripting" bash scripts/redis-tcl-units.sh \
-  "$CARGO_TARGET_DIR/debug/pion-server" --tags -external:skip
 echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries, ACL/config/function texts, Lua cmsgpack/struct; ${PION_FUZZ_SECONDS:-20}s each)"
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked -q || echo "cargo-fuzz unavailable: fuzz smoke skipped"

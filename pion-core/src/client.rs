@@ -147,6 +147,11 @@ pub struct ClientState {
     pub written_for_waiters: Vec<(usize, Vec<u8>)>,
     /// Channel, pattern and shard-channel subscriptions (left when dropped).
     pub subs: crate::pubsub::Subscriptions,
+    /// `SCRIPT DEBUG`: whether the next `EVAL` is debugged.
+    pub script_debug: crate::scripting::debugger::DebugMode,
+    /// Opens the connection for the debugger to talk over, given by the network
+    /// layer (an embedded client has none, and cannot debug).
+    pub debug_console: Option<crate::scripting::debugger::ConsoleOpener>,
 }
 
 /// Whether a connection's replies are sent (`CLIENT REPLY ON|OFF|SKIP`). Push
@@ -261,6 +266,8 @@ impl ClientState {
             retrying_block: false,
             written_for_waiters: Vec::new(),
             subs: crate::pubsub::Subscriptions::default(),
+            script_debug: crate::scripting::debugger::DebugMode::Off,
+            debug_console: None,
         }
     }
 

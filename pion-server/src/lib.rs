@@ -10,6 +10,7 @@ pub mod binary;
 pub mod busy_pump;
 pub mod cli;
 pub mod connection;
+pub mod debug_console;
 pub mod event_loop;
 pub mod resp;
 pub mod startup;

@@ -76,6 +76,15 @@ impl Stream {
         }
     }
 
+    /// What opens the Lua debugger's line to this connection's client.
+    pub fn debug_console_opener(&self) -> pion_core::scripting::debugger::ConsoleOpener {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Tcp(s) => crate::debug_console::opener(s.as_raw_fd(), false),
+            Stream::Unix(s, _) => crate::debug_console::opener(s.as_raw_fd(), true),
+        }
+    }
+
     /// The file descriptor (CLIENT LIST's `fd`).
     pub fn raw_fd(&self) -> i64 {
         use std::os::fd::AsRawFd;

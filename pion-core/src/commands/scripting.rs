@@ -66,6 +66,8 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("debug", 3, NOSCRIPT, Group::Scripting, script_debug)
+        .doc("Sets the debug mode of server-side Lua scripts.", "3.2.0"),
     CommandSpec::new("load", 3, NOSCRIPT | STALE, Group::Scripting, script_load)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
         .doc(
@@ -225,6 +227,28 @@ fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let engine = ctx.engine;
     engine.pubsub().monitors.feed_now(ctx.client, argv);
     engine.scripting().fcall(engine, ctx.client, argv, true)
+}
+
+/// `SCRIPT DEBUG YES|SYNC|NO`: whether this client's next `EVAL` runs in the Lua
+/// debugger (see [`crate::scripting::debugger`]).
+fn script_debug(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    use crate::scripting::debugger::DebugMode;
+    let mode = if is_kw(&argv[2], "no") {
+        DebugMode::Off
+    } else if is_kw(&argv[2], "yes") {
+        DebugMode::Forked
+    } else if is_kw(&argv[2], "sync") {
+        DebugMode::Sync
+    } else {
+        return Err(OpError::custom("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
+    if mode != DebugMode::Off && ctx.client.debug_console.is_none() {
+        return Err(OpError::custom(
+            "ERR SCRIPT DEBUG needs a client connection: the debugger talks over it",
+        ));
+    }
+    ctx.client.script_debug = mode;
+    Ok(Reply::ok())
 }
 
 fn script_load(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {

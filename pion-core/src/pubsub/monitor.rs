@@ -118,7 +118,7 @@ fn format_line(
 }
 
 /// Appends `s` quoted and escaped the way Redis's `sdscatrepr` does.
-fn quote(out: &mut String, s: &[u8]) {
+pub(crate) fn quote(out: &mut String, s: &[u8]) {
     out.push('"');
     for &c in s {
         match c {

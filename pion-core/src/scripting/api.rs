@@ -160,8 +160,18 @@ pub fn redis_api(lua: &Lua, rt: &Table) -> mlua::Result<Table> {
         })?,
     )?;
     t.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
-    t.raw_set("breakpoint", lua.create_function(|_, ()| Ok(false))?)?;
-    t.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    // The debugger's hooks into a script: a stop at the next line, a log line.
+    t.raw_set(
+        "breakpoint",
+        lua.create_function(|lua, ()| Ok(super::debugger::breakpoint(lua)))?,
+    )?;
+    t.raw_set(
+        "debug",
+        lua.create_function(|lua, args: MultiValue| {
+            super::debugger::debug_log(lua, args);
+            Ok(())
+        })?,
+    )?;
     Ok(t)
 }
 

@@ -122,13 +122,25 @@ fn acl_check_cmd(
 }
 
 fn fail(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
+    log_refusal(lua, text);
     Ok((false, Value::Table(error_table(lua, text)?)))
+}
+
+/// The debugger's line for a command refused before it ran: Redis logs the bare
+/// message of its own refusals (`Unknown Redis command called from script`) and the
+/// whole error line of a shared one (`-OOM …`).
+fn log_refusal(lua: &Lua, text: &str) {
+    match text.strip_prefix("ERR ") {
+        Some(message) => super::debugger::log_error(lua, message),
+        None => super::debugger::log_error(lua, &format!("-{text}")),
+    }
 }
 
 /// An error of the command itself (its reply, or its refusal), which `INFO
 /// errorstats` has already counted: the table carries Redis's flag saying so, and a
 /// script that fails with it (or returns it) is not counted a second time.
 fn fail_counted(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
+    log_refusal(lua, text);
     let t = error_table(lua, text)?;
     t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
     Ok((false, Value::Table(t)))
@@ -147,6 +159,7 @@ fn call(
         Ok(argv) => argv,
         Err(text) => return fail(lua, text),
     };
+    super::debugger::log_command(lua, &argv);
     // Refusals from here on are error replies of the command, as Redis counts them
     // (INFO errorstats, and the command's rejected calls once it is known).
     let refuse = |text: &str, stat: Option<usize>| {
@@ -197,13 +210,24 @@ fn call(
             stat,
         );
     }
+    if write {
+        if let Err(text) = super::debugger::before_write(lua, engine, client.db, spec, &argv) {
+            return refuse(text, stat);
+        }
+    }
     let saved_resp = client.resp;
     client.resp = resp;
     let reply = crate::command::run_nested(engine, client, &argv);
     client.resp = saved_resp;
     if let Reply::Error(text) = &reply {
-        return fail_counted(lua, text);
+        // The error reply of the command itself: logged as such, then as its reply.
+        super::debugger::log_error(lua, &format!("-{text}"));
+        super::debugger::log_reply(lua, &reply, resp);
+        let t = error_table(lua, text)?;
+        t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
+        return Ok((false, Value::Table(t)));
     }
+    super::debugger::log_reply(lua, &reply, resp);
     if write && !rc.wrote.get() {
         rc.wrote.set(true);
         rc.busy.mark_wrote();

@@ -10,6 +10,7 @@ use mlua::Function;
 use super::busy::Running;
 use super::call::{with_calls, RunCtx};
 use super::convert::lua_to_reply;
+use super::debugger::{self, DebugMode};
 use super::sandbox::{is_counted_error, HookState, LuaState, Outcome};
 use super::{error_reply, ScriptFlags, Scripting};
 use crate::client::ClientState;
@@ -172,6 +173,15 @@ pub fn run(
     inv: &Invocation<'_>,
 ) -> OpResult<Reply> {
     precheck(engine, inv)?;
+    // A client that asked for `SCRIPT DEBUG` runs its `EVAL` as a debugging session.
+    let console = match (&client.debug_console, client.script_debug) {
+        (Some(open), DebugMode::Forked | DebugMode::Sync) if !inv.is_function => {
+            Some(open().map_err(|e| {
+                OpError::custom(format!("ERR cannot start the debugging session: {e}"))
+            })?)
+        }
+        _ => None,
+    };
     let lua = &state.lua;
     let lua_err = |e: mlua::Error| OpError::custom(format!("ERR {e}"));
     let keys = lua.create_table().map_err(lua_err)?;
@@ -209,7 +219,37 @@ pub fn run(
     });
     // Other clients are answered -BUSY once this runs past the threshold.
     engine.gate().busy().begin_script(inv.is_function);
-    let outcome = with_calls(state, engine, client, &rc, || state.run(func, call_args));
+    let debugging = console.is_some();
+    let forked = client.script_debug == DebugMode::Forked;
+    let mut rollback = None;
+    let outcome = with_calls(state, engine, client, &rc, || match console {
+        Some(console) => {
+            let (outcome, undo) = debugger::run_session(
+                lua,
+                state.hook(),
+                console,
+                &inv.argv[1],
+                engine.busy_threshold_ms(),
+                forked,
+                || state.run(func, call_args),
+            );
+            rollback = undo;
+            outcome
+        }
+        None => state.run(func, call_args),
+    });
+    if debugging {
+        // As in Redis, the session ends with the script's reply and the connection.
+        client.close_after_reply = true;
+        client.script_debug = DebugMode::Off;
+    }
+    if let Some(undo) = rollback {
+        // A forked session leaves the dataset as it found it, and logs nothing.
+        debugger::undo(engine, undo);
+        if let Some(nested) = client.nested.as_mut() {
+            nested.effects.clear();
+        }
+    }
     if scripting.busy.killed_for_shutdown() {
         // As in Redis, where the server exits with the script's effects unpropagated:
         // what it wrote never reaches the log.

@@ -11,6 +11,7 @@ pub mod cjson;
 pub mod cjson_settings;
 pub mod cmsgpack;
 pub mod convert;
+pub mod debugger;
 pub mod eval;
 pub mod functions;
 pub mod luaarg;
@@ -180,6 +181,16 @@ impl Scripting {
         by_sha: bool,
         ro_command: bool,
     ) -> OpResult<Reply> {
+        if by_sha && client.script_debug != debugger::DebugMode::Off {
+            if argv[1].len() != 40 {
+                return Err(OpError::custom(
+                    "NOSCRIPT No matching script. Please use EVAL.",
+                ));
+            }
+            return Err(OpError::custom(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ));
+        }
         let numkeys = eval::numkeys(argv, "ERR value is not an integer or out of range")?;
         self.with_eval(|st| {
             let sha = if by_sha {

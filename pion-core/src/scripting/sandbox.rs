@@ -19,7 +19,7 @@ use super::{api, bit, cjson, cmsgpack, struct_pack};
 pub const MEMORY_LIMIT: usize = 1 << 30;
 
 /// Instructions between two checks for a kill request or a deadline.
-const HOOK_EVERY: u32 = 100_000;
+pub(crate) const HOOK_EVERY: u32 = 100_000;
 
 /// What the instruction hook consults and records.
 #[derive(Default)]
@@ -101,6 +101,40 @@ fn error_value_text(v: &Value) -> String {
     }
 }
 
+/// Stops the running code when a kill was requested or its deadline passed (at
+/// `line`), and serves this thread's other clients while a script is busy: what the
+/// instruction hook does every [`HOOK_EVERY`] instructions.
+pub(crate) fn check_interrupts(h: &HookState, line: i32) -> mlua::Result<()> {
+    if h.busy.kill_requested() {
+        h.killed.store(true, Ordering::SeqCst);
+        h.line.store(i64::from(line), Ordering::SeqCst);
+        return Err(mlua::Error::runtime(
+            "Script killed by user with SCRIPT KILL...",
+        ));
+    }
+    let deadline = *h.deadline.lock();
+    if deadline.is_some_and(|d| Instant::now() > d) {
+        h.timed_out.store(true, Ordering::SeqCst);
+        return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+    }
+    // Past the busy threshold, this thread's other clients are served (their SCRIPT
+    // KILL included) between two stretches of the script.
+    crate::gate::pump_while_busy();
+    Ok(())
+}
+
+/// Installs the state's instruction hook (see [`check_interrupts`]); the debugger
+/// replaces it for a session and puts it back after.
+pub(crate) fn install_hook(lua: &Lua, hook: Arc<HookState>) {
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+        move |_, debug| {
+            check_interrupts(&hook, debug.curr_line())?;
+            Ok(VmState::Continue)
+        },
+    );
+}
+
 impl LuaState {
     /// The protocol `redis.setresp` chose for this run (2 unless changed).
     pub fn resp(&self) -> u8 {
@@ -109,6 +143,11 @@ impl LuaState {
             .ok()
             .flatten()
             .unwrap_or(2)
+    }
+
+    /// What the state's instruction hook consults.
+    pub(crate) fn hook(&self) -> &Arc<HookState> {
+        &self.hook
     }
 
     /// A fresh sandboxed state whose hook reads `hook`.
@@ -165,28 +204,7 @@ impl LuaState {
             }
             Ok(table)
         })?;
-        let h = Arc::clone(&hook);
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, debug| {
-                if h.busy.kill_requested() {
-                    h.killed.store(true, Ordering::SeqCst);
-                    h.line.store(i64::from(debug.curr_line()), Ordering::SeqCst);
-                    return Err(mlua::Error::runtime(
-                        "Script killed by user with SCRIPT KILL...",
-                    ));
-                }
-                let deadline = *h.deadline.lock();
-                if deadline.is_some_and(|d| Instant::now() > d) {
-                    h.timed_out.store(true, Ordering::SeqCst);
-                    return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
-                }
-                // Past the busy threshold, this thread's other clients are served
-                // (their SCRIPT KILL included) between two stretches of the script.
-                crate::gate::pump_while_busy();
-                Ok(VmState::Continue)
-            },
-        );
+        install_hook(&lua, Arc::clone(&hook));
         lua.set_memory_limit(MEMORY_LIMIT)?;
         Ok(LuaState {
             lua,
