@@ -139,20 +139,24 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
     // The pairs are walked, never gathered: every string or table held from Rust
     // takes one of mlua's reference slots, of which there are about 8,000.
     // An array when every key is a positive integer; too sparse ones are refused.
+    // The walk keeps each key on Lua's stack (`for_each`): a key passed back from
+    // Rust may have been rounded by mlua's number conversion and not be found.
     let mut count = 0usize;
     let mut max = 0usize;
     let mut is_array = true;
-    for key in t.clone().pairs::<Value, Value>().map(|p| p.map(|(k, _)| k)) {
+    t.for_each::<Value, Value>(|key, _| {
+        if !is_array {
+            return Ok(());
+        }
         count += 1;
-        match key.map_err(|e| e.to_string())? {
+        match key {
             Value::Integer(i) if i >= 1 => max = max.max(i as usize),
             Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => max = max.max(n as usize),
-            _ => {
-                is_array = false;
-                break;
-            }
+            _ => is_array = false,
         }
-    }
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
     let sparse = cfg.sparse_ratio > 0
         && max as i64 > count as i64 * cfg.sparse_ratio
         && max as i64 > cfg.sparse_safe;
@@ -172,30 +176,53 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
         return Ok(());
     }
     out.push(b'{');
-    for (n, pair) in t.clone().pairs::<Value, Value>().enumerate() {
-        let (k, v) = pair.map_err(|e| e.to_string())?;
+    let mut n = 0usize;
+    let mut failed = None;
+    t.for_each::<Value, Value>(|k, v| {
+        if failed.is_some() {
+            return Ok(());
+        }
         if n > 0 {
             out.push(b',');
         }
-        match &k {
-            Value::String(s) => encode_string(&s.as_bytes(), out),
-            Value::Integer(_) | Value::Number(_) => {
-                let n = match &k {
-                    Value::Integer(i) => *i as f64,
-                    Value::Number(x) => *x,
-                    _ => 0.0,
-                };
-                out.push(b'"');
-                encode_number(cfg, n, out)?;
-                out.push(b'"');
-            }
-            _ => return Err("Cannot serialise table: table key must be a number or string".into()),
+        n += 1;
+        if let Err(e) = encode_pair(cfg, &k, &v, out, depth) {
+            failed = Some(e);
         }
-        out.push(b':');
-        encode(cfg, &v, out, depth)?;
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = failed {
+        return Err(e);
     }
     out.push(b'}');
     Ok(())
+}
+
+/// One `"key":value` of an object.
+fn encode_pair(
+    cfg: &Settings,
+    k: &Value,
+    v: &Value,
+    out: &mut Vec<u8>,
+    depth: i64,
+) -> Result<(), String> {
+    match k {
+        Value::String(s) => encode_string(&s.as_bytes(), out),
+        Value::Integer(i) => {
+            out.push(b'"');
+            encode_number(cfg, *i as f64, out)?;
+            out.push(b'"');
+        }
+        Value::Number(x) => {
+            out.push(b'"');
+            encode_number(cfg, *x, out)?;
+            out.push(b'"');
+        }
+        _ => return Err("Cannot serialise table: table key must be a number or string".into()),
+    }
+    out.push(b':');
+    encode(cfg, v, out, depth)
 }
 
 /// A token of the JSON text, named as lua-cjson names them in errors.
@@ -575,6 +602,18 @@ mod tests {
     fn run(lua: &Lua, code: &str) -> String {
         install(lua);
         lua.load(code).eval::<String>().expect("runs")
+    }
+
+    /// A key mlua rounds to 0 on its way to Rust must not be handed back to
+    /// `lua_next` (it is not in the table, and Lua's error would unwind through Rust).
+    #[test]
+    fn tables_with_tiny_float_keys_encode_without_unwinding() {
+        let lua = Lua::new();
+        let json = run(
+            &lua,
+            "return cjson.encode({[1e-20] = 1, x = {[-1e-30] = 2}})",
+        );
+        assert!(json.contains("\"x\""), "{json}");
     }
 
     #[test]

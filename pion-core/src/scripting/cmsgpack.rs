@@ -223,17 +223,21 @@ fn array_index(k: &Value) -> Option<i64> {
 
 fn encode_table(t: &Table, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> {
     // The pairs are walked, never gathered: every string or table held from Rust
-    // takes one of mlua's reference slots, of which there are about 8,000.
+    // takes one of mlua's reference slots, of which there are about 8,000. The walk
+    // keeps each key on Lua's stack (`for_each`): a key passed back from Rust may
+    // have been rounded (mlua reads numbers within 2^-52 of an integer as integers)
+    // and not be found.
     let mut count = 0usize;
     let mut max = 0i64;
     let mut is_array = true;
-    for key in t.clone().pairs::<Value, Value>().map(|p| p.map(|(k, _)| k)) {
+    t.for_each::<Value, Value>(|key, _| {
         count += 1;
-        match array_index(&key?) {
+        match array_index(&key) {
             Some(i) => max = max.max(i),
             None => is_array = false,
         }
-    }
+        Ok(())
+    })?;
     // With distinct keys, the largest equals the count only when none is missing.
     if is_array && max == count as i64 {
         ARRAY.write(count, out);
@@ -242,11 +246,10 @@ fn encode_table(t: &Table, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> 
         }
     } else {
         MAP.write(count, out);
-        for pair in t.clone().pairs::<Value, Value>() {
-            let (k, v) = pair?;
+        t.for_each::<Value, Value>(|k, v| {
             encode(&k, out, level + 1)?;
-            encode(&v, out, level + 1)?;
-        }
+            encode(&v, out, level + 1)
+        })?;
     }
     Ok(())
 }
@@ -555,6 +558,19 @@ mod tests {
             .eval()
             .expect("pack");
         s.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// mlua reads a number this close to zero as the integer 0: handing such a key
+    /// back to `lua_next` found nothing, and Lua's error unwound through Rust frames
+    /// (found by the fuzz target). Walking now keeps the key on Lua's stack.
+    #[test]
+    fn tables_with_tiny_float_keys_pack_without_unwinding() {
+        let lua = lua();
+        let n: i64 = lua
+            .load("local t = {} ; t[-2.6081280908869504e-38] = 0 ; t[1e-300] = 'x' ; t.k = {[1e-20] = 1} ; return #cmsgpack.pack(t)")
+            .eval()
+            .expect("packs");
+        assert!(n > 0);
     }
 
     #[test]

@@ -229,17 +229,21 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Reply {
         return Reply::BigNumber(digits);
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+        // `for_each` keeps each key on Lua's stack: a key passed back from Rust may
+        // have been rounded by mlua's number conversion and not be found.
         let mut out = Vec::new();
-        for (k, v) in m.pairs::<Value, Value>().flatten() {
+        let _ = m.for_each::<Value, Value>(|k, v| {
             out.push((to_reply(&k, resp, depth + 1), to_reply(&v, resp, depth + 1)));
-        }
+            Ok(())
+        });
         return Reply::Map(out);
     }
     if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
         let mut out = Vec::new();
-        for (k, _) in s.pairs::<Value, Value>().flatten() {
+        let _ = s.for_each::<Value, Value>(|k, _| {
             out.push(to_reply(&k, resp, depth + 1));
-        }
+            Ok(())
+        });
         return Reply::Set(out);
     }
     if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {

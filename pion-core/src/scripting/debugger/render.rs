@@ -38,8 +38,9 @@ fn value_at(out: &mut String, v: &Value, depth: usize) {
             let (mut as_array, mut as_map) = (Vec::new(), Vec::new());
             let mut is_array = true;
             let mut expected = 1.0;
-            for pair in t.clone().pairs::<Value, Value>() {
-                let Ok((k, val)) = pair else { break };
+            // `for_each` keeps each key on Lua's stack for the next step (a key
+            // passed back from Rust may have been rounded and not be found).
+            let _ = t.for_each::<Value, Value>(|k, val| {
                 let index = match &k {
                     Value::Integer(i) => Some(*i as f64),
                     Value::Number(n) => Some(*n),
@@ -55,7 +56,8 @@ fn value_at(out: &mut String, v: &Value, depth: usize) {
                 as_map.push(format!("[{key}]={item}"));
                 as_array.push(item);
                 expected += 1.0;
-            }
+                Ok(())
+            });
             out.push('{');
             out.push_str(&if is_array { as_array } else { as_map }.join("; "));
             out.push('}');
