@@ -65,15 +65,30 @@ pub fn with_calls<R>(
             };
             acl_check_cmd(lua, engine, &c, args)
         })?;
-        redis.raw_set("call", call_fn)?;
-        redis.raw_set("pcall", pcall_fn)?;
+        // Scripts call the C shims, which hand these the numbers as Redis's text.
+        let lua = &state.lua;
+        lua.set_named_registry_value(registry_key(super::exact_args::CALL), call_fn)?;
+        lua.set_named_registry_value(registry_key(super::exact_args::PCALL), pcall_fn)?;
+        let (call_shim, pcall_shim) = super::exact_args::shims(lua)?;
+        redis.raw_set("call", call_shim)?;
+        redis.raw_set("pcall", pcall_shim)?;
         redis.raw_set("acl_check_cmd", acl_check_fn)?;
         Ok(body())
     });
     for bound in ["call", "pcall", "acl_check_cmd"] {
         redis.raw_set(bound, Value::Nil)?;
     }
+    for slot in [super::exact_args::CALL, super::exact_args::PCALL] {
+        state
+            .lua
+            .set_named_registry_value(registry_key(slot), Value::Nil)?;
+    }
     r
+}
+
+/// A registry slot's name as mlua takes it (the slots are ASCII).
+fn registry_key(slot: &std::ffi::CStr) -> &str {
+    slot.to_str().unwrap_or_default()
 }
 
 /// A script's arguments for a command, as Redis converts them (strings, integers,

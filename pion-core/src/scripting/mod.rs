@@ -13,6 +13,7 @@ pub mod cmsgpack;
 pub mod convert;
 pub mod debugger;
 pub mod eval;
+mod exact_args;
 pub mod functions;
 pub mod luaarg;
 pub mod sandbox;
