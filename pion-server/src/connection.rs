@@ -131,6 +131,9 @@ impl Connection {
                 Ok(Decoded::Skip(n)) => self.consumed += n,
                 Ok(Decoded::Command(argv, n)) => {
                     self.consumed += n;
+                    // While it runs, the command is still in the query buffer, as
+                    // in Redis (`CLIENT LIST` run by this client counts it in `qbuf`).
+                    self.publish_query(n);
                     if self.held_by_pause(engine, &argv) {
                         self.held = Some(argv);
                         engine.operator().pause.client_held();
@@ -274,6 +277,16 @@ impl Connection {
                 encode(&m, self.client.resp, &mut self.output);
             }
         }
+    }
+
+    /// Publishes the query buffer's size with the `running` bytes of the command
+    /// being run counted in.
+    fn publish_query(&self, running: usize) {
+        let b = &self.client.shared.buffers;
+        b.query
+            .store(self.pending_input() + running, Ordering::Relaxed);
+        b.query_free
+            .store(self.input.len() - self.filled, Ordering::Relaxed);
     }
 
     /// Publishes the buffer sizes `CLIENT LIST` reports.

@@ -256,3 +256,28 @@ fn multi_megabyte_values_round_trip_byte_exact() {
         );
     }
 }
+
+/// The query-buffer fields a client sees of itself, against redis-server: while a
+/// command runs its bytes are still in the buffer (`CLIENT INFO` is 26 bytes), and
+/// so is the rest of a pipeline.
+#[test]
+fn a_running_command_counts_in_its_query_buffer() {
+    let redis = RedisServer::start();
+    let pion = PionServer::start(1);
+    for port in [redis.port, pion.port] {
+        let mut c = Client::connect(port).expect("connect");
+        let info = c.cmd(&["CLIENT", "INFO"]).render();
+        assert!(info.contains(" qbuf=26 "), "{port}: {info}");
+        // A pipeline: the second command's bytes wait behind the first.
+        let mut both = Client::encode(&["CLIENT", "INFO"]);
+        both.extend_from_slice(&Client::encode(&["PING"]));
+        c.send_raw(&both).expect("send");
+        let (first, _) = c.read_reply().expect("reply");
+        assert!(
+            first.render().contains(" qbuf=40 "),
+            "{port}: {}",
+            first.render()
+        );
+        c.read_reply().expect("pong");
+    }
+}

@@ -353,6 +353,20 @@ pub static PARAMS: &[Param] =
             get: |c| c.enable_debug_command.clone(),
             set: None,
         },
+        // The server always runs in the foreground, unsupervised (start-up refuses
+        // other values): shown, and immutable as in Redis.
+        Param {
+            name: "daemonize",
+            aliases: &[],
+            get: |_| "no".into(),
+            set: None,
+        },
+        Param {
+            name: "supervised",
+            aliases: &[],
+            get: |_| "no".into(),
+            set: None,
+        },
         // The write-ahead log is switched at start-up (--wal). While it is on, `no` is
         // recorded and the log stays on: Pion has no snapshot-only mode, and the log
         // is at least as durable (as `appendonly no` with a `save` schedule at
