@@ -28,6 +28,9 @@ pub struct RunCtx {
     pub wrote: Cell<bool>,
     /// The engine's busy state, told about the first write.
     pub busy: Arc<Busy>,
+    /// The run is a debugging session: its commands are shown to the debugger (and,
+    /// in a forked session, saved to be rolled back). Off, `redis.call` never looks.
+    pub debugging: bool,
 }
 
 /// Runs `body` with `redis.call` bound to this engine and client.
@@ -137,7 +140,6 @@ fn acl_check_cmd(
 }
 
 fn fail(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
-    log_refusal(lua, text);
     Ok((false, Value::Table(error_table(lua, text)?)))
 }
 
@@ -155,7 +157,6 @@ fn log_refusal(lua: &Lua, text: &str) {
 /// errorstats` has already counted: the table carries Redis's flag saying so, and a
 /// script that fails with it (or returns it) is not counted a second time.
 fn fail_counted(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
-    log_refusal(lua, text);
     let t = error_table(lua, text)?;
     t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
     Ok((false, Value::Table(t)))
@@ -170,17 +171,28 @@ fn call(
     resp: u8,
     args: MultiValue,
 ) -> mlua::Result<(bool, Value)> {
+    let debugging = rc.debugging;
     let argv = match lua_argv(args) {
         Ok(argv) => argv,
-        Err(text) => return fail(lua, text),
+        Err(text) => {
+            if debugging {
+                log_refusal(lua, text);
+            }
+            return fail(lua, text);
+        }
     };
-    super::debugger::log_command(lua, &argv);
+    if debugging {
+        super::debugger::log_command(lua, &argv);
+    }
     // Refusals from here on are error replies of the command, as Redis counts them
     // (INFO errorstats, and the command's rejected calls once it is known).
     let refuse = |text: &str, stat: Option<usize>| {
         engine.count_error(text);
         if let Some(slot) = stat {
             engine.command_stats().reject(slot);
+        }
+        if debugging {
+            log_refusal(lua, text);
         }
         fail_counted(lua, text)
     };
@@ -225,7 +237,7 @@ fn call(
             stat,
         );
     }
-    if write {
+    if write && debugging {
         if let Err(text) = super::debugger::before_write(lua, engine, client.db, spec, &argv) {
             return refuse(text, stat);
         }
@@ -235,14 +247,18 @@ fn call(
     let reply = crate::command::run_nested(engine, client, &argv);
     client.resp = saved_resp;
     if let Reply::Error(text) = &reply {
-        // The error reply of the command itself: logged as such, then as its reply.
-        super::debugger::log_error(lua, &format!("-{text}"));
-        super::debugger::log_reply(lua, &reply, resp);
+        if debugging {
+            // The error reply of the command itself: logged as such, then as its reply.
+            super::debugger::log_error(lua, &format!("-{text}"));
+            super::debugger::log_reply(lua, &reply, resp);
+        }
         let t = error_table(lua, text)?;
         t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
         return Ok((false, Value::Table(t)));
     }
-    super::debugger::log_reply(lua, &reply, resp);
+    if debugging {
+        super::debugger::log_reply(lua, &reply, resp);
+    }
     if write && !rc.wrote.get() {
         rc.wrote.set(true);
         rc.busy.mark_wrote();

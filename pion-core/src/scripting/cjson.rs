@@ -141,22 +141,26 @@ fn encode_table(cfg: &Settings, t: &Table, out: &mut Vec<u8>, depth: i64) -> Res
     // An array when every key is a positive integer; too sparse ones are refused.
     // The walk keeps each key on Lua's stack (`for_each`): a key passed back from
     // Rust may have been rounded by mlua's number conversion and not be found.
+    // The first key that is not an array index ends the walk (an error is how
+    // `for_each` stops; that one is not reported).
     let mut count = 0usize;
     let mut max = 0usize;
     let mut is_array = true;
-    t.for_each::<Value, Value>(|key, _| {
-        if !is_array {
-            return Ok(());
-        }
+    let walked = t.for_each::<Value, Value>(|key, _| {
         count += 1;
         match key {
             Value::Integer(i) if i >= 1 => max = max.max(i as usize),
             Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => max = max.max(n as usize),
-            _ => is_array = false,
+            _ => {
+                is_array = false;
+                return Err(mlua::Error::UserDataTypeMismatch);
+            }
         }
         Ok(())
-    })
-    .map_err(|e| e.to_string())?;
+    });
+    if is_array {
+        walked.map_err(|e| e.to_string())?;
+    }
     let sparse = cfg.sparse_ratio > 0
         && max as i64 > count as i64 * cfg.sparse_ratio
         && max as i64 > cfg.sparse_safe;

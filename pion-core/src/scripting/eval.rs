@@ -208,6 +208,7 @@ pub fn run(
         allow_oom: inv.flags.allow_oom,
         wrote: Cell::new(false),
         busy: Arc::clone(&scripting.busy),
+        debugging: console.is_some(),
     };
     let saved_db = client.db;
     scripting.busy.begin_script(Running {
