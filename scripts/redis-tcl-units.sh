@@ -83,6 +83,7 @@ grep -aE 'done.{0,8}\]:|(err|exception).{0,8}\]:' "$run/output.log" || true
 echo "$(grep -ac 'ok.\{0,8\}\]:' "$run/output.log") passed, $(grep -ac 'skip.\{0,8\}\]:' "$run/output.log") skipped (tests/redis-tcl/skip.txt says why)"
 if [ "$status" -ne 0 ] || ! grep -q "All tests passed without errors" "$run/output.log"; then
   echo "Redis's Tcl units failed against pion-server (full log: $run/output.log)" >&2
-  grep -A12 -E '\[(err|exception)\]' "$run/output.log" | head -120 >&2 || true
+  # The harness colours its tags ("[\e[0;31;49mexception\e[0m]:"): match through that.
+  grep -a -A20 -E '\[.{0,8}(err|exception).{0,8}\]:' "$run/output.log" | head -160 >&2 || true
   exit 1
 fi

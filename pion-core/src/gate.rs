@@ -79,6 +79,12 @@ thread_local! {
     static BUSY_PUMP: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
 }
 
+/// Whether the calling thread holds the gate exclusively (it runs a transaction, a
+/// script or another exclusive command).
+pub fn exclusive_here() -> bool {
+    EXCLUSIVE_HERE.with(|h| h.get())
+}
+
 /// Installs, for the calling thread, what serves its other clients while a script
 /// that this thread runs is past the busy threshold (a server's worker thread installs
 /// one; without one, its other clients wait for the script).

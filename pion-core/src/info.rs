@@ -148,6 +148,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 None => {
                     line("rdb_bgsave_in_progress", &0);
                     line("aof_enabled", &0);
+                    line("aof_rewrite_in_progress", &0);
                     line("wal_enabled", &0);
                     line(
                         "wal_note",

@@ -4,7 +4,10 @@
 use crate::command::flags::*;
 use crate::command::{CommandSpec, Group};
 use crate::commands::util::is_kw;
-use crate::durability::{start_background_snapshot, take_snapshot};
+use crate::durability::{
+    start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
+    SnapshotKind, Waiting,
+};
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::reply::Reply;
@@ -54,22 +57,40 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// `SAVE`: a snapshot in the calling thread. Unlike Redis's, it does not stop other
-/// clients: the snapshot is taken at a cut like `BGSAVE`'s, the caller just waits.
+/// clients: the snapshot is taken at a cut like `BGSAVE`'s, the caller just waits. A
+/// running rewrite is waited for (Redis saves beside it); a running save refuses it.
 fn save(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    take_snapshot(ctx.engine)
+    take_snapshot(ctx.engine, Waiting::ForRewrite)
         .map(|_| Reply::ok())
         .map_err(|e| OpError::custom(format!("ERR {e}")))
 }
 
+/// `BGSAVE [SCHEDULE]`: a snapshot on its own thread. During a rewrite it is refused
+/// unless `SCHEDULE` asks for it to follow the rewrite; inside `EXEC` it is scheduled
+/// (its cut waits for the transaction), as in Redis.
 fn bgsave(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    match argv.len() {
-        1 => {}
-        2 if is_kw(&argv[1], "schedule") => {}
+    let schedule = match argv.len() {
+        1 => false,
+        2 if is_kw(&argv[1], "schedule") => true,
         _ => return Err(OpError::Syntax),
+    };
+    let in_exec = ctx.client.nested.is_some();
+    let started = if schedule || in_exec {
+        start_or_schedule(ctx.engine, SnapshotKind::Save)
+    } else {
+        start_background_snapshot(ctx.engine, SnapshotKind::Save).map(|()| BackgroundStart::Started)
+    };
+    match started {
+        Ok(BackgroundStart::Started) if !in_exec => {
+            Ok(Reply::Status("Background saving started".into()))
+        }
+        Ok(_) => Ok(Reply::Status("Background saving scheduled".into())),
+        Err(SnapshotError::Running(SnapshotKind::Rewrite)) => Err(OpError::custom(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. \
+             Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        )),
+        Err(e) => Err(OpError::custom(format!("ERR {e}"))),
     }
-    start_background_snapshot(ctx.engine)
-        .map(|()| Reply::Status("Background saving started".into()))
-        .map_err(|e| OpError::custom(format!("ERR {e}")))
 }
 
 fn lastsave(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
@@ -83,14 +104,17 @@ fn lastsave(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(at))
 }
 
+/// `BGREWRITEAOF`: in Pion a snapshot is what compacts the log, so it takes one, of
+/// the rewrite kind. During a save (or inside `EXEC`) it is scheduled, as in Redis.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    start_background_snapshot(ctx.engine)
-        .map(|()| Reply::Status("Background append only file rewriting started".into()))
-        .map_err(|e| {
-            OpError::custom(if e.contains("already in progress") {
-                "ERR Background append only file rewriting already in progress".to_string()
-            } else {
-                format!("ERR {e}")
-            })
-        })
+    let in_exec = ctx.client.nested.is_some();
+    match start_or_schedule(ctx.engine, SnapshotKind::Rewrite) {
+        Ok(BackgroundStart::Started) if !in_exec => Ok(Reply::Status(
+            "Background append only file rewriting started".into(),
+        )),
+        Ok(_) => Ok(Reply::Status(
+            "Background append only file rewriting scheduled".into(),
+        )),
+        Err(e) => Err(OpError::custom(format!("ERR {e}"))),
+    }
 }

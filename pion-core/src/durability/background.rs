@@ -91,13 +91,21 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                     if !files.compaction_candidates().is_empty() {
                         crate::commands::prefix::compact(&engine, 32 << 20);
                         if files.compaction_candidates().is_empty() {
-                            let _ = super::start_background_snapshot(&engine);
+                            // Only a snapshot lets the emptied files go: a rewrite.
+                            let _ = super::start_background_snapshot(
+                                &engine,
+                                super::SnapshotKind::Rewrite,
+                            );
                         }
                     }
                 }
                 let schedule = engine.config().with(|c| c.save.clone());
-                if d.snapshot_due(unix_ms()) || d.save_point_due(&schedule, unix_ms()) {
-                    let _ = super::start_background_snapshot(&engine);
+                // The log's growth asks for a rewrite, as Redis's auto-aof-rewrite does;
+                // the `save` schedule for a save.
+                if d.snapshot_due(unix_ms()) {
+                    let _ = super::start_background_snapshot(&engine, super::SnapshotKind::Rewrite);
+                } else if d.save_point_due(&schedule, unix_ms()) {
+                    let _ = super::start_background_snapshot(&engine, super::SnapshotKind::Save);
                 }
             }
         });

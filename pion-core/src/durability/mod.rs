@@ -18,6 +18,7 @@ mod segment;
 pub mod snapshot;
 mod snapshotter;
 mod sync_signal;
+pub mod turn;
 pub mod wal;
 
 use std::fs::File;
@@ -26,7 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 pub use recovery::RecoveryReport;
-pub use snapshotter::{start_background_snapshot, take_snapshot, SnapshotSummary};
+pub use snapshotter::{
+    start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
+    SnapshotSummary,
+};
+pub use turn::{SnapshotKind, SnapshotTurn, Waiting};
 pub use wal::{FsyncPolicy, Wal};
 
 /// What to do when the log is damaged before its last record.
@@ -95,8 +100,8 @@ impl std::error::Error for OpenError {}
 /// Snapshot bookkeeping for `INFO persistence` and `LASTSAVE`.
 #[derive(Debug, Default)]
 pub struct SnapshotStats {
-    /// A snapshot is being taken.
-    pub running: AtomicBool,
+    /// Which snapshot runs, and which waits for it.
+    pub turn: SnapshotTurn,
     /// When the running snapshot started (Unix ms).
     pub started_ms: AtomicI64,
     /// Whether the last snapshot succeeded (true before the first).
@@ -174,14 +179,14 @@ impl Durability {
         // After a failure, wait 5 s before trying again (as Redis does).
         let backoff = s.last_failed.load(Ordering::Relaxed)
             && now_ms - s.last_failure_ms.load(Ordering::Relaxed) < 5000;
-        limit > 0 && since >= limit && !s.running.load(Ordering::Relaxed) && !backoff
+        limit > 0 && since >= limit && s.turn.running().is_none() && !backoff
     }
 
     /// Whether a point of the `save` schedule is reached: at least `changes` writes
     /// since the last snapshot, which is more than `seconds` old (Redis's rule).
     pub(crate) fn save_point_due(&self, schedule: &[(u64, u64)], now_ms: i64) -> bool {
         let s = &self.snapshots;
-        if schedule.is_empty() || s.running.load(Ordering::Relaxed) {
+        if schedule.is_empty() || s.turn.running().is_some() {
             return false;
         }
         if s.last_failed.load(Ordering::Relaxed)
@@ -205,7 +210,15 @@ impl Durability {
         let st = w.stats();
         let s = &self.snapshots;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed).to_string();
-        let running = s.running.load(Ordering::Relaxed);
+        let running = s.turn.running();
+        let in_progress = |kind| u8::from(running == Some(kind)).to_string();
+        let current_secs = |kind| {
+            if running == Some(kind) {
+                ((now_ms - s.started_ms.load(Ordering::Relaxed)) / 1000).to_string()
+            } else {
+                "-1".to_string()
+            }
+        };
         let failure = w.failure();
         let since_snapshot = w
             .appended_seq()
@@ -213,7 +226,7 @@ impl Durability {
         let r = &self.recovery;
         vec![
             ("rdb_changes_since_last_save", since_snapshot.to_string()),
-            ("rdb_bgsave_in_progress", u8::from(running).to_string()),
+            ("rdb_bgsave_in_progress", in_progress(SnapshotKind::Save)),
             (
                 "rdb_last_save_time",
                 s.last_save_s.load(Ordering::Relaxed).to_string(),
@@ -237,13 +250,22 @@ impl Durability {
             ),
             (
                 "rdb_current_bgsave_time_sec",
-                if running {
-                    ((now_ms - s.started_ms.load(Ordering::Relaxed)) / 1000).to_string()
-                } else {
-                    "-1".to_string()
-                },
+                current_secs(SnapshotKind::Save),
             ),
             ("aof_enabled", "1".into()),
+            // Pion's rewrite is a snapshot too: `BGREWRITEAOF`, or the log's growth.
+            (
+                "aof_rewrite_in_progress",
+                in_progress(SnapshotKind::Rewrite),
+            ),
+            (
+                "aof_rewrite_scheduled",
+                u8::from(s.turn.scheduled(SnapshotKind::Rewrite)).to_string(),
+            ),
+            (
+                "aof_current_rewrite_time_sec",
+                current_secs(SnapshotKind::Rewrite),
+            ),
             (
                 "aof_last_write_status",
                 if failure.is_some() { "err" } else { "ok" }.into(),

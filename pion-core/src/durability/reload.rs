@@ -19,6 +19,7 @@ use std::path::Path;
 
 use super::snapshot::{list_snapshots, SnapshotContents};
 use super::snapshotter::take_snapshot;
+use super::turn::Waiting;
 use crate::client::ClientState;
 use crate::keyspace::LockSet;
 use crate::Engine;
@@ -78,8 +79,11 @@ pub fn reload(
     let d = engine.durability().ok_or_else(|| {
         ReloadError::Save("persistence is off (--wal off): there is no snapshot to reload".into())
     })?;
+    // A snapshot that is deleting what it covers would pull files from under the
+    // load; one that has not cut yet waits at the gate this reload holds.
+    d.snapshots().turn.wait_past_cuts();
     if options.save {
-        take_snapshot(engine).map_err(ReloadError::Save)?;
+        take_snapshot(engine, Waiting::ForAny).map_err(|e| ReloadError::Save(e.to_string()))?;
     }
     let snap = read_newest(d.dir()).map_err(ReloadError::Load)?;
     let databases = engine.keyspace().databases();
@@ -122,7 +126,7 @@ pub fn reload(
     }
     let resaved = !(options.save && options.flush);
     if resaved {
-        take_snapshot(engine).map_err(|e| {
+        take_snapshot(engine, Waiting::ForAny).map_err(|e| {
             ReloadError::Load(format!(
                 "reloaded, but the snapshot that makes the reload durable failed: {e}"
             ))
@@ -143,6 +147,7 @@ pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, Re
     let d = engine.durability().ok_or_else(|| {
         ReloadError::Save("persistence is off (--wal off): there is no log to reload".into())
     })?;
+    d.snapshots().turn.wait_past_cuts();
     let wal = d.wal();
     wal.write_through(wal.appended_seq())
         .map_err(ReloadError::Save)?;

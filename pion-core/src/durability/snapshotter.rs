@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::snapshot::{list_snapshots, SnapshotWriter};
+use super::turn::{Claim, Deferred, SnapshotKind, Waiting};
 use crate::keyspace::{LockSet, SHARDS};
 use crate::Engine;
 
@@ -33,20 +34,108 @@ impl Drop for CutGuard<'_> {
     }
 }
 
-/// Takes a snapshot now, in this thread (`SAVE`). Errors when persistence is off or a
-/// snapshot is already running.
-pub fn take_snapshot(engine: &Engine) -> Result<SnapshotSummary, String> {
-    let d = engine
-        .durability()
-        .ok_or("persistence is off (--wal off): there is nothing to save to")?;
-    let stats = d.snapshots();
-    if stats.running.swap(true, Ordering::AcqRel) {
-        return Err("Background save already in progress".into());
+/// Why a snapshot could not be taken or started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// The engine runs without persistence.
+    Off,
+    /// A snapshot of this kind runs and the request does not wait for it.
+    Running(SnapshotKind),
+    /// The snapshot failed (I/O, or its thread could not start).
+    Failed(String),
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotError::Off => {
+                f.write_str("persistence is off (--wal off): there is nothing to save to")
+            }
+            SnapshotError::Running(SnapshotKind::Save) => {
+                f.write_str("Background save already in progress")
+            }
+            SnapshotError::Running(SnapshotKind::Rewrite) => {
+                f.write_str("Background append only file rewriting already in progress")
+            }
+            SnapshotError::Failed(e) => f.write_str(e),
+        }
     }
-    stats
-        .started_ms
-        .store(crate::engine::unix_ms(), Ordering::Relaxed);
-    let result = run(engine);
+}
+
+/// How a background request was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackgroundStart {
+    /// Its snapshot runs now, on its own thread.
+    Started,
+    /// It runs when the snapshot of the other kind that runs now ends.
+    Scheduled,
+}
+
+/// Takes a snapshot in this thread (`SAVE`, `DEBUG RELOAD`, `SHUTDOWN SAVE`), waiting
+/// for a running one as `waiting` says (see [`super::turn`]).
+pub fn take_snapshot(engine: &Engine, waiting: Waiting) -> Result<SnapshotSummary, SnapshotError> {
+    let d = engine.durability().ok_or(SnapshotError::Off)?;
+    let claim = d
+        .snapshots()
+        .turn
+        .claim(SnapshotKind::Save, waiting, crate::gate::exclusive_here())
+        .map_err(SnapshotError::Running)?;
+    run_claimed(engine, claim).map_err(SnapshotError::Failed)
+}
+
+/// Starts a snapshot of `kind` on its own thread unless one runs (the automatic
+/// triggers, and `BGSAVE` without `SCHEDULE`).
+pub fn start_background_snapshot(engine: &Engine, kind: SnapshotKind) -> Result<(), SnapshotError> {
+    let d = engine.durability().ok_or(SnapshotError::Off)?;
+    let claim = d
+        .snapshots()
+        .turn
+        .claim(kind, Waiting::Never, false)
+        .map_err(SnapshotError::Running)?;
+    spawn(engine, claim)
+}
+
+/// Starts a snapshot of `kind` on its own thread, or schedules it behind a running
+/// snapshot of the other kind (`BGSAVE SCHEDULE`, `BGREWRITEAOF`).
+pub fn start_or_schedule(
+    engine: &Engine,
+    kind: SnapshotKind,
+) -> Result<BackgroundStart, SnapshotError> {
+    let d = engine.durability().ok_or(SnapshotError::Off)?;
+    match d.snapshots().turn.claim_or_schedule(kind) {
+        Deferred::Started(claim) => spawn(engine, claim).map(|()| BackgroundStart::Started),
+        Deferred::Scheduled => Ok(BackgroundStart::Scheduled),
+        Deferred::Refused(running) => Err(SnapshotError::Running(running)),
+    }
+}
+
+/// Runs a claimed snapshot on a thread of its own.
+fn spawn(engine: &Engine, claim: Claim) -> Result<(), SnapshotError> {
+    let runner = engine.clone();
+    let spawned = std::thread::Builder::new()
+        .name("pion-snapshot".into())
+        .spawn(move || {
+            let _ = run_claimed(&runner, claim);
+        });
+    spawned.map(drop).map_err(|e| {
+        // The turn was taken for this snapshot: give it back.
+        finish_turn(engine, claim);
+        SnapshotError::Failed(format!("cannot start the snapshot thread: {e}"))
+    })
+}
+
+/// Takes the snapshot of a granted turn, records how it went, and ends the turn.
+fn run_claimed(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
+    let Some(d) = engine.durability() else {
+        return Err("persistence is off".into());
+    };
+    let stats = d.snapshots();
+    if let Claim::Own(_) = claim {
+        stats
+            .started_ms
+            .store(crate::engine::unix_ms(), Ordering::Relaxed);
+    }
+    let result = run(engine, claim);
     let now = crate::engine::unix_ms();
     match &result {
         Ok(s) => {
@@ -67,29 +156,23 @@ pub fn take_snapshot(engine: &Engine) -> Result<SnapshotSummary, String> {
             stats.last_failure_ms.store(now, Ordering::Relaxed);
         }
     }
-    stats.running.store(false, Ordering::Release);
+    finish_turn(engine, claim);
     result
 }
 
-/// Starts a snapshot on its own thread (`BGSAVE`, and the automatic trigger).
-pub fn start_background_snapshot(engine: &Engine) -> Result<(), String> {
-    let d = engine
-        .durability()
-        .ok_or("persistence is off (--wal off): there is nothing to save to")?;
-    if d.snapshots().running.load(Ordering::Acquire) {
-        return Err("Background save already in progress".into());
+/// Ends a turn, starting the snapshot that was scheduled behind it.
+fn finish_turn(engine: &Engine, claim: Claim) {
+    let Some(d) = engine.durability() else {
+        return;
+    };
+    if let Some(next) = d.snapshots().turn.end(claim) {
+        if let Err(e) = spawn(engine, next) {
+            crate::log_warning!("the scheduled snapshot did not start: {e}");
+        }
     }
-    let engine = engine.clone();
-    std::thread::Builder::new()
-        .name("pion-snapshot".into())
-        .spawn(move || {
-            let _ = take_snapshot(&engine);
-        })
-        .map(drop)
-        .map_err(|e| format!("cannot start the snapshot thread: {e}"))
 }
 
-fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
+fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
     let started = Instant::now();
     let Some(d) = engine.durability() else {
         return Err("persistence is off".into());
@@ -128,6 +211,11 @@ fn run(engine: &Engine) -> Result<SnapshotSummary, String> {
         drop(store);
         ks.begin_cut(&all);
         let guard = CutGuard(engine);
+        if let Claim::Own(_) = claim {
+            // Still at the gate: a thread that holds it exclusively from now on finds
+            // this snapshot past its cut, and may wait for it.
+            d.snapshots().turn.cut_passed();
+        }
         d.snapshots().wal_bytes_at_cut.store(
             wal.stats().bytes_written.load(Ordering::Relaxed),
             Ordering::Relaxed,
