@@ -696,14 +696,20 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                     .pubsub
                     .tracking
                     .open_batch(&inner.clients, &inner.pubsub, 0);
+                // A slow pass (a big key deleted) is a latency event, as in Redis. It is
+                // recorded after each shard, with that shard still locked (samples of
+                // one second keep their maximum, so the last is the whole pass): in
+                // Redis no command runs during the pass, and here too a client that
+                // sees a key gone finds the event that its removal made slow.
                 let started = std::time::Instant::now();
-                inner.keyspace.expire_cycle(now_us / 1000, 200);
-                // A slow pass (a big key deleted) is a latency event, as in Redis.
-                inner.operator.latency.add_if_needed(
-                    "expire-cycle",
-                    started.elapsed().as_millis() as u64,
-                    now_us / 1_000_000,
-                );
+                let latency = &inner.operator.latency;
+                inner.keyspace.expire_cycle(now_us / 1000, 200, &mut || {
+                    latency.add_if_needed(
+                        "expire-cycle",
+                        started.elapsed().as_millis() as u64,
+                        now_us / 1_000_000,
+                    );
+                });
             }
             drop(inner);
             std::thread::sleep(Duration::from_millis(1000 / hz));
@@ -768,6 +774,36 @@ mod tests {
         assert!(idle(&engine) > 1_000_000);
         session.execute(&["TOUCH", "k"]);
         assert!(idle(&engine) < 5, "TOUCH touches even under NO-TOUCH");
+    }
+
+    #[test]
+    fn a_slow_expiry_is_recorded_before_the_key_is_seen_gone() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        let ok = |r: Reply| assert!(!matches!(r, Reply::Error(_)), "{r:?}");
+        ok(engine.execute(0, &["CONFIG", "SET", "latency-monitor-threshold", "1"]));
+        ok(engine.execute(0, &["CONFIG", "SET", "hz", "100"]));
+        // Big enough that dropping it takes well over a millisecond.
+        for chunk in 0..50 {
+            let mut sadd = vec!["SADD".to_string(), "big".to_string()];
+            sadd.extend((0..2000).map(|i| format!("member-{chunk}-{i}")));
+            ok(engine.execute(0, &sadd));
+        }
+        ok(engine.execute(0, &["PEXPIRE", "big", "20"]));
+        // DBSIZE counts keys not yet reclaimed: it reaches 0 only once the expiry
+        // cycle removed the key.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while engine.execute(0, &["DBSIZE"]) != Reply::Integer(0) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the key was never reclaimed"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let Reply::Array(events) = engine.execute(0, &["LATENCY", "LATEST"]) else {
+            panic!("LATENCY LATEST is an array");
+        };
+        let named = |e: &Reply| matches!(e, Reply::Array(f) if f.first() == Some(&Reply::bulk("expire-cycle")));
+        assert!(events.iter().any(named), "{events:?}");
     }
 
     #[test]

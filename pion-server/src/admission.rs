@@ -90,6 +90,8 @@ impl Admission {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // `SHUTDOWN` ended listening: the loop is about to stop.
+                Err(_) if engine.shutdown_requested() => return,
                 Err(e) => {
                     // Out of descriptors and similar: try again on the next event.
                     pion_core::log_warning!("Accepting client connection: {e}");

@@ -21,7 +21,7 @@ use crate::admission::{Admission, Conns, Entry, Peer, FIRST_CONN};
 use crate::busy_pump::{BusyPump, LendSlot, Lent};
 use crate::connection::Connection;
 use crate::resp::Limits;
-use crate::stream::{Listener, Stream};
+use crate::stream::{ListenStop, Listener, Stream};
 
 /// Listening sockets use tokens `FIRST_LISTENER..FIRST_CONN`.
 const FIRST_LISTENER: usize = 2;
@@ -158,6 +158,7 @@ impl Server {
 
     /// Serves until stopped (signal, [`StopHandle::stop`] or `SHUTDOWN`).
     pub fn run(self) -> io::Result<()> {
+        let listen_stop = ListenStop::new(&self.listeners, self.unix.as_ref().map(|(l, _)| l))?;
         let mut listeners = Vec::new();
         for l in self.listeners {
             l.set_nonblocking(true)?;
@@ -192,8 +193,12 @@ impl Server {
         }
         let stop = self.stop.clone();
         let on_shutdown = stop.clone();
-        self.engine
-            .on_shutdown(Box::new(move || on_shutdown.stop()));
+        // Runs on the thread of the `SHUTDOWN` command, before its client's connection
+        // closes.
+        self.engine.on_shutdown(Box::new(move || {
+            listen_stop.stop();
+            on_shutdown.stop();
+        }));
         workers[0].poll.registry().register(
             &mut listeners[0],
             Token(FIRST_LISTENER),

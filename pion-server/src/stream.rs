@@ -3,6 +3,7 @@
 //! loop handles both the same way; only accepting and naming the peer differ.
 
 use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 
 use mio::event::Source;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
@@ -38,6 +39,43 @@ impl Listener {
             Listener::Unix(l, path) => {
                 let (s, _) = l.accept()?;
                 Ok(Stream::Unix(s, path.clone()))
+            }
+        }
+    }
+}
+
+/// Duplicates of the listening sockets, kept so that any thread can stop them
+/// accepting at once. `SHUTDOWN` does so before its client's connection closes: a
+/// client that saw the server go is refused from then on, as by redis-server, which
+/// closes its listeners before it exits. (The event loop's own listeners close only
+/// when its first worker leaves its loop, up to a tick later.)
+pub struct ListenStop(Vec<OwnedFd>);
+
+impl ListenStop {
+    /// Duplicates `tcp` and `unix`.
+    pub fn new(
+        tcp: &[std::net::TcpListener],
+        unix: Option<&std::os::unix::net::UnixListener>,
+    ) -> io::Result<ListenStop> {
+        let mut fds = Vec::with_capacity(tcp.len() + 1);
+        for l in tcp {
+            fds.push(OwnedFd::from(l.try_clone()?));
+        }
+        if let Some(l) = unix {
+            fds.push(OwnedFd::from(l.try_clone()?));
+        }
+        Ok(ListenStop(fds))
+    }
+
+    /// Ends listening on every socket: connecting is refused from now on, and the
+    /// event loop's accept reports an error it ignores while stopping.
+    pub fn stop(&self) {
+        for fd in &self.0 {
+            if let Ok(dup) = fd.try_clone() {
+                // std offers shutdown(2) on streams only; on a listening socket it ends
+                // listening (Linux: the socket leaves the LISTEN state). The stream
+                // owns only this extra duplicate, which it closes when dropped.
+                let _ = std::net::TcpStream::from(dup).shutdown(std::net::Shutdown::Both);
             }
         }
     }
@@ -161,6 +199,28 @@ pub fn bind_unix(path: &str, perm: u32) -> io::Result<std::os::unix::net::UnixLi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stopped_listeners_refuse_connections_at_once() {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = tcp.local_addr().expect("addr");
+        let dir = std::env::temp_dir().join(format!("pion-listen-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("s.sock");
+        let unix = bind_unix(&path.to_string_lossy(), 0o700).expect("bind unix");
+        let stop = ListenStop::new(std::slice::from_ref(&tcp), Some(&unix)).expect("dup");
+        // Listening before: a connection is queued.
+        drop(std::net::TcpStream::connect(addr).expect("connect before"));
+        drop(std::os::unix::net::UnixStream::connect(&path).expect("connect before"));
+        stop.stop();
+        // The listeners themselves are still open here, yet nothing connects.
+        let err = std::net::TcpStream::connect(addr).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+        let err = std::os::unix::net::UnixStream::connect(&path).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+        drop((tcp, unix));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn unix_socket_round_trip() {

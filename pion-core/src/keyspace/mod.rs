@@ -300,15 +300,18 @@ impl Keyspace {
 
     /// Removes up to `budget` keys per shard whose time to live has passed; returns how
     /// many were removed. This is the active half of expiry (reads expire lazily too).
-    pub fn expire_cycle(&self, now_ms: i64, budget: usize) -> usize {
+    /// `after_shard` is called after each shard, while that shard is still locked: what
+    /// it records is in place before any client can see the shard's keys gone.
+    pub fn expire_cycle(&self, now_ms: i64, budget: usize, after_shard: &mut dyn FnMut()) -> usize {
         if self.expiry_held(now_ms) {
             return 0;
         }
         let mut removed = 0;
         for i in 0..SHARDS {
-            removed += self
-                .lock_shard(i)
-                .expire_due(now_ms, budget, &mut |db, key| self.expired(db, key));
+            let mut shard = self.lock_shard(i);
+            removed += shard.expire_due(now_ms, budget, &mut |db, key| self.expired(db, key));
+            after_shard();
+            drop(shard);
         }
         if removed > 0 {
             self.stats
