@@ -111,6 +111,8 @@ pub fn start_or_schedule(
 
 /// Runs a claimed snapshot on a thread of its own.
 fn spawn(engine: &Engine, claim: Claim) -> Result<(), SnapshotError> {
+    // From the reply on, INFO counts the running time from now.
+    mark_started(engine, claim);
     let runner = engine.clone();
     let spawned = std::thread::Builder::new()
         .name("pion-snapshot".into())
@@ -130,11 +132,7 @@ fn run_claimed(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String>
         return Err("persistence is off".into());
     };
     let stats = d.snapshots();
-    if let Claim::Own(_) = claim {
-        stats
-            .started_ms
-            .store(crate::engine::unix_ms(), Ordering::Relaxed);
-    }
+    mark_started(engine, claim);
     let result = run(engine, claim);
     let now = crate::engine::unix_ms();
     match &result {
@@ -158,6 +156,15 @@ fn run_claimed(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String>
     }
     finish_turn(engine, claim);
     result
+}
+
+/// Records when the snapshot of a turn of its own started (`rdb_current_bgsave_time_sec`).
+fn mark_started(engine: &Engine, claim: Claim) {
+    if let (Claim::Own(_), Some(d)) = (claim, engine.durability()) {
+        d.snapshots()
+            .started_ms
+            .store(crate::engine::unix_ms(), Ordering::Relaxed);
+    }
 }
 
 /// Ends a turn, starting the snapshot that was scheduled behind it.
