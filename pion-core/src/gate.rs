@@ -120,7 +120,7 @@ impl Gate {
     pub fn enter(&self, slot: usize, threshold_ms: u64) -> Entry<'_> {
         // A command on the thread that holds the gate exclusively is one its busy pump
         // serves while its script runs: it must not wait for itself.
-        if EXCLUSIVE_HERE.with(|h| h.get()) {
+        if exclusive_here() {
             return Entry::Busy;
         }
         let lock = &self.slots[slot % SLOTS].0;
@@ -142,7 +142,7 @@ impl Gate {
     /// never gives up). Never waits on this thread's own exclusive section (a command
     /// the busy pump serves).
     pub fn exclusive_unless_busy(&self, threshold_ms: u64) -> Option<Exclusive<'_>> {
-        if EXCLUSIVE_HERE.with(|h| h.get()) {
+        if exclusive_here() {
             return None;
         }
         let mut guards = Vec::with_capacity(SLOTS);
@@ -166,7 +166,7 @@ impl Gate {
     /// `None` (no need to wait) when this thread itself runs the exclusive section,
     /// as `SAVE` inside `MULTI` does.
     pub fn enter_background(&self) -> Option<Shared<'_>> {
-        if EXCLUSIVE_HERE.with(|h| h.get()) {
+        if exclusive_here() {
             return None;
         }
         Some(Shared {

@@ -18,7 +18,7 @@ mod segment;
 pub mod snapshot;
 mod snapshotter;
 mod sync_signal;
-pub mod turn;
+mod turn;
 pub mod wal;
 
 use std::fs::File;

@@ -72,7 +72,7 @@ pub enum BackgroundStart {
 }
 
 /// Takes a snapshot in this thread (`SAVE`, `DEBUG RELOAD`, `SHUTDOWN SAVE`), waiting
-/// for a running one as `waiting` says (see [`super::turn`]).
+/// for a running one as `waiting` says (see [`Waiting`]).
 pub fn take_snapshot(engine: &Engine, waiting: Waiting) -> Result<SnapshotSummary, SnapshotError> {
     let d = engine.durability().ok_or(SnapshotError::Off)?;
     let claim = d
