@@ -152,6 +152,12 @@ pub struct ClientState {
     /// Opens the connection for the debugger to talk over, given by the network
     /// layer (an embedded client has none, and cannot debug).
     pub debug_console: Option<crate::scripting::debugger::ConsoleOpener>,
+    /// A typed caller (the binary lane) wants the prompt cache's results themselves:
+    /// the `KV.*` commands it maps to leave them in [`outcome`](Self::outcome) beside
+    /// their reply, sharing the store's buffers instead of copying them into it.
+    pub wants_outcome: bool,
+    /// The typed result of the last prompt-cache command, for a caller that wants it.
+    pub outcome: Option<crate::prefix::ops::Outcome>,
 }
 
 /// Whether a connection's replies are sent (`CLIENT REPLY ON|OFF|SKIP`). Push
@@ -268,6 +274,8 @@ impl ClientState {
             subs: crate::pubsub::Subscriptions::default(),
             script_debug: crate::scripting::debugger::DebugMode::Off,
             debug_console: None,
+            wants_outcome: false,
+            outcome: None,
         }
     }
 

@@ -221,7 +221,9 @@ impl Engine {
         };
         let wal = d.wal();
         let failing = wal.failure().is_some();
-        if seq == 0 || (!failing && wal.durable_seq() >= seq) {
+        // What the log already holds may be acknowledged even while the disk fails
+        // (a client that wrote earlier still gets its reads answered).
+        if seq == 0 || wal.durable_seq() >= seq {
             return Readiness::Ready;
         }
         if failing || wal.policy() != FsyncPolicy::Always {
@@ -612,16 +614,8 @@ impl Engine {
     /// does not bring those blocks back); returns the log record's sequence number.
     pub fn apply_kv_budget(&self) -> u64 {
         let budget = self.inner.config.with(|c| c.kv_budget);
-        let mut store = self.inner.prefix.lock();
-        let evicted = store.set_budget(budget);
-        match self.durability() {
-            Some(d) if !evicted.is_empty() => {
-                let cmds = crate::commands::prefix::eviction_records(&evicted);
-                d.wal()
-                    .append(unix_ms(), cmds.iter().map(|c| (0usize, c.as_slice())))
-            }
-            _ => 0,
-        }
+        let log = crate::prefix::ops::ChangeLog::new(self.durability().map(|d| d.wal()), unix_ms());
+        crate::prefix::ops::apply_budget(&self.inner.prefix, log, budget)
     }
 
     /// A new client session (registered, as `CLIENT LIST` shows it).

@@ -14,7 +14,7 @@ use mio::{Interest, Registry, Token, Waker};
 use parking_lot::Mutex;
 use pion_core::Engine;
 
-use crate::connection::Connection;
+use crate::connection::{Connection, Wire};
 use crate::stream::{Listener, Stream};
 
 /// A connection as a worker holds it: its socket and its protocol state (boxed, so
@@ -24,8 +24,11 @@ pub type Entry = Box<(Stream, Connection)>;
 /// A worker's connections by poll token.
 pub type Conns = HashMap<Token, Entry>;
 
+/// Sockets accepted for a worker, with the protocol each speaks.
+pub type Inbox = Arc<Mutex<Vec<(Stream, Wire)>>>;
+
 /// How a worker reaches another: its inbox of accepted sockets and its waker.
-pub type Peer = (Arc<Mutex<Vec<Stream>>>, Arc<Waker>);
+pub type Peer = (Inbox, Arc<Waker>);
 
 /// The first token given to a connection (those below belong to the waker and the
 /// listening sockets).
@@ -40,7 +43,7 @@ pub struct Admission {
     /// Wakes the worker's poll (a connection's pushes, a kill, a handed-out socket).
     pub waker: Arc<Waker>,
     /// Sockets worker 0 accepted for this worker.
-    pub inbox: Arc<Mutex<Vec<Stream>>>,
+    pub inbox: Inbox,
     /// Connections with Pub/Sub messages to deliver (their mailboxes' bells).
     pub ready: Arc<Mutex<Vec<Token>>>,
     /// Every worker's inbox and waker, by index.
@@ -55,7 +58,7 @@ impl Admission {
         index: usize,
         registry: Registry,
         waker: Arc<Waker>,
-        inbox: Arc<Mutex<Vec<Stream>>>,
+        inbox: Inbox,
         ready: Arc<Mutex<Vec<Token>>>,
         peers: Arc<Vec<Peer>>,
     ) -> Admission {
@@ -76,16 +79,16 @@ impl Admission {
     pub fn accept_all(&self, listener: &mut Listener, conns: &mut Conns, engine: &Engine) {
         loop {
             match listener.accept() {
-                Ok(stream) => {
+                Ok((stream, wire)) => {
                     let turn = self.round_robin.get();
                     self.round_robin.set(turn.wrapping_add(1));
                     let target = turn % self.peers.len().max(1);
                     match self.peers.get(target) {
                         Some((inbox, waker)) if target != self.index => {
-                            inbox.lock().push(stream);
+                            inbox.lock().push((stream, wire));
                             let _ = waker.wake();
                         }
-                        _ => self.adopt(stream, conns, engine),
+                        _ => self.adopt(stream, wire, conns, engine),
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
@@ -103,18 +106,18 @@ impl Admission {
 
     /// Adopts the sockets worker 0 handed to this worker.
     pub fn adopt_inbox(&self, conns: &mut Conns, engine: &Engine) {
-        let streams: Vec<Stream> = std::mem::take(&mut *self.inbox.lock());
-        for s in streams {
-            self.adopt(s, conns, engine);
+        let streams: Vec<(Stream, Wire)> = std::mem::take(&mut *self.inbox.lock());
+        for (s, wire) in streams {
+            self.adopt(s, wire, conns, engine);
         }
     }
 
     /// Registers a new connection with this worker (or turns it away: `maxclients`,
-    /// protected mode).
-    pub fn adopt(&self, mut stream: Stream, conns: &mut Conns, engine: &Engine) {
+    /// protected mode), whichever port it came in on.
+    pub fn adopt(&self, mut stream: Stream, wire: Wire, conns: &mut Conns, engine: &Engine) {
         let maxclients = engine.config().with(|c| c.maxclients);
         if engine.clients().len() >= maxclients {
-            let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+            refuse(&mut stream, wire, "-ERR max number of clients reached\r\n");
             engine
                 .server_stats()
                 .rejected_connections
@@ -124,7 +127,7 @@ impl Admission {
         // Protected mode: no password and a client from outside the machine.
         if let Some(ip) = stream.peer_ip() {
             if pion_core::acl::protected::refuses_peer(engine, ip) {
-                let _ = stream.write_all(pion_core::acl::protected::DENIED.as_bytes());
+                refuse(&mut stream, wire, pion_core::acl::protected::DENIED);
                 return;
             }
         }
@@ -152,6 +155,25 @@ impl Admission {
             ready.lock().push(token);
             let _ = bell.wake();
         }));
-        conns.insert(token, Box::new((stream, Connection::new(client))));
+        conns.insert(
+            token,
+            Box::new((stream, Connection::speaking(wire, client))),
+        );
+    }
+}
+
+/// Tells a connection turned away why, in its protocol, before it is closed:
+/// `resp_line` is the RESP error line (`-… \r\n`), sent as an error frame on the lane.
+fn refuse(stream: &mut Stream, wire: Wire, resp_line: &str) {
+    match wire {
+        Wire::Resp => {
+            let _ = stream.write_all(resp_line.as_bytes());
+        }
+        Wire::Lane => {
+            let mut out = crate::output::Output::default();
+            let text = resp_line.trim_start_matches('-').trim_end();
+            crate::binary::write_error(text, &mut out);
+            let _ = stream.write_all(&out.to_vec());
+        }
     }
 }

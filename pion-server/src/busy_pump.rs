@@ -100,7 +100,7 @@ impl BusyPump {
                 conn.peer_closed = true;
             }
             conn.publish_buffers();
-            if !conn.unwritten().is_empty() || conn.peer_closed || conn.closing {
+            if !conn.output.is_empty() || conn.peer_closed || conn.closing {
                 lent.touched.push(*token);
             }
         }

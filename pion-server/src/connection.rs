@@ -1,5 +1,7 @@
 //! One client connection as a state machine without I/O: bytes in, reply bytes out.
-//! The event loop feeds it what it reads and writes what it produces.
+//! The event loop feeds it what it reads and writes what it produces. A connection
+//! speaks RESP or the binary lane's frames; either way each request is a command
+//! that runs through the engine's one admission path.
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -7,24 +9,42 @@ use std::time::Instant;
 use pion_core::client::ClientState;
 use pion_core::{command, Engine};
 
+use crate::binary::{self, Answer, Next};
+use crate::output::Output;
 use crate::resp::{encode, Decoded, Decoder, Limits};
 
 /// Reply bytes above which a connection stops executing pipelined commands until the
 /// socket drains (keeps one greedy pipeline from growing memory without bound).
 const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
 
+/// The protocol a connection speaks (by the port it came in on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// RESP2/RESP3 on the main port.
+    Resp,
+    /// The binary lane's frames (port + 1).
+    Lane,
+}
+
+/// How to answer the command being run.
+#[derive(Debug, Clone, Copy)]
+enum ReplyTo {
+    Resp,
+    Lane(Answer),
+}
+
 /// A connection's protocol state.
 pub struct Connection {
+    /// The protocol it speaks.
+    pub wire: Wire,
     /// The client state the engine sees.
     pub client: ClientState,
     /// Input buffer: `input[consumed..filled]` holds bytes read but not yet decoded.
     input: Vec<u8>,
     consumed: usize,
     filled: usize,
-    /// Encoded replies not yet written.
-    pub output: Vec<u8>,
-    /// Bytes of `output` already written.
-    pub written: usize,
+    /// Replies not yet written.
+    pub output: Output,
     /// Close once the output is flushed.
     pub closing: bool,
     /// The request decoder (keeps a partly received request between reads).
@@ -37,19 +57,26 @@ pub struct Connection {
     pub peer_closed: bool,
     /// A command held by `CLIENT PAUSE`: it runs, and input is processed again, once
     /// the pause ends (the worker retries on its timer and on wake-ups).
-    held: Option<Vec<Vec<u8>>>,
+    held: Option<(Vec<Vec<u8>>, ReplyTo)>,
 }
 
 impl Connection {
-    /// A connection for a newly accepted client.
+    /// A RESP connection for a newly accepted client.
     pub fn new(client: ClientState) -> Connection {
+        Connection::speaking(Wire::Resp, client)
+    }
+
+    /// A connection for a newly accepted client that speaks `wire`.
+    pub fn speaking(wire: Wire, mut client: ClientState) -> Connection {
+        // The prompt cache hands a lane client its results themselves.
+        client.wants_outcome = wire == Wire::Lane;
         Connection {
+            wire,
             client,
             input: Vec::new(),
             consumed: 0,
             filled: 0,
-            output: Vec::new(),
-            written: 0,
+            output: Output::default(),
             closing: false,
             decoder: Decoder::default(),
             write_interest: false,
@@ -108,13 +135,13 @@ impl Connection {
         let mut limits = *limits;
         let mut clock = Instant::now();
         let mut ran = false;
-        if let Some(argv) = self.held.take() {
+        if let Some((argv, reply_to)) = self.held.take() {
             if self.held_by_pause(engine, &argv) {
-                self.held = Some(argv);
+                self.held = Some((argv, reply_to));
                 return;
             }
             engine.operator().pause.client_released();
-            clock = self.run(engine, &argv, Instant::now());
+            clock = self.run(engine, &argv, reply_to, Instant::now());
             ran = true;
         }
         if !self.resume_blocked(engine) {
@@ -122,36 +149,19 @@ impl Connection {
         }
         while !self.closing
             && self.client.blocked.is_none()
-            && self.output.len() - self.written < OUTPUT_HIGH_WATER
+            && self.output.len() < OUTPUT_HIGH_WATER
         {
             limits.unauthenticated = !self.client.authenticated;
-            let buf = &self.input[self.consumed..self.filled];
-            match self.decoder.decode(buf, &limits) {
-                Ok(Decoded::Incomplete) => break,
-                Ok(Decoded::Skip(n)) => self.consumed += n,
-                Ok(Decoded::Command(argv, n)) => {
-                    self.consumed += n;
-                    // While it runs, the command is still in the query buffer, as
-                    // in Redis (`CLIENT LIST` run by this client counts it in `qbuf`).
-                    self.publish_query(n);
-                    if self.held_by_pause(engine, &argv) {
-                        self.held = Some(argv);
-                        engine.operator().pause.client_held();
-                        break;
-                    }
-                    clock = self.run(engine, &argv, clock);
-                    ran = true;
-                }
-                Err(e) => {
-                    engine.count_error(&e.0);
-                    encode(
-                        &pion_core::Reply::Error(e.0.into()),
-                        self.client.resp,
-                        &mut self.output,
-                    );
-                    self.closing = true;
-                }
+            let Some((argv, reply_to)) = self.next_command(engine, &limits) else {
+                break;
+            };
+            if self.held_by_pause(engine, &argv) {
+                self.held = Some((argv, reply_to));
+                engine.operator().pause.client_held();
+                break;
             }
+            clock = self.run(engine, &argv, reply_to, clock);
+            ran = true;
         }
         if ran {
             self.client
@@ -161,8 +171,77 @@ impl Connection {
         }
     }
 
+    /// Decodes the next command from the input (answering what needs no command: a
+    /// malformed lane frame, a protocol error); `None` when there is none to run now.
+    fn next_command(
+        &mut self,
+        engine: &Engine,
+        limits: &Limits,
+    ) -> Option<(Vec<Vec<u8>>, ReplyTo)> {
+        loop {
+            if self.closing {
+                return None;
+            }
+            let buf = &self.input[self.consumed..self.filled];
+            let (argv, reply_to, n) = match self.wire {
+                Wire::Resp => match self.decoder.decode(buf, limits) {
+                    Ok(Decoded::Incomplete) => return None,
+                    Ok(Decoded::Skip(n)) => {
+                        self.consumed += n;
+                        continue;
+                    }
+                    Ok(Decoded::Command(argv, n)) => (argv, ReplyTo::Resp, n),
+                    Err(e) => {
+                        engine.count_error(&e.0);
+                        encode(
+                            &pion_core::Reply::Error(e.0.into()),
+                            self.client.resp,
+                            self.output.bytes_mut(),
+                        );
+                        self.closing = true;
+                        return None;
+                    }
+                },
+                Wire::Lane => {
+                    let max_body = if limits.unauthenticated {
+                        binary::UNAUTHENTICATED_FRAME_LIMIT
+                    } else {
+                        limits.max_query_buffer
+                    };
+                    match binary::next_request(buf, max_body) {
+                        Next::Incomplete => return None,
+                        Next::Call { argv, answer, used } => (argv, ReplyTo::Lane(answer), used),
+                        Next::Refused { text, used } => {
+                            self.consumed += used;
+                            engine.count_error(&text);
+                            binary::write_error(&text, &mut self.output);
+                            continue;
+                        }
+                        Next::Fatal(text) => {
+                            engine.count_error(&text);
+                            binary::write_error(&text, &mut self.output);
+                            self.closing = true;
+                            return None;
+                        }
+                    }
+                }
+            };
+            self.consumed += n;
+            // While it runs, the command is still in the query buffer, as in Redis
+            // (`CLIENT LIST` run by this client counts it in `qbuf`).
+            self.publish_query(n);
+            return Some((argv, reply_to));
+        }
+    }
+
     /// Runs one command that starts at `started`; returns when it finished.
-    fn run(&mut self, engine: &Engine, argv: &[Vec<u8>], started: Instant) -> Instant {
+    fn run(
+        &mut self,
+        engine: &Engine,
+        argv: &[Vec<u8>],
+        reply_to: ReplyTo,
+        started: Instant,
+    ) -> Instant {
         // A bug must not take a worker thread and all its connections down: the
         // command fails with an error reply and the server goes on (shard locks are
         // released while unwinding; parking_lot locks do not poison).
@@ -171,6 +250,7 @@ impl Connection {
         if self.client.reply_mode == ReplyMode::SkipNext {
             self.client.reply_mode = ReplyMode::Skipping;
         }
+        self.client.outcome = None;
         let client = &mut self.client;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             command::execute_at(engine, client, argv, started)
@@ -195,9 +275,19 @@ impl Connection {
         // Pub/Sub messages that arrived while the command ran precede its reply;
         // those it caused for this client itself (invalidations, its own MONITOR
         // line) follow it.
+        if let ReplyTo::Lane(answer) = reply_to {
+            // A lane client has no pushes, blocking waits or reply modes: only the
+            // answer.
+            let typed = self.client.outcome.take();
+            binary::write_reply(answer, &reply, typed, &mut self.output);
+            if self.client.close_after_reply {
+                self.closing = true;
+            }
+            return finished;
+        }
         let mailbox = &self.client.shared.pubsub;
         for m in mailbox.take_before_reply() {
-            encode(&m, self.client.resp, &mut self.output);
+            encode(&m, self.client.resp, self.output.bytes_mut());
         }
         if self.client.blocked.is_some() {
             // The command waits for a key: its reply comes when the wait ends.
@@ -207,10 +297,10 @@ impl Connection {
             // CLIENT REPLY OFF or SKIP: the reply is dropped, except Pub/Sub pushes
             // (SUBSCRIBE's confirmations), which Redis always sends.
             for push in pushes_of(reply) {
-                encode(&push, self.client.resp, &mut self.output);
+                encode(&push, self.client.resp, self.output.bytes_mut());
             }
         } else {
-            encode(&reply, self.client.resp, &mut self.output);
+            encode(&reply, self.client.resp, self.output.bytes_mut());
         }
         self.deliver_pushes();
         if self.client.close_after_reply {
@@ -234,7 +324,7 @@ impl Connection {
         self.client.blocked = None;
         self.client.shared.blocked.store(false, Ordering::Relaxed);
         self.client.wal_seq = self.client.wal_seq.max(wal_seq);
-        encode(&reply, self.client.resp, &mut self.output);
+        encode(&reply, self.client.resp, self.output.bytes_mut());
         self.deliver_pushes();
         true
     }
@@ -273,8 +363,13 @@ impl Connection {
             } else {
                 mailbox.take()
             };
+            if self.wire == Wire::Lane {
+                // Nothing reaches a lane client that it could subscribe to; drop
+                // what a bug might queue rather than corrupt its frames.
+                return;
+            }
             for m in messages {
-                encode(&m, self.client.resp, &mut self.output);
+                encode(&m, self.client.resp, self.output.bytes_mut());
             }
         }
     }
@@ -295,24 +390,9 @@ impl Connection {
         b.query.store(self.pending_input(), Ordering::Relaxed);
         b.query_free
             .store(self.input.len() - self.filled, Ordering::Relaxed);
-        b.output
-            .store(self.output.len() - self.written, Ordering::Relaxed);
+        b.output.store(self.output.len(), Ordering::Relaxed);
         b.output_capacity
             .store(self.output.capacity(), Ordering::Relaxed);
-    }
-
-    /// The output not yet written.
-    pub fn unwritten(&self) -> &[u8] {
-        &self.output[self.written..]
-    }
-
-    /// Records that `n` output bytes were written.
-    pub fn wrote(&mut self, n: usize) {
-        self.written += n;
-        if self.written == self.output.len() {
-            self.output.clear();
-            self.written = 0;
-        }
     }
 }
 
@@ -338,9 +418,9 @@ mod tests {
         buf[..bytes.len()].copy_from_slice(bytes);
         conn.filled(bytes.len());
         conn.process(engine, &Limits::default());
-        let out = String::from_utf8_lossy(conn.unwritten()).into_owned();
-        let n = conn.unwritten().len();
-        conn.wrote(n);
+        let out = String::from_utf8_lossy(&conn.output.to_vec()).into_owned();
+        let n = conn.output.len();
+        conn.output.advance(n);
         out
     }
 

@@ -19,7 +19,7 @@ use pion_core::Engine;
 
 use crate::admission::{Admission, Conns, Entry, Peer, FIRST_CONN};
 use crate::busy_pump::{BusyPump, LendSlot, Lent};
-use crate::connection::Connection;
+use crate::connection::{Connection, Wire};
 use crate::resp::Limits;
 use crate::stream::{ListenStop, Listener, Stream};
 
@@ -55,6 +55,8 @@ impl StopHandle {
 pub struct Server {
     engine: Engine,
     listeners: Vec<std::net::TcpListener>,
+    /// The binary lane's listening sockets (port + 1).
+    lane_listeners: Vec<std::net::TcpListener>,
     /// The `unixsocket` listener and its path.
     unix: Option<(std::os::unix::net::UnixListener, String)>,
     threads: usize,
@@ -67,7 +69,7 @@ struct WorkerSeed {
     index: usize,
     poll: Poll,
     waker: Arc<Waker>,
-    inbox: Arc<Mutex<Vec<Stream>>>,
+    inbox: crate::admission::Inbox,
     ready: Arc<Mutex<Vec<Token>>>,
 }
 
@@ -127,6 +129,7 @@ impl Server {
         Server {
             engine,
             listeners,
+            lane_listeners: Vec::new(),
             unix: None,
             threads: threads.max(1),
             stop,
@@ -140,6 +143,12 @@ impl Server {
         path: String,
     ) -> Server {
         self.unix = Some((listener, path));
+        self
+    }
+
+    /// Also serves the binary lane on these sockets (bound already).
+    pub fn with_lane_listeners(mut self, listeners: Vec<std::net::TcpListener>) -> Server {
+        self.lane_listeners = listeners;
         self
     }
 
@@ -158,11 +167,17 @@ impl Server {
 
     /// Serves until stopped (signal, [`StopHandle::stop`] or `SHUTDOWN`).
     pub fn run(self) -> io::Result<()> {
-        let listen_stop = ListenStop::new(&self.listeners, self.unix.as_ref().map(|(l, _)| l))?;
+        let tcp: Vec<&std::net::TcpListener> =
+            self.listeners.iter().chain(&self.lane_listeners).collect();
+        let listen_stop = ListenStop::new(&tcp, self.unix.as_ref().map(|(l, _)| l))?;
         let mut listeners = Vec::new();
         for l in self.listeners {
             l.set_nonblocking(true)?;
-            listeners.push(Listener::Tcp(TcpListener::from_std(l)));
+            listeners.push(Listener::Tcp(TcpListener::from_std(l), Wire::Resp));
+        }
+        for l in self.lane_listeners {
+            l.set_nonblocking(true)?;
+            listeners.push(Listener::Tcp(TcpListener::from_std(l), Wire::Lane));
         }
         if let Some((l, path)) = self.unix {
             l.set_nonblocking(true)?;
@@ -508,7 +523,7 @@ impl Worker {
                     // The output cap paused a long pipeline: continue it.
                     let before = conn.pending_input();
                     self.run_commands(conn, engine, limits);
-                    if conn.pending_input() == before && conn.unwritten().is_empty() {
+                    if conn.pending_input() == before && conn.output.is_empty() {
                         break;
                     }
                 }
@@ -520,13 +535,13 @@ impl Worker {
             }
         }
         conn.publish_buffers();
-        let done = conn.closing && conn.unwritten().is_empty();
+        let done = conn.closing && conn.output.is_empty();
         if !open || done {
             return Fate::Close;
         }
         // Ask for writability only while output is pending; skip the syscall when the
         // interest is unchanged (the common case: the reply went out at once).
-        let want_write = !conn.unwritten().is_empty();
+        let want_write = !conn.output.is_empty();
         if want_write != conn.write_interest {
             conn.write_interest = want_write;
             let interest = if want_write {
@@ -656,11 +671,19 @@ pub(crate) fn flush(
     conn: &mut Connection,
     engine: &Engine,
 ) -> io::Result<bool> {
-    while !conn.unwritten().is_empty() {
-        match stream.write(conn.unwritten()) {
+    while !conn.output.is_empty() {
+        let written = {
+            let slices = conn.output.slices();
+            if slices.len() == 1 {
+                stream.write(&slices[0])
+            } else {
+                stream.write_vectored(&slices)
+            }
+        };
+        match written {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),
             Ok(n) => {
-                conn.wrote(n);
+                conn.output.advance(n);
                 engine
                     .server_stats()
                     .net_output_bytes

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod connection;
 pub mod debug_console;
 pub mod event_loop;
+pub mod output;
 pub mod resp;
 pub mod startup;
 pub mod stream;

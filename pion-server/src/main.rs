@@ -132,19 +132,15 @@ fn main() -> ExitCode {
         return ExitCode::from(1);
     }
     let engine_for_close = engine.clone();
-    let lane_engine = engine.clone();
-    let mut server = Server::with_listeners(engine, listeners, threads);
-    if let Some((l, path)) = unix {
-        server = server.with_unix_socket(l, path);
-    }
-    let stop = server.stop_handle();
+    let mut lane_listeners = Vec::new();
     if let Some(lane_port) = opts.kvcache_port {
         for ip in &addrs {
             let addr = SocketAddr::new(*ip, lane_port);
-            let started = TcpListener::bind(addr)
-                .and_then(|l| pion_server::binary::serve(lane_engine.clone(), l, stop.flag()));
-            match started {
-                Ok(_) => log_notice!("binary lane (prompt cache) on {addr}"),
+            match TcpListener::bind(addr) {
+                Ok(l) => {
+                    log_notice!("binary lane (prompt cache) on {addr}");
+                    lane_listeners.push(l);
+                }
                 Err(e) => {
                     log_warning!("Cannot serve the binary lane on {addr}: {e} (--kvcache off to run without it)");
                     return ExitCode::from(1);
@@ -152,6 +148,12 @@ fn main() -> ExitCode {
             }
         }
     }
+    let mut server =
+        Server::with_listeners(engine, listeners, threads).with_lane_listeners(lane_listeners);
+    if let Some((l, path)) = unix {
+        server = server.with_unix_socket(l, path);
+    }
+    let stop = server.stop_handle();
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         if let Err(e) = signal_hook::flag::register(sig, stop.flag()) {
             log_warning!("Cannot install a signal handler: {e}");

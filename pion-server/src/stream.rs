@@ -9,10 +9,12 @@ use mio::event::Source;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
 
+use crate::connection::Wire;
+
 /// A listening socket.
 pub enum Listener {
-    /// A TCP address of `bind`.
-    Tcp(TcpListener),
+    /// A TCP address of `bind`, for RESP or the binary lane.
+    Tcp(TcpListener, Wire),
     /// The `unixsocket` path.
     Unix(UnixListener, String),
 }
@@ -27,18 +29,18 @@ pub enum Stream {
 }
 
 impl Listener {
-    /// Accepts one connection.
-    pub fn accept(&self) -> io::Result<Stream> {
+    /// Accepts one connection, and says which protocol it speaks.
+    pub fn accept(&self) -> io::Result<(Stream, Wire)> {
         match self {
-            Listener::Tcp(l) => {
+            Listener::Tcp(l, wire) => {
                 let (s, _) = l.accept()?;
                 // Small replies go out at once; the loop batches writes itself.
                 let _ = s.set_nodelay(true);
-                Ok(Stream::Tcp(s))
+                Ok((Stream::Tcp(s), *wire))
             }
             Listener::Unix(l, path) => {
                 let (s, _) = l.accept()?;
-                Ok(Stream::Unix(s, path.clone()))
+                Ok((Stream::Unix(s, path.clone()), Wire::Resp))
             }
         }
     }
@@ -54,7 +56,7 @@ pub struct ListenStop(Vec<OwnedFd>);
 impl ListenStop {
     /// Duplicates `tcp` and `unix`.
     pub fn new(
-        tcp: &[std::net::TcpListener],
+        tcp: &[&std::net::TcpListener],
         unix: Option<&std::os::unix::net::UnixListener>,
     ) -> io::Result<ListenStop> {
         let mut fds = Vec::with_capacity(tcp.len() + 1);
@@ -208,7 +210,7 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("s.sock");
         let unix = bind_unix(&path.to_string_lossy(), 0o700).expect("bind unix");
-        let stop = ListenStop::new(std::slice::from_ref(&tcp), Some(&unix)).expect("dup");
+        let stop = ListenStop::new(&[&tcp], Some(&unix)).expect("dup");
         // Listening before: a connection is queued.
         drop(std::net::TcpStream::connect(addr).expect("connect before"));
         drop(std::os::unix::net::UnixStream::connect(&path).expect("connect before"));
@@ -235,7 +237,10 @@ mod tests {
         client.write_all(b"ping").expect("write");
         let mut stream = loop {
             match listener.accept() {
-                Ok(s) => break s,
+                Ok((s, wire)) => {
+                    assert_eq!(wire, Wire::Resp);
+                    break s;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
                 Err(e) => panic!("accept: {e}"),
             }

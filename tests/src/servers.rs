@@ -142,6 +142,8 @@ impl Drop for RedisServer {
 pub struct PionServer {
     /// Its port.
     pub port: u16,
+    /// Its binary lane's port.
+    pub lane_port: u16,
     /// The engine behind it.
     pub engine: Engine,
     /// Its data directory (removed when the server is dropped).
@@ -164,12 +166,14 @@ impl PionServer {
     pub fn start_with(threads: usize, options: EngineOptions) -> PionServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a test port");
         let port = listener.local_addr().expect("local addr").port();
+        let lane = TcpListener::bind("127.0.0.1:0").expect("bind a test lane port");
+        let lane_port = lane.local_addr().expect("local addr").port();
         let mut options = options;
         options.config.port = port;
         let dir = unique_dir("pion-test-server");
         let engine = Engine::open_with(options, DurabilityOptions::new(&dir))
             .expect("open a fresh data directory");
-        let server = Server::new(engine.clone(), listener, threads);
+        let server = Server::new(engine.clone(), listener, threads).with_lane_listeners(vec![lane]);
         let stop = server.stop_handle();
         let thread = std::thread::spawn(move || {
             if let Err(e) = server.run() {
@@ -179,6 +183,7 @@ impl PionServer {
         assert!(wait_ready(port), "pion did not become ready");
         PionServer {
             port,
+            lane_port,
             engine,
             dir,
             stop,

@@ -75,6 +75,7 @@ const EXEMPT: &[(&str, &str)] = &[
     ("kv.export", "Pion-only: tests/tests/kv_export.rs"),
     ("kv.blockids", "Pion-only: prefix tests"),
     ("kv.get", "Pion-only: prefix tests"),
+    ("kv.mget", "Pion-only: prefix tests, tests/tests/binary_lane.rs"),
     ("kv.del", "Pion-only: prefix tests"),
     ("kv.drop", "Pion-only: prefix tests"),
     (

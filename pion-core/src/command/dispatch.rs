@@ -426,8 +426,9 @@ fn run_resolved(
     } else {
         None
     };
-    // An exclusive command locks nothing itself: what it runs locks its own keys.
-    let keys = if spec.has(super::flags::EXCLUSIVE) {
+    // An exclusive command locks nothing itself: what it runs locks its own keys. A
+    // prompt-cache command's keys are namespaces, outside the keyspace.
+    let keys = if spec.has(super::flags::EXCLUSIVE | super::flags::NAMESPACE_KEYS) {
         KeyPositions::new()
     } else {
         match key_indices(spec, argv) {
@@ -576,9 +577,13 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
         Err(e) => return e.into(),
     };
     let spec = resolved.spec;
-    let keys = match key_indices(spec, argv) {
-        Ok(k) => k,
-        Err(e) => return e.into(),
+    let keys = if spec.has(super::flags::NAMESPACE_KEYS) {
+        KeyPositions::new()
+    } else {
+        match key_indices(spec, argv) {
+            Ok(k) => k,
+            Err(e) => return e.into(),
+        }
     };
     let set = lock_set_for(spec, argv, &keys);
     let ks = engine.keyspace().lock(&set, now_ms);

@@ -59,6 +59,10 @@ pub const REDACTS_AUTH: u64 = 1 << 45;
 /// members, `DEL` of missing keys …): nothing is logged, no `WATCH` is broken and no
 /// client cache is invalidated, as Redis signals only real modifications.
 pub const NOOP_ON_ZERO: u64 = 1 << 46;
+/// Internal: the command's keys name prompt-cache namespaces, not keyspace keys: ACL
+/// key patterns and slot routing apply to them, but no shard is locked for them and
+/// nothing of the keyspace (watches, client-side caching, search) follows them.
+pub const NAMESPACE_KEYS: u64 = 1 << 47;
 
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[

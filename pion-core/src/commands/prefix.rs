@@ -8,63 +8,94 @@
 //! recovery rebuilds exactly what was acknowledged and nothing evicted.
 
 use crate::command::flags::*;
-use crate::command::{CommandSpec, Group};
+use crate::command::{CommandSpec, Group, KeySpecDoc};
 use crate::commands::util::is_kw;
-use crate::durability::codec::Reader;
 use crate::error::{OpError, OpResult};
 use crate::exec::Ctx;
 use crate::prefix::block_id::tokens_from_le;
-use crate::prefix::blockfile::{Loc, LOC_LEN};
-use crate::prefix::{BlockId, Manifest, PrefixError};
+use crate::prefix::ops::{self, ChangeLog, Fetched, Outcome};
+use crate::prefix::{BlockId, PrefixError};
 use crate::reply::Reply;
+
+/// The namespace, read (`KV.GET`, `KV.MATCH` …).
+const NS_READ: &[KeySpecDoc] = &[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)];
+/// The namespace, written to (`KV.PUT`, `KV.REGISTER`).
+const NS_WRITE: &[KeySpecDoc] = &[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)];
+/// The namespace, deleted from (`KV.DEL`, `KV.DROP`, evictions).
+const NS_DELETE: &[KeySpecDoc] = &[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1, 0)];
+
+/// A prompt-cache command: its first argument names a namespace, which ACL key
+/// patterns (`~ns:*`) and slot routing treat as its key (it is not a keyspace key, so
+/// no shard is locked for it).
+const fn kv(
+    name: &'static str,
+    arity: i32,
+    flags: u64,
+    handler: crate::command::Handler,
+    specs: &'static [KeySpecDoc],
+) -> CommandSpec {
+    CommandSpec::new(
+        name,
+        arity,
+        flags | NAMESPACE_KEYS,
+        Group::PrefixCache,
+        handler,
+    )
+    .keys(1, 1, 1)
+    .key_specs(specs)
+}
 
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("kv.register", 3, WRITE, Group::PrefixCache, register).doc(
+    kv("kv.register", 3, WRITE, register, NS_WRITE).doc(
         "Registers a prompt-cache namespace with its JSON manifest (model, tokenizer, block size, dtype, tier, layers).",
         "0.1.0",
     ),
-    CommandSpec::new("kv.manifest", 2, READONLY | FAST, Group::PrefixCache, manifest)
+    kv("kv.manifest", 2, READONLY | FAST, manifest, NS_READ)
         .doc("Returns a namespace's manifest as JSON.", "0.1.0"),
     CommandSpec::new("kv.namespaces", 1, READONLY, Group::PrefixCache, namespaces)
         .doc("Lists the prompt-cache namespaces.", "0.1.0"),
-    CommandSpec::new("kv.info", -1, READONLY, Group::PrefixCache, info).doc(
+    kv("kv.info", -1, READONLY | NO_MANDATORY_KEYS, info, NS_READ).doc(
         "Returns prompt-cache counters: all namespaces, or one.",
         "0.1.0",
     ),
-    CommandSpec::new("kv.put", -5, WRITE | DENYOOM, Group::PrefixCache, put).doc(
+    kv("kv.put", -5, WRITE | DENYOOM, put, NS_WRITE).doc(
         "Stores one block (its tokens and every layer's data) after a parent block; returns its id.",
         "0.1.0",
     ),
-    CommandSpec::new("kv.match", -3, READONLY, Group::PrefixCache, match_prefix).doc(
+    kv("kv.match", -3, READONLY, match_prefix, NS_READ).doc(
         "Returns the longest stored usable prefix of a token sequence: tokens matched and block ids.",
         "0.1.0",
     ),
-    CommandSpec::new("kv.export", -3, READONLY, Group::PrefixCache, export).doc(
+    kv("kv.export", -3, READONLY, export, NS_READ).doc(
         "Returns the longest stored usable prefix of a token sequence and the path of a safetensors file holding it (LAYOUT mlx-lm or mlx-lm-legacy).",
         "0.1.0",
     ),
-    CommandSpec::new("kv.blockids", -3, READONLY | FAST, Group::PrefixCache, block_ids).doc(
+    kv("kv.blockids", -3, READONLY | FAST, block_ids, NS_READ).doc(
         "Returns the block ids of a token sequence (whether stored or not).",
         "0.1.0",
     ),
-    CommandSpec::new("kv.get", -3, READONLY, Group::PrefixCache, get).doc(
+    kv("kv.get", -3, READONLY, get, NS_READ).doc(
         "Returns a block's token count and its layers' data (all, or those listed after LAYERS; DECODE: back to the namespace's dtype).",
         "0.1.0",
     ),
-    CommandSpec::new("kv.del", 3, WRITE, Group::PrefixCache, del)
+    kv("kv.mget", -2, READONLY, mget, NS_READ).doc(
+        "Returns several blocks of a namespace, each as KV.GET returns it (LAYERS and DECODE as for KV.GET).",
+        "0.1.0",
+    ),
+    kv("kv.del", 3, WRITE, del, NS_DELETE)
         .doc("Deletes a block and every block after it.", "0.1.0"),
-    CommandSpec::new("kv.drop", 2, WRITE, Group::PrefixCache, drop_namespace)
+    kv("kv.drop", 2, WRITE, drop_namespace, NS_DELETE)
         .doc("Deletes a namespace and all its blocks.", "0.1.0"),
-    CommandSpec::new("kv.evict", -3, WRITE, Group::PrefixCache, evict).doc(
+    kv("kv.evict", -3, WRITE, evict, NS_DELETE).doc(
         "Internal: replays logged evictions at start-up (refused from clients).",
         "0.1.0",
     ),
-    CommandSpec::new("kv.putref", 5, WRITE, Group::PrefixCache, put_ref).doc(
+    kv("kv.putref", 5, WRITE, put_ref, NS_WRITE).doc(
         "Internal: replays a logged store whose payloads are in the block files (refused from clients).",
         "0.1.0",
     ),
-    CommandSpec::new("kv.reloc", 4, WRITE, Group::PrefixCache, reloc).doc(
+    kv("kv.reloc", 4, WRITE, reloc, NS_WRITE).doc(
         "Internal: replays compaction's new payload locations (refused from clients).",
         "0.1.0",
     ),
@@ -79,7 +110,7 @@ fn text(arg: &[u8]) -> OpResult<&str> {
 }
 
 fn block_id(arg: &[u8]) -> OpResult<BlockId> {
-    BlockId::parse(arg).ok_or_else(|| {
+    BlockId::from_arg(arg).ok_or_else(|| {
         OpError::custom("ERR invalid block id: 32 hex digits, or root for a sequence's first block")
     })
 }
@@ -111,35 +142,38 @@ fn tokens_in(rest: &[Vec<u8>]) -> OpResult<Vec<u32>> {
     }
 }
 
-/// The log records of evictions: `KV.EVICT ns id` per namespace run.
-pub fn eviction_records(evicted: &[(String, BlockId)]) -> Vec<Vec<Vec<u8>>> {
-    evicted
-        .iter()
-        .map(|(ns, id)| {
-            vec![
-                b"KV.EVICT".to_vec(),
-                ns.as_bytes().to_vec(),
-                id.hex().into_bytes(),
-            ]
-        })
-        .collect()
+impl Ctx<'_> {
+    /// Where this command's prompt-cache changes are logged.
+    fn prefix_log(&self) -> ChangeLog<'_> {
+        ChangeLog::new(self.engine.durability().map(|d| d.wal()), self.now_ms())
+    }
+
+    /// The prompt cache logged this command's change itself as record `seq` (0:
+    /// nothing): the dispatcher logs nothing more, and the reply waits for `seq`.
+    fn prefix_logged(&mut self, seq: u64) {
+        self.effect = crate::exec::Effect::Nothing;
+        if seq > 0 {
+            self.client.wal_seq = self.client.wal_seq.max(seq);
+        }
+    }
+
+    /// Hands a typed caller the result itself; true when it took it (the reply is
+    /// then only a summary).
+    fn hand_over(&mut self, outcome: impl FnOnce() -> Outcome) -> bool {
+        if self.client.wants_outcome {
+            self.client.outcome = Some(outcome());
+            true
+        } else {
+            false
+        }
+    }
 }
 
 fn register(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
-    if name.is_empty() || name.len() > 256 {
-        return Err(OpError::custom("ERR namespace names are 1 to 256 bytes"));
-    }
-    let manifest = Manifest::parse(&argv[2]).map_err(|e| OpError::custom(format!("ERR {e}")))?;
-    let engine = ctx.engine;
-    let mut store = engine.prefix().lock();
-    let created = store.register(name, manifest).map_err(prefix_err)?;
-    // Logged as sent (a re-registration of the same manifest changes nothing).
-    ctx.log_now(&if created {
-        vec![argv.to_vec()]
-    } else {
-        Vec::new()
-    });
+    let (_, seq) =
+        ops::register(ctx.engine.prefix(), ctx.prefix_log(), name, &argv[2]).map_err(prefix_err)?;
+    ctx.prefix_logged(seq);
     Ok(Reply::ok())
 }
 
@@ -213,58 +247,18 @@ fn put(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let tokens = tokens_from_le(&argv[3]).ok_or_else(|| {
         OpError::custom("ERR tokens must be little-endian u32 bytes (a multiple of 4 bytes)")
     })?;
-    let engine = ctx.engine;
-    let mut store = engine.prefix().lock();
-    let stored = store
-        .put(name, parent, &tokens, &argv[4..])
-        .map_err(prefix_err)?;
-    // Durable: the new payloads go to the block files first, and the log records
-    // where they are (KV.PUTREF), then the evictions the store caused, in one record:
-    // applied together or not at all.
-    let mut records = Vec::new();
-    if let Some(files) = store.files().cloned() {
-        if !stored.new_layers.is_empty() {
-            let mut refs = Vec::with_capacity(stored.new_layers.len() * 28);
-            for &i in &stored.new_layers {
-                let Some(data) = store.layer(name, stored.id, i) else {
-                    continue;
-                };
-                let loc = files.append(&data).map_err(|e| {
-                    OpError::custom(format!(
-                        "MISCONF Errors writing to the write-ahead log: block file: {e}"
-                    ))
-                })?;
-                store.set_loc(name, stored.id, i, loc);
-                refs.extend_from_slice(&(i as u32).to_le_bytes());
-                loc.encode(&mut refs);
-            }
-            records.push(vec![
-                b"KV.PUTREF".to_vec(),
-                argv[1].clone(),
-                argv[2].clone(),
-                argv[3].clone(),
-                refs,
-            ]);
-        }
-    }
-    records.extend(eviction_records(&stored.evicted));
-    ctx.log_now(&records);
-    Ok(Reply::bulk(stored.id.hex()))
-}
-
-/// `(layer, location)` pairs of a `KV.PUTREF`/`KV.RELOC` record.
-fn refs_arg(arg: &[u8]) -> OpResult<Vec<(usize, Loc)>> {
-    let bad = || OpError::custom("ERR malformed block-file references");
-    if !arg.len().is_multiple_of(4 + LOC_LEN) {
-        return Err(bad());
-    }
-    let mut r = Reader::new(arg);
-    let mut out = Vec::new();
-    while r.remaining() > 0 {
-        let i = r.u32().map_err(|_| bad())? as usize;
-        out.push((i, Loc::decode(&mut r).ok_or_else(bad)?));
-    }
-    Ok(out)
+    let (id, seq) = ops::put(
+        ctx.engine.prefix(),
+        ctx.prefix_log(),
+        name,
+        parent,
+        &tokens,
+        &argv[4..],
+    )
+    .map_err(prefix_err)?;
+    ctx.prefix_logged(seq);
+    ctx.hand_over(|| Outcome::Stored(id));
+    Ok(Reply::bulk(id.hex()))
 }
 
 fn replay_only(ctx: &Ctx<'_>, name: &str) -> OpResult<()> {
@@ -284,21 +278,7 @@ fn put_ref(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let parent = block_id(&argv[2])?;
     let tokens = tokens_from_le(&argv[3]).ok_or(OpError::Syntax)?;
-    let refs = refs_arg(&argv[4])?;
-    let mut store = ctx.engine.prefix().lock();
-    let files = store
-        .files()
-        .cloned()
-        .ok_or_else(|| OpError::custom("ERR no block files"))?;
-    let mut layers = Vec::with_capacity(refs.len());
-    for (i, loc) in refs {
-        let data = files
-            .read(loc)
-            .map_err(|e| OpError::custom(format!("ERR {e}")))?;
-        layers.push((i, std::sync::Arc::from(data), loc));
-    }
-    let id = store
-        .replay_put(name, parent, &tokens, layers)
+    let id = ops::replay_put_ref(ctx.engine.prefix(), name, parent, &tokens, &argv[4])
         .map_err(prefix_err)?;
     Ok(Reply::bulk(id.hex()))
 }
@@ -308,86 +288,20 @@ fn reloc(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     replay_only(ctx, "KV.RELOC")?;
     let name = text(&argv[1])?;
     let id = block_id(&argv[2])?;
-    let refs = refs_arg(&argv[3])?;
-    let mut store = ctx.engine.prefix().lock();
-    let files = store.files().cloned();
-    let mut n = 0;
-    for (i, loc) in refs {
-        if let Some(f) = &files {
-            f.retain(loc);
-        }
-        if store.set_loc(name, id, i, loc) {
-            n += 1;
-        } else if let Some(f) = &files {
-            f.release(loc);
-        }
-    }
-    Ok(Reply::Integer(n))
-}
-
-/// Moves the live payloads of the most wasteful block file to the active one, logging
-/// the new locations; retires files left empty (deleted once a snapshot covers the
-/// log up to here). Returns the bytes moved.
-pub fn compact(engine: &crate::Engine, budget_bytes: u64) -> u64 {
-    let Some(d) = engine.durability() else {
-        return 0;
-    };
-    let mut store = engine.prefix().lock();
-    let Some(files) = store.files().cloned() else {
-        return 0;
-    };
-    let mut moved = 0u64;
-    let mut records = Vec::new();
-    if let Some(&file) = files.compaction_candidates().first() {
-        let mut by_block: std::collections::BTreeMap<(String, BlockId), Vec<u8>> =
-            std::collections::BTreeMap::new();
-        for (name, id, i) in store.layers_in_file(file) {
-            if moved >= budget_bytes {
-                break;
-            }
-            let Some(data) = store.layer(&name, id, i) else {
-                continue;
-            };
-            let Ok(loc) = files.append(&data) else { break };
-            store.set_loc(&name, id, i, loc);
-            moved += loc.len;
-            let refs = by_block.entry((name, id)).or_default();
-            refs.extend_from_slice(&(i as u32).to_le_bytes());
-            loc.encode(refs);
-        }
-        for ((name, id), refs) in by_block {
-            records.push(vec![
-                b"KV.RELOC".to_vec(),
-                name.into_bytes(),
-                id.hex().into_bytes(),
-                refs,
-            ]);
-        }
-    }
-    let wal = d.wal();
-    if !records.is_empty() {
-        wal.append(
-            crate::engine::unix_ms(),
-            records.iter().map(|c| (0usize, c.as_slice())),
-        );
-    }
-    files.retire_empty(wal.appended_seq());
-    moved
+    let n = ops::replay_reloc(ctx.engine.prefix(), name, id, &argv[3]).map_err(prefix_err)?;
+    Ok(Reply::Integer(n as i64))
 }
 
 fn match_prefix(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let tokens = tokens_arg(argv, 2)?;
-    let m = ctx
-        .engine
-        .prefix()
-        .lock()
-        .longest_prefix(name, &tokens)
-        .map_err(prefix_err)?;
-    Ok(Reply::Array(vec![
+    let m = ops::match_prefix(ctx.engine.prefix(), name, &tokens).map_err(prefix_err)?;
+    let reply = Reply::Array(vec![
         Reply::Integer(m.tokens as i64),
         Reply::Array(m.blocks.iter().map(|b| Reply::bulk(b.hex())).collect()),
-    ]))
+    ]);
+    ctx.hand_over(|| Outcome::Matched(m));
+    Ok(reply)
 }
 
 /// `KV.EXPORT ns tokens [LAYOUT mlx-lm|mlx-lm-legacy]`: `[matched_tokens, path]`, or
@@ -434,77 +348,118 @@ fn block_ids(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     ))
 }
 
-/// `KV.GET ns id [LAYERS i …] [DECODE]`.
-fn get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let name = text(&argv[1])?;
-    let id = block_id(&argv[2])?;
-    let mut layers: Option<Vec<usize>> = None;
-    let mut decode = false;
-    let mut i = 3;
-    while i < argv.len() {
-        if is_kw(&argv[i], "decode") {
-            decode = true;
+/// What follows a fetch's block ids: `LAYERS i …` and `DECODE`, in any order.
+struct FetchOptions {
+    layers: Option<Vec<usize>>,
+    decode: bool,
+}
+
+fn fetch_options(rest: &[Vec<u8>]) -> OpResult<FetchOptions> {
+    let mut options = FetchOptions {
+        layers: None,
+        decode: false,
+    };
+    let mut i = 0;
+    while i < rest.len() {
+        if is_kw(&rest[i], "decode") {
+            options.decode = true;
             i += 1;
-        } else if is_kw(&argv[i], "layers") {
+        } else if is_kw(&rest[i], "layers") {
             let mut list = Vec::new();
             i += 1;
-            while i < argv.len() && !is_kw(&argv[i], "decode") {
-                let n = std::str::from_utf8(&argv[i])
+            while i < rest.len() && !is_kw(&rest[i], "decode") {
+                let n = std::str::from_utf8(&rest[i])
                     .ok()
                     .and_then(|s| s.parse::<usize>().ok())
                     .ok_or_else(|| OpError::custom("ERR layer indexes must be integers"))?;
                 list.push(n);
                 i += 1;
             }
-            layers = Some(list);
+            options.layers = Some(list);
         } else {
             return Err(OpError::Syntax);
         }
     }
-    let store_lock = ctx.engine.prefix();
-    let mut store = store_lock.lock();
-    let (tokens, data) = store.get(name, id, layers.as_deref()).map_err(prefix_err)?;
-    let manifest = store.manifest(name).map_err(prefix_err)?.clone();
-    drop(store);
-    let indexes: Vec<usize> = layers.unwrap_or_else(|| (0..data.len()).collect());
-    let mut out = Vec::with_capacity(data.len() + 1);
-    out.push(Reply::Integer(i64::from(tokens)));
-    for (idx, d) in indexes.into_iter().zip(data) {
-        out.push(match d {
-            None => Reply::Null,
-            Some(bytes) if decode => Reply::Bulk(
-                crate::prefix::decode_layer(&manifest, idx, tokens, &bytes).map_err(prefix_err)?,
-            ),
-            Some(bytes) => Reply::Bulk(bytes.to_vec()),
-        });
+    Ok(options)
+}
+
+/// Fetches `ids` of namespace `name` as `rest` asks: the blocks themselves for a
+/// typed caller, or each as a reply (`[tokens, layer…]`).
+fn fetch(ctx: &mut Ctx<'_>, name: &str, ids: &[BlockId], rest: &[Vec<u8>]) -> OpResult<Vec<Reply>> {
+    let options = fetch_options(rest)?;
+    let store = ctx.engine.prefix();
+    let blocks = ops::get(store, name, ids, options.layers.as_deref()).map_err(prefix_err)?;
+    if !options.decode && ctx.client.wants_outcome {
+        // The typed caller writes the store's buffers out itself; the reply only
+        // says how many tokens each block holds.
+        let summary = blocks
+            .iter()
+            .map(|b| Reply::Integer(i64::from(b.tokens)))
+            .collect();
+        ctx.client.outcome = Some(Outcome::Fetched(blocks));
+        return Ok(summary);
     }
-    Ok(Reply::Array(out))
+    let manifest = store.lock().manifest(name).map_err(prefix_err)?.clone();
+    blocks
+        .into_iter()
+        .map(|Fetched { tokens, layers }| {
+            let indexes: Vec<usize> = options
+                .layers
+                .clone()
+                .unwrap_or_else(|| (0..layers.len()).collect());
+            let mut out = Vec::with_capacity(layers.len() + 1);
+            out.push(Reply::Integer(i64::from(tokens)));
+            for (idx, d) in indexes.into_iter().zip(layers) {
+                out.push(match d {
+                    None => Reply::Null,
+                    Some(bytes) if options.decode => Reply::Bulk(
+                        crate::prefix::decode_layer(&manifest, idx, tokens, &bytes)
+                            .map_err(prefix_err)?,
+                    ),
+                    Some(bytes) => Reply::Bulk(bytes.to_vec()),
+                });
+            }
+            Ok(Reply::Array(out))
+        })
+        .collect()
+}
+
+/// `KV.GET ns id [LAYERS i …] [DECODE]`.
+fn get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let id = block_id(&argv[2])?;
+    let mut blocks = fetch(ctx, name, &[id], &argv[3..])?;
+    Ok(blocks.pop().unwrap_or(Reply::Null))
+}
+
+/// `KV.MGET ns id [id …] [LAYERS i …] [DECODE]`: every block or an error (the first
+/// block not stored), never a partial answer.
+fn mget(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let name = text(&argv[1])?;
+    let options_at = argv[2..]
+        .iter()
+        .position(|a| is_kw(a, "layers") || is_kw(a, "decode"))
+        .map_or(argv.len(), |i| i + 2);
+    let ids = argv[2..options_at]
+        .iter()
+        .map(|a| block_id(a))
+        .collect::<OpResult<Vec<BlockId>>>()?;
+    Ok(Reply::Array(fetch(ctx, name, &ids, &argv[options_at..])?))
 }
 
 fn del(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let id = block_id(&argv[2])?;
-    let engine = ctx.engine;
-    let mut store = engine.prefix().lock();
-    let removed = store.delete(name, id).map_err(prefix_err)?;
-    ctx.log_now(&if removed > 0 {
-        vec![argv.to_vec()]
-    } else {
-        Vec::new()
-    });
+    let (removed, seq) =
+        ops::delete(ctx.engine.prefix(), ctx.prefix_log(), name, id).map_err(prefix_err)?;
+    ctx.prefix_logged(seq);
     Ok(Reply::Integer(removed as i64))
 }
 
 fn drop_namespace(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
-    let engine = ctx.engine;
-    let mut store = engine.prefix().lock();
-    let existed = store.drop_namespace(name);
-    ctx.log_now(&if existed {
-        vec![argv.to_vec()]
-    } else {
-        Vec::new()
-    });
+    let (existed, seq) = ops::drop_namespace(ctx.engine.prefix(), ctx.prefix_log(), name);
+    ctx.prefix_logged(seq);
     Ok(Reply::Integer(i64::from(existed)))
 }
 
@@ -516,12 +471,11 @@ fn evict(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ));
     }
     let name = text(&argv[1])?;
-    let mut store = ctx.engine.prefix().lock();
-    let mut n = 0;
-    for a in &argv[2..] {
-        if store.evict(name, block_id(a)?) {
-            n += 1;
-        }
-    }
-    Ok(Reply::Integer(n))
+    let ids = argv[2..]
+        .iter()
+        .map(|a| block_id(a))
+        .collect::<OpResult<Vec<BlockId>>>()?;
+    Ok(Reply::Integer(
+        ops::replay_evict(ctx.engine.prefix(), name, &ids) as i64,
+    ))
 }

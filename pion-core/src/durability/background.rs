@@ -89,7 +89,12 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                 let files = engine.prefix().lock().files().cloned();
                 if let Some(files) = files {
                     if !files.compaction_candidates().is_empty() {
-                        crate::commands::prefix::compact(&engine, 32 << 20);
+                        crate::prefix::ops::compact(
+                            engine.prefix(),
+                            d.wal(),
+                            crate::engine::unix_ms(),
+                            32 << 20,
+                        );
                         if files.compaction_candidates().is_empty() {
                             // Only a snapshot lets the emptied files go: a rewrite.
                             let _ = super::start_background_snapshot(

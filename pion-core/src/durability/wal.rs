@@ -266,11 +266,13 @@ impl Wal {
                 w.written_seq() >= seq
             }
         };
-        if done(self) && !self.failed.load(Ordering::Relaxed) {
+        // Records the log already holds stay acknowledged while the disk fails; the
+        // queued ones are retried by the next commit that needs them.
+        if done(self) {
             return Ok(());
         }
         let mut seg = self.segment.lock();
-        if done(self) && !self.failed.load(Ordering::Relaxed) {
+        if done(self) {
             return Ok(());
         }
         self.write_pending(&mut seg)?;

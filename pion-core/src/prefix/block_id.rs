@@ -49,6 +49,16 @@ impl BlockId {
         format!("{:032x}", self.0)
     }
 
+    /// Reads an id as a command argument carries it: 32 hex digits (either case),
+    /// `root`/`0` for [`BlockId::ROOT`], or the 16 bytes of its little-endian value
+    /// (the binary lane's form: no text on the way). The lengths never overlap.
+    pub fn from_arg(arg: &[u8]) -> Option<BlockId> {
+        match <[u8; 16]>::try_from(arg) {
+            Ok(raw) => Some(BlockId(u128::from_le_bytes(raw))),
+            Err(_) => BlockId::parse(arg),
+        }
+    }
+
     /// Parses 32 hex digits (either case), or `root`/`0` for [`BlockId::ROOT`].
     pub fn parse(text: &[u8]) -> Option<BlockId> {
         if text.eq_ignore_ascii_case(b"root") || text == b"0" {
@@ -114,6 +124,11 @@ mod tests {
         assert_eq!(BlockId::parse(a.hex().to_uppercase().as_bytes()), Some(a));
         assert_eq!(BlockId::parse(b"root"), Some(BlockId::ROOT));
         assert_eq!(BlockId::parse(b"xyz"), None);
+        assert_eq!(BlockId::from_arg(&b.0.to_le_bytes()), Some(b));
+        assert_eq!(BlockId::from_arg(b.hex().as_bytes()), Some(b));
+        assert_eq!(BlockId::from_arg(b"root"), Some(BlockId::ROOT));
+        assert_eq!(BlockId::from_arg(&[0u8; 15]), None);
+        assert_eq!(BlockId::from_arg(&[0u8; 17]), None);
         assert_eq!(tokens_from_le(&[1, 0, 0, 0, 2, 0, 0, 0]), Some(vec![1, 2]));
         assert_eq!(tokens_from_le(&[1, 0, 0]), None);
     }

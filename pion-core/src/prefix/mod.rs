@@ -9,13 +9,15 @@
 //!   budget and its leaf-first LRU eviction;
 //! - [`quant`] and `encode`: the storage tiers (as given, int8 and 4-bit in mlx's layout,
 //!   2-bit);
-//! - [`export`]: a stored prefix as a safetensors file for a client on the same machine.
+//! - [`export`]: a stored prefix as a safetensors file for a client on the same machine;
+//! - [`ops`]: the typed operations every caller goes through, with their log records.
 
 pub mod block_id;
 pub mod blockfile;
 mod encode;
 pub mod export;
 pub mod manifest;
+pub mod ops;
 pub mod persist;
 pub mod quant;
 pub mod store;

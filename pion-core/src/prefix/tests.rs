@@ -291,6 +291,56 @@ fn bad_input_gets_clear_errors_and_changes_nothing() {
 }
 
 #[test]
+fn mget_answers_every_block_as_get_does_or_an_error() {
+    let e = engine();
+    register(&e, "m", "as-given", false);
+    let ids = store_seq(&e, "m", &seq(1, 40), None);
+    let get = |id: &str, extra: &[&str]| {
+        let mut args = vec!["KV.GET", "m", id];
+        args.extend_from_slice(extra);
+        e.execute(0, &args)
+    };
+    for extra in [
+        &[][..],
+        &["LAYERS", "1"],
+        &["DECODE"],
+        &["LAYERS", "0", "DECODE"],
+    ] {
+        let mut args = vec!["KV.MGET", "m"];
+        args.extend(ids.iter().map(String::as_str));
+        args.extend_from_slice(extra);
+        let want = Reply::Array(ids.iter().map(|id| get(id, extra)).collect());
+        assert_eq!(e.execute(0, &args), want, "{extra:?}");
+    }
+    // An id as its 16 raw bytes is the same block.
+    let raw = crate::prefix::BlockId::parse(ids[0].as_bytes())
+        .expect("id")
+        .0
+        .to_le_bytes();
+    assert_eq!(
+        e.execute(0, &[b"KV.MGET".as_slice(), b"m", &raw]),
+        Reply::Array(vec![get(&ids[0], &[])])
+    );
+    // No ids: nothing; one missing block: an error, not a partial answer.
+    assert_eq!(e.execute(0, &["KV.MGET", "m"]), Reply::Array(vec![]));
+    let missing = "ab".repeat(16);
+    match e.execute(0, &["KV.MGET", "m", &ids[0], &missing]) {
+        Reply::Error(t) => assert!(t.contains("not stored"), "{t}"),
+        other => panic!("{other:?}"),
+    }
+    // A malformed id is an error, never the root.
+    match e.execute(0, &["KV.MGET", "m", "abc"]) {
+        Reply::Error(t) => assert!(t.contains("invalid block id"), "{t}"),
+        other => panic!("{other:?}"),
+    }
+    // The namespace is the command's key (for ACL patterns and slot routing).
+    assert_eq!(
+        e.execute(0, &["COMMAND", "GETKEYS", "KV.MGET", "m", &ids[0]]),
+        Reply::Array(vec![Reply::bulk("m")])
+    );
+}
+
+#[test]
 fn quantised_tiers_store_less_and_decode_close_to_the_original() {
     let e = engine();
     register(&e, "q", "q4", false);

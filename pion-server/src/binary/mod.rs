@@ -2,328 +2,331 @@
 //! replies are length-prefixed frames ([`codec`]); a fetch is written with vectored
 //! I/O straight from the stored block buffers, with no RESP encoding and no copy.
 //!
-//! Each connection gets its own thread (bulk transfers, few connections) and its own
-//! session, so every operation runs through the same commands as over RESP —
-//! `KV.MATCH`, `KV.PUT`, `AUTH` — with the same checks, log records and errors; only a
-//! fetch reads the store directly, to hand its buffers to the socket.
+//! Lane connections are served by the same event loop as RESP ones, and every request
+//! is the command it stands for: `PING`, `AUTH`, `KV.MATCH`, `KV.PUT`, `KV.GET`,
+//! `KV.MGET`. So it passes the same admission (authentication, ACL command and key
+//! checks with the namespace as the key, `CLIENT PAUSE`, `maxmemory`, a failing log),
+//! is counted in `INFO commandstats`, `SLOWLOG` and `MONITOR`, and its reply waits
+//! for the log like any other. Block ids cross the lane as 16 bytes, never as text;
+//! the prompt cache hands the lane its typed results ([`Outcome`]) beside the reply.
 
 pub mod codec;
 
-use std::io::{self, ErrorKind, IoSlice, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
+use pion_core::prefix::ops::{Fetched, Outcome};
+use pion_core::Reply;
 
-use pion_core::prefix::BlockId;
-use pion_core::{Engine, Reply};
+use crate::output::Output;
+use codec::{header, op, parse_header, parse_request, Request, ERROR, HEADER_LEN};
 
-use codec::{header, parse_header, parse_request, Request, ERROR, HEADER_LEN};
+/// The largest frame body accepted before `AUTH` when the server has a password (as
+/// Redis caps an unauthenticated client's requests): a client that has not said who
+/// it is cannot make the server hold a large buffer for it.
+pub const UNAUTHENTICATED_FRAME_LIMIT: u64 = 16 * 1024;
 
-/// Serves the binary lane on `listener` until `stop` is set.
-pub fn serve(
-    engine: Engine,
-    listener: TcpListener,
-    stop: Arc<AtomicBool>,
-) -> io::Result<JoinHandle<()>> {
-    listener.set_nonblocking(true)?;
-    std::thread::Builder::new()
-        .name("pion-kv-accept".into())
-        .spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                match listener.accept() {
-                    Ok((mut stream, _)) => {
-                        // The same client limit as the RESP port (lane sessions are
-                        // registered clients too).
-                        let maxclients = engine.config().with(|c| c.maxclients);
-                        if engine.clients().len() >= maxclients {
-                            let msg = b"ERR max number of clients reached";
-                            let _ = stream.set_nonblocking(false);
-                            let _ = stream.write_all(&header(ERROR, msg.len()));
-                            let _ = stream.write_all(msg);
-                            engine
-                                .server_stats()
-                                .rejected_connections
-                                .fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        let engine = engine.clone();
-                        let stop = Arc::clone(&stop);
-                        let spawned = std::thread::Builder::new()
-                            .name("pion-kv-conn".into())
-                            .spawn(move || {
-                                let _ = stream.set_nodelay(true);
-                                let _ = stream.set_nonblocking(false);
-                                let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
-                                if let Err(e) = Connection::new(&engine, stream).run(&stop) {
-                                    if e.kind() != ErrorKind::UnexpectedEof {
-                                        pion_core::log_notice!(
-                                            "binary-lane connection closed: {e}"
-                                        );
-                                    }
-                                }
-                            });
-                        if let Err(e) = spawned {
-                            pion_core::log_warning!(
-                                "binary lane cannot start a connection thread: {e}"
-                            );
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    Err(e) => {
-                        pion_core::log_warning!("binary-lane accept failed: {e}");
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                }
+/// What the reply to a request looks like, by its opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `0x81`: the request's body echoed.
+    Ping,
+    /// `0x82`: empty.
+    Auth,
+    /// `0x90`: tokens matched and the block ids.
+    Match,
+    /// `0x91`: the stored block's id.
+    Put,
+    /// `0x92`: one block.
+    Fetch,
+    /// `0x93`: a count and the blocks.
+    BatchFetch,
+}
+
+impl Answer {
+    fn opcode(self) -> u8 {
+        0x80 | match self {
+            Answer::Ping => op::PING,
+            Answer::Auth => op::AUTH,
+            Answer::Match => op::MATCH,
+            Answer::Put => op::PUT,
+            Answer::Fetch => op::FETCH,
+            Answer::BatchFetch => op::BATCH_FETCH,
+        }
+    }
+}
+
+/// The next request in a lane connection's input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Not a whole frame yet.
+    Incomplete,
+    /// A request: the command it stands for, how to answer, and the bytes it took.
+    Call {
+        /// The command's arguments.
+        argv: Vec<Vec<u8>>,
+        /// The reply's form.
+        answer: Answer,
+        /// Input bytes consumed.
+        used: usize,
+    },
+    /// A whole frame whose body is malformed: answered with this error; the
+    /// connection goes on with the next frame.
+    Refused {
+        /// The error text.
+        text: String,
+        /// Input bytes consumed.
+        used: usize,
+    },
+    /// The peer is out of step (a wrong magic) or asks for too much: answered with
+    /// this error, then the connection closes.
+    Fatal(String),
+}
+
+/// Reads the next request from `input`. `max_body` is the largest body accepted now
+/// (see [`UNAUTHENTICATED_FRAME_LIMIT`]).
+pub fn next_request(input: &[u8], max_body: u64) -> Next {
+    let Some(head) = input.get(..HEADER_LEN) else {
+        return Next::Incomplete;
+    };
+    let mut h = [0u8; HEADER_LEN];
+    h.copy_from_slice(head);
+    let hd = match parse_header(&h) {
+        Ok(hd) => hd,
+        Err(e) => return Next::Fatal(e),
+    };
+    if u64::from(hd.len) > max_body {
+        return Next::Fatal(format!(
+            "ERR Protocol error: binary-lane frame of {} bytes is over the limit of {max_body} bytes",
+            hd.len
+        ));
+    }
+    let used = HEADER_LEN + hd.len as usize;
+    let Some(body) = input.get(HEADER_LEN..used) else {
+        return Next::Incomplete;
+    };
+    match parse_request(hd.opcode, body) {
+        Ok(req) => {
+            let (argv, answer) = command_of(req);
+            Next::Call { argv, answer, used }
+        }
+        Err(text) => Next::Refused { text, used },
+    }
+}
+
+/// The command a request stands for.
+fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer) {
+    let tokens_le =
+        |tokens: &[u32]| -> Vec<u8> { tokens.iter().flat_map(|t| t.to_le_bytes()).collect() };
+    let layers_of = |argv: &mut Vec<Vec<u8>>, layers: Option<Vec<usize>>| {
+        if let Some(list) = layers {
+            argv.push(b"LAYERS".to_vec());
+            argv.extend(list.iter().map(|l| l.to_string().into_bytes()));
+        }
+    };
+    match req {
+        Request::Ping(body) => {
+            let mut argv = vec![b"PING".to_vec()];
+            if !body.is_empty() {
+                argv.push(body);
             }
-        })
-}
-
-struct Connection<'a> {
-    engine: &'a Engine,
-    stream: TcpStream,
-    session: pion_core::Session,
-}
-
-/// Reads exactly `buf.len()` bytes, waiting through read timeouts (used to notice a
-/// stop request) unless stopping. EOF before the first byte is a clean close.
-fn read_full(stream: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> io::Result<()> {
-    let mut at = 0;
-    while at < buf.len() {
-        match stream.read(&mut buf[at..]) {
-            Ok(0) => return Err(ErrorKind::UnexpectedEof.into()),
-            Ok(n) => at += n,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                if stop.load(Ordering::SeqCst) {
-                    return Err(ErrorKind::UnexpectedEof.into());
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            (argv, Answer::Ping)
         }
-    }
-    Ok(())
-}
-
-/// Writes every slice, as many `writev` calls as it takes (at most 512 slices each).
-fn write_all_vectored(stream: &mut TcpStream, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
-    while !bufs.is_empty() {
-        let upto = bufs.len().min(512);
-        let n = stream.write_vectored(&bufs[..upto])?;
-        if n == 0 {
-            return Err(ErrorKind::WriteZero.into());
+        Request::Auth(user, pass) => {
+            let mut argv = vec![b"AUTH".to_vec()];
+            argv.extend(user);
+            argv.push(pass);
+            (argv, Answer::Auth)
         }
-        IoSlice::advance_slices(&mut bufs, n);
-    }
-    Ok(())
-}
-
-impl<'a> Connection<'a> {
-    fn new(engine: &'a Engine, stream: TcpStream) -> Connection<'a> {
-        let mut session = engine.session();
-        session.client.authenticated = !engine.requires_auth();
-        Connection {
-            engine,
-            stream,
-            session,
+        Request::Match { ns, tokens } => (
+            vec![b"KV.MATCH".to_vec(), ns.into_bytes(), tokens_le(&tokens)],
+            Answer::Match,
+        ),
+        Request::Put {
+            ns,
+            parent,
+            tokens,
+            layers,
+        } => {
+            let mut argv = vec![
+                b"KV.PUT".to_vec(),
+                ns.into_bytes(),
+                parent.to_le_bytes().to_vec(),
+                tokens_le(&tokens),
+            ];
+            argv.extend(layers);
+            (argv, Answer::Put)
         }
-    }
-
-    fn reply(&mut self, opcode: u8, body: &[u8]) -> io::Result<()> {
-        let h = header(opcode, body.len());
-        write_all_vectored(
-            &mut self.stream,
-            &mut [IoSlice::new(&h), IoSlice::new(body)],
-        )
-    }
-
-    fn error(&mut self, text: &str) -> io::Result<()> {
-        self.reply(ERROR, text.as_bytes())
-    }
-
-    fn run(mut self, stop: &AtomicBool) -> io::Result<()> {
-        let limit = self.engine.config().with(|c| c.client_query_buffer_limit);
-        loop {
-            let mut h = [0u8; HEADER_LEN];
-            read_full(&mut self.stream, &mut h, stop)?;
-            let hd = match parse_header(&h) {
-                Ok(hd) => hd,
-                Err(e) => {
-                    // Out of step with the peer: say why and close.
-                    self.error(&e)?;
-                    return Ok(());
-                }
+        Request::Fetch {
+            ns,
+            ids,
+            layers,
+            batch,
+        } => {
+            let name: &[u8] = if batch { b"KV.MGET" } else { b"KV.GET" };
+            let mut argv = vec![name.to_vec(), ns.into_bytes()];
+            argv.extend(ids.iter().map(|id| id.to_le_bytes().to_vec()));
+            layers_of(&mut argv, layers);
+            let answer = if batch {
+                Answer::BatchFetch
+            } else {
+                Answer::Fetch
             };
-            if u64::from(hd.len) > limit {
-                self.error(&format!(
-                    "ERR binary-lane frame of {} bytes is over the limit ({limit}, client-query-buffer-limit)",
-                    hd.len
-                ))?;
-                return Ok(());
+            (argv, answer)
+        }
+    }
+}
+
+/// Appends an error frame.
+pub fn write_error(text: &str, out: &mut Output) {
+    let bytes = out.bytes_mut();
+    bytes.extend_from_slice(&header(ERROR, text.len()));
+    bytes.extend_from_slice(text.as_bytes());
+}
+
+/// Appends the reply frame of a request answered `reply`, with the prompt cache's
+/// typed result when the command left one.
+pub fn write_reply(answer: Answer, reply: &Reply, outcome: Option<Outcome>, out: &mut Output) {
+    if let Reply::Error(text) = reply {
+        return write_error(text, out);
+    }
+    let opcode = answer.opcode();
+    let frame = |out: &mut Output, body: &[u8]| {
+        let bytes = out.bytes_mut();
+        bytes.extend_from_slice(&header(opcode, body.len()));
+        bytes.extend_from_slice(body);
+    };
+    match (answer, outcome) {
+        (Answer::Ping, _) => match reply {
+            Reply::Bulk(echo) => frame(out, echo),
+            _ => frame(out, &[]),
+        },
+        (Answer::Auth, _) => frame(out, &[]),
+        (Answer::Match, Some(Outcome::Matched(m))) => {
+            let mut body = Vec::with_capacity(12 + m.blocks.len() * 16);
+            body.extend_from_slice(&m.tokens.to_le_bytes());
+            body.extend_from_slice(&(m.blocks.len() as u32).to_le_bytes());
+            for id in &m.blocks {
+                body.extend_from_slice(&id.0.to_le_bytes());
             }
-            let mut body = vec![0u8; hd.len as usize];
-            read_full(&mut self.stream, &mut body, stop)?;
-            match parse_request(hd.opcode, &body) {
-                Ok(req) => {
-                    drop(body);
-                    self.handle(hd.opcode, req)?;
+            frame(out, &body);
+        }
+        (Answer::Put, Some(Outcome::Stored(id))) => frame(out, &id.0.to_le_bytes()),
+        (Answer::Fetch, Some(Outcome::Fetched(blocks))) if blocks.len() == 1 => {
+            write_blocks(opcode, None, &blocks, out)
+        }
+        (Answer::BatchFetch, Some(Outcome::Fetched(blocks))) => {
+            write_blocks(opcode, Some(blocks.len() as u32), &blocks, out)
+        }
+        // The command answered without the result the lane needs: say so, never
+        // make one up.
+        _ => write_error(
+            "ERR internal error: no prompt-cache result for the binary lane",
+            out,
+        ),
+    }
+}
+
+/// A fetch's frame: the headers go into the reply bytes, each layer's stored buffer
+/// is attached as it is.
+fn write_blocks(opcode: u8, count: Option<u32>, blocks: &[Fetched], out: &mut Output) {
+    let mut total = if count.is_some() { 4 } else { 0 };
+    for b in blocks {
+        total += 8;
+        for l in &b.layers {
+            total += 1 + l.as_ref().map_or(0, |d| 8 + d.len());
+        }
+    }
+    out.bytes_mut().extend_from_slice(&header(opcode, total));
+    if let Some(n) = count {
+        out.bytes_mut().extend_from_slice(&n.to_le_bytes());
+    }
+    for b in blocks {
+        let bytes = out.bytes_mut();
+        bytes.extend_from_slice(&b.tokens.to_le_bytes());
+        bytes.extend_from_slice(&(b.layers.len() as u32).to_le_bytes());
+        for l in &b.layers {
+            match l {
+                None => out.bytes_mut().push(0),
+                Some(data) => {
+                    let bytes = out.bytes_mut();
+                    bytes.push(1);
+                    bytes.extend_from_slice(&(data.len() as u64).to_le_bytes());
+                    out.attach(std::sync::Arc::clone(data));
                 }
-                Err(e) => self.error(&e)?,
             }
         }
     }
+}
 
-    fn handle(&mut self, opcode: u8, req: Request) -> io::Result<()> {
-        if let Request::Ping(b) = &req {
-            return self.reply(opcode | 0x80, b);
-        }
-        if let Request::Auth(user, pass) = req {
-            let mut args = vec![b"AUTH".to_vec()];
-            args.extend(user);
-            args.push(pass);
-            return match self.session.execute_argv(&args) {
-                Reply::Error(e) => self.error(&e),
-                _ => self.reply(opcode | 0x80, &[]),
-            };
-        }
-        if !self.session.client.authenticated {
-            return self.error("NOAUTH Authentication required.");
-        }
-        match req {
-            Request::Match { ns, tokens } => {
-                let le: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-                let reply = self
-                    .session
-                    .execute_argv(&[b"KV.MATCH".to_vec(), ns.into_bytes(), le]);
-                match reply {
-                    Reply::Array(v) => match (v.first(), v.get(1)) {
-                        (Some(Reply::Integer(n)), Some(Reply::Array(ids))) => {
-                            let mut body = (*n as u64).to_le_bytes().to_vec();
-                            body.extend_from_slice(&(ids.len() as u32).to_le_bytes());
-                            for id in ids {
-                                if let Reply::Bulk(hex) = id {
-                                    let id = BlockId::parse(hex).unwrap_or_default();
-                                    body.extend_from_slice(&id.0.to_le_bytes());
-                                }
-                            }
-                            self.reply(opcode | 0x80, &body)
-                        }
-                        _ => self.error("ERR internal error: unexpected KV.MATCH reply"),
-                    },
-                    Reply::Error(e) => self.error(&e),
-                    _ => self.error("ERR internal error: unexpected KV.MATCH reply"),
-                }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codec::encode_request;
+
+    #[test]
+    fn requests_become_the_commands_they_stand_for() {
+        let put = encode_request(&Request::Put {
+            ns: "m".into(),
+            parent: 7,
+            tokens: vec![1, 2],
+            layers: vec![vec![9; 4]],
+        });
+        match next_request(&put, 1 << 20) {
+            Next::Call { argv, answer, used } => {
+                assert_eq!(used, put.len());
+                assert_eq!(answer, Answer::Put);
+                assert_eq!(argv[0], b"KV.PUT");
+                // The parent id as its 16 bytes, not as text.
+                assert_eq!(argv[2], 7u128.to_le_bytes());
+                assert_eq!(argv[3], [1, 0, 0, 0, 2, 0, 0, 0]);
+                assert_eq!(argv[4], [9; 4]);
             }
-            Request::Put {
-                ns,
-                parent,
-                tokens,
-                layers,
-            } => {
-                let mut args = vec![
-                    b"KV.PUT".to_vec(),
-                    ns.into_bytes(),
-                    BlockId(parent).hex().into_bytes(),
-                    tokens.iter().flat_map(|t| t.to_le_bytes()).collect(),
+            other => panic!("{other:?}"),
+        }
+        let fetch = encode_request(&Request::Fetch {
+            ns: "m".into(),
+            ids: vec![3, 4],
+            layers: Some(vec![0, 5]),
+            batch: true,
+        });
+        match next_request(&fetch, 1 << 20) {
+            Next::Call { argv, answer, .. } => {
+                assert_eq!(answer, Answer::BatchFetch);
+                let want: Vec<Vec<u8>> = vec![
+                    b"KV.MGET".to_vec(),
+                    b"m".to_vec(),
+                    3u128.to_le_bytes().to_vec(),
+                    4u128.to_le_bytes().to_vec(),
+                    b"LAYERS".to_vec(),
+                    b"0".to_vec(),
+                    b"5".to_vec(),
                 ];
-                args.extend(layers);
-                match self.session.execute_argv(&args) {
-                    Reply::Bulk(hex) => {
-                        let id = BlockId::parse(&hex).unwrap_or_default();
-                        self.reply(opcode | 0x80, &id.0.to_le_bytes())
-                    }
-                    Reply::Error(e) => self.error(&e),
-                    _ => self.error("ERR internal error: unexpected KV.PUT reply"),
-                }
+                assert_eq!(argv, want);
             }
-            Request::Fetch {
-                ns,
-                ids,
-                layers,
-                batch,
-            } => self.fetch(opcode, &ns, &ids, layers.as_deref(), batch),
-            Request::Ping(_) | Request::Auth(..) => Ok(()),
+            other => panic!("{other:?}"),
         }
+        // A partial frame waits; a frame over the limit is refused before its body.
+        assert_eq!(
+            next_request(&fetch[..fetch.len() - 1], 1 << 20),
+            Next::Incomplete
+        );
+        assert!(matches!(
+            next_request(&fetch[..HEADER_LEN], 4),
+            Next::Fatal(_)
+        ));
+        assert!(matches!(
+            next_request(b"\0\0\x01\0\0\0\0", 4),
+            Next::Fatal(_)
+        ));
+        // A namespace longer than the body.
+        let mut bad = header(op::MATCH, 3).to_vec();
+        bad.extend_from_slice(&[5, 0, b'm']);
+        assert!(matches!(next_request(&bad, 1 << 20), Next::Refused { .. }));
     }
 
-    /// Fetches blocks and writes them straight from the stored buffers.
-    fn fetch(
-        &mut self,
-        opcode: u8,
-        ns: &str,
-        ids: &[u128],
-        layers: Option<&[usize]>,
-        batch: bool,
-    ) -> io::Result<()> {
-        let mut blocks = Vec::with_capacity(ids.len());
-        {
-            let mut store = self.engine.prefix().lock();
-            for &id in ids {
-                match store.get(ns, BlockId(id), layers) {
-                    Ok(b) => blocks.push(b),
-                    Err(e) => {
-                        drop(store);
-                        return self.error(&e.0);
-                    }
-                }
-            }
-        }
-        // A reply shows only what the log already holds (as over RESP).
-        if let Some(d) = self.engine.durability() {
-            if d.wal().failure().is_none() {
-                let _ = self.engine.make_durable(d.wal().appended_seq());
-            }
-        }
-        // Headers first (they must outlive the slices that point into them).
-        let mut heads: Vec<Vec<u8>> = Vec::with_capacity(blocks.len() * 8 + 1);
-        let mut total = if batch { 4 } else { 0 };
-        if batch {
-            heads.push((blocks.len() as u32).to_le_bytes().to_vec());
-        }
-        for (tokens, data) in &blocks {
-            let mut h = tokens.to_le_bytes().to_vec();
-            h.extend_from_slice(&(data.len() as u32).to_le_bytes());
-            total += 8;
-            heads.push(h);
-            for l in data {
-                let mut lh = Vec::with_capacity(9);
-                match l {
-                    None => lh.push(0),
-                    Some(bytes) => {
-                        lh.push(1);
-                        lh.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-                        total += bytes.len();
-                    }
-                }
-                total += lh.len();
-                heads.push(lh);
-            }
-        }
-        let frame = header(opcode | 0x80, total);
-        let mut slices = Vec::with_capacity(heads.len() * 2 + 1);
-        slices.push(IoSlice::new(&frame));
-        let mut hi = heads.iter();
-        if batch {
-            if let Some(h) = hi.next() {
-                slices.push(IoSlice::new(h));
-            }
-        }
-        for (_, data) in &blocks {
-            if let Some(h) = hi.next() {
-                slices.push(IoSlice::new(h));
-            }
-            for l in data {
-                if let Some(h) = hi.next() {
-                    slices.push(IoSlice::new(h));
-                }
-                if let Some(bytes) = l {
-                    slices.push(IoSlice::new(bytes));
-                }
-            }
-        }
-        write_all_vectored(&mut self.stream, &mut slices)
+    #[test]
+    fn a_reply_without_its_result_is_an_error_never_a_default() {
+        let mut out = Output::default();
+        write_reply(Answer::Match, &Reply::Array(vec![]), None, &mut out);
+        let bytes = out.to_vec();
+        assert_eq!(bytes[2], ERROR);
     }
 }
