@@ -55,6 +55,9 @@ pub(crate) struct EngineInner {
     server_stats: ServerStats,
     started_ms: i64,
     run_id: String,
+    /// The replication id `INFO replication` reports (`master_replid`): a new one each
+    /// run, as a Redis primary makes one at start-up.
+    repl_id: String,
     shutdown: std::sync::atomic::AtomicBool,
     /// Users and their permissions; the default user's password is `requirepass`.
     acl: crate::acl::Acl,
@@ -377,13 +380,15 @@ impl Engine {
     fn build(options: &EngineOptions) -> Engine {
         let databases = options.config.databases.max(1);
         let started_ms = unix_ms();
-        let run_id = {
+        let random_id = || {
             use rand::Rng;
             let mut rng = rand::thread_rng();
             (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)]))
-                .collect()
+                .collect::<String>()
         };
+        let run_id = random_id();
+        let repl_id = random_id();
         let inner = Arc::new(EngineInner {
             keyspace: Keyspace::new(databases),
             config: Config::new(options.config.clone()),
@@ -392,6 +397,7 @@ impl Engine {
             server_stats: ServerStats::default(),
             started_ms,
             run_id,
+            repl_id,
             shutdown: std::sync::atomic::AtomicBool::new(false),
             acl: {
                 let acl = crate::acl::Acl::new();
@@ -474,6 +480,11 @@ impl Engine {
     /// This run's random 40-hex-digit id.
     pub fn run_id(&self) -> &str {
         &self.inner.run_id
+    }
+
+    /// This run's replication id (`master_replid`).
+    pub fn repl_id(&self) -> &str {
+        &self.inner.repl_id
     }
 
     /// Asks the server around this engine to shut down (`SHUTDOWN`).

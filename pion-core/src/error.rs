@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::reply::Reply;
+use crate::reply::{ErrorText, Reply};
 
 /// Why an engine operation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,14 +34,14 @@ pub enum OpError {
     /// An unknown command.
     UnknownCommand {
         /// The command name as sent.
-        name: String,
+        name: Vec<u8>,
         /// The arguments that followed, for the error text.
-        args: Vec<String>,
+        args: Vec<Vec<u8>>,
     },
     /// An unknown subcommand of a container command (`CLIENT FOO`).
     UnknownSubcommand {
         /// The subcommand as sent.
-        sub: String,
+        sub: Vec<u8>,
         /// The container command, upper-case.
         command: String,
     },
@@ -84,30 +84,61 @@ impl OpError {
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),
+            OpError::UnknownCommand { .. } | OpError::UnknownSubcommand { .. } => {
+                self.error_text().into()
+            }
+            OpError::Custom(text) => text.clone(),
+        }
+    }
+
+    /// The reply text for this error, keeping the bytes a client sent where the text
+    /// quotes them (an unknown command or subcommand), as Redis does.
+    pub fn error_text(&self) -> ErrorText {
+        match self {
             OpError::UnknownCommand { name, args } => {
                 // Redis quotes the arguments until their text reaches 128 bytes.
-                let mut quoted = String::new();
+                let mut quoted = Vec::new();
                 for a in args {
                     if quoted.len() >= 128 {
                         break;
                     }
                     let room = 128 - quoted.len();
-                    quoted.push('\'');
-                    quoted.push_str(&clip(a, room));
-                    quoted.push_str("' ");
+                    quoted.push(b'\'');
+                    quoted.extend_from_slice(clip_bytes(a, room));
+                    quoted.extend_from_slice(b"' ");
                 }
-                Cow::Owned(sanitize(format!(
-                    "ERR unknown command '{}', with args beginning with: {quoted}",
-                    clip(name, 128)
-                )))
+                let mut text = b"ERR unknown command '".to_vec();
+                text.extend_from_slice(clip_bytes(name, 128));
+                text.extend_from_slice(b"', with args beginning with: ");
+                text.extend_from_slice(&quoted);
+                ErrorText::from_bytes(sanitize_bytes(text))
             }
-            OpError::UnknownSubcommand { sub, command } => Cow::Owned(sanitize(format!(
-                "ERR unknown subcommand '{}'. Try {command} HELP.",
-                clip(sub, 128)
-            ))),
-            OpError::Custom(text) => text.clone(),
+            OpError::UnknownSubcommand { sub, command } => {
+                let mut text = b"ERR unknown subcommand '".to_vec();
+                text.extend_from_slice(clip_bytes(sub, 128));
+                text.extend_from_slice(format!("'. Try {command} HELP.").as_bytes());
+                ErrorText::from_bytes(sanitize_bytes(text))
+            }
+            other => other.wire_text().into(),
         }
     }
+}
+
+/// Redis quotes at most `max` bytes of what a client sent, and as a C string it stops
+/// at the first NUL byte.
+fn clip_bytes(s: &[u8], max: usize) -> &[u8] {
+    let s = s.split(|&b| b == 0).next().unwrap_or(&[]);
+    &s[..s.len().min(max)]
+}
+
+/// An error line may not contain CR or LF: Redis replaces them with spaces.
+fn sanitize_bytes(mut s: Vec<u8>) -> Vec<u8> {
+    for b in &mut s {
+        if *b == b'\r' || *b == b'\n' {
+            *b = b' ';
+        }
+    }
+    s
 }
 
 /// Redis quotes at most `max` bytes of a user-supplied name in an error message, and
@@ -139,7 +170,7 @@ impl std::error::Error for OpError {}
 
 impl From<OpError> for Reply {
     fn from(e: OpError) -> Reply {
-        Reply::Error(e.wire_text())
+        Reply::Error(e.error_text())
     }
 }
 

@@ -203,14 +203,27 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "replication" => {
             header!("# Replication");
+            // A primary without replicas, as Redis reports one.
             line("role", &"master");
             line("connected_slaves", &0);
+            line("master_failover_state", &"no-failover");
+            line("master_replid", &e.repl_id());
+            line("master_replid2", &"0".repeat(40));
+            line("master_repl_offset", &0);
+            line("second_repl_offset", &-1);
+            line("repl_backlog_active", &0);
+            line("repl_backlog_size", &1_048_576);
+            line("repl_backlog_first_byte_offset", &0);
+            line("repl_backlog_histlen", &0);
         }
         "cpu" => {
             header!("# CPU");
             let (user, sys) = cpu_times();
             line("used_cpu_sys", &format!("{sys:.6}"));
             line("used_cpu_user", &format!("{user:.6}"));
+            // No child processes: snapshots are threads.
+            line("used_cpu_sys_children", &"0.000000");
+            line("used_cpu_user_children", &"0.000000");
         }
         "modules" => header!("# Modules"),
         "errorstats" => {

@@ -12,7 +12,7 @@ pub enum Reply {
     /// A simple status line such as `OK` or `PONG`.
     Status(Cow<'static, str>),
     /// An error line; the text includes its code prefix (`ERR …`, `WRONGTYPE …`).
-    Error(Cow<'static, str>),
+    Error(ErrorText),
     /// A signed 64-bit integer.
     Integer(i64),
     /// A binary-safe bulk string.
@@ -85,7 +85,7 @@ impl Reply {
     }
 
     /// An error reply with the full Redis text (prefix included).
-    pub fn error(text: impl Into<Cow<'static, str>>) -> Reply {
+    pub fn error(text: impl Into<ErrorText>) -> Reply {
         Reply::Error(text.into())
     }
 
@@ -108,5 +108,102 @@ impl Reply {
     /// A status line from an owned string.
     pub fn status_owned(s: String) -> Reply {
         Reply::Status(Cow::Owned(s))
+    }
+}
+
+/// The text of an error reply, code first (`ERR …`). Nearly always UTF-8 text; an error
+/// that quotes what a client sent (an unknown command's name and arguments) keeps
+/// those bytes exactly as they came, since Redis echoes them raw. Everything inside
+/// reads the text (with any invalid UTF-8 replaced); the wire gets the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorText {
+    text: Cow<'static, str>,
+    raw: Option<Box<[u8]>>,
+}
+
+impl ErrorText {
+    /// An error whose wire form is `bytes` exactly (CR and LF aside, which the encoder
+    /// turns into spaces as for every error).
+    pub fn from_bytes(bytes: Vec<u8>) -> ErrorText {
+        match String::from_utf8(bytes) {
+            Ok(text) => ErrorText {
+                text: Cow::Owned(text),
+                raw: None,
+            },
+            Err(e) => ErrorText {
+                text: Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                raw: Some(e.into_bytes().into_boxed_slice()),
+            },
+        }
+    }
+
+    /// What the wire shows.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.raw.as_deref().unwrap_or(self.text.as_bytes())
+    }
+
+    /// The text (invalid UTF-8 replaced).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The text, owned.
+    pub fn into_owned(self) -> String {
+        self.text.into_owned()
+    }
+}
+
+impl std::ops::Deref for ErrorText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for ErrorText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<&'static str> for ErrorText {
+    fn from(text: &'static str) -> ErrorText {
+        ErrorText {
+            text: Cow::Borrowed(text),
+            raw: None,
+        }
+    }
+}
+
+impl From<String> for ErrorText {
+    fn from(text: String) -> ErrorText {
+        ErrorText {
+            text: Cow::Owned(text),
+            raw: None,
+        }
+    }
+}
+
+impl From<Cow<'static, str>> for ErrorText {
+    fn from(text: Cow<'static, str>) -> ErrorText {
+        ErrorText { text, raw: None }
+    }
+}
+
+impl From<ErrorText> for Cow<'static, str> {
+    fn from(e: ErrorText) -> Cow<'static, str> {
+        e.text
+    }
+}
+
+impl PartialEq<str> for ErrorText {
+    fn eq(&self, other: &str) -> bool {
+        self.text == other
+    }
+}
+
+impl PartialEq<&str> for ErrorText {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
     }
 }

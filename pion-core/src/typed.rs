@@ -8,7 +8,7 @@ use crate::reply::Reply;
 
 fn check(reply: Reply) -> OpResult<Reply> {
     match reply {
-        Reply::Error(text) => Err(OpError::Custom(text)),
+        Reply::Error(text) => Err(OpError::Custom(text.into())),
         other => Ok(other),
     }
 }

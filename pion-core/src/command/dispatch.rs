@@ -61,11 +61,8 @@ pub fn resolve(argv: &[Vec<u8>]) -> OpResult<Resolved> {
         .first()
         .ok_or_else(|| OpError::custom("ERR empty command"))?;
     let unknown = || OpError::UnknownCommand {
-        name: String::from_utf8_lossy(name).into_owned(),
-        args: argv[1..]
-            .iter()
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect(),
+        name: name.clone(),
+        args: argv[1..].to_vec(),
     };
     let mut buf = [0u8; 64];
     let lname = lower(name, &mut buf).ok_or_else(unknown)?;
@@ -94,7 +91,7 @@ pub fn resolve(argv: &[Vec<u8>]) -> OpResult<Resolved> {
     let found = lower(sub, &mut subbuf).and_then(|s| t.lookup_sub(spec, s));
     let Some((sub_spec, full_name, stat)) = found else {
         return Err(OpError::UnknownSubcommand {
-            sub: String::from_utf8_lossy(sub).into_owned(),
+            sub: sub.clone(),
             command: spec.name.to_ascii_uppercase(),
         });
     };
