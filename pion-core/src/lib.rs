@@ -53,6 +53,7 @@ pub mod scripting;
 pub mod search;
 pub mod session;
 pub mod slowlog;
+pub mod storage;
 pub(crate) mod strtod;
 #[cfg(test)]
 mod test_support;

@@ -21,10 +21,11 @@ mod sync_signal;
 mod turn;
 pub mod wal;
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::storage::{DirLock, LockError, Storage};
 
 pub use recovery::RecoveryReport;
 pub use snapshotter::{
@@ -44,7 +45,7 @@ pub enum RecoverMode {
 }
 
 /// How an engine keeps its data.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DurabilityOptions {
     /// The data directory (created if missing).
     pub dir: PathBuf,
@@ -59,6 +60,23 @@ pub struct DurabilityOptions {
     pub recover: RecoverMode,
     /// Size at which a prompt-cache block file is closed and a new one started.
     pub block_file_bytes: u64,
+    /// Where the files are: the local file system, unless a test gives a simulated
+    /// or fault-injecting storage.
+    pub storage: Arc<dyn Storage>,
+}
+
+impl std::fmt::Debug for DurabilityOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurabilityOptions")
+            .field("dir", &self.dir)
+            .field("fsync", &self.fsync)
+            .field("segment_bytes", &self.segment_bytes)
+            .field("snapshot_after_bytes", &self.snapshot_after_bytes)
+            .field("recover", &self.recover)
+            .field("block_file_bytes", &self.block_file_bytes)
+            .field("local", &self.storage.is_local())
+            .finish()
+    }
 }
 
 impl DurabilityOptions {
@@ -72,6 +90,7 @@ impl DurabilityOptions {
             snapshot_after_bytes: 256 << 20,
             recover: RecoverMode::Strict,
             block_file_bytes: 256 << 20,
+            storage: crate::storage::local(),
         }
     }
 }
@@ -131,10 +150,11 @@ pub struct SnapshotStats {
 /// snapshot bookkeeping.
 pub struct Durability {
     dir: PathBuf,
+    storage: Arc<dyn Storage>,
     wal: Wal,
     /// Held for the engine's lifetime: the operating system releases the lock when
     /// the process ends, however it ends.
-    _lock: File,
+    _lock: DirLock,
     snapshot_after_bytes: AtomicU64,
     snapshots: SnapshotStats,
     recovery: RecoveryReport,
@@ -144,6 +164,11 @@ impl Durability {
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Where the files are.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
     }
 
     /// The log.
@@ -305,49 +330,17 @@ impl Durability {
     }
 }
 
-/// Locks a data directory for this process: `dir/LOCK`, holding our process id.
-fn lock_dir(dir: &Path) -> Result<File, OpenError> {
+/// Locks a data directory for this process (see [`Storage::lock_dir`]).
+fn lock_dir(storage: &dyn Storage, dir: &Path) -> Result<DirLock, OpenError> {
     let path = dir.join("LOCK");
-    let io = |e: std::io::Error| OpenError::Io(format!("cannot open {}: {e}", path.display()));
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(io)?;
-    // An engine of this same process that is being dropped releases the lock when
-    // its background threads let go of it (within one tick, or when a snapshot in
-    // progress ends): wait for that rather than fail a close-then-reopen.
-    let ours =
-        || std::fs::read_to_string(&path).is_ok_and(|p| p.trim() == std::process::id().to_string());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let locked = loop {
-        match file.try_lock() {
-            Err(std::fs::TryLockError::WouldBlock)
-                if ours() && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            other => break other,
-        }
-    };
-    match locked {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            return Err(OpenError::InUse(format!(
-                "data directory {} is in use by another process (pid {}; lock file {})",
-                dir.display(),
-                holder.trim(),
-                path.display()
-            )));
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
-    }
-    file.set_len(0).map_err(io)?;
-    writeln!(file, "{}", std::process::id()).map_err(io)?;
-    Ok(file)
+    storage.lock_dir(dir).map_err(|e| match e {
+        LockError::InUse(holder) => OpenError::InUse(format!(
+            "data directory {} is in use by another process (pid {holder}; lock file {})",
+            dir.display(),
+            path.display()
+        )),
+        LockError::Io(e) => OpenError::Io(format!("cannot open {}: {e}", path.display())),
+    })
 }
 
 /// Opens a data directory: lock it, recover its contents into `engine`, and start the
@@ -357,34 +350,45 @@ pub(crate) fn open(
     options: &DurabilityOptions,
 ) -> Result<Durability, OpenError> {
     let dir = &options.dir;
-    std::fs::create_dir_all(dir)
+    let storage = &options.storage;
+    storage
+        .create_dir_all(dir)
         .map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
-    let lock = lock_dir(dir)?;
+    let lock = lock_dir(&**storage, dir)?;
     // Prompt-cache payloads live in block files that log records and snapshots name.
     let files = std::sync::Arc::new(
-        crate::prefix::blockfile::BlockFiles::open(dir, options.block_file_bytes).map_err(|e| {
+        crate::prefix::blockfile::BlockFiles::open(
+            Arc::clone(storage),
+            dir,
+            options.block_file_bytes,
+        )
+        .map_err(|e| {
             OpenError::Io(format!(
                 "cannot open the block files in {}: {e}",
                 dir.display()
             ))
         })?,
     );
-    // Exported prefixes are derived files: whatever an earlier run left is stale.
-    let exports = crate::prefix::export::Exports::open(dir).map_err(|e| {
-        OpenError::Io(format!(
-            "cannot prepare {}: {e}",
-            dir.join(crate::prefix::export::DIR).display()
-        ))
-    })?;
     {
         let mut store = engine.prefix().lock();
         store.set_files(std::sync::Arc::clone(&files));
-        store.set_exports(exports);
+        // Exported prefixes are derived files that other processes map: only on the
+        // local file system, and whatever an earlier run left is stale.
+        if storage.is_local() {
+            let exports = crate::prefix::export::Exports::open(dir).map_err(|e| {
+                OpenError::Io(format!(
+                    "cannot prepare {}: {e}",
+                    dir.join(crate::prefix::export::DIR).display()
+                ))
+            })?;
+            store.set_exports(exports);
+        }
     }
     let recovery = recovery::recover(engine, options)?;
     // Files nothing references any more are deleted after the next snapshot.
     files.retire_empty(recovery.last_seq);
     let wal = Wal::create(
+        Arc::clone(storage),
         dir,
         recovery.last_seq + 1,
         options.fsync,
@@ -402,6 +406,7 @@ pub(crate) fn open(
         .store(recovery.snapshot_seq, Ordering::Relaxed);
     Ok(Durability {
         dir: dir.clone(),
+        storage: Arc::clone(storage),
         wal,
         _lock: lock,
         snapshot_after_bytes: AtomicU64::new(options.snapshot_after_bytes),

@@ -15,6 +15,7 @@ use super::snapshot::{list_snapshots, SnapshotContents};
 use super::wal::list_segments;
 use super::{DurabilityOptions, OpenError, RecoverMode};
 use crate::client::ClientState;
+use crate::storage::{Open, Storage};
 use crate::Engine;
 
 /// What recovery found and did.
@@ -48,9 +49,10 @@ pub(crate) fn reload_in_place(
 ) -> Result<RecoveryReport, OpenError> {
     let started = Instant::now();
     let mut report = RecoveryReport::default();
-    let snapshots = list_snapshots(&options.dir).map_err(|e| io_err(&options.dir, e))?;
+    let storage = &*options.storage;
+    let snapshots = list_snapshots(storage, &options.dir).map_err(|e| io_err(&options.dir, e))?;
     if let Some((seq, path)) = snapshots.last() {
-        report.snapshot_keys = load_snapshot(engine, path, Prefix::Keep)?;
+        report.snapshot_keys = load_snapshot(engine, storage, path, Prefix::Keep)?;
         report.snapshot_seq = *seq;
     }
     replay_log(engine, options, Mode::InPlace, &mut report)?;
@@ -111,20 +113,23 @@ pub(crate) fn recover(
 ) -> Result<RecoveryReport, OpenError> {
     let started = Instant::now();
     let dir = &options.dir;
+    let storage = &*options.storage;
     let mut report = RecoveryReport::default();
     let stale_tmp = dir.join("snapshot.tmp");
-    if stale_tmp.exists() {
+    if storage.exists(&stale_tmp) {
         // A snapshot that was being written when the process stopped: never complete.
-        std::fs::remove_file(&stale_tmp).map_err(|e| io_err(&stale_tmp, e))?;
+        storage
+            .remove(&stale_tmp)
+            .map_err(|e| io_err(&stale_tmp, e))?;
     }
-    let snapshots = list_snapshots(dir).map_err(|e| io_err(dir, e))?;
+    let snapshots = list_snapshots(storage, dir).map_err(|e| io_err(dir, e))?;
     if let Some((seq, path)) = snapshots.last() {
-        report.snapshot_keys = load_snapshot(engine, path, Prefix::Load)?;
+        report.snapshot_keys = load_snapshot(engine, storage, path, Prefix::Load)?;
         report.snapshot_seq = *seq;
         for (_, older) in &snapshots[..snapshots.len() - 1] {
             // Superseded (the process stopped between writing the new one and
             // removing the old one).
-            let _ = std::fs::remove_file(older);
+            let _ = storage.remove(older);
         }
     }
     replay_log(engine, options, Mode::Startup, &mut report)?;
@@ -161,8 +166,13 @@ enum Mode {
     InPlace,
 }
 
-fn load_snapshot(engine: &Engine, path: &Path, prefix: Prefix) -> Result<u64, OpenError> {
-    let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+fn load_snapshot(
+    engine: &Engine,
+    storage: &dyn Storage,
+    path: &Path,
+    prefix: Prefix,
+) -> Result<u64, OpenError> {
+    let bytes = storage.read(path).map_err(|e| io_err(path, e))?;
     let damaged = |e: String| {
         OpenError::Damaged(format!(
             "snapshot {} is damaged: {e}; move it away to start from the log alone \
@@ -248,7 +258,8 @@ fn replay_log(
     report: &mut RecoveryReport,
 ) -> Result<(), OpenError> {
     let dir = &options.dir;
-    let segments = list_segments(dir).map_err(|e| io_err(dir, e))?;
+    let storage = &*options.storage;
+    let segments = list_segments(storage, dir).map_err(|e| io_err(dir, e))?;
     let base = report.snapshot_seq;
     let mut expected = base + 1;
     let mut client = ClientState::detached(engine.clients(), 0);
@@ -266,7 +277,7 @@ fn replay_log(
         }
         let later = segments.len() - i - 1;
         let is_last = later == 0;
-        let bytes = std::fs::read(path).map_err(|e| io_err(path, e))?;
+        let bytes = storage.read(path).map_err(|e| io_err(path, e))?;
         let scan = scan_segment(&bytes);
         if *first > expected {
             return Err(OpenError::Damaged(format!(
@@ -314,7 +325,7 @@ fn replay_log(
             ScanEnd::Clean => {
                 if bytes.len() > scan.records_end && is_last {
                     // The zero-filled space the crashed process had not used yet.
-                    cut(path, scan.records_end)?;
+                    cut(storage, path, scan.records_end)?;
                 }
             }
             ScanEnd::Torn { offset, bytes: n } if is_last => {
@@ -323,7 +334,7 @@ fn replay_log(
                      never acknowledged): truncating {n} bytes at offset {offset}",
                     path.display()
                 );
-                cut(path, offset)?;
+                cut(storage, path, offset)?;
                 report.truncated_bytes += n as u64;
             }
             ScanEnd::Torn { offset, bytes: n } if next_first == Some(expected) => {
@@ -334,7 +345,7 @@ fn replay_log(
                      segment repeats; trimming them",
                     path.display()
                 );
-                cut(path, offset)?;
+                cut(storage, path, offset)?;
             }
             ScanEnd::Torn { offset, .. } | ScanEnd::Corrupt { offset, .. } => {
                 let reason = match scan.end {
@@ -349,7 +360,7 @@ fn replay_log(
                         truncate_hint(path, offset, bytes.len(), later)
                     )));
                 }
-                let dropped_later = drop_segments(&segments[i + 1..])?;
+                let dropped_later = drop_segments(storage, &segments[i + 1..])?;
                 crate::log_warning!(
                     "warning: --wal-recover truncate: {} damaged at offset {offset} \
                      ({reason}); dropping {} bytes there and {dropped_later} bytes in {later} \
@@ -357,7 +368,7 @@ fn replay_log(
                     path.display(),
                     bytes.len() - offset
                 );
-                cut(path, offset)?;
+                cut(storage, path, offset)?;
                 report.truncated_bytes += (bytes.len() - offset) as u64 + dropped_later;
                 stop_after = Some(i);
             }
@@ -409,28 +420,37 @@ fn apply(
 }
 
 /// Cuts a segment file at `offset` (removing it when not even its header survives).
-fn cut(path: &Path, offset: usize) -> Result<(), OpenError> {
+fn cut(storage: &dyn Storage, path: &Path, offset: usize) -> Result<(), OpenError> {
     let fail =
         |e: std::io::Error| OpenError::Io(format!("cannot truncate {}: {e}", path.display()));
     if offset < super::record::SEGMENT_HEADER_LEN {
-        std::fs::remove_file(path).map_err(fail)?;
+        storage.remove(path).map_err(fail)?;
+        if let Some(dir) = path.parent() {
+            storage.sync_dir(dir).map_err(fail)?;
+        }
     } else {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(fail)?;
+        let f = storage.open(path, Open::Existing).map_err(fail)?;
         f.set_len(offset as u64).map_err(fail)?;
-        f.sync_all().map_err(fail)?;
+        f.sync().map_err(fail)?;
     }
     Ok(())
 }
 
-fn drop_segments(segments: &[(u64, PathBuf)]) -> Result<u64, OpenError> {
+fn drop_segments(storage: &dyn Storage, segments: &[(u64, PathBuf)]) -> Result<u64, OpenError> {
     let mut bytes = 0;
     for (_, p) in segments {
-        bytes += std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        std::fs::remove_file(p)
+        bytes += storage
+            .open(p, Open::Existing)
+            .and_then(|f| f.len())
+            .unwrap_or(0);
+        storage
+            .remove(p)
             .map_err(|e| OpenError::Io(format!("cannot remove {}: {e}", p.display())))?;
+    }
+    if let Some(dir) = segments.first().and_then(|(_, p)| p.parent()) {
+        storage
+            .sync_dir(dir)
+            .map_err(|e| OpenError::Io(format!("cannot sync {}: {e}", dir.display())))?;
     }
     Ok(bytes)
 }

@@ -22,6 +22,7 @@ use super::snapshotter::take_snapshot;
 use super::turn::Waiting;
 use crate::client::ClientState;
 use crate::keyspace::LockSet;
+use crate::storage::Storage;
 use crate::Engine;
 
 /// The options of `DEBUG RELOAD`.
@@ -85,7 +86,7 @@ pub fn reload(
     if options.save {
         take_snapshot(engine, Waiting::ForAny).map_err(|e| ReloadError::Save(e.to_string()))?;
     }
-    let snap = read_newest(d.dir()).map_err(ReloadError::Load)?;
+    let snap = read_newest(&**d.storage(), d.dir()).map_err(ReloadError::Load)?;
     let databases = engine.keyspace().databases();
     if snap.databases > databases {
         return Err(ReloadError::Load(format!(
@@ -152,7 +153,8 @@ pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, Re
     wal.write_through(wal.appended_seq())
         .map_err(ReloadError::Save)?;
     empty(engine, now_ms);
-    let options = super::DurabilityOptions::new(d.dir());
+    let mut options = super::DurabilityOptions::new(d.dir());
+    options.storage = std::sync::Arc::clone(d.storage());
     let report = super::recovery::reload_in_place(engine, &options)
         .map_err(|e| ReloadError::Load(e.to_string()))?;
     Ok(ReloadSummary {
@@ -162,13 +164,15 @@ pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, Re
     })
 }
 
-fn read_newest(dir: &Path) -> Result<SnapshotContents, String> {
+fn read_newest(storage: &dyn Storage, dir: &Path) -> Result<SnapshotContents, String> {
     let snapshots =
-        list_snapshots(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        list_snapshots(storage, dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let (_, path) = snapshots
         .last()
         .ok_or_else(|| format!("no snapshot in {} to load", dir.display()))?;
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = storage
+        .read(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     SnapshotContents::parse(bytes)
         .map_err(|e| format!("snapshot {} is damaged: {e}", path.display()))
 }

@@ -2,13 +2,12 @@
 //! writes into it never change metadata and an fsync flushes data only), and the
 //! segments the log has rolled away from.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::record::segment_header;
+use crate::storage::{Open, Storage, StoredFile};
 
 /// The file name of the segment whose first record is `first_seq`.
 pub fn segment_name(first_seq: u64) -> String {
@@ -26,7 +25,7 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
 /// The segment file being written.
 pub(super) struct Segment {
     /// Shared so that an fsync can run without holding the segment lock.
-    pub(super) file: Arc<File>,
+    pub(super) file: Arc<dyn StoredFile>,
     /// Sequence number of its first record (its name and header say so).
     pub(super) first_seq: u64,
     /// Bytes of header and records (the rest of the file is zeros). A failed write may
@@ -43,14 +42,14 @@ pub(super) struct Segment {
 /// Rolling leaves both to the next sync, so a snapshot's cut never waits for an
 /// fsync.
 pub(super) struct Closed {
-    pub(super) file: Arc<File>,
+    pub(super) file: Arc<dyn StoredFile>,
     pub(super) size: u64,
 }
 
 /// A zero-filled file made ahead of time, renamed into the next segment at a roll.
 pub(super) struct Spare {
     pub(super) path: PathBuf,
-    pub(super) file: Arc<File>,
+    pub(super) file: Arc<dyn StoredFile>,
     pub(super) capacity: u64,
 }
 
@@ -63,21 +62,20 @@ pub(super) const FIRST_SEGMENT_CAPACITY: u64 = 4 << 20;
 
 /// Creates a file of `len` zero bytes, written out and fsynced (so that later writes
 /// into it change no metadata).
-pub(super) fn zero_filled(path: &Path, len: u64) -> io::Result<File> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .read(true)
-        .write(true)
-        .open(path)?;
+pub(super) fn zero_filled(
+    storage: &dyn Storage,
+    path: &Path,
+    len: u64,
+) -> io::Result<Arc<dyn StoredFile>> {
+    let file = storage.open(path, Open::Create)?;
     let chunk = vec![0u8; 1 << 20];
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(chunk.len() as u64) as usize;
-        file.write_all(&chunk[..n])?;
-        left -= n as u64;
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(chunk.len() as u64) as usize;
+        file.write_at(&chunk[..n], at)?;
+        at += n as u64;
     }
-    file.sync_all()?;
+    file.sync()?;
     Ok(file)
 }
 
@@ -88,6 +86,7 @@ pub(super) fn zero_filled(path: &Path, len: u64) -> io::Result<File> {
 /// Zero-filling pays off only when every batch is fsynced (`always`): under the other
 /// policies a segment starts empty and grows, and `capacity` is only where it rolls.
 pub(super) fn new_segment(
+    storage: &dyn Storage,
     dir: &Path,
     first_seq: u64,
     spare: Option<Spare>,
@@ -98,26 +97,18 @@ pub(super) fn new_segment(
     let header_len = super::record::SEGMENT_HEADER_LEN as u64;
     let (file, capacity) = match spare {
         Some(s) if s.capacity >= capacity.min(FIRST_SEGMENT_CAPACITY) => {
-            std::fs::rename(&s.path, &path)?;
+            storage.rename(&s.path, &path)?;
             (s.file, s.capacity)
         }
         _ if zero_fill => {
             let capacity = capacity.max(header_len);
-            (Arc::new(zero_filled(&path, capacity)?), capacity)
+            (zero_filled(storage, &path, capacity)?, capacity)
         }
-        _ => {
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .read(true)
-                .write(true)
-                .open(&path)?;
-            (Arc::new(file), capacity.max(header_len))
-        }
+        _ => (storage.open(&path, Open::Create)?, capacity.max(header_len)),
     };
-    file.write_all_at(&segment_header(first_seq), 0)?;
-    file.sync_data()?;
-    sync_dir(dir)?;
+    file.write_at(&segment_header(first_seq), 0)?;
+    file.sync()?;
+    storage.sync_dir(dir)?;
     Ok(Segment {
         file,
         first_seq,
@@ -128,27 +119,6 @@ pub(super) fn new_segment(
 }
 
 /// Segment files of a directory, ordered by their first sequence number.
-pub fn list_segments(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    list_numbered(dir, parse_segment_name)
-}
-
-/// The files of a directory whose names `parse` reads a number from, ordered by it.
-pub(super) fn list_numbered(
-    dir: &Path,
-    parse: fn(&str) -> Option<u64>,
-) -> io::Result<Vec<(u64, PathBuf)>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(n) = entry.file_name().to_str().and_then(parse) {
-            out.push((n, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// fsyncs a directory, so the files created or renamed in it survive a power loss.
-pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+pub fn list_segments(storage: &dyn Storage, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    crate::storage::list_numbered(storage, dir, parse_segment_name)
 }

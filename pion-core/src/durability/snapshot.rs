@@ -22,12 +22,13 @@
 //! A snapshot is written to a temporary file, fsynced, and renamed over its final
 //! name; a crash at any point leaves the previous snapshot intact.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::codec::{crc, crc_extend, put_bytes, put_i64, put_u32, put_u64, Malformed, Reader};
 use crate::keyspace::Entry;
+use crate::storage::{Open, SeqWriter, Storage};
 use crate::value::vset::{Element, Stored, VQuant};
 use crate::value::{
     EncodingLimits, HashValue, ListValue, SetValue, Value, VectorSetValue, ZSetValue,
@@ -58,8 +59,8 @@ pub fn parse_snapshot_name(name: &str) -> Option<u64> {
 }
 
 /// Snapshot files of a directory, oldest first.
-pub fn list_snapshots(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
-    super::segment::list_numbered(dir, parse_snapshot_name)
+pub fn list_snapshots(storage: &dyn Storage, dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    crate::storage::list_numbered(storage, dir, parse_snapshot_name)
 }
 
 /// Appends one key to a section body.
@@ -303,7 +304,8 @@ pub fn decode_body(
 
 /// Writes a snapshot: sections as the shards are dumped, then the end marker.
 pub struct SnapshotWriter {
-    out: BufWriter<File>,
+    storage: Arc<dyn Storage>,
+    out: SeqWriter,
     tmp: PathBuf,
     dir: PathBuf,
     seq: u64,
@@ -314,14 +316,15 @@ pub struct SnapshotWriter {
 
 impl SnapshotWriter {
     /// Starts a snapshot of the state at log sequence number `seq`.
-    pub fn create(dir: &Path, seq: u64, created_ms: i64, databases: usize) -> io::Result<Self> {
+    pub fn create(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        seq: u64,
+        created_ms: i64,
+        databases: usize,
+    ) -> io::Result<Self> {
         let tmp = dir.join("snapshot.tmp");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(&tmp)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = SeqWriter::new(storage.open(&tmp, Open::Create)?);
         let mut h = Vec::with_capacity(HEADER_LEN);
         h.extend_from_slice(MAGIC);
         put_u64(&mut h, seq);
@@ -331,6 +334,7 @@ impl SnapshotWriter {
         put_u32(&mut h, c);
         out.write_all(&h)?;
         Ok(SnapshotWriter {
+            storage,
             out,
             tmp,
             dir: dir.to_path_buf(),
@@ -414,12 +418,10 @@ impl SnapshotWriter {
         put_u32(&mut end, c);
         self.out.write_all(&end)?;
         self.bytes += end.len() as u64;
-        let file = self.out.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        drop(file);
+        drop(self.out.finish()?);
         let path = self.dir.join(snapshot_name(self.seq));
-        std::fs::rename(&self.tmp, &path)?;
-        super::wal::sync_dir(&self.dir)?;
+        self.storage.rename(&self.tmp, &path)?;
+        self.storage.sync_dir(&self.dir)?;
         Ok((path, self.keys, self.bytes))
     }
 }
@@ -646,7 +648,8 @@ mod tests {
     }
 
     fn write(dir: &Path) -> PathBuf {
-        let mut w = SnapshotWriter::create(dir, 42, 1000, 4).expect("create");
+        let mut w =
+            SnapshotWriter::create(crate::storage::local(), dir, 42, 1000, 4).expect("create");
         let mut body = Vec::new();
         let keys = sample();
         for (db, k, e) in &keys {
@@ -669,7 +672,7 @@ mod tests {
         let dir = tmp("roundtrip");
         let path = write(&dir);
         assert_eq!(
-            list_snapshots(&dir).expect("list"),
+            list_snapshots(&crate::storage::Local, &dir).expect("list"),
             vec![(42, path.clone())]
         );
         let snap = SnapshotContents::parse(std::fs::read(&path).expect("read")).expect("parse");

@@ -237,8 +237,14 @@ fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
         )
     };
     let io = |e: std::io::Error| format!("cannot write the snapshot in {}: {e}", d.dir().display());
-    let mut writer = SnapshotWriter::create(d.dir(), seq, crate::engine::unix_ms(), ks.databases())
-        .map_err(io)?;
+    let mut writer = SnapshotWriter::create(
+        std::sync::Arc::clone(d.storage()),
+        d.dir(),
+        seq,
+        crate::engine::unix_ms(),
+        ks.databases(),
+    )
+    .map_err(io)?;
     let mut sections = 0;
     let mut keys_so_far = 0;
     let mut last_report = Instant::now();
@@ -271,9 +277,9 @@ fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
     }
     let (path, keys, bytes) = writer.finish().map_err(io)?;
     // The new snapshot is durable: older ones and the log it covers can go.
-    for (old, p) in list_snapshots(d.dir()).map_err(io)? {
+    for (old, p) in list_snapshots(&**d.storage(), d.dir()).map_err(io)? {
         if old < seq {
-            let _ = std::fs::remove_file(p);
+            let _ = d.storage().remove(&p);
         }
     }
     wal.remove_segments_before(seq + 1).map_err(io)?;

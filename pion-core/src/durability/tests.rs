@@ -146,7 +146,7 @@ fn reopen_restores_every_type_and_deadline() {
 
 /// The newest segment file.
 fn last_segment(dir: &Path) -> PathBuf {
-    list_segments(dir)
+    list_segments(&crate::storage::Local, dir)
         .expect("list")
         .last()
         .expect("a segment")
@@ -226,7 +226,7 @@ fn a_missing_segment_is_a_gap_not_a_silent_skip() {
             run(&e, 0, &["SET", &format!("k{i}"), &"x".repeat(40)]);
         }
     }
-    let segments = list_segments(&dir).expect("list");
+    let segments = list_segments(&crate::storage::Local, &dir).expect("list");
     assert!(segments.len() >= 3);
     std::fs::remove_file(&segments[1].1).expect("remove");
     let text = open(&dir)
@@ -245,7 +245,7 @@ fn a_damaged_snapshot_is_named() {
         populate(&e);
         assert_eq!(run(&e, 0, &["SAVE"]), Reply::ok());
     }
-    let (_, path) = super::snapshot::list_snapshots(&dir)
+    let (_, path) = super::snapshot::list_snapshots(&crate::storage::Local, &dir)
         .expect("list")
         .pop()
         .expect("a snapshot");
@@ -405,9 +405,9 @@ fn snapshots_under_concurrent_writes_lose_and_duplicate_nothing() {
         assert_eq!(run(&e, 0, &["GET", &format!("n{t}")]), Reply::bulk("3000"));
     }
     // Only the newest snapshot and the log after it remain.
-    let snaps = super::snapshot::list_snapshots(&dir).expect("list");
+    let snaps = super::snapshot::list_snapshots(&crate::storage::Local, &dir).expect("list");
     assert_eq!(snaps.len(), 1);
-    let first = list_segments(&dir).expect("list")[0].0;
+    let first = list_segments(&crate::storage::Local, &dir).expect("list")[0].0;
     assert!(first <= snaps[0].0 + 1);
     drop(e);
     let _ = std::fs::remove_dir_all(&dir);
@@ -492,7 +492,10 @@ fn always_writes_into_zero_filled_segments_and_recovers_from_them() {
         dump(&e)
     };
     assert!(
-        list_segments(&dir).expect("list").len() > 2,
+        list_segments(&crate::storage::Local, &dir)
+            .expect("list")
+            .len()
+            > 2,
         "segments rolled"
     );
     let e = open(&dir).expect("reopen");

@@ -19,7 +19,6 @@
 //! commit until the disk recovers; nothing is acknowledged before it is logged.
 
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -28,11 +27,12 @@ use parking_lot::Mutex;
 
 use super::codec::crc;
 use super::record::{encode_commands, frame};
-pub use super::segment::{list_segments, parse_segment_name, segment_name, sync_dir};
+pub use super::segment::{list_segments, parse_segment_name, segment_name};
 use super::segment::{
     new_segment, zero_filled, Closed, Segment, Spare, FIRST_SEGMENT_CAPACITY, SPARE_NAME,
 };
 pub use super::sync_signal::SyncSignal;
+use crate::storage::{Storage, StoredFile};
 
 /// When the log is flushed to stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +107,7 @@ struct Pending {
 
 /// The write-ahead log of one data directory.
 pub struct Wal {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
     policy: AtomicU8,
     segment_limit: u64,
@@ -139,21 +140,28 @@ thread_local! {
 impl Wal {
     /// Opens a log whose next record is `next_seq`, in a new segment file.
     pub fn create(
+        storage: Arc<dyn Storage>,
         dir: &Path,
         next_seq: u64,
         policy: FsyncPolicy,
         segment_limit: u64,
     ) -> io::Result<Wal> {
-        let _ = std::fs::remove_file(dir.join(SPARE_NAME));
+        let _ = storage.remove(&dir.join(SPARE_NAME));
         let always = policy == FsyncPolicy::Always;
         let first_capacity = if always {
             segment_limit.min(FIRST_SEGMENT_CAPACITY)
         } else {
             segment_limit
         };
-        let segment = new_segment(dir, next_seq, None, first_capacity, always)?;
+        let segment = new_segment(&*storage, dir, next_seq, None, first_capacity, always)?;
         let last = next_seq - 1;
+        let on_disk: u64 = list_segments(&*storage, dir)?
+            .iter()
+            .filter_map(|(_, p)| storage.open(p, crate::storage::Open::Existing).ok())
+            .filter_map(|f| f.len().ok())
+            .sum();
         let wal = Wal {
+            storage,
             dir: dir.to_path_buf(),
             policy: AtomicU8::new(policy.code()),
             segment_limit: segment_limit.max(4096),
@@ -174,11 +182,6 @@ impl Wal {
             signal: Arc::new(SyncSignal::default()),
             companion: std::sync::OnceLock::new(),
         };
-        let on_disk: u64 = list_segments(dir)?
-            .iter()
-            .filter_map(|(_, p)| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .sum();
         wal.stats.bytes_on_disk.store(on_disk, Ordering::Relaxed);
         Ok(wal)
     }
@@ -311,7 +314,7 @@ impl Wal {
         if self.synced_seq() >= target {
             return Ok(());
         }
-        self.fsync(&file, target)?;
+        self.fsync(&*file, target)?;
         self.recovered();
         Ok(())
     }
@@ -347,17 +350,17 @@ impl Wal {
             return Ok(());
         }
         let path = self.dir.join(SPARE_NAME);
-        let file = match zero_filled(&path, self.segment_limit) {
+        let file = match zero_filled(&*self.storage, &path, self.segment_limit) {
             Ok(f) => f,
             Err(e) => {
                 // A half-made spare would only take the space the log needs.
-                let _ = std::fs::remove_file(&path);
+                let _ = self.storage.remove(&path);
                 return Err(e);
             }
         };
         *self.spare.lock() = Some(Spare {
             path,
-            file: Arc::new(file),
+            file,
             capacity: self.segment_limit,
         });
         Ok(())
@@ -365,15 +368,19 @@ impl Wal {
 
     /// Deletes every segment that ends before `first_kept` (a snapshot covers them).
     pub fn remove_segments_before(&self, first_kept: u64) -> io::Result<usize> {
-        let segments = list_segments(&self.dir)?;
+        let segments = list_segments(&*self.storage, &self.dir)?;
         let mut removed = 0;
         for (i, (first, path)) in segments.iter().enumerate() {
             let next_first = segments.get(i + 1).map(|(f, _)| *f);
             // A segment may go only when the next one starts at or before the first
             // record still needed.
             if *first < first_kept && next_first.is_some_and(|n| n <= first_kept) {
-                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                std::fs::remove_file(path)?;
+                let len = self
+                    .storage
+                    .open(path, crate::storage::Open::Existing)
+                    .and_then(|f| f.len())
+                    .unwrap_or(0);
+                self.storage.remove(path)?;
                 self.stats.bytes_on_disk.fetch_sub(
                     len.min(self.stats.bytes_on_disk.load(Ordering::Relaxed)),
                     Ordering::Relaxed,
@@ -382,7 +389,7 @@ impl Wal {
             }
         }
         if removed > 0 {
-            sync_dir(&self.dir)?;
+            self.storage.sync_dir(&self.dir)?;
         }
         Ok(removed)
     }
@@ -455,7 +462,7 @@ impl Wal {
         // over by its retry (the retried batch is never shorter).
         let outcome = self
             .injected()
-            .and_then(|()| seg.file.write_all_at(buf, seg.size));
+            .and_then(|()| seg.file.write_at(buf, seg.size));
         if let Err(e) = outcome {
             return Err(self.fail("write failed", &e));
         }
@@ -472,7 +479,7 @@ impl Wal {
         let target = self.written_seq();
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)?;
-        self.fsync(&seg.file, target)
+        self.fsync(&*seg.file, target)
     }
 
     /// Registers the files the log's records point into, fsynced before the log.
@@ -482,14 +489,14 @@ impl Wal {
 
     /// fsyncs the segment file that holds the records up to `target` (and first the
     /// files its records point into), and counts it.
-    fn fsync(&self, file: &std::fs::File, target: u64) -> Result<(), String> {
+    fn fsync(&self, file: &dyn StoredFile, target: u64) -> Result<(), String> {
         if let Some(sync) = self.companion.get() {
             self.injected()
                 .and_then(|()| sync())
                 .map_err(|e| self.fail("block file fsync failed", &e))?;
         }
         self.injected()
-            .and_then(|()| file.sync_data())
+            .and_then(|()| file.sync())
             .map_err(|e| self.fail("fsync failed", &e))?;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.stats
@@ -509,7 +516,7 @@ impl Wal {
         } else {
             self.segment_limit
         };
-        let fresh = new_segment(&self.dir, next, spare, capacity, false)
+        let fresh = new_segment(&*self.storage, &self.dir, next, spare, capacity, false)
             .map_err(|e| self.fail("cannot start segment", &e))?;
         self.stats
             .bytes_on_disk
@@ -528,7 +535,7 @@ impl Wal {
         while let Some(c) = closed.first() {
             let done = self
                 .injected()
-                .and_then(|()| c.file.sync_data())
+                .and_then(|()| c.file.sync())
                 .and_then(|()| c.file.set_len(c.size));
             if let Err(e) = done {
                 let mut queue = self.closed.lock();
@@ -570,7 +577,8 @@ mod tests {
     #[test]
     fn records_reach_the_file_on_commit_and_segments_roll() {
         let dir = tmp("roll");
-        let wal = Wal::create(&dir, 1, FsyncPolicy::Always, 4096).expect("create");
+        let wal = Wal::create(crate::storage::local(), &dir, 1, FsyncPolicy::Always, 4096)
+            .expect("create");
         let mut last = 0;
         for i in 0..400 {
             last = set(&wal, i);
@@ -580,7 +588,7 @@ mod tests {
         }
         wal.commit(last).expect("commit");
         assert_eq!(wal.synced_seq(), 400);
-        let segments = list_segments(&dir).expect("list");
+        let segments = list_segments(&crate::storage::Local, &dir).expect("list");
         assert!(segments.len() > 3, "segments rolled: {segments:?}");
         let mut next = 1;
         for (first, path) in &segments {
@@ -598,14 +606,26 @@ mod tests {
         let first_kept = wal.roll().expect("roll");
         assert_eq!(first_kept, 401);
         wal.remove_segments_before(first_kept).expect("remove");
-        assert_eq!(list_segments(&dir).expect("list").len(), 1);
+        assert_eq!(
+            list_segments(&crate::storage::Local, &dir)
+                .expect("list")
+                .len(),
+            1
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn a_failing_disk_keeps_records_queued_until_it_recovers() {
         let dir = tmp("fail");
-        let wal = Wal::create(&dir, 1, FsyncPolicy::EverySec, 1 << 20).expect("create");
+        let wal = Wal::create(
+            crate::storage::local(),
+            &dir,
+            1,
+            FsyncPolicy::EverySec,
+            1 << 20,
+        )
+        .expect("create");
         let a = set(&wal, 1);
         wal.commit(a).expect("commit");
         wal.inject_failure(Some(28));
@@ -619,7 +639,8 @@ mod tests {
         wal.inject_failure(None);
         wal.commit(c).expect("recovered");
         assert!(wal.failure().is_none());
-        let bytes = std::fs::read(&list_segments(&dir).expect("list")[0].1).expect("read");
+        let bytes = std::fs::read(&list_segments(&crate::storage::Local, &dir).expect("list")[0].1)
+            .expect("read");
         let scan = scan_segment(&bytes);
         assert_eq!(scan.end, ScanEnd::Clean);
         assert_eq!(

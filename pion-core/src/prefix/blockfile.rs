@@ -14,15 +14,14 @@
 //! log record still to be replayed can name it.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::durability::codec::{crc, Reader};
+use crate::storage::{Open, Storage, StoredFile};
 
 const MAGIC: &[u8; 4] = b"PKVB";
 const RECORD_HEADER: u64 = 16;
@@ -64,7 +63,7 @@ impl Loc {
 }
 
 struct FileInfo {
-    file: Arc<File>,
+    file: Arc<dyn StoredFile>,
     size: u64,
     live: u64,
 }
@@ -79,6 +78,7 @@ struct Files {
 
 /// The block files of one data directory.
 pub struct BlockFiles {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
     roll_bytes: u64,
     inner: Mutex<Files>,
@@ -109,22 +109,18 @@ pub struct FileStats {
 impl BlockFiles {
     /// Opens `dir/blocks`, creating it; new payloads go to a new file after the
     /// existing ones. Live bytes are counted as payloads are referenced at recovery.
-    pub fn open(dir: &Path, roll_bytes: u64) -> io::Result<BlockFiles> {
+    pub fn open(storage: Arc<dyn Storage>, dir: &Path, roll_bytes: u64) -> io::Result<BlockFiles> {
         let dir = dir.join("blocks");
-        std::fs::create_dir_all(&dir)?;
+        storage.create_dir_all(&dir)?;
         let mut files = BTreeMap::new();
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            if let Some(n) = entry.file_name().to_str().and_then(parse_name) {
-                let file = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(entry.path())?;
-                let size = file.metadata()?.len();
+        for name in storage.list(&dir)? {
+            if let Some(n) = parse_name(&name) {
+                let file = storage.open(&dir.join(&name), Open::Existing)?;
+                let size = file.len()?;
                 files.insert(
                     n,
                     FileInfo {
-                        file: Arc::new(file),
+                        file,
                         size,
                         live: 0,
                     },
@@ -133,6 +129,7 @@ impl BlockFiles {
         }
         let active = files.keys().next_back().map_or(1, |n| n + 1);
         let bf = BlockFiles {
+            storage,
             dir,
             roll_bytes: roll_bytes.max(64 << 10),
             inner: Mutex::new(Files {
@@ -147,17 +144,14 @@ impl BlockFiles {
     }
 
     fn create(&self, f: &mut Files, n: u32) -> io::Result<()> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(self.dir.join(file_name(n)))?;
-        crate::durability::wal::sync_dir(&self.dir)?;
+        let file = self
+            .storage
+            .open(&self.dir.join(file_name(n)), Open::Create)?;
+        self.storage.sync_dir(&self.dir)?;
         f.files.insert(
             n,
             FileInfo {
-                file: Arc::new(file),
+                file,
                 size: 0,
                 live: 0,
             },
@@ -175,7 +169,7 @@ impl BlockFiles {
             .is_some_and(|a| a.size >= self.roll_bytes)
         {
             if let Some(a) = f.files.get(&active) {
-                a.file.sync_data()?;
+                a.file.sync()?;
             }
             self.create(&mut f, active + 1)?;
         }
@@ -190,8 +184,8 @@ impl BlockFiles {
         head.extend_from_slice(&(data.len() as u64).to_le_bytes());
         head.extend_from_slice(&c.to_le_bytes());
         let offset = info.size;
-        info.file.write_all_at(&head, offset)?;
-        info.file.write_all_at(data, offset + RECORD_HEADER)?;
+        info.file.write_at(&head, offset)?;
+        info.file.write_at(data, offset + RECORD_HEADER)?;
         info.size += RECORD_HEADER + data.len() as u64;
         info.live += data.len() as u64;
         f.dirty = true;
@@ -215,7 +209,7 @@ impl BlockFiles {
         };
         let bad = |what: &str| format!("{} offset {}: {what}", path.display(), loc.offset);
         let mut head = [0u8; RECORD_HEADER as usize];
-        file.read_exact_at(&mut head, loc.offset)
+        file.read_at(&mut head, loc.offset)
             .map_err(|e| bad(&format!("cannot read the record ({e})")))?;
         let len = u64::from_le_bytes(head[4..12].try_into().map_err(|_| bad("bad header"))?);
         let stored = u32::from_le_bytes(head[12..16].try_into().map_err(|_| bad("bad header"))?);
@@ -224,7 +218,7 @@ impl BlockFiles {
         }
         let size = usize::try_from(len).map_err(|_| bad("record too large"))?;
         let mut data = vec![0u8; size];
-        file.read_exact_at(&mut data, loc.offset + RECORD_HEADER)
+        file.read_at(&mut data, loc.offset + RECORD_HEADER)
             .map_err(|e| bad(&format!("cannot read the payload ({e})")))?;
         if crc(&data) != loc.crc {
             return Err(bad("payload checksum mismatch"));
@@ -257,7 +251,7 @@ impl BlockFiles {
             f.files.get(&f.active).map(|i| Arc::clone(&i.file))
         };
         match file {
-            Some(file) => file.sync_data(),
+            Some(file) => file.sync(),
             None => Ok(()),
         }
     }
@@ -308,10 +302,10 @@ impl BlockFiles {
         f.retired = keep;
         for (n, _) in &gone {
             f.files.remove(n);
-            std::fs::remove_file(self.dir.join(file_name(*n)))?;
+            self.storage.remove(&self.dir.join(file_name(*n)))?;
         }
         if !gone.is_empty() {
-            crate::durability::wal::sync_dir(&self.dir)?;
+            self.storage.sync_dir(&self.dir)?;
         }
         Ok(gone.len())
     }

@@ -1,0 +1,166 @@
+//! The seam under everything Pion keeps on disk: the write-ahead log's segments, the
+//! snapshots and the prompt cache's block files reach the file system only through
+//! [`Storage`] and [`StoredFile`]. [`Local`] is the real file system; [`Faulty`]
+//! wraps any storage to fail chosen writes and fsyncs (or tear a write); and
+//! [`Simulated`] keeps files in memory and can "lose power", dropping every byte and
+//! every directory change that no successful fsync covered. Tests use the last two to
+//! check that an acknowledged write survives disks that fail and machines that stop.
+//!
+//! The operations are the few the durable formats need: whole-file reads, positioned
+//! writes and reads, fsync of a file and of a directory, truncation, rename, remove
+//! and listing.
+
+mod faults;
+mod local;
+mod simulated;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use faults::{FaultPlan, Faulty};
+pub use local::Local;
+pub use simulated::Simulated;
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Open {
+    /// Created empty (an existing file of that name is emptied).
+    Create,
+    /// An existing file, for reading and writing.
+    Existing,
+}
+
+/// An open file.
+pub trait StoredFile: Send + Sync {
+    /// Writes all of `buf` at `offset` (the file grows as needed).
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Makes the file's bytes and size durable (`fdatasync`).
+    fn sync(&self) -> io::Result<()>;
+    /// Truncates or extends the file to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// The file's size.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// A held lock on a data directory; released when dropped.
+pub type DirLock = Box<dyn Send + Sync>;
+
+/// Why a data directory could not be locked.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another process (or engine) holds it; its process id as the lock file says.
+    InUse(String),
+    /// The lock file could not be made.
+    Io(io::Error),
+}
+
+/// Where durable files live.
+pub trait Storage: Send + Sync {
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Opens a file.
+    fn open(&self, path: &Path, how: Open) -> io::Result<Arc<dyn StoredFile>>;
+    /// Reads a whole file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Whether a file exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// The names of the files in a directory.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Renames a file (replacing the target), atomically.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Makes a directory's entries (files created, renamed, removed) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Locks a data directory for this process.
+    fn lock_dir(&self, dir: &Path) -> Result<DirLock, LockError>;
+    /// Whether files are on the local file system, where other processes can map them
+    /// (the prompt cache's export files need that).
+    fn is_local(&self) -> bool;
+}
+
+/// The real file system.
+pub fn local() -> Arc<dyn Storage> {
+    Arc::new(Local)
+}
+
+/// The files of `dir` whose names `parse` reads a number from, ordered by it.
+pub fn list_numbered(
+    storage: &dyn Storage,
+    dir: &Path,
+    parse: fn(&str) -> Option<u64>,
+) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut out: Vec<(u64, PathBuf)> = storage
+        .list(dir)?
+        .into_iter()
+        .filter_map(|name| parse(&name).map(|n| (n, dir.join(name))))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Writes a file front to back through a buffer (snapshots).
+pub struct SeqWriter {
+    file: Arc<dyn StoredFile>,
+    at: u64,
+    buf: Vec<u8>,
+}
+
+impl SeqWriter {
+    /// Bytes gathered before each write.
+    const CHUNK: usize = 1 << 20;
+
+    /// Writes `file` from its start.
+    pub fn new(file: Arc<dyn StoredFile>) -> SeqWriter {
+        SeqWriter {
+            file,
+            at: 0,
+            buf: Vec::with_capacity(Self::CHUNK),
+        }
+    }
+
+    /// Writes what is buffered and fsyncs the file.
+    pub fn finish(mut self) -> io::Result<Arc<dyn StoredFile>> {
+        self.write_buffered()?;
+        self.file.sync()?;
+        Ok(self.file)
+    }
+
+    fn write_buffered(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_at(&self.buf, self.at)?;
+            self.at += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl io::Write for SeqWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.buf.len() + data.len() > Self::CHUNK {
+            self.write_buffered()?;
+        }
+        if data.len() >= Self::CHUNK {
+            self.file.write_at(data, self.at)?;
+            self.at += data.len() as u64;
+        } else {
+            self.buf.extend_from_slice(data);
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write_buffered()
+    }
+}
+
+#[cfg(test)]
+mod tests;
