@@ -146,6 +146,9 @@ pub struct PionServer {
     pub lane_port: u16,
     /// The engine behind it.
     pub engine: Engine,
+    /// Failures to inject into its disk (it stores through a fault-injecting layer
+    /// over the local file system).
+    pub faults: std::sync::Arc<pion_core::storage::FaultPlan>,
     /// Its data directory (removed when the server is dropped).
     pub dir: std::path::PathBuf,
     stop: StopHandle,
@@ -171,8 +174,10 @@ impl PionServer {
         let mut options = options;
         options.config.port = port;
         let dir = unique_dir("pion-test-server");
-        let engine = Engine::open_with(options, DurabilityOptions::new(&dir))
-            .expect("open a fresh data directory");
+        let (storage, faults) = pion_core::storage::Faulty::wrap(pion_core::storage::local());
+        let mut durability = DurabilityOptions::new(&dir);
+        durability.storage = storage;
+        let engine = Engine::open_with(options, durability).expect("open a fresh data directory");
         let server = Server::new(engine.clone(), listener, threads).with_lane_listeners(vec![lane]);
         let stop = server.stop_handle();
         let thread = std::thread::spawn(move || {
@@ -185,6 +190,7 @@ impl PionServer {
             port,
             lane_port,
             engine,
+            faults,
             dir,
             stop,
             thread: Some(thread),

@@ -633,9 +633,10 @@ fn a_failing_log_refuses_lane_stores_and_holds_their_replies() {
             layers: vec![layer0(&tokens), vec![]],
         }
     };
-    let wal = server.engine.durability().expect("durable").wal();
-    wal.inject_failure(Some(5)); // EIO
-                                 // The store that meets the failure: in memory, but its reply waits for the log.
+    // The log's disk fails (EIO); the block files' does not.
+    server.faults.only_paths_containing("wal-");
+    server.faults.fail_all(Some(5));
+    // The store that meets the failure: in memory, but its reply waits for the log.
     lane.send_raw(&encode_request(&put(1)));
     lane.0
         .set_read_timeout(Some(Duration::from_millis(400)))
@@ -665,13 +666,24 @@ fn a_failing_log_refuses_lane_stores_and_holds_their_replies() {
             .0,
         op::MATCH | 0x80
     );
-    wal.inject_failure(None);
+    server.faults.fail_all(None);
     lane.0
         .set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
+    let (opc, id) = lane.reply();
     assert_eq!(
-        lane.reply().0,
+        opc,
         op::PUT | 0x80,
-        "the held reply goes out once the log has it"
+        "the held reply goes out once the server healed"
     );
+    // What it stored is there, and stores are accepted again.
+    let id = u128::from_le_bytes(id.try_into().expect("16 bytes"));
+    let (opc, _) = other.call(&Request::Fetch {
+        ns: "m".into(),
+        ids: vec![id],
+        layers: None,
+        batch: false,
+    });
+    assert_eq!(opc, op::FETCH | 0x80);
+    assert_eq!(other.call(&put(100)).0, op::PUT | 0x80);
 }

@@ -1,8 +1,9 @@
 //! A disk that refuses the log: writes get Redis's MISCONF error, reads keep working,
-//! the write that met the failure is not acknowledged until the log has it, writes
-//! resume when the disk does, and recovery loses nothing that was acknowledged.
+//! the write that met the failure is not acknowledged until the disk holds it, writes
+//! resume once the server has healed (a snapshot of memory and a fresh segment) after
+//! the disk works again, and recovery loses nothing that was acknowledged.
 //!
-//! Two ways: the log's failure hook behind an in-process server, and a real, tiny
+//! Two ways: a fault-injecting storage behind an in-process server, and a real, tiny
 //! tmpfs filled to the brim under a `pion-server` process (where the machine lets the
 //! test mount one).
 
@@ -26,9 +27,8 @@ fn injected_failure_holds_the_reply_refuses_writes_and_resumes() {
     let mut a = pion_tests::Client::connect(server.port).expect("connect");
     let mut b = pion_tests::Client::connect(server.port).expect("connect");
     assert_eq!(a.cmd(&["SET", "a", "1"]), line(b'+', "OK"));
-    let wal = server.engine.durability().expect("durable").wal();
-    wal.inject_failure(Some(28)); // ENOSPC
-                                  // The write that meets the full disk: applied in memory, but its reply waits.
+    server.faults.fail_all(Some(28)); // ENOSPC
+                                      // The write that meets the full disk: applied in memory, but its reply waits.
     a.send_raw(&pion_tests::Client::encode(&["SET", "b", "2"]))
         .expect("send");
     a.set_read_timeout(Duration::from_millis(400))
@@ -50,7 +50,7 @@ fn injected_failure_holds_the_reply_refuses_writes_and_resumes() {
     );
     assert_eq!(b.cmd(&["EXISTS", "c"]), line(b':', "0"));
     // The disk recovers: the held reply goes out, writes are accepted again.
-    wal.inject_failure(None);
+    server.faults.fail_all(None);
     a.set_read_timeout(Duration::from_secs(5)).expect("timeout");
     let (held, _) = a.read_reply().expect("the held reply arrives");
     assert_eq!(held, line(b'+', "OK"));
@@ -118,10 +118,11 @@ fn a_real_full_filesystem() {
         RespValue::Bulk(b'$', Some(value.clone().into_bytes()))
     );
     assert!(is_misconf(&reader.cmd(&["SET", "x", "1"])));
-    // Give the disk room again: writes resume.
+    // Give the disk room again: once the server has healed (a snapshot of memory and
+    // a fresh segment), writes resume.
     assert!(sh(&format!("mount -o remount,size=8m '{}'", mnt.display())));
     let mut resumed = false;
-    for _ in 0..50 {
+    for _ in 0..600 {
         if reader.cmd(&["SET", "after", "room"]) == line(b'+', "OK") {
             resumed = true;
             break;

@@ -250,14 +250,9 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     }
     if let Some(failure) = engine.durability().and_then(|d| d.wal().failure()) {
         // As Redis does on a failing append-only file: writes (and PING, so that
-        // health checks notice) are refused until the log is writable again. Each
-        // refused command first retries the queued records, so writes resume as soon
-        // as the disk does.
-        let retried = engine
-            .durability()
-            .map(|d| d.wal().commit(d.wal().appended_seq()));
-        let refused = spec.has(super::flags::WRITE) || spec.name == "ping";
-        if refused && !matches!(retried, Some(Ok(()))) {
+        // health checks notice) are refused until the engine has healed (a snapshot
+        // of memory and a fresh log segment are on disk); reads go on.
+        if spec.has(super::flags::WRITE) || spec.name == "ping" {
             engine.command_stats().reject(resolved.stat);
             return Err(Reply::Error(
                 format!("MISCONF Errors writing to the write-ahead log: {failure}").into(),

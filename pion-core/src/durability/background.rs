@@ -63,11 +63,13 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                     return;
                 };
                 let wal = d.wal();
-                // Failures below are recorded in the log's state (INFO shows them) and
-                // retried on the next tick.
-                if wal.failure().is_some() {
-                    let _ = wal.commit(wal.appended_seq());
+                // A failed disk is never written to again: heal (a snapshot of memory
+                // and a fresh segment), retrying with a growing wait; nothing else
+                // touches the disk until then.
+                if !super::heal::attempt_if_due(&engine) {
+                    continue;
                 }
+                // Failures below are recorded in the disk's state (INFO shows them).
                 if wal.policy() == FsyncPolicy::EverySec
                     && last_sync.elapsed() >= Duration::from_secs(1)
                 {

@@ -11,6 +11,8 @@
 
 pub(crate) mod background;
 pub mod codec;
+mod heal;
+pub mod health;
 pub mod record;
 mod recovery;
 pub mod reload;
@@ -27,6 +29,7 @@ use std::sync::Arc;
 
 use crate::storage::{DirLock, LockError, Storage};
 
+pub use health::DiskHealth;
 pub use recovery::RecoveryReport;
 pub use snapshotter::{
     start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
@@ -171,6 +174,11 @@ impl Durability {
         &self.storage
     }
 
+    /// Whether the disk is trusted (see [`DiskHealth`]).
+    pub fn health(&self) -> &Arc<DiskHealth> {
+        self.wal.health()
+    }
+
     /// The log.
     pub fn wal(&self) -> &Wal {
         &self.wal
@@ -311,7 +319,7 @@ impl Durability {
             ("wal_synced_seq", w.synced_seq().to_string()),
             ("wal_fsyncs", load(&st.fsyncs)),
             ("wal_last_fsync_ms", load(&st.last_fsync_ms)),
-            ("wal_errors", load(&st.errors)),
+            ("wal_errors", w.health().errors().to_string()),
             (
                 "snapshot_auto_after_bytes",
                 self.snapshot_after_bytes().to_string(),
@@ -327,6 +335,9 @@ impl Durability {
             ("recovery_wal_records", r.records.to_string()),
             ("recovery_truncated_bytes", r.truncated_bytes.to_string()),
         ]
+        .into_iter()
+        .chain(w.health().info_fields())
+        .collect()
     }
 }
 
@@ -355,10 +366,12 @@ pub(crate) fn open(
         .create_dir_all(dir)
         .map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
     let lock = lock_dir(&**storage, dir)?;
+    let health = Arc::new(DiskHealth::default());
     // Prompt-cache payloads live in block files that log records and snapshots name.
     let files = std::sync::Arc::new(
         crate::prefix::blockfile::BlockFiles::open(
             Arc::clone(storage),
+            Arc::clone(&health),
             dir,
             options.block_file_bytes,
         )
@@ -389,6 +402,7 @@ pub(crate) fn open(
     files.retire_empty(recovery.last_seq);
     let wal = Wal::create(
         Arc::clone(storage),
+        health,
         dir,
         recovery.last_seq + 1,
         options.fsync,

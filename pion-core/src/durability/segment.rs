@@ -44,6 +44,7 @@ pub(super) struct Segment {
 pub(super) struct Closed {
     pub(super) file: Arc<dyn StoredFile>,
     pub(super) size: u64,
+    pub(super) path: PathBuf,
 }
 
 /// A zero-filled file made ahead of time, renamed into the next segment at a roll.

@@ -126,14 +126,36 @@ fn spawn(engine: &Engine, claim: Claim) -> Result<(), SnapshotError> {
     })
 }
 
+/// Whether a snapshot continues the log, or starts a new generation of it: healing
+/// after the disk failed, when no file written before may be trusted (see
+/// [`super::health`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Generation {
+    /// The log rolls to a new segment at the cut; segments the snapshot covers go.
+    Continue,
+    /// Payloads in untrusted block files are written again first; at the cut the
+    /// queued records are dropped (the snapshot holds their effect); once the snapshot
+    /// is durable every segment goes and the log restarts in a fresh one.
+    Fresh,
+}
+
 /// Takes the snapshot of a granted turn, records how it went, and ends the turn.
 fn run_claimed(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
+    run_claimed_as(engine, claim, Generation::Continue)
+}
+
+/// [`run_claimed`] for either kind of [`Generation`].
+pub(crate) fn run_claimed_as(
+    engine: &Engine,
+    claim: Claim,
+    generation: Generation,
+) -> Result<SnapshotSummary, String> {
     let Some(d) = engine.durability() else {
         return Err("persistence is off".into());
     };
     let stats = d.snapshots();
     mark_started(engine, claim);
-    let result = run(engine, claim);
+    let result = run(engine, claim, generation);
     let now = crate::engine::unix_ms();
     match &result {
         Ok(s) => {
@@ -179,13 +201,16 @@ fn finish_turn(engine: &Engine, claim: Claim) {
     }
 }
 
-fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
+fn run(engine: &Engine, claim: Claim, generation: Generation) -> Result<SnapshotSummary, String> {
     let started = Instant::now();
     let Some(d) = engine.durability() else {
         return Err("persistence is off".into());
     };
     let wal = d.wal();
     let ks = engine.keyspace();
+    if generation == Generation::Fresh {
+        crate::prefix::ops::rewrite_untrusted(engine.prefix())?;
+    }
     // The cut: with every shard held, nothing is mid-command, so the keyspace is
     // exactly the effect of records 1..=seq.
     let (seq, pause_us, guard, prefix, search, libraries) = {
@@ -197,6 +222,9 @@ fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
         // The prompt cache logs its changes under its own lock: holding it too makes
         // its export the state at the same record (payloads are shared, not copied).
         let store = engine.prefix().lock();
+        if generation == Generation::Fresh && crate::prefix::ops::needs_rewrite(&store) {
+            return Err("prompt-cache payloads arrived that are not on disk yet".into());
+        }
         let prefix = store.export();
         // Search indexes change only under shard locks: with every shard held, their
         // documents and graphs are those of this keyspace.
@@ -214,7 +242,10 @@ fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
                 })
             })
             .unwrap_or_default();
-        let next = wal.roll()?;
+        let next = match generation {
+            Generation::Continue => wal.roll()?,
+            Generation::Fresh => wal.begin_generation() + 1,
+        };
         drop(store);
         ks.begin_cut(&all);
         let guard = CutGuard(engine);
@@ -276,16 +307,29 @@ fn run(engine: &Engine, claim: Claim) -> Result<SnapshotSummary, String> {
         return Err(format!("captured {sections} of {SHARDS} shards"));
     }
     let (path, keys, bytes) = writer.finish().map_err(io)?;
+    let storage = &**d.storage();
+    if generation == Generation::Fresh {
+        // Every segment holds records the snapshot covers, in files not trusted: they
+        // go before the log starts again, so no restart ever reads them.
+        for (_, p) in super::wal::list_segments(storage, d.dir()).map_err(io)? {
+            storage.remove(&p).map_err(io)?;
+        }
+        storage.sync_dir(d.dir()).map_err(io)?;
+        wal.start_generation(seq)?;
+    }
     // The new snapshot is durable: older ones and the log it covers can go.
-    for (old, p) in list_snapshots(&**d.storage(), d.dir()).map_err(io)? {
+    for (old, p) in list_snapshots(storage, d.dir()).map_err(io)? {
         if old < seq {
-            let _ = d.storage().remove(&p);
+            let _ = storage.remove(&p);
         }
     }
     wal.remove_segments_before(seq + 1).map_err(io)?;
     // Block files emptied before the cut: no log record still to be replayed names them.
     let files = engine.prefix().lock().files().cloned();
     if let Some(files) = files {
+        if generation == Generation::Fresh {
+            files.heal_finish().map_err(io)?;
+        }
         files.delete_covered(seq).map_err(io)?;
     }
     let duration_ms = started.elapsed().as_millis() as u64;

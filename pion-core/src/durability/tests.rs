@@ -293,14 +293,35 @@ fn a_second_opener_gets_a_clear_error() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// INFO persistence as text.
+fn persistence(e: &Engine) -> String {
+    match run(e, 0, &["INFO", "persistence"]) {
+        Reply::Verbatim(_, b) | Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Waits until the engine healed `n` times (INFO says `disk_heals:n`).
+fn wait_healed(e: &Engine, n: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !persistence(e).contains(&format!("disk_heals:{n}\r\n")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never healed: {}",
+            persistence(e)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn a_failing_disk_refuses_writes_keeps_reads_and_loses_nothing_acknowledged() {
     let dir = tmp("diskfull");
-    let e = open(&dir).expect("open");
+    let (storage, faults) = crate::storage::Faulty::wrap(crate::storage::local());
+    let e = open_with(&dir, |o| o.storage = storage.clone()).expect("open");
     run(&e, 0, &["SET", "a", "1"]);
-    let wal = e.durability().expect("durable").wal();
-    wal.inject_failure(Some(28)); // ENOSPC
-                                  // The write that meets the full disk is not acknowledged.
+    faults.fail_all(Some(28)); // ENOSPC
+                               // The write that meets the full disk is not acknowledged.
     let r = run(&e, 0, &["SET", "b", "2"]);
     assert!(
         matches!(&r, Reply::Error(t) if t.starts_with("MISCONF Errors writing to the write-ahead log: write failed: No space left on device")),
@@ -314,20 +335,62 @@ fn a_failing_disk_refuses_writes_keeps_reads_and_loses_nothing_acknowledged() {
     );
     assert_eq!(run(&e, 0, &["GET", "a"]), Reply::bulk("1"));
     assert_eq!(run(&e, 0, &["GET", "c"]), Reply::Null);
-    let info = match run(&e, 0, &["INFO", "persistence"]) {
-        Reply::Verbatim(_, b) | Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-        other => panic!("{other:?}"),
-    };
+    let info = persistence(&e);
     assert!(info.contains("wal_status:failed"), "{info}");
+    assert!(info.contains("disk_state:failed"), "{info}");
     assert!(info.contains("aof_last_write_status:err"), "{info}");
-    // The disk recovers: writes resume, and b (applied, logged late) is durable.
-    wal.inject_failure(None);
+    // Healing is tried, and fails while the disk does: writes stay refused.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while persistence(&e).contains("disk_heal_attempts:0\r\n") {
+        assert!(std::time::Instant::now() < deadline, "healing never tried");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(matches!(run(&e, 0, &["SET", "c", "3"]), Reply::Error(t) if t.starts_with("MISCONF")));
+    // The disk works again. A write that now succeeds proves nothing about the
+    // failed file: writes are accepted only once the engine healed (a snapshot of
+    // memory, b included, and a fresh segment).
+    faults.fail_all(None);
+    wait_healed(&e, 1);
+    let info = persistence(&e);
+    assert!(info.contains("disk_state:ok"), "{info}");
     assert_eq!(run(&e, 0, &["SET", "c", "3"]), Reply::ok());
     let before = dump(&e);
     drop(e);
     let e = open(&dir).expect("reopen");
     assert_eq!(dump(&e), before);
     assert_eq!(run(&e, 0, &["GET", "b"]), Reply::bulk("2"));
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_fsync_is_never_forgotten_by_a_later_one_that_succeeds() {
+    let dir = tmp("fsyncgate");
+    let (storage, faults) = crate::storage::Faulty::wrap(crate::storage::local());
+    let e = open_with(&dir, |o| {
+        o.storage = storage.clone();
+        o.fsync = FsyncPolicy::Always;
+    })
+    .expect("open");
+    assert_eq!(run(&e, 0, &["SET", "a", "1"]), Reply::ok());
+    faults.only_paths_containing("wal-");
+    faults.fail_sync(1, 5); // EIO, once: the next fsync would succeed
+    let r = run(&e, 0, &["SET", "b", "2"]);
+    assert!(
+        matches!(&r, Reply::Error(t) if t.contains("fsync failed: Input/output error")),
+        "{r:?}"
+    );
+    // Nothing fails any more, yet writes wait for the heal, which writes everything
+    // in memory into a new generation.
+    wait_healed(&e, 1);
+    let segments = list_segments(&crate::storage::Local, &dir).expect("list");
+    assert_eq!(segments.len(), 1, "only the fresh segment: {segments:?}");
+    assert_eq!(run(&e, 0, &["SET", "c", "3"]), Reply::ok());
+    drop(e);
+    let e = open(&dir).expect("reopen");
+    for (k, v) in [("a", "1"), ("b", "2"), ("c", "3")] {
+        assert_eq!(run(&e, 0, &["GET", k]), Reply::bulk(v), "{k}");
+    }
     drop(e);
     let _ = std::fs::remove_dir_all(&dir);
 }

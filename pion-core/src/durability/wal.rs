@@ -14,18 +14,20 @@
 //! grows (zero-filling would double the bytes written). Recovery reads zeros after the
 //! last record, like the end of the file, as the end of the log.
 //!
-//! A failed write or fsync (disk full, I/O error) leaves the records in the buffer,
-//! puts the log in a failed state that refuses further writes, and is retried on every
-//! commit until the disk recovers; nothing is acknowledged before it is logged.
+//! A failed write or fsync (disk full, I/O error) puts the disk in the failed state
+//! ([`DiskHealth`]): the segment is never written again, nothing more is acknowledged,
+//! and writes are refused until the engine heals with a snapshot of memory and a fresh
+//! segment ([`Wal::begin_generation`], [`Wal::start_generation`]).
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::codec::crc;
+use super::health::DiskHealth;
 use super::record::{encode_commands, frame};
 pub use super::segment::{list_segments, parse_segment_name, segment_name};
 use super::segment::{
@@ -94,8 +96,6 @@ pub struct WalStats {
     pub fsyncs: AtomicU64,
     /// Unix ms of the last successful fsync.
     pub last_fsync_ms: AtomicU64,
-    /// Failed writes and fsyncs.
-    pub errors: AtomicU64,
     /// Bytes in segment files on disk (all segments).
     pub bytes_on_disk: AtomicU64,
 }
@@ -118,11 +118,9 @@ pub struct Wal {
     appended: AtomicU64,
     written: AtomicU64,
     synced: AtomicU64,
-    failed: AtomicBool,
-    failure: Mutex<Option<String>>,
+    /// Whether the disk is trusted (shared with the block files).
+    health: Arc<DiskHealth>,
     stats: WalStats,
-    /// Test hook: an errno every write and fsync fails with (0: none).
-    injected: AtomicI32,
     /// Requests for the background fsync and the callbacks it runs when done.
     signal: Arc<SyncSignal>,
     /// Files the log's records point into (prompt-cache block files): fsynced before
@@ -141,6 +139,7 @@ impl Wal {
     /// Opens a log whose next record is `next_seq`, in a new segment file.
     pub fn create(
         storage: Arc<dyn Storage>,
+        health: Arc<DiskHealth>,
         dir: &Path,
         next_seq: u64,
         policy: FsyncPolicy,
@@ -175,10 +174,8 @@ impl Wal {
             appended: AtomicU64::new(last),
             written: AtomicU64::new(last),
             synced: AtomicU64::new(last),
-            failed: AtomicBool::new(false),
-            failure: Mutex::new(None),
+            health,
             stats: WalStats::default(),
-            injected: AtomicI32::new(0),
             signal: Arc::new(SyncSignal::default()),
             companion: std::sync::OnceLock::new(),
         };
@@ -224,12 +221,22 @@ impl Wal {
         }
     }
 
-    /// The error that stopped the log, while it lasts.
+    /// The error that stopped the log, until the engine heals.
     pub fn failure(&self) -> Option<String> {
-        if self.failed.load(Ordering::Relaxed) {
-            self.failure.lock().clone()
-        } else {
-            None
+        self.health.failure()
+    }
+
+    /// The disk's state (shared with the block files).
+    pub fn health(&self) -> &Arc<DiskHealth> {
+        &self.health
+    }
+
+    /// The failure, as an error, when the disk is not trusted: nothing is written to
+    /// it until the engine heals.
+    fn refuse_if_failed(&self) -> Result<(), String> {
+        match self.health.failure() {
+            Some(f) => Err(f),
+            None => Ok(()),
         }
     }
 
@@ -259,7 +266,7 @@ impl Wal {
 
     /// Makes every record up to `seq` durable under the current policy: written to the
     /// segment file, and under `always` fsynced. Returns the error text when the disk
-    /// refuses (the records stay queued and are retried by the next commit).
+    /// refuses, or has refused since the last heal (the records stay queued).
     pub fn commit(&self, seq: u64) -> Result<(), String> {
         let always = self.policy() == FsyncPolicy::Always;
         let done = |w: &Wal| {
@@ -269,11 +276,11 @@ impl Wal {
                 w.written_seq() >= seq
             }
         };
-        // Records the log already holds stay acknowledged while the disk fails; the
-        // queued ones are retried by the next commit that needs them.
+        // Records the log already holds stay acknowledged while the disk fails.
         if done(self) {
             return Ok(());
         }
+        self.refuse_if_failed()?;
         let mut seg = self.segment.lock();
         if done(self) {
             return Ok(());
@@ -282,7 +289,6 @@ impl Wal {
         if always {
             self.sync_locked(&mut seg)?;
         }
-        self.recovered();
         Ok(())
     }
 
@@ -294,9 +300,10 @@ impl Wal {
     /// Writes every record up to `seq` to the segment file without fsyncing, for a
     /// caller that will wait for the background fsync instead of doing it.
     pub fn write_through(&self, seq: u64) -> Result<(), String> {
-        if self.written_seq() >= seq && !self.failed.load(Ordering::Relaxed) {
+        if self.written_seq() >= seq {
             return Ok(());
         }
+        self.refuse_if_failed()?;
         let mut seg = self.segment.lock();
         self.write_pending(&mut seg)
     }
@@ -304,29 +311,29 @@ impl Wal {
     /// Writes what is pending and fsyncs, holding the segment lock only to write:
     /// writers go on appending while the fsync runs (the background sync thread).
     pub fn sync_concurrently(&self) -> Result<(), String> {
-        let (file, target, closed) = {
+        self.refuse_if_failed()?;
+        let (file, path, target, closed) = {
             let mut seg = self.segment.lock();
             self.write_pending(&mut seg)?;
             let closed = std::mem::take(&mut *self.closed.lock());
-            (Arc::clone(&seg.file), self.written_seq(), closed)
+            let path = self.dir.join(segment_name(seg.first_seq));
+            (Arc::clone(&seg.file), path, self.written_seq(), closed)
         };
         self.finish_closed(closed)?;
         if self.synced_seq() >= target {
             return Ok(());
         }
-        self.fsync(&*file, target)?;
-        self.recovered();
-        Ok(())
+        self.fsync(&*file, &path, target)
     }
 
     /// Writes and fsyncs everything appended so far (the everysec tick, shutdown).
     pub fn sync_all(&self) -> Result<(), String> {
+        self.refuse_if_failed()?;
         let mut seg = self.segment.lock();
         self.write_pending(&mut seg)?;
         if self.synced_seq() < self.written_seq() {
             self.sync_locked(&mut seg)?;
         }
-        self.recovered();
         Ok(())
     }
 
@@ -334,6 +341,7 @@ impl Wal {
     /// returns that number. Everything appended before is written first. Used at a
     /// snapshot's cut, with every shard locked, so no record is being appended.
     pub fn roll(&self) -> Result<u64, String> {
+        self.refuse_if_failed()?;
         let mut seg = self.segment.lock();
         self.write_pending(&mut seg)?;
         let next = self.written_seq() + 1;
@@ -394,35 +402,51 @@ impl Wal {
         Ok(removed)
     }
 
-    /// Test hook: make every log write and fsync fail with this OS error number (as a
-    /// full disk does), or stop failing with `None`.
-    #[doc(hidden)]
-    pub fn inject_failure(&self, errno: Option<i32>) {
-        self.injected.store(errno.unwrap_or(0), Ordering::SeqCst);
+    fn fail(&self, what: &str, path: &Path, e: &io::Error) -> String {
+        self.health.fail(what, path, e)
     }
 
-    fn injected(&self) -> io::Result<()> {
-        match self.injected.load(Ordering::SeqCst) {
-            0 => Ok(()),
-            errno => Err(io::Error::from_raw_os_error(errno)),
-        }
+    /// The first step of healing, with every shard held (so no record is being
+    /// appended): the records appended so far are dropped from the queue, since the
+    /// snapshot taken at this cut holds their effect. Returns the sequence number the
+    /// snapshot covers.
+    pub fn begin_generation(&self) -> u64 {
+        let _seg = self.segment.lock();
+        let mut p = self.pending.lock();
+        p.buf = Vec::new();
+        p.last_seq
     }
 
-    fn fail(&self, what: &str, e: &io::Error) -> String {
-        let text = format!("{what}: {e}");
-        self.stats.errors.fetch_add(1, Ordering::Relaxed);
-        if !self.failed.swap(true, Ordering::Relaxed) {
-            crate::log_warning!("write-ahead log {text}; writes are refused until it succeeds");
-        }
-        *self.failure.lock() = Some(text.clone());
-        text
-    }
-
-    fn recovered(&self) {
-        if self.failed.swap(false, Ordering::Relaxed) {
-            crate::log_notice!("write-ahead log writable again; writes accepted");
-            *self.failure.lock() = None;
-        }
+    /// The last step of healing, once the snapshot covering `covered` is durable and
+    /// every older segment is gone: the log goes on in a fresh segment from record
+    /// `covered + 1`, and everything up to `covered` counts as durable.
+    pub fn start_generation(&self, covered: u64) -> Result<(), String> {
+        let mut seg = self.segment.lock();
+        let next = covered + 1;
+        let always = self.policy() == FsyncPolicy::Always;
+        let capacity = if always {
+            self.segment_limit.min(FIRST_SEGMENT_CAPACITY)
+        } else {
+            self.segment_limit
+        };
+        let path = self.dir.join(segment_name(next));
+        let fresh = new_segment(&*self.storage, &self.dir, next, None, capacity, always)
+            .map_err(|e| format!("cannot start segment {}: {e}", path.display()))?;
+        // The rolled-away segments and the spare belong to the untrusted generation.
+        self.closed.lock().clear();
+        *self.spare.lock() = None;
+        let _ = self.storage.remove(&self.dir.join(SPARE_NAME));
+        *seg = fresh;
+        self.written.fetch_max(covered, Ordering::AcqRel);
+        self.synced.fetch_max(covered, Ordering::AcqRel);
+        let on_disk: u64 = list_segments(&*self.storage, &self.dir)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .filter_map(|(_, p)| self.storage.open(p, crate::storage::Open::Existing).ok())
+            .filter_map(|f| f.len().ok())
+            .sum();
+        self.stats.bytes_on_disk.store(on_disk, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Writes the pending buffer to the segment file (rolling first when the segment
@@ -458,13 +482,11 @@ impl Wal {
             let next = self.written_seq() + 1;
             self.roll_locked(seg, next)?;
         }
-        // In place, at the end of the records: a write that fails half-way is written
-        // over by its retry (the retried batch is never shorter).
-        let outcome = self
-            .injected()
-            .and_then(|()| seg.file.write_at(buf, seg.size));
-        if let Err(e) = outcome {
-            return Err(self.fail("write failed", &e));
+        // In place, at the end of the records. A write that fails leaves the segment
+        // untrusted: nothing is written to it again.
+        if let Err(e) = seg.file.write_at(buf, seg.size) {
+            let path = self.dir.join(segment_name(seg.first_seq));
+            return Err(self.fail("write failed", &path, &e));
         }
         seg.size += n;
         seg.last_seq = last;
@@ -479,7 +501,8 @@ impl Wal {
         let target = self.written_seq();
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)?;
-        self.fsync(&*seg.file, target)
+        let path = self.dir.join(segment_name(seg.first_seq));
+        self.fsync(&*seg.file, &path, target)
     }
 
     /// Registers the files the log's records point into, fsynced before the log.
@@ -489,15 +512,17 @@ impl Wal {
 
     /// fsyncs the segment file that holds the records up to `target` (and first the
     /// files its records point into), and counts it.
-    fn fsync(&self, file: &dyn StoredFile, target: u64) -> Result<(), String> {
+    fn fsync(&self, file: &dyn StoredFile, path: &Path, target: u64) -> Result<(), String> {
         if let Some(sync) = self.companion.get() {
-            self.injected()
-                .and_then(|()| sync())
-                .map_err(|e| self.fail("block file fsync failed", &e))?;
+            // The block files record their own failure.
+            sync().map_err(|e| {
+                self.health
+                    .failure()
+                    .unwrap_or_else(|| format!("block file fsync failed: {e}"))
+            })?;
         }
-        self.injected()
-            .and_then(|()| file.sync())
-            .map_err(|e| self.fail("fsync failed", &e))?;
+        file.sync()
+            .map_err(|e| self.fail("fsync failed", path, &e))?;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.stats
             .last_fsync_ms
@@ -516,8 +541,9 @@ impl Wal {
         } else {
             self.segment_limit
         };
+        let path = self.dir.join(segment_name(next));
         let fresh = new_segment(&*self.storage, &self.dir, next, spare, capacity, false)
-            .map_err(|e| self.fail("cannot start segment", &e))?;
+            .map_err(|e| self.fail("cannot start segment", &path, &e))?;
         self.stats
             .bytes_on_disk
             .fetch_add(fresh.size, Ordering::Relaxed);
@@ -525,6 +551,7 @@ impl Wal {
         self.closed.lock().push(Closed {
             file: old.file,
             size: old.size,
+            path: self.dir.join(segment_name(old.first_seq)),
         });
         Ok(())
     }
@@ -533,16 +560,14 @@ impl Wal {
     /// bytes of a failed write past the end). On failure the rest stay queued.
     fn finish_closed(&self, mut closed: Vec<Closed>) -> Result<(), String> {
         while let Some(c) = closed.first() {
-            let done = self
-                .injected()
-                .and_then(|()| c.file.sync())
-                .and_then(|()| c.file.set_len(c.size));
+            let done = c.file.sync().and_then(|()| c.file.set_len(c.size));
             if let Err(e) = done {
+                let path = c.path.clone();
                 let mut queue = self.closed.lock();
                 let newer = std::mem::take(&mut *queue);
                 *queue = closed;
                 queue.extend(newer);
-                return Err(self.fail("cannot close segment", &e));
+                return Err(self.fail("cannot close segment", &path, &e));
             }
             closed.remove(0);
         }
@@ -552,6 +577,7 @@ impl Wal {
     /// fsyncs and trims rolled-away segments now (the background thread, so that
     /// they are finished even under `appendfsync no`).
     pub fn finish_rolled(&self) -> Result<(), String> {
+        self.refuse_if_failed()?;
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)
     }
@@ -577,8 +603,15 @@ mod tests {
     #[test]
     fn records_reach_the_file_on_commit_and_segments_roll() {
         let dir = tmp("roll");
-        let wal = Wal::create(crate::storage::local(), &dir, 1, FsyncPolicy::Always, 4096)
-            .expect("create");
+        let wal = Wal::create(
+            crate::storage::local(),
+            Arc::new(DiskHealth::default()),
+            &dir,
+            1,
+            FsyncPolicy::Always,
+            4096,
+        )
+        .expect("create");
         let mut last = 0;
         for i in 0..400 {
             last = set(&wal, i);
@@ -616,10 +649,13 @@ mod tests {
     }
 
     #[test]
-    fn a_failing_disk_keeps_records_queued_until_it_recovers() {
+    fn a_failed_log_stays_failed_until_a_new_generation_starts() {
         let dir = tmp("fail");
+        let (storage, faults) = crate::storage::Faulty::wrap(crate::storage::local());
+        let health = Arc::new(DiskHealth::default());
         let wal = Wal::create(
-            crate::storage::local(),
+            storage,
+            Arc::clone(&health),
             &dir,
             1,
             FsyncPolicy::EverySec,
@@ -628,25 +664,40 @@ mod tests {
         .expect("create");
         let a = set(&wal, 1);
         wal.commit(a).expect("commit");
-        wal.inject_failure(Some(28));
+        faults.fail_write(1, 28);
         let b = set(&wal, 2);
         let err = wal.commit(b).expect_err("disk full");
         assert!(err.contains("No space left on device"), "{err}");
-        assert!(wal.failure().is_some());
         assert_eq!(wal.written_seq(), 1);
+        // The disk would take writes again, but the segment is not trusted: nothing
+        // is written to it, and every commit says why.
         let c = set(&wal, 3);
-        assert!(wal.commit(c).is_err());
-        wal.inject_failure(None);
-        wal.commit(c).expect("recovered");
-        assert!(wal.failure().is_none());
-        let bytes = std::fs::read(&list_segments(&crate::storage::Local, &dir).expect("list")[0].1)
-            .expect("read");
-        let scan = scan_segment(&bytes);
-        assert_eq!(scan.end, ScanEnd::Clean);
-        assert_eq!(
-            scan.records.iter().map(|r| r.seq).collect::<Vec<_>>(),
-            [1, 2, 3]
-        );
+        assert_eq!(wal.commit(c), Err(err.clone()));
+        assert_eq!(wal.sync_all(), Err(err.clone()));
+        assert!(wal.roll().is_err());
+        assert_eq!(faults.writes(), 3, "nothing written after the failed write");
+        // Records already in the log stay acknowledged.
+        assert_eq!(wal.commit(a), Ok(()));
+        // Healing: at the cut the queue is dropped (a snapshot holds it); once that
+        // snapshot is durable the log goes on in a fresh segment.
+        let covered = wal.begin_generation();
+        assert_eq!(covered, 3);
+        for (_, p) in list_segments(&crate::storage::Local, &dir).expect("list") {
+            std::fs::remove_file(p).expect("remove");
+        }
+        wal.start_generation(covered).expect("fresh segment");
+        health.healed();
+        assert_eq!(wal.durable_seq(), 3);
+        let d = set(&wal, 4);
+        assert_eq!(d, 4);
+        wal.commit(d).expect("commit");
+        let segments = list_segments(&crate::storage::Local, &dir).expect("list");
+        assert_eq!(segments.len(), 1);
+        assert_eq!(segments[0].0, 4);
+        let scan = scan_segment(&std::fs::read(&segments[0].1).expect("read"))
+            .records
+            .len();
+        assert_eq!(scan, 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,7 +13,7 @@
 //! file is *retired* at that log position and deleted once a snapshot covers it, so no
 //! log record still to be replayed can name it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::durability::codec::{crc, Reader};
+use crate::durability::health::DiskHealth;
 use crate::storage::{Open, Storage, StoredFile};
 
 const MAGIC: &[u8; 4] = b"PKVB";
@@ -73,12 +74,16 @@ struct Files {
     files: BTreeMap<u32, FileInfo>,
     /// Emptied files and the log sequence number after which no record names them.
     retired: Vec<(u32, u64)>,
+    /// Files a write or fsync failed on: never trusted again (healing moves their
+    /// payloads to a fresh file, and deletes them once a snapshot covers that).
+    untrusted: BTreeSet<u32>,
     dirty: bool,
 }
 
 /// The block files of one data directory.
 pub struct BlockFiles {
     storage: Arc<dyn Storage>,
+    health: Arc<DiskHealth>,
     dir: PathBuf,
     roll_bytes: u64,
     inner: Mutex<Files>,
@@ -109,7 +114,12 @@ pub struct FileStats {
 impl BlockFiles {
     /// Opens `dir/blocks`, creating it; new payloads go to a new file after the
     /// existing ones. Live bytes are counted as payloads are referenced at recovery.
-    pub fn open(storage: Arc<dyn Storage>, dir: &Path, roll_bytes: u64) -> io::Result<BlockFiles> {
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        health: Arc<DiskHealth>,
+        dir: &Path,
+        roll_bytes: u64,
+    ) -> io::Result<BlockFiles> {
         let dir = dir.join("blocks");
         storage.create_dir_all(&dir)?;
         let mut files = BTreeMap::new();
@@ -130,12 +140,14 @@ impl BlockFiles {
         let active = files.keys().next_back().map_or(1, |n| n + 1);
         let bf = BlockFiles {
             storage,
+            health,
             dir,
             roll_bytes: roll_bytes.max(64 << 10),
             inner: Mutex::new(Files {
                 active,
                 files,
                 retired: Vec::new(),
+                untrusted: BTreeSet::new(),
                 dirty: false,
             }),
         };
@@ -160,8 +172,11 @@ impl BlockFiles {
         Ok(())
     }
 
-    /// Appends a payload; returns where it is.
+    /// Appends a payload; returns where it is. Refused while the disk is failed.
     pub fn append(&self, data: &[u8]) -> io::Result<Loc> {
+        if let Some(failure) = self.health.failure() {
+            return Err(io::Error::other(failure));
+        }
         let mut f = self.inner.lock();
         let active = f.active;
         if f.files
@@ -169,10 +184,18 @@ impl BlockFiles {
             .is_some_and(|a| a.size >= self.roll_bytes)
         {
             if let Some(a) = f.files.get(&active) {
-                a.file.sync()?;
+                if let Err(e) = a.file.sync() {
+                    return Err(self.failed(&mut f, active, "block file fsync failed", e));
+                }
             }
-            self.create(&mut f, active + 1)?;
+            self.create(&mut f, active + 1)
+                .map_err(|e| self.failed(&mut f, active + 1, "cannot start a block file", e))?;
         }
+        self.write_record(&mut f, data)
+    }
+
+    /// Appends a payload to the active file whatever the disk's state (healing).
+    fn write_record(&self, f: &mut Files, data: &[u8]) -> io::Result<Loc> {
         let active = f.active;
         let info = f
             .files
@@ -184,8 +207,13 @@ impl BlockFiles {
         head.extend_from_slice(&(data.len() as u64).to_le_bytes());
         head.extend_from_slice(&c.to_le_bytes());
         let offset = info.size;
-        info.file.write_at(&head, offset)?;
-        info.file.write_at(data, offset + RECORD_HEADER)?;
+        let written = info
+            .file
+            .write_at(&head, offset)
+            .and_then(|()| info.file.write_at(data, offset + RECORD_HEADER));
+        if let Err(e) = written {
+            return Err(self.failed(f, active, "block file write failed", e));
+        }
         info.size += RECORD_HEADER + data.len() as u64;
         info.live += data.len() as u64;
         f.dirty = true;
@@ -195,6 +223,69 @@ impl BlockFiles {
             len: data.len() as u64,
             crc: c,
         })
+    }
+
+    /// Records a failed write or fsync of file `n`: the file is not trusted again.
+    fn failed(&self, f: &mut Files, n: u32, what: &str, e: io::Error) -> io::Error {
+        f.untrusted.insert(n);
+        let text = self.health.fail(what, &self.dir.join(file_name(n)), &e);
+        io::Error::new(e.kind(), text)
+    }
+
+    /// Whether a payload at `loc` (none: never written) must be written again before
+    /// a snapshot may name it: it is not on disk, or its file is not trusted.
+    pub fn needs_rewrite(&self, loc: Option<Loc>) -> bool {
+        match loc {
+            None => true,
+            Some(l) => self.inner.lock().untrusted.contains(&l.file),
+        }
+    }
+
+    /// Healing, first step: a fresh active file for the payloads to move.
+    pub fn heal_begin(&self) -> io::Result<()> {
+        let mut f = self.inner.lock();
+        let next = f.files.keys().next_back().map_or(1, |n| n + 1);
+        self.create(&mut f, next)
+    }
+
+    /// Healing: writes a payload again (into the fresh file); returns where it is.
+    pub fn heal_append(&self, data: &[u8]) -> io::Result<Loc> {
+        let mut f = self.inner.lock();
+        self.write_record(&mut f, data)
+    }
+
+    /// Healing: fsyncs the fresh file.
+    pub fn heal_sync(&self) -> io::Result<()> {
+        let (file, n) = {
+            let f = self.inner.lock();
+            let n = f.active;
+            (f.files.get(&n).map(|i| Arc::clone(&i.file)), n)
+        };
+        match file {
+            Some(file) => file.sync().map_err(|e| {
+                let mut f = self.inner.lock();
+                self.failed(&mut f, n, "block file fsync failed", e)
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Healing, last step (a snapshot that names none of them is durable): the
+    /// untrusted files go.
+    pub fn heal_finish(&self) -> io::Result<()> {
+        let mut f = self.inner.lock();
+        let gone: Vec<u32> = std::mem::take(&mut f.untrusted).into_iter().collect();
+        for n in &gone {
+            if *n != f.active {
+                f.files.remove(n);
+                f.retired.retain(|(r, _)| r != n);
+                let _ = self.storage.remove(&self.dir.join(file_name(*n)));
+            }
+        }
+        if !gone.is_empty() {
+            self.storage.sync_dir(&self.dir)?;
+        }
+        Ok(())
     }
 
     /// Reads and checks a payload; the error names the file and offset.
@@ -242,16 +333,23 @@ impl BlockFiles {
 
     /// fsyncs what was appended since the last call (before the log's fsync).
     pub fn sync(&self) -> io::Result<()> {
-        let file = {
+        if let Some(failure) = self.health.failure() {
+            return Err(io::Error::other(failure));
+        }
+        let (file, n) = {
             let mut f = self.inner.lock();
             if !f.dirty {
                 return Ok(());
             }
             f.dirty = false;
-            f.files.get(&f.active).map(|i| Arc::clone(&i.file))
+            let n = f.active;
+            (f.files.get(&n).map(|i| Arc::clone(&i.file)), n)
         };
         match file {
-            Some(file) => file.sync(),
+            Some(file) => file.sync().map_err(|e| {
+                let mut f = self.inner.lock();
+                self.failed(&mut f, n, "block file fsync failed", e)
+            }),
             None => Ok(()),
         }
     }
@@ -266,6 +364,7 @@ impl BlockFiles {
             .filter(|(n, i)| {
                 **n != f.active
                     && !f.retired.iter().any(|(r, _)| r == *n)
+                    && !f.untrusted.contains(n)
                     && i.size > 0
                     && i.size - i.live >= self.roll_bytes / 8
                     && i.live * 2 < i.size

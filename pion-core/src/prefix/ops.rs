@@ -75,7 +75,7 @@ pub enum Outcome {
 /// writes are refused until it is healed).
 fn block_file_error(e: std::io::Error) -> PrefixError {
     PrefixError(format!(
-        "MISCONF Errors writing to the write-ahead log: block file: {e}"
+        "MISCONF Errors writing to the write-ahead log: {e}"
     ))
 }
 
@@ -136,7 +136,17 @@ pub fn put(
                 let Some(data) = store.layer(name, stored.id, i) else {
                     continue;
                 };
-                let loc = files.append(&data).map_err(block_file_error)?;
+                let loc = match files.append(&data) {
+                    Ok(loc) => loc,
+                    Err(e) => {
+                        // Refused: the block is not kept (a store that added state to
+                        // a stored block keeps it in memory; healing writes it).
+                        if stored.created {
+                            let _ = store.delete(name, stored.id);
+                        }
+                        return Err(block_file_error(e));
+                    }
+                };
                 store.set_loc(name, stored.id, i, loc);
                 refs.extend_from_slice(&(i as u32).to_le_bytes());
                 loc.encode(&mut refs);
@@ -256,6 +266,43 @@ pub fn compact(store: &Mutex<PrefixStore>, wal: &Wal, now_ms: i64, budget_bytes:
     log.append(&records);
     files.retire_empty(wal.appended_seq());
     moved
+}
+
+/// Healing: writes again every payload that is not on disk, or is in a block file
+/// not trusted since the disk failed, into a fresh file, and fsyncs it; a snapshot
+/// taken next then names only trusted files.
+pub fn rewrite_untrusted(store: &Mutex<PrefixStore>) -> Result<u64, String> {
+    let mut store = store.lock();
+    let Some(files) = store.files().cloned() else {
+        return Ok(0);
+    };
+    let io = |e: std::io::Error| format!("cannot rewrite prompt-cache payloads: {e}");
+    let todo = store.layers_where(|loc| files.needs_rewrite(loc));
+    if todo.is_empty() {
+        return Ok(0);
+    }
+    files.heal_begin().map_err(io)?;
+    let mut moved = 0;
+    for (name, id, i) in todo {
+        let Some(data) = store.layer(&name, id, i) else {
+            continue;
+        };
+        let loc = files.heal_append(&data).map_err(io)?;
+        store.set_loc(&name, id, i, loc);
+        moved += loc.len;
+    }
+    files.heal_sync().map_err(io)?;
+    Ok(moved)
+}
+
+/// Whether some payload is not on disk, or is in an untrusted block file (see
+/// [`rewrite_untrusted`]).
+pub fn needs_rewrite(store: &PrefixStore) -> bool {
+    store.files().is_some_and(|files| {
+        !store
+            .layers_where(|loc| files.needs_rewrite(loc))
+            .is_empty()
+    })
 }
 
 /// The log records of evictions: `KV.EVICT ns id` per block.

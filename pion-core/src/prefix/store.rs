@@ -655,6 +655,24 @@ impl PrefixStore {
         true
     }
 
+    /// Every stored layer whose location `pick` chooses (`None`: not on disk).
+    pub fn layers_where(
+        &self,
+        pick: impl Fn(Option<Loc>) -> bool,
+    ) -> Vec<(String, BlockId, usize)> {
+        let mut out = Vec::new();
+        for (name, ns) in &self.namespaces {
+            for (id, b) in &ns.blocks {
+                for (i, (data, loc)) in b.layers.iter().zip(&b.locs).enumerate() {
+                    if data.is_some() && pick(*loc) {
+                        out.push((name.clone(), *id, i));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Every live layer whose payload is in block file `file`.
     pub fn layers_in_file(&self, file: u32) -> Vec<(String, BlockId, usize)> {
         let mut out = Vec::new();

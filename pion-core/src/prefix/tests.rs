@@ -558,3 +558,53 @@ fn a_damaged_block_file_stops_start_up_naming_it() {
     assert!(text.contains("checksum"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_block_file_is_rewritten_by_healing_and_nothing_stored_is_lost() {
+    let dir = tmp("heal");
+    let (storage, faults) = crate::storage::Faulty::wrap(crate::storage::local());
+    let open_faulty = || {
+        let mut d = DurabilityOptions::new(&dir);
+        d.storage = storage.clone();
+        Engine::open_with(EngineOptions::default(), d).expect("open")
+    };
+    let e = open_faulty();
+    register(&e, "m", "as-given", true);
+    let ids = store_seq(&e, "m", &seq(1, 48), Some(true));
+    let before: Vec<Reply> = ids.iter().map(|id| fetch_all(&e, "m", id)).collect();
+    let files_before = block_files(&dir);
+    // The next block-file write fails: the store is refused, and not kept.
+    faults.only_paths_containing("blk-");
+    faults.fail_write(1, 5);
+    let refused = e.execute(0, &put_args("m", &ids[2], &seq(49, 16), Some(true)));
+    assert!(
+        matches!(&refused, Reply::Error(t) if t.starts_with("MISCONF") && t.contains("block file write failed")),
+        "{refused:?}"
+    );
+    assert_eq!(info(&e, "m", "blocks"), 3);
+    // Healing writes the payloads of the untrusted file again, into a fresh one, and
+    // deletes it; stores are accepted again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !matches!(
+        e.execute(0, &put_args("m", &ids[2], &seq(49, 16), Some(true))),
+        Reply::Bulk(_)
+    ) {
+        assert!(std::time::Instant::now() < deadline, "never healed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let files_after = block_files(&dir);
+    assert!(
+        files_before.iter().all(|f| !files_after.contains(f)),
+        "the untrusted file is gone: {files_before:?} then {files_after:?}"
+    );
+    drop(e);
+    let e = open_faulty();
+    let after: Vec<Reply> = ids.iter().map(|id| fetch_all(&e, "m", id)).collect();
+    assert!(
+        before == after,
+        "blocks changed across the heal and a restart"
+    );
+    assert_eq!(info(&e, "m", "blocks"), 4);
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}

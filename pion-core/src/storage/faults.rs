@@ -25,7 +25,8 @@ enum Planned {
 #[derive(Default)]
 pub struct FaultPlan {
     planned: Mutex<Vec<Planned>>,
-    /// Only files whose path contains this fail by plan (empty: any).
+    /// Only files whose path contains this fail, by plan or while the disk is full
+    /// (empty: any).
     only: Mutex<String>,
     writes: AtomicU64,
     syncs: AtomicU64,
@@ -57,7 +58,8 @@ impl FaultPlan {
         self.planned.lock().push(Planned::Sync { nth, errno });
     }
 
-    /// Planned failures hit only files whose path contains `part` (empty: any file).
+    /// Planned failures, and a full disk, hit only files whose path contains `part`
+    /// (empty: any file).
     pub fn only_paths_containing(&self, part: &str) {
         *self.only.lock() = part.to_string();
     }
@@ -105,10 +107,11 @@ impl FaultPlan {
         Ok(())
     }
 
-    fn all(&self) -> io::Result<()> {
+    fn all(&self, path: &Path) -> io::Result<()> {
         self.stopped()?;
         match self.all.load(Ordering::SeqCst) {
             0 => Ok(()),
+            _ if !self.applies_to(path) => Ok(()),
             errno => {
                 self.injected.fetch_add(1, Ordering::SeqCst);
                 Err(io::Error::from_raw_os_error(errno))
@@ -123,7 +126,7 @@ impl FaultPlan {
 
     /// Counts a write to `path`; what to keep of it and the error, when it fails.
     fn on_write(&self, path: &Path) -> Option<(usize, io::Error)> {
-        if let Err(e) = self.all() {
+        if let Err(e) = self.all(path) {
             return Some((0, e));
         }
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
@@ -143,7 +146,7 @@ impl FaultPlan {
 
     /// Counts an fsync of `path`; the error, when it fails.
     fn on_sync(&self, path: &Path) -> io::Result<()> {
-        self.all()?;
+        self.all(path)?;
         let n = self.syncs.fetch_add(1, Ordering::SeqCst) + 1;
         if !self.applies_to(path) {
             return Ok(());
@@ -214,7 +217,7 @@ impl StoredFile for FaultyFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.plan.all()?;
+        self.plan.all(&self.path)?;
         self.inner.set_len(len)
     }
 
@@ -233,7 +236,7 @@ impl Storage for Faulty {
     fn open(&self, path: &Path, how: Open) -> io::Result<Arc<dyn StoredFile>> {
         self.plan.stopped()?;
         if how == Open::Create {
-            self.plan.all()?;
+            self.plan.all(path)?;
         }
         Ok(Arc::new(FaultyFile {
             inner: self.inner.open(path, how)?,
@@ -257,7 +260,7 @@ impl Storage for Faulty {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.plan.all()?;
+        self.plan.all(to)?;
         self.inner.rename(from, to)
     }
 
