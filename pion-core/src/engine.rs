@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::clock::Clock;
+
 use crate::client::{ClientRegistry, ClientState};
 use crate::command;
 use crate::config::{Config, ConfigValues};
@@ -31,6 +33,9 @@ pub struct EngineOptions {
     /// Turn off the background active-expiry cycle (keys then expire only when read;
     /// fuzzing and deterministic tests use this).
     pub disable_active_expiry: bool,
+    /// Where the engine reads the time (the system's clocks unless a test moves a
+    /// manual one).
+    pub clock: crate::clock::Clock,
 }
 
 /// Server-wide counters for `INFO stats`.
@@ -69,6 +74,8 @@ pub(crate) struct EngineInner {
     lfu_policy: std::sync::atomic::AtomicBool,
     /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
     error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Where the time comes from.
+    clock: crate::clock::Clock,
     /// Monotonic origin of the wall clock below.
     epoch: std::time::Instant,
     /// Wall-clock microseconds at `epoch`, re-read every expiry cycle so that a clock
@@ -128,11 +135,9 @@ impl WeakEngine {
     }
 }
 
-/// The current time in Unix microseconds.
+/// The system's time in Unix microseconds.
 pub fn unix_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64)
+    crate::clock::system_unix_us()
 }
 
 /// The current time in Unix milliseconds.
@@ -379,7 +384,8 @@ impl Engine {
 
     fn build(options: &EngineOptions) -> Engine {
         let databases = options.config.databases.max(1);
-        let started_ms = unix_ms();
+        let clock = options.clock.clone();
+        let started_ms = clock.unix_ms();
         let random_id = || {
             use rand::Rng;
             let mut rng = rand::thread_rng();
@@ -410,8 +416,9 @@ impl Engine {
             maxmemory: AtomicU64::new(0),
             lfu_policy: std::sync::atomic::AtomicBool::new(false),
             error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
-            epoch: std::time::Instant::now(),
-            wall_at_epoch_us: std::sync::atomic::AtomicI64::new(unix_us()),
+            epoch: clock.now(),
+            wall_at_epoch_us: std::sync::atomic::AtomicI64::new(clock.unix_us()),
+            clock,
             shutdown_waker: parking_lot::Mutex::new(None),
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
@@ -546,9 +553,14 @@ impl Engine {
         }
     }
 
-    /// The current time in Unix milliseconds.
+    /// The current time in Unix milliseconds (the engine's clock).
     pub fn now_ms(&self) -> i64 {
-        unix_ms()
+        self.inner.clock.unix_ms()
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
     }
 
     /// The Unix-ms wall time of a monotonic instant (cheaper than reading the wall
@@ -625,7 +637,8 @@ impl Engine {
     /// does not bring those blocks back); returns the log record's sequence number.
     pub fn apply_kv_budget(&self) -> u64 {
         let budget = self.inner.config.with(|c| c.kv_budget);
-        let log = crate::prefix::ops::ChangeLog::new(self.durability().map(|d| d.wal()), unix_ms());
+        let log =
+            crate::prefix::ops::ChangeLog::new(self.durability().map(|d| d.wal()), self.now_ms());
         crate::prefix::ops::apply_budget(&self.inner.prefix, log, budget)
     }
 
@@ -635,7 +648,7 @@ impl Engine {
             .clients
             .total_connections
             .fetch_add(1, Ordering::Relaxed);
-        let mut c = ClientState::new(&self.inner.clients, addr, laddr, fd, unix_ms());
+        let mut c = ClientState::new(&self.inner.clients, addr, laddr, fd, self.now_ms());
         c.authenticated = !self.requires_auth();
         c
     }
@@ -654,7 +667,7 @@ impl Engine {
     /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
     /// ```
     pub fn execute<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) -> Reply {
-        let mut client = ClientState::detached(&self.inner.clients, unix_ms());
+        let mut client = ClientState::detached(&self.inner.clients, self.now_ms());
         client.select(db);
         client.authenticated = true;
         let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
@@ -680,8 +693,12 @@ fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                 return;
             };
             let hz = inner.config.with(|c| c.hz).clamp(1, 500);
-            let since = inner.epoch.elapsed().as_micros() as i64;
-            let now_us = unix_us();
+            let since = inner
+                .clock
+                .now()
+                .saturating_duration_since(inner.epoch)
+                .as_micros() as i64;
+            let now_us = inner.clock.unix_us();
             inner
                 .wall_at_epoch_us
                 .store(now_us - since, Ordering::Relaxed);

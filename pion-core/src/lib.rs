@@ -22,6 +22,7 @@
 pub mod acl;
 pub mod blocking;
 pub mod client;
+pub mod clock;
 pub mod command;
 pub mod command_stats;
 pub mod commands;

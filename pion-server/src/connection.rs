@@ -133,7 +133,7 @@ impl Connection {
     /// Runs every complete command in the input buffer, appending replies to the output.
     pub fn process(&mut self, engine: &Engine, limits: &Limits) {
         let mut limits = *limits;
-        let mut clock = Instant::now();
+        let mut clock = engine.clock().now();
         let mut ran = false;
         if let Some((argv, reply_to)) = self.held.take() {
             if self.held_by_pause(engine, &argv) {
@@ -141,7 +141,7 @@ impl Connection {
                 return;
             }
             engine.operator().pause.client_released();
-            clock = self.run(engine, &argv, reply_to, Instant::now());
+            clock = self.run(engine, &argv, reply_to, engine.clock().now());
             ran = true;
         }
         if !self.resume_blocked(engine) {
@@ -262,7 +262,7 @@ impl Connection {
                 pion_core::log_warning!("internal error while running '{name}'");
                 (
                     pion_core::Reply::error("ERR internal error"),
-                    Instant::now(),
+                    engine.clock().now(),
                 )
             }
         };

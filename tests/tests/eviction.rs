@@ -274,7 +274,15 @@ fn evictions_are_logged_so_recovery_matches() {
 /// An eviction publishes `evicted` and fails the `EXEC` of a client watching the key.
 #[test]
 fn evictions_are_announced_and_break_watches() {
-    let server = PionServer::start(2);
+    // On a manual clock: the watched key is made an hour idle without sleeping (and
+    // without ties with the keys the fill writes, however slow the machine).
+    let (clock, hand) = pion_core::clock::Clock::manual(1_700_000_000_000);
+    let mut options = pion_core::EngineOptions {
+        clock,
+        ..pion_core::EngineOptions::default()
+    };
+    options.config.threads = 2;
+    let server = PionServer::start_with(2, options);
     let mut c = Client::connect(server.port).expect("connect");
     ok(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ee"]);
     let mut sub = Client::connect(server.port).expect("connect");
@@ -282,11 +290,9 @@ fn evictions_are_announced_and_break_watches() {
     let mut watcher = Client::connect(server.port).expect("connect");
     ok(&mut watcher, &["SET", "watched", "v"]);
     ok(&mut watcher, &["WATCH", "watched"]);
-    // Access times have a resolution of one second: a second later, the watched key is
-    // the idlest (without the wait it ties with the keys the fill writes). LRU is
-    // approximated by sampling: with Redis's largest sample the watched key is sure
-    // to be seen, so it goes among the first (with 5 it was missed now and then).
-    std::thread::sleep(Duration::from_millis(1100));
+    // LRU is approximated by sampling: with Redis's largest sample the watched key is
+    // sure to be seen, so it goes among the first (with 5 it was missed now and then).
+    hand.advance(Duration::from_secs(3600));
     ok(&mut c, &["CONFIG", "SET", "maxmemory-samples", "64"]);
     let limit = limit_here(&mut c, "allkeys-lru", 50_000);
     let keys = names("e", 200);

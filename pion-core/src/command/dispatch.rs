@@ -138,7 +138,7 @@ pub fn lock_set_for(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Loc
 /// Runs one command for a client and returns its reply, reading the clock itself.
 /// Never panics on input: every failure becomes an error reply with Redis's text.
 pub fn execute(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Reply {
-    execute_at(engine, client, argv, Instant::now()).0
+    execute_at(engine, client, argv, engine.clock().now()).0
 }
 
 /// Runs one command that starts at `started` and returns its reply and the time it
@@ -184,7 +184,7 @@ pub fn run_nested(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -
     let started = client
         .nested
         .as_ref()
-        .map_or_else(Instant::now, |n| n.started);
+        .map_or_else(|| engine.clock().now(), |n| n.started);
     let reply = match admit(engine, client, argv) {
         Ok(resolved) => run_resolved(engine, client, argv, resolved, started).0,
         Err(reply) => reply,
@@ -529,7 +529,7 @@ fn run_resolved(
         crate::pubsub::after_command(engine, ctx.client, spec, argv, &keys);
         result
     };
-    let finished = Instant::now();
+    let finished = engine.clock().now();
     let elapsed = finished.saturating_duration_since(started);
     let usec = elapsed.as_micros() as u64;
     // A call failed when its reply is an error, returned or built by the command (a

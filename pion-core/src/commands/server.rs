@@ -186,13 +186,12 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
-fn time(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+fn time(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    // The engine's clock: the one its expiry and idle times follow.
+    let now_us = ctx.engine.clock().unix_us();
     Ok(Reply::Array(vec![
-        Reply::bulk(now.as_secs().to_string()),
-        Reply::bulk(now.subsec_micros().to_string()),
+        Reply::bulk(now_us.div_euclid(1_000_000).to_string()),
+        Reply::bulk(now_us.rem_euclid(1_000_000).to_string()),
     ]))
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::sync_signal::SyncSignal;
 use super::wal::FsyncPolicy;
-use crate::engine::{unix_ms, WeakEngine};
+use crate::engine::WeakEngine;
 
 /// Starts the fsync thread: event loops ask for a sync and go on serving other
 /// clients while it runs (writes keep landing in the segment file meanwhile, so
@@ -94,7 +94,7 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                         crate::prefix::ops::compact(
                             engine.prefix(),
                             d.wal(),
-                            crate::engine::unix_ms(),
+                            engine.now_ms(),
                             32 << 20,
                         );
                         if files.compaction_candidates().is_empty() {
@@ -109,9 +109,9 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                 let schedule = engine.config().with(|c| c.save.clone());
                 // The log's growth asks for a rewrite, as Redis's auto-aof-rewrite does;
                 // the `save` schedule for a save.
-                if d.snapshot_due(unix_ms()) {
+                if d.snapshot_due(engine.now_ms()) {
                     let _ = super::start_background_snapshot(&engine, super::SnapshotKind::Rewrite);
-                } else if d.save_point_due(&schedule, unix_ms()) {
+                } else if d.save_point_due(&schedule, engine.now_ms()) {
                     let _ = super::start_background_snapshot(&engine, super::SnapshotKind::Save);
                 }
             }

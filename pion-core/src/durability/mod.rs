@@ -414,7 +414,7 @@ pub(crate) fn open(
     let snapshots = SnapshotStats::default();
     snapshots
         .last_save_s
-        .store(crate::engine::unix_ms() / 1000, Ordering::Relaxed);
+        .store(engine.now_ms() / 1000, Ordering::Relaxed);
     snapshots
         .last_seq
         .store(recovery.snapshot_seq, Ordering::Relaxed);

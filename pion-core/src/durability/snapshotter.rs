@@ -156,7 +156,7 @@ pub(crate) fn run_claimed_as(
     let stats = d.snapshots();
     mark_started(engine, claim);
     let result = run(engine, claim, generation);
-    let now = crate::engine::unix_ms();
+    let now = engine.now_ms();
     match &result {
         Ok(s) => {
             stats.last_failed.store(false, Ordering::Relaxed);
@@ -185,7 +185,7 @@ fn mark_started(engine: &Engine, claim: Claim) {
     if let (Claim::Own(_), Some(d)) = (claim, engine.durability()) {
         d.snapshots()
             .started_ms
-            .store(crate::engine::unix_ms(), Ordering::Relaxed);
+            .store(engine.now_ms(), Ordering::Relaxed);
     }
 }
 
@@ -272,7 +272,7 @@ fn run(engine: &Engine, claim: Claim, generation: Generation) -> Result<Snapshot
         std::sync::Arc::clone(d.storage()),
         d.dir(),
         seq,
-        crate::engine::unix_ms(),
+        engine.now_ms(),
         ks.databases(),
     )
     .map_err(io)?;

@@ -714,3 +714,51 @@ fn a_deferred_snapshot_follows_the_running_one_of_the_other_kind() {
     drop(e);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_save_schedule_follows_the_engine_clock() {
+    use std::time::Duration;
+    let dir = tmp("schedule");
+    let (clock, hand) = crate::clock::Clock::manual(1_700_000_000_000);
+    let e = Engine::open_with(
+        EngineOptions {
+            disable_active_expiry: true,
+            clock,
+            ..EngineOptions::default()
+        },
+        options(&dir),
+    )
+    .expect("open");
+    assert_eq!(run(&e, 0, &["CONFIG", "SET", "save", "60 1"]), Reply::ok());
+    assert_eq!(run(&e, 0, &["SET", "k", "v"]), Reply::ok());
+    let count = |e: &Engine| {
+        persistence(e)
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("snapshot_count:")?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+            .expect("snapshot_count")
+    };
+    // A change, but not 60 seconds yet: the keeper (every 50 ms) takes nothing.
+    hand.advance(Duration::from_secs(59));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(count(&e), 0);
+    // Past the schedule's point: the next tick takes a snapshot.
+    hand.advance(Duration::from_secs(2));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count(&e) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no scheduled snapshot"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let info = persistence(&e);
+    assert!(info.contains("rdb_last_save_time:1700000061"), "{info}");
+    assert!(info.contains("rdb_changes_since_last_save:0"), "{info}");
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}

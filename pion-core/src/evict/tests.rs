@@ -89,3 +89,91 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
         }
     }
 }
+
+/// An engine on a manual clock, starting at a fixed instant.
+fn engine_on_clock() -> (Engine, std::sync::Arc<crate::clock::ManualClock>) {
+    let (clock, hand) = crate::clock::Clock::manual(1_700_000_000_000);
+    let e = Engine::in_memory(EngineOptions {
+        disable_active_expiry: true,
+        clock,
+        ..EngineOptions::default()
+    });
+    (e, hand)
+}
+
+#[test]
+fn idle_times_follow_the_engine_clock_and_lru_evicts_the_idlest() {
+    use std::time::Duration;
+    let (e, hand) = engine_on_clock();
+    assert_eq!(e.execute(0, &["SET", "old", "v"]), Reply::ok());
+    hand.advance(Duration::from_secs(3600));
+    assert_eq!(
+        e.execute(0, &["OBJECT", "IDLETIME", "old"]),
+        Reply::Integer(3600)
+    );
+    let big = "x".repeat(1000);
+    for i in 0..10 {
+        assert_eq!(e.execute(0, &["SET", &format!("k{i}"), &big]), Reply::ok());
+        hand.advance(Duration::from_secs(1));
+    }
+    // Reading a key makes it young again; TOUCH too.
+    e.execute(0, &["GET", "k0"]);
+    assert_eq!(
+        e.execute(0, &["OBJECT", "IDLETIME", "k0"]),
+        Reply::Integer(0)
+    );
+    assert_eq!(
+        e.execute(0, &["OBJECT", "IDLETIME", "k1"]),
+        Reply::Integer(9)
+    );
+    // With every key sampled, allkeys-lru takes the idlest first: `old`, then k1.
+    for (k, v) in [
+        ("maxmemory-samples", "64"),
+        ("maxmemory-policy", "allkeys-lru"),
+    ] {
+        assert_eq!(e.execute(0, &["CONFIG", "SET", k, v]), Reply::ok());
+    }
+    let Reply::Verbatim(_, info) = e.execute(0, &["INFO", "memory"]) else {
+        panic!("INFO memory");
+    };
+    let used: u64 = String::from_utf8_lossy(&info)
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:")?.trim().parse().ok())
+        .expect("used_memory");
+    let limit = used - 1;
+    assert_eq!(
+        e.execute(0, &["CONFIG", "SET", "maxmemory", &limit.to_string()]),
+        Reply::ok()
+    );
+    e.execute(0, &["SET", "trigger", "x"]);
+    assert_eq!(e.execute(0, &["EXISTS", "old"]), Reply::Integer(0));
+    assert_eq!(
+        e.execute(0, &["EXISTS", "k0"]),
+        Reply::Integer(1),
+        "recently read"
+    );
+}
+
+#[test]
+fn keys_expire_when_the_engine_clock_passes_their_deadline() {
+    use std::time::Duration;
+    let (e, hand) = engine_on_clock();
+    assert_eq!(e.execute(0, &["SET", "k", "v", "PX", "1500"]), Reply::ok());
+    assert_eq!(e.execute(0, &["SET", "at", "v"]), Reply::ok());
+    assert_eq!(
+        e.execute(0, &["PEXPIREAT", "at", "1700000010000"]),
+        Reply::Integer(1)
+    );
+    hand.advance(Duration::from_millis(1499));
+    assert_eq!(e.execute(0, &["PTTL", "k"]), Reply::Integer(1));
+    assert_eq!(e.execute(0, &["GET", "k"]), Reply::bulk("v"));
+    hand.advance(Duration::from_millis(1));
+    assert_eq!(e.execute(0, &["GET", "k"]), Reply::Null);
+    assert_eq!(e.execute(0, &["TTL", "at"]), Reply::Integer(9));
+    hand.advance(Duration::from_secs(9));
+    assert_eq!(e.execute(0, &["EXISTS", "at"]), Reply::Integer(0));
+    assert_eq!(
+        e.execute(0, &["TIME"]),
+        Reply::Array(vec![Reply::bulk("1700000010"), Reply::bulk("500000")])
+    );
+}
