@@ -439,4 +439,6 @@ impl Drop for Durability {
 }
 
 #[cfg(test)]
+mod power_cut;
+#[cfg(test)]
 mod tests;

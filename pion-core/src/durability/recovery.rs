@@ -280,6 +280,21 @@ fn replay_log(
         let bytes = storage.read(path).map_err(|e| io_err(path, e))?;
         let scan = scan_segment(&bytes);
         if *first > expected {
+            if mode == Mode::Startup && hold_no_record(storage, &segments[i..])? {
+                // Segments made by a roll whose records never reached the disk, after
+                // a tail that did not either: the machine stopped before the fsync
+                // that covers them (which always fsyncs earlier segments first). No
+                // record from here on was durable: the log ends at the last one.
+                let dropped = drop_segments(storage, &segments[i..])?;
+                crate::log_warning!(
+                    "warning: the log ends at record {}: {} segment file(s) from {} on                      hold no record (never fsynced before the machine stopped);                      removing them ({dropped} bytes)",
+                    expected - 1,
+                    later + 1,
+                    path.display()
+                );
+                report.truncated_bytes += dropped;
+                break;
+            }
             return Err(OpenError::Damaged(format!(
                 "the log is missing records {expected} to {}: {} starts at {first}",
                 first - 1,
@@ -336,6 +351,20 @@ fn replay_log(
                 );
                 cut(storage, path, offset)?;
                 report.truncated_bytes += n as u64;
+            }
+            ScanEnd::Torn { offset, bytes: n } if hold_no_record(storage, &segments[i + 1..])? => {
+                // A torn record, and after it only segments whose records never
+                // reached the disk: a tail cut short by the machine stopping, as in
+                // the newest segment.
+                crate::log_warning!(
+                    "warning: {} ends with a torn record (a write cut short when the \
+                     machine stopped, never acknowledged): truncating {n} bytes at offset \
+                     {offset}, and the {later} later segment file(s), which hold no record",
+                    path.display()
+                );
+                cut(storage, path, offset)?;
+                report.truncated_bytes += n as u64 + drop_segments(storage, &segments[i + 1..])?;
+                stop_after = Some(i);
             }
             ScanEnd::Torn { offset, bytes: n } if next_first == Some(expected) => {
                 // A write that failed (disk full) and was retried in the next segment,
@@ -417,6 +446,17 @@ fn apply(
     }
     report.records += 1;
     Ok(())
+}
+
+/// Whether none of these segment files holds a valid record.
+fn hold_no_record(storage: &dyn Storage, segments: &[(u64, PathBuf)]) -> Result<bool, OpenError> {
+    for (_, p) in segments {
+        let bytes = storage.read(p).map_err(|e| io_err(p, e))?;
+        if !scan_segment(&bytes).records.is_empty() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Cuts a segment file at `offset` (removing it when not even its header survives).

@@ -306,6 +306,16 @@ fn run(engine: &Engine, claim: Claim, generation: Generation) -> Result<Snapshot
     if sections != SHARDS {
         return Err(format!("captured {sections} of {SHARDS} shards"));
     }
+    // The prompt-cache section names payloads in the block files: they reach the disk
+    // before the snapshot that names them is put in place (and the log it covers goes).
+    let files = engine.prefix().lock().files().cloned();
+    if let Some(files) = &files {
+        match generation {
+            Generation::Continue => files.sync(),
+            Generation::Fresh => files.heal_sync_active(),
+        }
+        .map_err(io)?;
+    }
     let (path, keys, bytes) = writer.finish().map_err(io)?;
     let storage = &**d.storage();
     if generation == Generation::Fresh {
@@ -325,7 +335,6 @@ fn run(engine: &Engine, claim: Claim, generation: Generation) -> Result<Snapshot
     }
     wal.remove_segments_before(seq + 1).map_err(io)?;
     // Block files emptied before the cut: no log record still to be replayed names them.
-    let files = engine.prefix().lock().files().cloned();
     if let Some(files) = files {
         if generation == Generation::Fresh {
             files.heal_finish().map_err(io)?;

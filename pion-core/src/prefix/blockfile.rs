@@ -256,18 +256,7 @@ impl BlockFiles {
 
     /// Healing: fsyncs the fresh file.
     pub fn heal_sync(&self) -> io::Result<()> {
-        let (file, n) = {
-            let f = self.inner.lock();
-            let n = f.active;
-            (f.files.get(&n).map(|i| Arc::clone(&i.file)), n)
-        };
-        match file {
-            Some(file) => file.sync().map_err(|e| {
-                let mut f = self.inner.lock();
-                self.failed(&mut f, n, "block file fsync failed", e)
-            }),
-            None => Ok(()),
-        }
+        self.sync_active()
     }
 
     /// Healing, last step (a snapshot that names none of them is durable): the
@@ -331,14 +320,26 @@ impl BlockFiles {
         }
     }
 
-    /// fsyncs what was appended since the last call (before the log's fsync).
+    /// fsyncs what was appended since the last call (before the log's fsync, and
+    /// before a snapshot that names the payloads is put in place). Refused while the
+    /// disk is failed.
     pub fn sync(&self) -> io::Result<()> {
         if let Some(failure) = self.health.failure() {
             return Err(io::Error::other(failure));
         }
+        self.sync_active()
+    }
+
+    /// Healing: fsyncs what was appended to the active file, whatever the disk's
+    /// state (a failure makes the file untrusted, so its payloads are written again).
+    pub fn heal_sync_active(&self) -> io::Result<()> {
+        self.sync_active()
+    }
+
+    fn sync_active(&self) -> io::Result<()> {
         let (file, n) = {
             let mut f = self.inner.lock();
-            if !f.dirty {
+            if !f.dirty || f.untrusted.contains(&f.active) {
                 return Ok(());
             }
             f.dirty = false;

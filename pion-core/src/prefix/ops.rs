@@ -277,6 +277,9 @@ pub fn rewrite_untrusted(store: &Mutex<PrefixStore>) -> Result<u64, String> {
         return Ok(0);
     };
     let io = |e: std::io::Error| format!("cannot rewrite prompt-cache payloads: {e}");
+    // What the active file holds must be on disk too (a failure here makes it
+    // untrusted, and its payloads are among those written again).
+    let _ = files.heal_sync_active();
     let todo = store.layers_where(|loc| files.needs_rewrite(loc));
     if todo.is_empty() {
         return Ok(0);

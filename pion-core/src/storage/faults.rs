@@ -22,7 +22,6 @@ enum Planned {
 }
 
 /// Which failures to inject, and counters of the operations seen.
-#[derive(Default)]
 pub struct FaultPlan {
     planned: Mutex<Vec<Planned>>,
     /// Only files whose path contains this fail, by plan or while the disk is full
@@ -34,6 +33,9 @@ pub struct FaultPlan {
     all: AtomicI32,
     /// Every operation fails from now on: the machine stopped.
     stopped: AtomicBool,
+    /// Changes to the disk still allowed before the machine stops (negative: no
+    /// stop planned).
+    stop_in: std::sync::atomic::AtomicI64,
     injected: AtomicU64,
 }
 
@@ -76,9 +78,22 @@ impl FaultPlan {
         self.stopped.store(true, Ordering::SeqCst);
     }
 
+    /// Stops the machine after `n` more changes to the disk (writes, fsyncs,
+    /// truncations, creations, renames, removals): a power cut in the middle of
+    /// whatever runs then.
+    pub fn stop_after(&self, n: u64) {
+        self.stop_in.store(n as i64, Ordering::SeqCst);
+    }
+
+    /// Whether the machine has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
     /// Undoes [`stop`](Self::stop), [`fail_all`](Self::fail_all) and the planned
     /// failures (the machine restarts).
     pub fn clear(&self) {
+        self.stop_in.store(-1, Ordering::SeqCst);
         self.stopped.store(false, Ordering::SeqCst);
         self.all.store(0, Ordering::SeqCst);
         self.planned.lock().clear();
@@ -99,6 +114,17 @@ impl FaultPlan {
         self.injected.load(Ordering::SeqCst)
     }
 
+    /// Counts a change to the disk against a planned stop.
+    fn change(&self) -> io::Result<()> {
+        if self.stop_in.load(Ordering::SeqCst) >= 0
+            && self.stop_in.fetch_sub(1, Ordering::SeqCst) <= 0
+        {
+            self.stop_in.store(-1, Ordering::SeqCst);
+            self.stopped.store(true, Ordering::SeqCst);
+        }
+        self.stopped()
+    }
+
     fn stopped(&self) -> io::Result<()> {
         if self.stopped.load(Ordering::SeqCst) {
             self.injected.fetch_add(1, Ordering::SeqCst);
@@ -108,7 +134,7 @@ impl FaultPlan {
     }
 
     fn all(&self, path: &Path) -> io::Result<()> {
-        self.stopped()?;
+        self.change()?;
         match self.all.load(Ordering::SeqCst) {
             0 => Ok(()),
             _ if !self.applies_to(path) => Ok(()),
@@ -177,6 +203,21 @@ pub struct Faulty {
     plan: Arc<FaultPlan>,
 }
 
+impl Default for FaultPlan {
+    fn default() -> FaultPlan {
+        FaultPlan {
+            planned: Mutex::default(),
+            only: Mutex::default(),
+            writes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            all: AtomicI32::new(0),
+            stopped: AtomicBool::new(false),
+            stop_in: std::sync::atomic::AtomicI64::new(-1),
+            injected: AtomicU64::new(0),
+        }
+    }
+}
+
 impl Faulty {
     /// Wraps `inner`; failures are injected through the returned plan.
     pub fn wrap(inner: Arc<dyn Storage>) -> (Arc<Faulty>, Arc<FaultPlan>) {
@@ -234,9 +275,10 @@ impl Storage for Faulty {
     }
 
     fn open(&self, path: &Path, how: Open) -> io::Result<Arc<dyn StoredFile>> {
-        self.plan.stopped()?;
         if how == Open::Create {
             self.plan.all(path)?;
+        } else {
+            self.plan.stopped()?;
         }
         Ok(Arc::new(FaultyFile {
             inner: self.inner.open(path, how)?,
@@ -265,7 +307,7 @@ impl Storage for Faulty {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.plan.stopped()?;
+        self.plan.change()?;
         self.inner.remove(path)
     }
 

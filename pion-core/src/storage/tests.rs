@@ -81,6 +81,13 @@ fn planned_faults_fail_the_named_operation_and_nothing_else() {
     assert!(f.len().is_err() && faulty.list(dir).is_err());
     plan.clear();
     assert!(f.len().is_ok());
+    // A stop planned after two more changes: the third fails, and everything after.
+    plan.stop_after(2);
+    f.write_at(b"1", 0).expect("first change");
+    f.sync().expect("second change");
+    assert!(f.write_at(b"3", 0).is_err() && plan.is_stopped());
+    assert!(f.len().is_err());
+    plan.clear();
     assert!(plan.injected() >= 6);
 }
 
