@@ -4,7 +4,7 @@
 #![allow(missing_docs)] // criterion_group! and criterion_main! generate undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pion_core::latency_histogram::Histogram;
+use pion_core::monitor::latency_histogram::Histogram;
 
 fn bench_histogram(c: &mut Criterion) {
     let h = Histogram::default();

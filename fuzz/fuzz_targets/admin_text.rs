@@ -15,6 +15,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = pion_core::pubsub::notify::parse_flags(text);
     let _ = OutputLimits::default().parse_into(text);
     for line in text.lines() {
-        let _ = pion_core::conffile::split_args(line);
+        let _ = pion_core::config::file::split_args(line);
     }
 });

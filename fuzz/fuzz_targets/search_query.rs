@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pion_core::commands::vsets::filter::Filter;
-use pion_core::search::query::{explain, parse, FieldKind, FieldList, Params};
+use pion_core::handlers::vsets::filter::Filter;
+use pion_core::index::query::{explain, parse, FieldKind, FieldList, Params};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&first, rest)) = data.split_first() else {

@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pion_core::durability::snapshot::{decode_body, SnapshotContents};
+use pion_core::durability::snapshot::SnapshotContents;
+use pion_core::keyspace::dump::decode_body;
 use pion_core::value::EncodingLimits;
 
 fuzz_target!(|data: &[u8]| {

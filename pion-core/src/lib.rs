@@ -19,49 +19,40 @@
 //! assert_eq!(engine.execute(0, &["RPUSH", "queue", "a", "b"]), Reply::Integer(2));
 //! ```
 
-pub mod acl;
-pub mod blocking;
-pub mod client;
-pub mod clock;
-pub mod command;
-pub mod command_stats;
-pub mod commands;
-pub mod conffile;
-pub mod config;
-pub mod dtoa;
+// From the bottom (see doc/design.md, "Layers inside pion-core"; a test holds the
+// imports to it): utilities, storage, values and the keyspace, the subsystems, the
+// command layer, the engine.
+pub mod util;
+
 pub mod durability;
-pub mod engine;
-pub mod error;
-pub mod evict;
-pub mod exec;
-pub mod gate;
-pub mod glob;
-pub mod index;
-pub mod info;
-pub mod keyspace;
-pub mod latency;
-pub mod latency_histogram;
-pub mod log;
-mod long_double;
-pub mod memstats;
-pub mod num;
-pub mod operator;
-pub mod pause;
-pub mod prefix;
-pub mod pubsub;
-pub mod reply;
-pub mod scripting;
-pub mod search;
-pub mod session;
-pub mod slowlog;
 pub mod storage;
-pub(crate) mod strtod;
-#[cfg(test)]
-mod test_support;
-pub mod typed;
+
+pub mod keyspace;
 pub mod value;
 pub mod vector;
-pub mod watch;
+
+pub mod acl;
+pub mod clients;
+pub mod config;
+pub mod evict;
+pub mod index;
+pub mod monitor;
+pub mod prefix;
+pub mod pubsub;
+pub mod scripting;
+pub mod server;
+
+pub mod command;
+pub mod handlers;
+
+pub mod engine;
+
+pub mod error;
+#[cfg(test)]
+mod layering;
+pub mod reply;
+#[cfg(test)]
+mod test_support;
 
 pub use engine::{Engine, EngineOptions, Session};
 pub use error::{OpError, OpResult};

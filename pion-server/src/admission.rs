@@ -145,7 +145,7 @@ impl Admission {
         let fd = stream.raw_fd();
         let mut client = engine.client(addr, laddr, fd);
         client.debug_console = Some(stream.debug_console_opener());
-        client.gate_slot = self.index % pion_core::gate::WORKER_SLOTS;
+        client.gate_slot = self.index % pion_core::server::gate::WORKER_SLOTS;
         let waker = Arc::clone(&self.waker);
         *client.shared.waker.lock() = Some(Box::new(move || {
             let _ = waker.wake();

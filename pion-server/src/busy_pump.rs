@@ -6,7 +6,7 @@
 //! one worker thread, the default, nobody could stop a runaway script otherwise. The
 //! event loop lends its connections (all but the one running the command) and its
 //! listening sockets to the pump for the length of each command; the script's
-//! instruction hook calls the pump through [`pion_core::gate::pump_while_busy`].
+//! instruction hook calls the pump through [`pion_core::server::gate::pump_while_busy`].
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -56,7 +56,7 @@ impl BusyPump {
             engine,
             last: Cell::new(Instant::now()),
         };
-        pion_core::gate::set_busy_pump(Box::new(move || pump.pump()));
+        pion_core::server::gate::set_busy_pump(Box::new(move || pump.pump()));
     }
 
     /// One pass, when a script is busy: takes in new connections, reads what the

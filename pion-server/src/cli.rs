@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 
-use pion_core::conffile::{self, Directive};
+use pion_core::config::file::{self, Directive};
 use pion_core::config::{Config, ConfigValues};
 use pion_core::durability::{DurabilityOptions, FsyncPolicy, RecoverMode};
 
@@ -181,7 +181,7 @@ fn directives(args: &[String]) -> Result<(Option<std::path::PathBuf>, Vec<Direct
     let mut file = None;
     if let Some(first) = args.first().filter(|a| !a.starts_with("--")) {
         let path = std::path::PathBuf::from(first);
-        out = conffile::read(&path)?;
+        out = file::read(&path)?;
         file = Some(path);
         rest = &args[1..];
     }

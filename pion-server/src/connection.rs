@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use pion_core::client::ClientState;
+use pion_core::clients::ClientState;
 use pion_core::{command, Engine};
 
 use crate::binary::{self, Answer, Next};
@@ -246,7 +246,7 @@ impl Connection {
         // command fails with an error reply and the server goes on (shard locks are
         // released while unwinding; parking_lot locks do not poison).
         // `CLIENT REPLY SKIP` silences the command after it.
-        use pion_core::client::ReplyMode;
+        use pion_core::clients::ReplyMode;
         if self.client.reply_mode == ReplyMode::SkipNext {
             self.client.reply_mode = ReplyMode::Skipping;
         }

@@ -3,7 +3,8 @@
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
 
-use pion_core::{log, log_notice, log_verbose, log_warning, Engine, EngineOptions};
+use pion_core::util::log;
+use pion_core::{log_notice, log_verbose, log_warning, Engine, EngineOptions};
 use pion_server::cli::{self, Command};
 use pion_server::Server;
 

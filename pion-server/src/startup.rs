@@ -3,7 +3,7 @@
 //! file for `CONFIG REWRITE`, write the pid file. Any failure stops start-up with a
 //! message naming the file and line.
 
-use pion_core::conffile::ConfigFile;
+use pion_core::config::file::ConfigFile;
 use pion_core::Engine;
 
 use crate::cli::ServeOptions;

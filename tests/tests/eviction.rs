@@ -276,7 +276,7 @@ fn evictions_are_logged_so_recovery_matches() {
 fn evictions_are_announced_and_break_watches() {
     // On a manual clock: the watched key is made an hour idle without sleeping (and
     // without ties with the keys the fill writes, however slow the machine).
-    let (clock, hand) = pion_core::clock::Clock::manual(1_700_000_000_000);
+    let (clock, hand) = pion_core::util::clock::Clock::manual(1_700_000_000_000);
     let mut options = pion_core::EngineOptions {
         clock,
         ..pion_core::EngineOptions::default()

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::rules::UserRules;
 use super::{describe, Acl};
-use crate::conffile::split_args;
+use crate::config::file::split_args;
 
 /// Parses an ACL file's text. Errors name the file and line, as Redis's do.
 /// `channels_default_all` is `acl-pubsub-default allchannels`.

@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::client::ClientState;
+use crate::clients::ClientState;
 use crate::command::{key_indices, CommandSpec};
 use crate::engine::Engine;
 use crate::error::OpError;
-use crate::glob::glob_match;
+use crate::util::glob::glob_match;
 pub use log::Reason;
 pub use rules::{RuleError, UserRules};
 
@@ -402,7 +402,7 @@ pub fn permit(
             // The log's client line names the refused command, as Redis's does.
             client.shared.last_cmd.store(slot, Ordering::Relaxed);
             let (reason, object) = denial.reason();
-            let info = crate::commands::connection::client_line(&client.shared, engine.now_ms());
+            let info = crate::clients::client_line(&client.shared, engine.now_ms());
             let context = match &client.nested {
                 Some(n) if n.in_script => "lua",
                 Some(_) => "multi",

@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::{table, CommandSpec};
-use crate::client::ClientState;
+use crate::clients::ClientState;
+use crate::command::ctx::{Ctx, Effect};
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
-use crate::exec::{Ctx, Effect};
 use crate::keyspace::{locate, shard_of, Location, LockSet};
 use crate::reply::Reply;
 use smallvec::SmallVec;
@@ -332,13 +332,13 @@ fn run_top(
         };
     }
     match gate.enter(client.gate_slot, threshold) {
-        crate::gate::Entry::Shared(_shared) => {
+        crate::server::gate::Entry::Shared(_shared) => {
             run_resolved(engine, client, argv, resolved, started)
         }
-        crate::gate::Entry::Busy if spec.has(super::flags::ALLOW_BUSY) => {
+        crate::server::gate::Entry::Busy if spec.has(super::flags::ALLOW_BUSY) => {
             run_resolved(engine, client, argv, resolved, started)
         }
-        crate::gate::Entry::Busy => busy_refusal(engine, client, argv, resolved, started),
+        crate::server::gate::Entry::Busy => busy_refusal(engine, client, argv, resolved, started),
     }
 }
 
@@ -385,7 +385,7 @@ fn run_exclusive(
     } else {
         Vec::new()
     };
-    client.nested = Some(crate::client::Nested {
+    client.nested = Some(crate::clients::Nested {
         started,
         effects: Vec::new(),
         in_script,
@@ -465,7 +465,7 @@ fn run_resolved(
             unmodified_keys: Vec::new(),
         };
         let watched_before = if spec.has(super::flags::WRITE) {
-            crate::watch::existing_watched(&mut ctx, spec, argv, &keys)
+            crate::clients::watch::existing_watched(&mut ctx, spec, argv, &keys)
         } else {
             Vec::new()
         };
@@ -487,7 +487,7 @@ fn run_resolved(
             let db = ctx.db();
             settle_keys(&mut ctx, spec, argv, &keys);
             if result.is_ok() && ctx.effect != Effect::Nothing {
-                crate::watch::touch_written(&mut ctx, spec, argv, &keys, &watched_before);
+                crate::clients::watch::touch_written(&mut ctx, spec, argv, &keys, &watched_before);
             }
             if let Some(nested) = ctx.client.nested.as_mut() {
                 if result.is_ok() && !spec.has(super::flags::EXCLUSIVE) {
@@ -631,7 +631,10 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
                 search.keyspace_replaced(&mut ctx.ks);
                 // Clients blocked on a key the swap brought data to are served, as
                 // in Redis.
-                for db in argv[1..3].iter().filter_map(|a| crate::num::parse_i64(a)) {
+                for db in argv[1..3]
+                    .iter()
+                    .filter_map(|a| crate::util::num::parse_i64(a))
+                {
                     let db = db as usize;
                     for key in blocking.waited_keys(db) {
                         if matches!(ctx.ks.peek(db, &key), Ok(Some(_))) {

@@ -2,11 +2,11 @@
 
 use super::flags::{self, *};
 use super::{dispatch, table, BeginSearch, CommandSpec, FindKeys, Group};
-use crate::commands::util::{is_kw, text};
+use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
-use crate::exec::Ctx;
-use crate::glob::glob_match;
+use crate::handlers::util::{is_kw, text};
 use crate::reply::Reply;
+use crate::util::glob::glob_match;
 
 /// `COMMAND`'s subcommands.
 pub static SUBCOMMANDS: &[CommandSpec] = &[
@@ -552,7 +552,7 @@ fn keys_from_specs(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize, K
                 if idx >= argc {
                     return None;
                 }
-                let n = crate::num::parse_i64(&args[idx as usize]).filter(|&n| n >= 0)?;
+                let n = crate::util::num::parse_i64(&args[idx as usize]).filter(|&n| n >= 0)?;
                 first += i64::from(firstkey);
                 (first + n - 1, i64::from(keystep))
             }

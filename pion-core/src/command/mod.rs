@@ -2,6 +2,8 @@
 //! each family's handlers. The table drives dispatch, arity errors, key locking,
 //! `COMMAND` and its subcommands; nothing else in the engine matches command names.
 
+pub mod ctx;
+
 mod dispatch;
 pub mod flags;
 pub mod introspect;
@@ -14,8 +16,8 @@ pub use dispatch::{
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::command::ctx::Ctx;
 use crate::error::OpResult;
-use crate::exec::Ctx;
 use crate::reply::Reply;
 
 /// A command handler: gets the context and the whole argument vector (the command name
@@ -406,7 +408,7 @@ impl CommandTable {
 
 /// The families whose `const` slices make up the table.
 fn families() -> Vec<&'static [CommandSpec]> {
-    use crate::commands::*;
+    use crate::handlers::*;
     vec![
         strings::COMMANDS,
         keys::COMMANDS,

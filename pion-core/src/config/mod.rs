@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use parking_lot::RwLock;
 
-use crate::glob::glob_match;
+use crate::util::glob::glob_match;
 use crate::value::EncodingLimits;
 
 pub mod compat;
+pub mod file;
 pub use compat::{Compat, COMPAT};
 
 /// The values of every parameter.
@@ -96,7 +97,7 @@ pub struct ConfigValues {
     /// when at least `changes` writes are older than the last one by `seconds`.
     pub save: Vec<(u64, u64)>,
     /// `loglevel`.
-    pub loglevel: crate::log::Level,
+    pub loglevel: crate::util::log::Level,
     /// `logfile` (empty: standard output; set at start-up).
     pub logfile: String,
     /// `unixsocket`: path of a Unix-domain socket to listen on too (empty: none).
@@ -150,7 +151,7 @@ impl Default for ConfigValues {
             notify_keyspace_events: 0,
             client_output_buffer_limit: Default::default(),
             save: Vec::new(),
-            loglevel: crate::log::Level::Notice,
+            loglevel: crate::util::log::Level::Notice,
             logfile: String::new(),
             unixsocket: String::new(),
             unixsocketperm: 0,
@@ -323,7 +324,7 @@ pub static PARAMS: &[Param] =
             aliases: &[],
             get: |c| c.loglevel.name().into(),
             set: Some(|c, v| {
-                c.loglevel = crate::log::Level::parse(v).ok_or(
+                c.loglevel = crate::util::log::Level::parse(v).ok_or(
                     "argument(s) must be one of the following: debug, verbose, notice, warning",
                 )?;
                 Ok(())
@@ -704,7 +705,7 @@ pub fn percentile_label(p: f64) -> String {
 fn parse_percentiles(v: &str) -> Result<Vec<f64>, String> {
     v.split_ascii_whitespace()
         .map(|word| {
-            let p = crate::num::parse_f64(word.as_bytes())
+            let p = crate::util::num::parse_f64(word.as_bytes())
                 .filter(|p| !p.is_nan())
                 .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
             if !(0.0..=100.0).contains(&p) {
@@ -814,7 +815,7 @@ impl Config {
                 .ok_or_else(|| ConfigError::Immutable(name.to_string()))?;
             set(&mut next, value).map_err(|e| ConfigError::Invalid(name.to_string(), e))?;
         }
-        crate::log::set_level(next.loglevel);
+        crate::util::log::set_level(next.loglevel);
         *values = next;
         Ok(())
     }

@@ -10,7 +10,6 @@
 //! never write to the same files.
 
 pub(crate) mod background;
-pub mod codec;
 mod heal;
 pub mod health;
 pub mod record;

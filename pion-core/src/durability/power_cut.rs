@@ -25,9 +25,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use super::{DurabilityOptions, FsyncPolicy};
-use crate::clock::{Clock, ManualClock};
 use crate::prefix::BlockId;
 use crate::storage::{FaultPlan, Faulty, Simulated, Storage};
+use crate::util::clock::{Clock, ManualClock};
 use crate::{Engine, EngineOptions, Reply, Session};
 
 const START_MS: i64 = 1_700_000_000_000;
@@ -292,7 +292,7 @@ fn render(r: &Reply) -> String {
     };
     match r {
         Reply::Bulk(b) if b.len() > 24 => {
-            format!("<{} bytes {:08x}>", b.len(), super::codec::crc(b))
+            format!("<{} bytes {:08x}>", b.len(), crate::util::codec::crc(b))
         }
         Reply::Bulk(b) => format!("{:?}", String::from_utf8_lossy(b)),
         Reply::Status(s) => s.to_string(),

@@ -18,7 +18,9 @@
 //! same absolute deadline and lazy expiry decides exactly as it did live. Several
 //! commands in one record are applied all or nothing.
 
-use super::codec::{crc, crc_extend, put_bytes, put_i64, put_u32, put_u64, Malformed, Reader};
+use crate::util::codec::{
+    crc, crc_extend, put_bytes, put_i64, put_u32, put_u64, Malformed, Reader,
+};
 
 /// Magic bytes at the start of every segment.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"PIONWAL1";

@@ -14,7 +14,7 @@ use super::record::{decode_payload, scan_segment, Payload, ScanEnd};
 use super::snapshot::{list_snapshots, SnapshotContents};
 use super::wal::list_segments;
 use super::{DurabilityOptions, OpenError, RecoverMode};
-use crate::client::ClientState;
+use crate::clients::ClientState;
 use crate::storage::{Open, Storage};
 use crate::Engine;
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use super::snapshot::{list_snapshots, SnapshotContents};
 use super::snapshotter::take_snapshot;
 use super::turn::Waiting;
-use crate::client::ClientState;
+use crate::clients::ClientState;
 use crate::keyspace::LockSet;
 use crate::storage::Storage;
 use crate::Engine;
@@ -210,8 +210,8 @@ fn empty(engine: &Engine, now_ms: i64) {
     let mut all = engine.keyspace().lock(&LockSet::All, now_ms);
     let watches = engine.watches();
     for (db, key) in watches.watched_keys() {
-        let before = crate::watch::Presence::of(&mut all, db, &key);
-        watches.replaced(db, &key, before, crate::watch::Presence::Absent);
+        let before = crate::clients::watch::Presence::of(&mut all, db, &key);
+        watches.replaced(db, &key, before, crate::clients::watch::Presence::Absent);
     }
     for db in 0..engine.keyspace().databases() {
         // Every shard is held: flushing cannot fail.

@@ -78,7 +78,11 @@ pub fn take_snapshot(engine: &Engine, waiting: Waiting) -> Result<SnapshotSummar
     let claim = d
         .snapshots()
         .turn
-        .claim(SnapshotKind::Save, waiting, crate::gate::exclusive_here())
+        .claim(
+            SnapshotKind::Save,
+            waiting,
+            crate::server::gate::exclusive_here(),
+        )
         .map_err(SnapshotError::Running)?;
     run_claimed(engine, claim).map_err(SnapshotError::Failed)
 }

@@ -495,8 +495,8 @@ fn a_segment_with_only_a_torn_header_is_removed() {
 
 #[test]
 fn a_failed_write_repeated_in_the_next_segment_is_not_damage() {
-    use super::codec::crc;
     use super::record::{encode_commands, frame, segment_header};
+    use crate::util::codec::crc;
     let dir = tmp("retried");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let record = |seq: u64, out: &mut Vec<u8>| {
@@ -719,7 +719,7 @@ fn a_deferred_snapshot_follows_the_running_one_of_the_other_kind() {
 fn the_save_schedule_follows_the_engine_clock() {
     use std::time::Duration;
     let dir = tmp("schedule");
-    let (clock, hand) = crate::clock::Clock::manual(1_700_000_000_000);
+    let (clock, hand) = crate::util::clock::Clock::manual(1_700_000_000_000);
     let e = Engine::open_with(
         EngineOptions {
             disable_active_expiry: true,

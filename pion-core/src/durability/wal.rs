@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::codec::crc;
 use super::health::DiskHealth;
 use super::record::{encode_commands, frame};
 pub use super::segment::{list_segments, parse_segment_name, segment_name};
@@ -35,6 +34,7 @@ use super::segment::{
 };
 pub use super::sync_signal::SyncSignal;
 use crate::storage::{Storage, StoredFile};
+use crate::util::codec::crc;
 
 /// When the log is flushed to stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -91,8 +91,8 @@ fn volatile_policies_evict_only_keys_with_a_ttl() {
 }
 
 /// An engine on a manual clock, starting at a fixed instant.
-fn engine_on_clock() -> (Engine, std::sync::Arc<crate::clock::ManualClock>) {
-    let (clock, hand) = crate::clock::Clock::manual(1_700_000_000_000);
+fn engine_on_clock() -> (Engine, std::sync::Arc<crate::util::clock::ManualClock>) {
+    let (clock, hand) = crate::util::clock::Clock::manual(1_700_000_000_000);
     let e = Engine::in_memory(EngineOptions {
         disable_active_expiry: true,
         clock,
@@ -105,28 +105,32 @@ fn engine_on_clock() -> (Engine, std::sync::Arc<crate::clock::ManualClock>) {
 fn idle_times_follow_the_engine_clock_and_lru_evicts_the_idlest() {
     use std::time::Duration;
     let (e, hand) = engine_on_clock();
-    assert_eq!(e.execute(0, &["SET", "old", "v"]), Reply::ok());
+    assert_eq!(e.execute(0, &["SET", "{s}old", "v"]), Reply::ok());
     hand.advance(Duration::from_secs(3600));
     assert_eq!(
-        e.execute(0, &["OBJECT", "IDLETIME", "old"]),
+        e.execute(0, &["OBJECT", "IDLETIME", "{s}old"]),
         Reply::Integer(3600)
     );
     let big = "x".repeat(1000);
     for i in 0..10 {
-        assert_eq!(e.execute(0, &["SET", &format!("k{i}"), &big]), Reply::ok());
+        assert_eq!(
+            e.execute(0, &["SET", &format!("{{s}}k{i}"), &big]),
+            Reply::ok()
+        );
         hand.advance(Duration::from_secs(1));
     }
     // Reading a key makes it young again; TOUCH too.
-    e.execute(0, &["GET", "k0"]);
+    e.execute(0, &["GET", "{s}k0"]);
     assert_eq!(
-        e.execute(0, &["OBJECT", "IDLETIME", "k0"]),
+        e.execute(0, &["OBJECT", "IDLETIME", "{s}k0"]),
         Reply::Integer(0)
     );
     assert_eq!(
-        e.execute(0, &["OBJECT", "IDLETIME", "k1"]),
+        e.execute(0, &["OBJECT", "IDLETIME", "{s}k1"]),
         Reply::Integer(9)
     );
-    // With every key sampled, allkeys-lru takes the idlest first: `old`, then k1.
+    // The keys share a hash tag, so a shard's sample sees all of them: allkeys-lru
+    // then takes the idlest first (`old`), and keeps the one just read.
     for (k, v) in [
         ("maxmemory-samples", "64"),
         ("maxmemory-policy", "allkeys-lru"),
@@ -145,10 +149,10 @@ fn idle_times_follow_the_engine_clock_and_lru_evicts_the_idlest() {
         e.execute(0, &["CONFIG", "SET", "maxmemory", &limit.to_string()]),
         Reply::ok()
     );
-    e.execute(0, &["SET", "trigger", "x"]);
-    assert_eq!(e.execute(0, &["EXISTS", "old"]), Reply::Integer(0));
+    e.execute(0, &["SET", "{s}trigger", "x"]);
+    assert_eq!(e.execute(0, &["EXISTS", "{s}old"]), Reply::Integer(0));
     assert_eq!(
-        e.execute(0, &["EXISTS", "k0"]),
+        e.execute(0, &["EXISTS", "{s}k0"]),
         Reply::Integer(1),
         "recently read"
     );

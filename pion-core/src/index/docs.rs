@@ -434,7 +434,7 @@ fn parse_fields(def: &IndexDef, hash: &HashValue) -> Result<Vec<Option<Parsed>>,
                 FieldKind::Numeric => Parsed::Numeric(
                     std::str::from_utf8(raw)
                         .ok()
-                        .and_then(|s| crate::num::parse_f64(s.trim().as_bytes()))
+                        .and_then(|s| crate::util::num::parse_f64(s.trim().as_bytes()))
                         .filter(|n| !n.is_nan())
                         .ok_or_else(|| IndexingFailure {
                             text: format!(

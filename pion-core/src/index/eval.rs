@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use super::docs::{DocSet, Docs, FieldIndex};
 use super::schema::{FieldKind, IndexDef};
-use crate::search::query::{FieldScope, Node, TagAlternative};
+use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::vector::SearchOptions;
 
 /// What evaluating a filter gives: the matching documents, text scores, and the

@@ -1,4 +1,7 @@
-//! Secondary indexes over hashes: what `FT.CREATE` builds and `FT.SEARCH` reads.
+//! Secondary indexes over hashes: what `FT.CREATE` builds and `FT.SEARCH` reads, with
+//! the RediSearch query language ([`query`]: parser, typed tree, `FT.EXPLAIN`) and the
+//! tokenizer of TEXT fields and query terms ([`tokens`]) they share with the `FT.*`
+//! handlers.
 //!
 //! The registry ([`Indexes`]) holds every index of the engine. The command dispatcher
 //! calls [`Indexes::key_written`] after each write command, for each of its keys,
@@ -13,8 +16,10 @@
 pub mod docs;
 pub mod eval;
 pub mod persist;
+pub mod query;
 pub mod schema;
 mod text;
+pub mod tokens;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -163,8 +168,6 @@ pub struct Indexes {
     /// Whether any index exists (the write path's fast check).
     any: AtomicBool,
     builder_started: AtomicBool,
-    /// Open `FT.AGGREGATE … WITHCURSOR` cursors.
-    pub cursors: crate::commands::search::cursor::Cursors,
 }
 
 /// How long inserts must pause before the background builder links vectors.

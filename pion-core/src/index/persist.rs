@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use super::{schema, FieldIndex, Indexes, SearchIndex};
-use crate::durability::codec::{put_bytes, put_u32, put_u64, Malformed, Reader};
 use crate::engine::Engine;
+use crate::util::codec::{put_bytes, put_u32, put_u64, Malformed, Reader};
 use crate::value::Value;
 use crate::vector::VectorIndex;
 

@@ -2,17 +2,17 @@
 //! a token for documents and queries), with an index's own `STOPWORDS` list when
 //! `FT.CREATE` gave one.
 
-use crate::search::text;
+use crate::index::tokens;
 
 /// The tokens of a TEXT value, in order. With `stopwords`, those words are dropped
 /// instead of the default list.
 pub fn tokenize(raw: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Vec<u8>> {
     match stopwords {
-        None => text::tokenize(raw).into_iter().map(|t| t.text).collect(),
+        None => tokens::tokenize(raw).into_iter().map(|t| t.text).collect(),
         Some(list) => raw
-            .split(|&b| text::is_separator(b))
+            .split(|&b| tokens::is_separator(b))
             .filter(|w| !w.is_empty())
-            .map(text::lowercase)
+            .map(tokens::lowercase)
             .filter(|w| !list.contains(w))
             .collect(),
     }
@@ -20,5 +20,5 @@ pub fn tokenize(raw: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Vec<u8>> {
 
 /// The tags of a TAG value.
 pub fn tag_values(raw: &[u8], separator: u8, case_sensitive: bool) -> Vec<Vec<u8>> {
-    text::tag_values(raw, separator, case_sensitive)
+    tokens::tag_values(raw, separator, case_sensitive)
 }

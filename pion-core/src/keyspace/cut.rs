@@ -90,7 +90,7 @@ fn dump(shard: &Shard) -> (usize, Vec<u8>) {
         let Some(d) = d else { continue };
         for slot in &d.slots {
             for (k, e) in slot {
-                crate::durability::snapshot::encode_entry(db, k.as_slice(), e, &mut body);
+                crate::keyspace::dump::encode_entry(db, k.as_slice(), e, &mut body);
                 keys += 1;
             }
         }

@@ -10,6 +10,7 @@
 //! whole iteration is returned) without Redis's reverse-binary cursor trick.
 
 mod cut;
+pub mod dump;
 mod evict;
 mod key;
 mod locked;

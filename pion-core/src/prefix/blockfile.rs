@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::durability::codec::{crc, Reader};
 use crate::durability::health::DiskHealth;
 use crate::storage::{Open, Storage, StoredFile};
+use crate::util::codec::{crc, Reader};
 
 const MAGIC: &[u8; 4] = b"PKVB";
 const RECORD_HEADER: u64 = 16;

@@ -16,8 +16,8 @@ use super::block_id::BlockId;
 use super::blockfile::{Loc, LOC_LEN};
 use super::store::{LayerData, Match, PrefixError, PrefixStore};
 use super::Manifest;
-use crate::durability::codec::Reader;
 use crate::durability::Wal;
+use crate::util::codec::Reader;
 
 /// Where the prompt cache's changes are recorded: the write-ahead log of a durable
 /// engine (none for an in-memory one), at the time of the change.

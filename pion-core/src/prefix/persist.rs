@@ -17,7 +17,7 @@ use super::block_id::BlockId;
 use super::blockfile::{Loc, LOC_LEN};
 use super::manifest::Manifest;
 use super::store::PrefixStore;
-use crate::durability::codec::Reader;
+use crate::util::codec::Reader;
 
 /// One block as exported: cheap to take under the store's lock (payloads are shared).
 pub struct ExportBlock {

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::client::ClientShared;
+use crate::clients::ClientShared;
 use crate::config::parse_memory;
 
 /// One class's limits.
@@ -125,7 +125,7 @@ impl OutputLimits {
         if (hard || soft) && !c.killed.load(Ordering::Relaxed) {
             crate::log_notice!(
                 "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                crate::commands::connection::client_line(c, crate::engine::unix_ms())
+                crate::clients::client_line(c, crate::engine::unix_ms())
             );
             c.kill();
         }

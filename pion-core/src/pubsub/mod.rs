@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::client::{ClientShared, ClientState};
-use crate::glob::glob_match;
+use crate::clients::{ClientShared, ClientState};
 use crate::reply::Reply;
+use crate::util::glob::glob_match;
 
 /// The three kinds of subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -641,7 +641,7 @@ pub(crate) fn listen_for_expiry(engine: &crate::engine::Engine) {
 
 /// After a write command settled one of its keys (`removed`: it was an emptied
 /// collection, now deleted): the `del` event and client-side cache invalidation.
-pub(crate) fn key_settled(ctx: &mut crate::exec::Ctx<'_>, key: &[u8], removed: bool) {
+pub(crate) fn key_settled(ctx: &mut crate::command::ctx::Ctx<'_>, key: &[u8], removed: bool) {
     if removed {
         ctx.notify(notify::GENERIC, "del", key);
     }
@@ -654,7 +654,7 @@ pub(crate) fn key_settled(ctx: &mut crate::exec::Ctx<'_>, key: &[u8], removed: b
 
 /// `FLUSHDB` / `FLUSHALL` ran: tracking clients drop their whole cache, and the
 /// table forgets every key (those of clients that stopped tracking too), as in Redis.
-pub(crate) fn flushed(ctx: &crate::exec::Ctx<'_>) {
+pub(crate) fn flushed(ctx: &crate::command::ctx::Ctx<'_>) {
     let hub = ctx.engine.pubsub();
     hub.tracking
         .flush(ctx.engine.clients(), hub, ctx.client.id());

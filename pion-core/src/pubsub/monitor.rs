@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use crate::client::{ClientShared, ClientState};
+use crate::clients::{ClientShared, ClientState};
 use crate::command::flags::{ADMIN, REDACTS_AUTH, SKIP_MONITOR};
 use crate::command::CommandSpec;
 use crate::reply::Reply;
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_script_command_comes_from_lua() {
-        let registry = crate::client::ClientRegistry::default();
+        let registry = crate::clients::ClientRegistry::default();
         let client = ClientState::detached(&registry, 0);
         let argv = [b"set".to_vec(), b"k".to_vec()];
         let line = format_line(&client, &argv, false, true, 1_500_000);

@@ -1,6 +1,6 @@
 //! Keyspace notifications: the `notify-keyspace-events` classes (Redis's flag
 //! letters) and the `__keyspace@<db>__:<key>` / `__keyevent@<db>__:<event>`
-//! messages that handlers emit through [`Ctx::notify`](crate::exec::Ctx::notify).
+//! messages that handlers emit through [`Ctx::notify`](crate::command::ctx::Ctx::notify).
 
 use super::Hub;
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{Hub, Mailbox};
-use crate::client::{ClientRegistry, ClientShared};
+use crate::clients::{ClientRegistry, ClientShared};
 use crate::reply::Reply;
 
 /// `CLIENT LIST` / `CLIENT TRACKINGINFO` bits.
@@ -558,7 +558,7 @@ impl Tracker {
 
 #[cfg(test)]
 mod tests {
-    use crate::client::ClientState;
+    use crate::clients::ClientState;
     use crate::engine::{Engine, EngineOptions};
     use crate::reply::Reply;
 

@@ -74,7 +74,7 @@ fn arg_text(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::String(s) => Some(s.as_bytes().to_vec()),
         Value::Integer(i) => Some(i.to_string().into_bytes()),
-        Value::Number(n) => Some(crate::num::fmt_g(*n, 14).into_bytes()),
+        Value::Number(n) => Some(crate::util::num::fmt_g(*n, 14).into_bytes()),
         _ => None,
     }
 }
@@ -191,19 +191,19 @@ pub fn log_function(lua: &Lua) -> mlua::Result<mlua::Function> {
             return Err(fail(lua, "Invalid debug level."));
         }
         let level = match level {
-            0 => crate::log::Level::Debug,
-            1 => crate::log::Level::Verbose,
-            2 => crate::log::Level::Notice,
-            _ => crate::log::Level::Warning,
+            0 => crate::util::log::Level::Debug,
+            1 => crate::util::log::Level::Verbose,
+            2 => crate::util::log::Level::Notice,
+            _ => crate::util::log::Level::Warning,
         };
-        if crate::log::enabled(level) {
+        if crate::util::log::enabled(level) {
             let parts: Vec<String> = args
                 .iter()
                 .skip(1)
                 .filter_map(arg_text)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .collect();
-            crate::log::write(level, format_args!("{}", parts.join(" ")));
+            crate::util::log::write(level, format_args!("{}", parts.join(" ")));
         }
         Ok(())
     })

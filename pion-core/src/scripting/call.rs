@@ -11,12 +11,12 @@ use super::api::raise_table;
 use super::busy::Busy;
 use super::convert::{error_table, reply_to_lua};
 use super::sandbox::LuaState;
-use crate::client::ClientState;
+use crate::clients::ClientState;
 use crate::command::flags;
 use crate::engine::Engine;
 use crate::error::OpError;
-use crate::num::fmt_g17;
 use crate::reply::Reply;
+use crate::util::num::fmt_g17;
 
 /// What one script run allows and what it did, shared with its `redis.call`s.
 pub struct RunCtx {

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::api::raise_at;
 use super::cjson_settings::{self, InvalidNumbers, Settings, Shared};
-use crate::num::fmt_g;
+use crate::util::num::fmt_g;
 
 /// The `cjson.null` sentinel: a light userdata holding NULL, as lua-cjson's.
 pub fn null() -> Value {

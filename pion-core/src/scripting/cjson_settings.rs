@@ -119,7 +119,7 @@ impl Args<'_> {
             Value::Boolean(b) if booleans => return Ok(Some(usize::from(*b))),
             Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
             Value::Integer(i) => i.to_string(),
-            Value::Number(x) => crate::num::fmt_g(*x, 14),
+            Value::Number(x) => crate::util::num::fmt_g(*x, 14),
             other => {
                 return Err(self.error(n, &format!("string expected, got {}", type_name(other))))
             }

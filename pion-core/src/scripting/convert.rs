@@ -4,8 +4,8 @@
 
 use mlua::{Lua, Table, Value};
 
-use crate::num::{fmt_g17, fmt_shortest};
 use crate::reply::Reply;
+use crate::util::num::{fmt_g17, fmt_shortest};
 
 /// How deep nested tables may go before conversion gives up (Redis checks the C stack
 /// the same way).

@@ -13,7 +13,7 @@ use super::convert::lua_to_reply;
 use super::debugger::{self, DebugMode};
 use super::sandbox::{is_counted_error, HookState, LuaState, Outcome};
 use super::{error_reply, ScriptFlags, Scripting};
-use crate::client::ClientState;
+use crate::clients::ClientState;
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
@@ -115,7 +115,7 @@ impl EvalState {
 
 /// Parses a `numkeys` argument; `not_integer` is the error for a non-number.
 pub fn numkeys(argv: &[Vec<u8>], not_integer: &'static str) -> OpResult<usize> {
-    let n = crate::num::parse_i64(&argv[2]).ok_or(OpError::custom(not_integer))?;
+    let n = crate::util::num::parse_i64(&argv[2]).ok_or(OpError::custom(not_integer))?;
     if n < 0 {
         return Err(OpError::custom("ERR Number of keys can't be negative"));
     }

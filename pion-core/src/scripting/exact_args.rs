@@ -55,7 +55,7 @@ unsafe fn forward(state: *mut ffi::lua_State, target: &CStr) -> c_int {
         }
         let mut buf = [0u8; 40];
         let len = {
-            let text = crate::num::fmt_g17(unsafe { ffi::lua_tonumber(state, i) });
+            let text = crate::util::num::fmt_g17(unsafe { ffi::lua_tonumber(state, i) });
             let len = text.len().min(buf.len());
             buf[..len].copy_from_slice(&text.as_bytes()[..len]);
             len

@@ -66,7 +66,7 @@ pub fn parse_header(code: &[u8]) -> OpResult<String> {
     let invalid = || err("ERR Invalid library metadata");
     let end = code.iter().position(|&b| b == b'\n').ok_or_else(invalid)?;
     let line = String::from_utf8_lossy(&code[..end]);
-    let parts = crate::conffile::split_args(&line)
+    let parts = crate::config::file::split_args(&line)
         .filter(|p| !p.is_empty())
         .ok_or_else(invalid)?;
     let engine = parts[0].get(2..).unwrap_or("");

@@ -8,7 +8,7 @@ use mlua::{Function, Lua, MultiValue, Value};
 
 use super::api::raise_at;
 use super::convert::{lua_number, number_to_i64};
-use crate::num::fmt_g;
+use crate::util::num::fmt_g;
 
 /// A library function returning one string built from its arguments by `f`, whose
 /// failures raise their text at the caller's line (as `luaL_error` does).

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::client::ClientState;
+use crate::clients::ClientState;
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
@@ -338,7 +338,7 @@ impl Scripting {
             .max(EMPTY_LUA_BYTES);
         let scripts = s.script_bytes.load(Ordering::Relaxed);
         let functions = s.function_code_bytes.load(Ordering::Relaxed);
-        let human = |n: usize| crate::info::human_bytes(n as u64);
+        let human = |n: usize| crate::util::num::human_bytes(n as u64);
         vec![
             ("used_memory_lua", eval_vm.to_string()),
             ("used_memory_vm_eval", eval_vm.to_string()),

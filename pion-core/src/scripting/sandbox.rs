@@ -91,7 +91,7 @@ fn error_value_text(v: &Value) -> String {
         Value::Nil => "nil".into(),
         Value::Boolean(b) => b.to_string(),
         Value::Integer(i) => i.to_string(),
-        Value::Number(n) => crate::num::fmt_g(*n, 14),
+        Value::Number(n) => crate::util::num::fmt_g(*n, 14),
         Value::Error(e) => match e.as_ref() {
             mlua::Error::RuntimeError(m) => m.clone(),
             mlua::Error::CallbackError { cause, .. } => cause.to_string(),
@@ -119,7 +119,7 @@ pub(crate) fn check_interrupts(h: &HookState, line: i32) -> mlua::Result<()> {
     }
     // Past the busy threshold, this thread's other clients are served (their SCRIPT
     // KILL included) between two stretches of the script.
-    crate::gate::pump_while_busy();
+    crate::server::gate::pump_while_busy();
     Ok(())
 }
 

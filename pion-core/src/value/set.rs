@@ -10,7 +10,7 @@ use rand::Rng;
 
 use super::hash::table::ScanTable;
 use super::{sampled_size, EncodingLimits};
-use crate::num::parse_i64;
+use crate::util::num::parse_i64;
 
 /// A set value.
 #[derive(Debug, Clone, PartialEq)]

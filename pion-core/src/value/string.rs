@@ -24,7 +24,7 @@ const EMBSTR_MAX: usize = 44;
 impl StrValue {
     /// A string created from bytes in one piece, encoded as Redis would.
     pub fn new(bytes: Vec<u8>) -> StrValue {
-        let encoding = if bytes.len() <= 20 && crate::num::parse_i64(&bytes).is_some() {
+        let encoding = if bytes.len() <= 20 && crate::util::num::parse_i64(&bytes).is_some() {
             StrEncoding::Int
         } else if bytes.len() <= EMBSTR_MAX {
             StrEncoding::Embstr
@@ -83,7 +83,7 @@ impl StrValue {
 
     /// The integer this string holds, if it is a strict decimal `i64`.
     pub fn as_int(&self) -> Option<i64> {
-        crate::num::parse_i64(&self.bytes)
+        crate::util::num::parse_i64(&self.bytes)
     }
 
     /// Mutable access to the bytes for in-place edits; the encoding becomes `raw`,

@@ -75,7 +75,7 @@ fn line(buf: &[u8], from: usize) -> Option<(&[u8], usize)> {
 
 /// Parses a signed decimal header value strictly (Redis's `string2ll`).
 fn header_int(s: &[u8]) -> Option<i64> {
-    pion_core::num::parse_i64(s)
+    pion_core::util::num::parse_i64(s)
 }
 
 /// Decodes the next request in `buf` from scratch (no saved state). A connection uses

@@ -1,7 +1,7 @@
 //! The reply encoder: the one place that knows how a [`Reply`] looks in RESP2 and in
 //! RESP3.
 
-use pion_core::num::fmt_g17;
+use pion_core::util::num::fmt_g17;
 use pion_core::Reply;
 
 /// Appends the encoding of `reply` for protocol `resp` (2 or 3) to `out`.
@@ -77,7 +77,7 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
             }
         }
         Reply::ShortDouble(d) => {
-            let text = pion_core::num::fmt_shortest(*d);
+            let text = pion_core::util::num::fmt_shortest(*d);
             if resp3 {
                 line(out, b',', text.as_bytes());
             } else {

@@ -29,8 +29,8 @@ fn value_at(out: &mut String, v: &Value, depth: usize) {
     match v {
         Value::String(s) => repr(out, &s.as_bytes()),
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Integer(i) => out.push_str(&crate::num::fmt_g(*i as f64, 6)),
-        Value::Number(n) => out.push_str(&crate::num::fmt_g(*n, 6)),
+        Value::Integer(i) => out.push_str(&crate::util::num::fmt_g(*i as f64, 6)),
+        Value::Number(n) => out.push_str(&crate::util::num::fmt_g(*n, 6)),
         Value::Nil => out.push_str("nil"),
         Value::Table(t) => {
             // Both forms are built while walking, as the array test needs the whole
@@ -132,14 +132,14 @@ pub fn reply(out: &mut String, r: &Reply, resp: u8) {
         }
         Reply::Double(d) if resp3 => {
             out.push_str("(double) ");
-            out.push_str(&crate::num::fmt_g17(*d));
+            out.push_str(&crate::util::num::fmt_g17(*d));
         }
-        Reply::Double(d) => repr(out, crate::num::fmt_g17(*d).as_bytes()),
+        Reply::Double(d) => repr(out, crate::util::num::fmt_g17(*d).as_bytes()),
         Reply::ShortDouble(d) if resp3 => {
             out.push_str("(double) ");
-            out.push_str(&crate::num::fmt_shortest(*d));
+            out.push_str(&crate::util::num::fmt_shortest(*d));
         }
-        Reply::ShortDouble(d) => repr(out, crate::num::fmt_shortest(*d).as_bytes()),
+        Reply::ShortDouble(d) => repr(out, crate::util::num::fmt_shortest(*d).as_bytes()),
         Reply::Bool(b) if resp3 => out.push_str(if *b { "#true" } else { "#false" }),
         Reply::Bool(b) => out.push_str(if *b { "1" } else { "0" }),
         Reply::Attributed(_, inner) => reply(out, inner, resp),

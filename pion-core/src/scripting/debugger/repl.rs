@@ -221,7 +221,7 @@ fn next_command(
                 // SCRIPT KILL (past the busy threshold) ends the session; this
                 // thread's other clients are answered meanwhile.
                 sandbox::check_interrupts(hook, 0)?;
-                crate::gate::pump_while_busy();
+                crate::server::gate::pump_while_busy();
             }
         }
     }
@@ -364,7 +364,7 @@ fn breakpoints(s: &mut Session, argv: &[Vec<u8>]) {
     for arg in &argv[1..] {
         let Some(n) = std::str::from_utf8(arg)
             .ok()
-            .and_then(|t| crate::num::parse_i64(t.as_bytes()))
+            .and_then(|t| crate::util::num::parse_i64(t.as_bytes()))
         else {
             let mut line = b"Invalid argument:'".to_vec();
             line.extend_from_slice(arg);

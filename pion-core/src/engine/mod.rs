@@ -1,0 +1,858 @@
+//! The engine: keyspace, configuration, clients and counters, usable in-process with no
+//! socket. `pion-server` is a thin event loop over the same [`Engine`].
+
+pub mod typed;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::util::clock::Clock;
+
+use crate::clients::{ClientRegistry, ClientState};
+use crate::command;
+use crate::config::{Config, ConfigValues};
+use crate::durability::{Durability, DurabilityOptions, FsyncPolicy, OpenError};
+use crate::keyspace::Keyspace;
+use crate::reply::Reply;
+
+/// Whether a reply may leave (see [`Engine::reply_readiness`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The writes it acknowledges are durable.
+    Ready,
+    /// An fsync that covers them is under way.
+    Waiting,
+    /// The disk refuses the log; retry later.
+    Failed,
+}
+
+/// How to open an engine.
+#[derive(Debug, Clone, Default)]
+pub struct EngineOptions {
+    /// Initial configuration (`databases`, limits, `requirepass` …).
+    pub config: ConfigValues,
+    /// Turn off the background active-expiry cycle (keys then expire only when read;
+    /// fuzzing and deterministic tests use this).
+    pub disable_active_expiry: bool,
+    /// Where the engine reads the time (the system's clocks unless a test moves a
+    /// manual one).
+    pub clock: crate::util::clock::Clock,
+}
+
+/// Server-wide counters for `INFO stats`.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    /// Bytes read from clients.
+    pub net_input_bytes: AtomicU64,
+    /// Bytes written to clients.
+    pub net_output_bytes: AtomicU64,
+    /// Connections refused (`maxclients`).
+    pub rejected_connections: AtomicU64,
+}
+
+pub use crate::clients::session::Session;
+pub use crate::monitor::command_stats::{CommandStat, CommandStats};
+
+pub(crate) struct EngineInner {
+    keyspace: Keyspace,
+    config: Config,
+    clients: ClientRegistry,
+    command_stats: CommandStats,
+    server_stats: ServerStats,
+    started_ms: i64,
+    run_id: String,
+    /// The replication id `INFO replication` reports (`master_replid`): a new one each
+    /// run, as a Redis primary makes one at start-up.
+    repl_id: String,
+    shutdown: std::sync::atomic::AtomicBool,
+    /// Users and their permissions; the default user's password is `requirepass`.
+    acl: crate::acl::Acl,
+    /// The configuration file the server started with (for `CONFIG REWRITE`).
+    config_file: std::sync::OnceLock<crate::config::file::ConfigFile>,
+    /// `maxmemory` (cached likewise; 0 = no limit).
+    maxmemory: AtomicU64,
+    /// An LFU `maxmemory-policy` is selected (cached likewise).
+    lfu_policy: std::sync::atomic::AtomicBool,
+    /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
+    error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Where the time comes from.
+    clock: crate::util::clock::Clock,
+    /// Monotonic origin of the wall clock below.
+    epoch: std::time::Instant,
+    /// Wall-clock microseconds at `epoch`, re-read every expiry cycle so that a clock
+    /// adjustment is followed within a tick (microseconds: two millisecond floors
+    /// would put the derived time up to 2 ms off).
+    wall_at_epoch_us: std::sync::atomic::AtomicI64,
+    shutdown_waker: parking_lot::Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// The data directory, log and snapshots (absent for an in-memory engine).
+    durability: std::sync::OnceLock<Durability>,
+    /// The prompt cache (K/V prefix blocks).
+    prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
+    search: std::sync::Arc<crate::index::Indexes>,
+    /// Open `FT.AGGREGATE … WITHCURSOR` cursors.
+    search_cursors: crate::handlers::search::cursor::Cursors,
+    /// Keys clients `WATCH`.
+    watches: Arc<crate::clients::watch::WatchRegistry>,
+    /// Clients blocked on keys.
+    blocking: crate::clients::blocking::BlockingRegistry,
+    /// The execution gate (transactions and scripts run alone).
+    gate: crate::server::gate::Gate,
+    /// Eviction, slow log, latency monitor, client pauses.
+    operator: crate::server::operator::Operator,
+    /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
+    pubsub: Arc<crate::pubsub::Hub>,
+    /// Lua scripts and function libraries.
+    scripting: crate::scripting::Scripting,
+    /// Whether the background expiry cycle runs (`DEBUG SET-ACTIVE-EXPIRE`).
+    active_expire: std::sync::atomic::AtomicBool,
+    /// `DEBUG PAUSE-CRON 1`: the periodic tasks (active expiry, the tracking table's
+    /// limit) stop until `DEBUG PAUSE-CRON 0`.
+    cron_paused: std::sync::atomic::AtomicBool,
+    /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `NOSCRIPT` commands.
+    scripts_deny_disabled: std::sync::atomic::AtomicBool,
+}
+
+/// A handle to an engine; cheap to clone, shared by every thread.
+///
+/// ```
+/// use pion_core::{Engine, EngineOptions, Reply};
+/// let engine = Engine::in_memory(EngineOptions::default());
+/// engine.set(0, b"greeting", b"hello").unwrap();
+/// assert_eq!(engine.get(0, b"greeting").unwrap(), Some(b"hello".to_vec()));
+/// assert_eq!(engine.execute(0, &["INCRBY", "n", "5"]), Reply::Integer(5));
+/// ```
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<EngineInner>,
+}
+
+/// A weak handle on an engine: background threads hold one, so they end when the
+/// last [`Engine`] is dropped.
+#[derive(Clone)]
+pub(crate) struct WeakEngine(Weak<EngineInner>);
+
+impl WeakEngine {
+    /// The engine, if it still exists.
+    pub(crate) fn upgrade(&self) -> Option<Engine> {
+        self.0.upgrade().map(|inner| Engine { inner })
+    }
+}
+
+/// The system's time in Unix microseconds.
+pub fn unix_us() -> i64 {
+    crate::util::clock::system_unix_us()
+}
+
+/// The current time in Unix milliseconds.
+pub fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Engine {
+    /// An engine that keeps everything in memory only (a pure cache: nothing survives
+    /// the process), with its background expiry cycle running.
+    pub fn in_memory(options: EngineOptions) -> Engine {
+        let engine = Engine::build(&options);
+        engine.start_background(&options);
+        engine
+    }
+
+    /// Opens the durable engine stored in `dir` (created if missing) with the default
+    /// options: everything that was acknowledged before the last stop or crash is
+    /// recovered, and every write from now on is logged before it returns.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("pion-doc-open-{}", std::process::id()));
+    /// use pion_core::Engine;
+    /// {
+    ///     let engine = Engine::open(&dir).expect("open");
+    ///     engine.set(0, b"k", b"v").expect("set");
+    /// }
+    /// let engine = Engine::open(&dir).expect("reopen");
+    /// assert_eq!(engine.get(0, b"k").expect("get"), Some(b"v".to_vec()));
+    /// # drop(engine);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// ```
+    pub fn open(dir: impl AsRef<std::path::Path>) -> Result<Engine, OpenError> {
+        Engine::open_with(
+            EngineOptions::default(),
+            DurabilityOptions::new(dir.as_ref()),
+        )
+    }
+
+    /// Opens a durable engine with these options. Fails when another process has the
+    /// directory open, or when its snapshot or log is damaged (the error names the
+    /// file and offset).
+    pub fn open_with(
+        options: EngineOptions,
+        durability: DurabilityOptions,
+    ) -> Result<Engine, OpenError> {
+        let mut options = options;
+        options.config.appendonly = true;
+        options.config.wal = true;
+        options.config.appendfsync = durability.fsync.name().to_string();
+        options.config.dir = durability.dir.display().to_string();
+        // Recovery replays the prompt cache's evictions as they were logged: the
+        // budget applies only once it is done.
+        let kv_budget = std::mem::take(&mut options.config.kv_budget);
+        let engine = Engine::build(&options);
+        let d = crate::durability::open(&engine, &durability)?;
+        // Set once, here, before any other handle to the engine exists.
+        let _ = engine.inner.durability.set(d);
+        engine.inner.config.update(|c| c.kv_budget = kv_budget);
+        engine.config_changed();
+        engine.start_background(&options);
+        crate::durability::background::spawn_keeper(engine.downgrade());
+        if let Some(d) = engine.durability() {
+            crate::durability::background::spawn_syncer(
+                engine.downgrade(),
+                Arc::clone(d.wal().signal()),
+            );
+        }
+        Ok(engine)
+    }
+
+    /// A handle that does not keep the engine alive (background threads hold one).
+    pub(crate) fn downgrade(&self) -> WeakEngine {
+        WeakEngine(Arc::downgrade(&self.inner))
+    }
+
+    /// Whether a reply that acknowledges the client's writes up to log record `seq`
+    /// may be sent now. Never waits for an fsync: under `always` it writes the records
+    /// and answers [`Readiness::Waiting`]; the caller then fsyncs itself when it has
+    /// nothing else to do ([`sync_log_now`](Self::sync_log_now)) or hands the fsync
+    /// to the log's sync thread ([`request_log_sync`](Self::request_log_sync)), whose
+    /// completion runs the callbacks registered with
+    /// [`on_log_synced`](Self::on_log_synced).
+    pub fn reply_readiness(&self, seq: u64) -> Readiness {
+        let Some(d) = self.durability() else {
+            return Readiness::Ready;
+        };
+        let wal = d.wal();
+        let failing = wal.failure().is_some();
+        // What the log already holds may be acknowledged even while the disk fails
+        // (a client that wrote earlier still gets its reads answered).
+        if seq == 0 || wal.durable_seq() >= seq {
+            return Readiness::Ready;
+        }
+        if failing || wal.policy() != FsyncPolicy::Always {
+            return match self.make_durable(seq) {
+                Ok(()) => Readiness::Ready,
+                Err(_) => Readiness::Failed,
+            };
+        }
+        if wal.write_through(seq).is_err() {
+            return Readiness::Failed;
+        }
+        Readiness::Waiting
+    }
+
+    /// fsyncs the log in the calling thread (an event loop with nothing else to do:
+    /// no hand-off to another thread and back). Wakes the other loops afterwards.
+    pub fn sync_log_now(&self) {
+        if let Some(d) = self.durability() {
+            // A failure is recorded in the log's state; replies then stay held.
+            let _ = d.wal().sync_concurrently();
+            d.wal().signal().notify();
+        }
+    }
+
+    /// Hands an fsync of everything written so far to the log's sync thread (an event
+    /// loop with other clients to serve meanwhile).
+    pub fn request_log_sync(&self) {
+        if let Some(d) = self.durability() {
+            d.wal().signal().request(d.wal().written_seq());
+        }
+    }
+
+    /// Whether the log's sync thread has an fsync under way.
+    pub fn log_sync_in_flight(&self) -> bool {
+        self.durability()
+            .is_some_and(|d| d.wal().signal().in_flight())
+    }
+
+    /// Registers a callback run after every background fsync of the log (an event
+    /// loop's waker, so that it sends the replies that were waiting for it).
+    pub fn on_log_synced(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        if let Some(d) = self.durability() {
+            d.wal().signal().listen(wake);
+        }
+    }
+
+    /// The prompt cache (K/V prefix blocks). Lock it for as short as possible; a
+    /// command that changes it logs the change while still holding the lock.
+    pub fn prefix(&self) -> &parking_lot::Mutex<crate::prefix::PrefixStore> {
+        &self.inner.prefix
+    }
+
+    /// The open `FT.AGGREGATE … WITHCURSOR` cursors.
+    pub fn search_cursors(&self) -> &crate::handlers::search::cursor::Cursors {
+        &self.inner.search_cursors
+    }
+
+    /// The search indexes (`FT.*`).
+    pub fn search(&self) -> &std::sync::Arc<crate::index::Indexes> {
+        &self.inner.search
+    }
+
+    /// The keys clients `WATCH`.
+    pub fn watches(&self) -> &Arc<crate::clients::watch::WatchRegistry> {
+        &self.inner.watches
+    }
+
+    /// The clients blocked on keys.
+    pub fn blocking(&self) -> &crate::clients::blocking::BlockingRegistry {
+        &self.inner.blocking
+    }
+
+    /// The execution gate.
+    pub fn gate(&self) -> &crate::server::gate::Gate {
+        &self.inner.gate
+    }
+
+    /// Turns the background expiry cycle on or off (keys still expire when accessed).
+    pub fn set_active_expire(&self, on: bool) {
+        self.inner.active_expire.store(on, Ordering::Relaxed);
+    }
+
+    /// Lets scripts call the commands normally denied to them, or not
+    /// (`DEBUG SET-DISABLE-DENY-SCRIPTS`).
+    pub fn set_scripts_deny_disabled(&self, disabled: bool) {
+        self.inner
+            .scripts_deny_disabled
+            .store(disabled, Ordering::Relaxed);
+    }
+
+    /// Whether scripts may call the commands normally denied to them.
+    pub fn scripts_deny_disabled(&self) -> bool {
+        self.inner.scripts_deny_disabled.load(Ordering::Relaxed)
+    }
+
+    /// Pauses or resumes the periodic tasks (`DEBUG PAUSE-CRON`).
+    pub fn set_cron_paused(&self, paused: bool) {
+        self.inner.cron_paused.store(paused, Ordering::Relaxed);
+    }
+
+    /// `busy-reply-threshold` in milliseconds: how long a script runs before other
+    /// clients are answered `-BUSY`.
+    pub fn busy_threshold_ms(&self) -> u64 {
+        self.inner.config.with(|c| c.busy_reply_threshold)
+    }
+
+    /// Whether a script runs past `busy-reply-threshold` now. One atomic load when
+    /// none runs: the threshold is read only when one does.
+    pub fn script_busy(&self) -> bool {
+        let busy = self.inner.gate.busy();
+        busy.script_running() && busy.is_busy(self.busy_threshold_ms())
+    }
+
+    /// Pub/Sub, keyspace notifications, client-side caching and `MONITOR`.
+    pub fn pubsub(&self) -> &Arc<crate::pubsub::Hub> {
+        &self.inner.pubsub
+    }
+
+    /// Lua scripts and function libraries.
+    pub fn scripting(&self) -> &crate::scripting::Scripting {
+        &self.inner.scripting
+    }
+
+    /// The engine's durable storage, unless it is in-memory only.
+    pub fn durability(&self) -> Option<&Durability> {
+        self.inner.durability.get()
+    }
+
+    /// Waits until every log record up to `seq` is durable under the fsync policy
+    /// (written; under `always`, fsynced). Errors with Redis's `MISCONF` text when the
+    /// disk refuses: the caller must then not acknowledge the write.
+    pub fn make_durable(&self, seq: u64) -> Result<(), String> {
+        match self.durability() {
+            Some(d) if seq > 0 => d
+                .wal()
+                .commit(seq)
+                .map_err(|e| format!("MISCONF Errors writing to the write-ahead log: {e}")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Flushes and fsyncs the log (clean shutdown).
+    pub fn flush_log(&self) -> Result<(), String> {
+        match self.durability() {
+            Some(d) => d.wal().sync_all(),
+            None => Ok(()),
+        }
+    }
+
+    fn start_background(&self, options: &EngineOptions) {
+        if !options.disable_active_expiry {
+            spawn_expiry_cycle(Arc::downgrade(&self.inner));
+        }
+    }
+
+    fn build(options: &EngineOptions) -> Engine {
+        let databases = options.config.databases.max(1);
+        let clock = options.clock.clone();
+        let started_ms = clock.unix_ms();
+        let random_id = || {
+            use rand::Rng;
+            let mut rng = rand::thread_rng();
+            (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rng.gen_range(0..16)]))
+                .collect::<String>()
+        };
+        let run_id = random_id();
+        let repl_id = random_id();
+        let inner = Arc::new(EngineInner {
+            keyspace: Keyspace::new(databases),
+            config: Config::new(options.config.clone()),
+            clients: ClientRegistry::default(),
+            command_stats: CommandStats::new(command::table().stat_slots()),
+            server_stats: ServerStats::default(),
+            started_ms,
+            run_id,
+            repl_id,
+            shutdown: std::sync::atomic::AtomicBool::new(false),
+            acl: {
+                let acl = crate::acl::Acl::new();
+                if !options.config.requirepass.is_empty() {
+                    acl.set_default_password(&options.config.requirepass);
+                }
+                acl
+            },
+            config_file: std::sync::OnceLock::new(),
+            maxmemory: AtomicU64::new(0),
+            lfu_policy: std::sync::atomic::AtomicBool::new(false),
+            error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
+            epoch: clock.now(),
+            wall_at_epoch_us: std::sync::atomic::AtomicI64::new(clock.unix_us()),
+            clock,
+            shutdown_waker: parking_lot::Mutex::new(None),
+            durability: std::sync::OnceLock::new(),
+            prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
+            search: std::sync::Arc::new(crate::index::Indexes::default()),
+            search_cursors: crate::handlers::search::cursor::Cursors::default(),
+            watches: Arc::new(crate::clients::watch::WatchRegistry::default()),
+            blocking: crate::clients::blocking::BlockingRegistry::default(),
+            gate: crate::server::gate::Gate::default(),
+            operator: crate::server::operator::Operator::default(),
+            pubsub: Arc::new(crate::pubsub::Hub::default()),
+            scripting: crate::scripting::Scripting::default(),
+            active_expire: std::sync::atomic::AtomicBool::new(true),
+            cron_paused: std::sync::atomic::AtomicBool::new(false),
+            scripts_deny_disabled: std::sync::atomic::AtomicBool::new(false),
+        });
+        let engine = Engine { inner };
+        let search = engine.inner.search.clone();
+        let watches = Arc::clone(&engine.inner.watches);
+        engine
+            .inner
+            .keyspace
+            .set_expiry_listener(Box::new(move |db, key| {
+                search.key_expired(db, key);
+                watches.touch(db, key, false);
+            }));
+        crate::pubsub::listen_for_expiry(&engine);
+        crate::pubsub::listen_for_creation(&engine);
+        engine.config_changed();
+        engine
+    }
+
+    /// Eviction, slow log, latency monitor and client pauses.
+    pub fn operator(&self) -> &crate::server::operator::Operator {
+        &self.inner.operator
+    }
+
+    /// The keyspace.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.inner.keyspace
+    }
+
+    /// The live configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Connected clients.
+    pub fn clients(&self) -> &ClientRegistry {
+        &self.inner.clients
+    }
+
+    /// Per-command counters.
+    pub fn command_stats(&self) -> &CommandStats {
+        &self.inner.command_stats
+    }
+
+    /// Server-wide counters.
+    pub fn server_stats(&self) -> &ServerStats {
+        &self.inner.server_stats
+    }
+
+    /// Start time (Unix ms).
+    pub fn started_ms(&self) -> i64 {
+        self.inner.started_ms
+    }
+
+    /// This run's random 40-hex-digit id.
+    pub fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+
+    /// This run's replication id (`master_replid`).
+    pub fn repl_id(&self) -> &str {
+        &self.inner.repl_id
+    }
+
+    /// Asks the server around this engine to shut down (`SHUTDOWN`).
+    pub fn request_shutdown(&self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        if let Some(wake) = self.inner.shutdown_waker.lock().as_ref() {
+            wake();
+        }
+    }
+
+    /// Whether `SHUTDOWN` was requested.
+    pub fn shutdown_requested(&self) -> bool {
+        self.inner.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// Registers the callback that wakes the server when `SHUTDOWN` is requested.
+    pub fn on_shutdown(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        *self.inner.shutdown_waker.lock() = Some(wake);
+    }
+
+    /// Counts an error reply under its code (the text's first word).
+    pub fn count_error(&self, text: &str) {
+        let code = text.split(' ').next().unwrap_or("ERR");
+        let mut stats = self.inner.error_stats.lock();
+        match stats.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                stats.insert(code.to_string(), 1);
+            }
+        }
+    }
+
+    /// Error replies sent, by code.
+    pub fn error_stats(&self) -> Vec<(String, u64)> {
+        self.inner
+            .error_stats
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    /// Resets the counters `CONFIG RESETSTAT` resets.
+    pub fn reset_stats(&self) {
+        self.inner.error_stats.lock().clear();
+        self.inner.command_stats.reset();
+        self.inner.operator.evictor.reset_stats();
+        let ks = self.inner.keyspace.stats();
+        for c in [&ks.expired_keys, &ks.keyspace_hits, &ks.keyspace_misses] {
+            c.store(0, Ordering::Relaxed);
+        }
+        let s = &self.inner.server_stats;
+        for c in [
+            &s.net_input_bytes,
+            &s.net_output_bytes,
+            &s.rejected_connections,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The current time in Unix milliseconds (the engine's clock).
+    pub fn now_ms(&self) -> i64 {
+        self.inner.clock.unix_ms()
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// The Unix-ms wall time of a monotonic instant (cheaper than reading the wall
+    /// clock again when the caller already has an `Instant`).
+    pub fn wall_ms_at(&self, at: std::time::Instant) -> i64 {
+        let since = at.saturating_duration_since(self.inner.epoch).as_micros() as i64;
+        (self.inner.wall_at_epoch_us.load(Ordering::Relaxed) + since).div_euclid(1000)
+    }
+
+    /// Whether clients must authenticate (the default user has a password or is off).
+    pub fn requires_auth(&self) -> bool {
+        self.inner.acl.auth_required()
+    }
+
+    /// Users and their permissions.
+    pub fn acl(&self) -> &crate::acl::Acl {
+        &self.inner.acl
+    }
+
+    /// The configuration file the server started with, if any.
+    pub fn config_file(&self) -> Option<&crate::config::file::ConfigFile> {
+        self.inner.config_file.get()
+    }
+
+    /// Records the configuration file the server started with (once).
+    pub fn set_config_file(&self, file: crate::config::file::ConfigFile) {
+        let _ = self.inner.config_file.set(file);
+    }
+
+    /// Whether an LFU `maxmemory-policy` is selected.
+    pub fn lfu_policy(&self) -> bool {
+        self.inner.lfu_policy.load(Ordering::Relaxed)
+    }
+
+    /// `maxmemory` in bytes (0: no limit).
+    pub fn maxmemory(&self) -> u64 {
+        self.inner.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// Re-reads the settings the command path checks on every call, after
+    /// `CONFIG SET` (kept in atomics so no thread takes the configuration lock per command).
+    pub fn config_changed(&self) {
+        let (maxmemory, lfu) = self
+            .inner
+            .config
+            .with(|c| (c.maxmemory, c.maxmemory_policy.contains("lfu")));
+        self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
+        self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        let channels_all = self.inner.config.with(|c| c.acl_pubsub_default_all);
+        self.inner.acl.set_channels_default(channels_all);
+        self.inner
+            .config
+            .with(|c| self.inner.operator.configure(c, &self.inner.keyspace));
+        let tracking = self.inner.config.with(|c| c.latency_tracking);
+        self.inner.command_stats.set_latency_tracking(tracking);
+        self.inner
+            .config
+            .with(|c| crate::pubsub::configure(&self.inner.pubsub, c));
+        let new_events = self.inner.pubsub.notify_flags() & crate::pubsub::notify::NEW != 0;
+        self.inner.keyspace.want_creations(new_events);
+        if let Some(d) = self.durability() {
+            let policy = self
+                .inner
+                .config
+                .with(|c| FsyncPolicy::parse(&c.appendfsync));
+            if let Some(p) = policy {
+                d.wal().set_policy(p);
+            }
+        }
+        self.apply_kv_budget();
+    }
+
+    /// Applies `kv-budget` to the prompt cache, logging what it evicts (so recovery
+    /// does not bring those blocks back); returns the log record's sequence number.
+    pub fn apply_kv_budget(&self) -> u64 {
+        let budget = self.inner.config.with(|c| c.kv_budget);
+        let log =
+            crate::prefix::ops::ChangeLog::new(self.durability().map(|d| d.wal()), self.now_ms());
+        crate::prefix::ops::apply_budget(&self.inner.prefix, log, budget)
+    }
+
+    /// A new client session (registered, as `CLIENT LIST` shows it).
+    pub fn client(&self, addr: String, laddr: String, fd: i64) -> ClientState {
+        self.inner
+            .clients
+            .total_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let mut c = ClientState::new(&self.inner.clients, addr, laddr, fd, self.now_ms());
+        c.authenticated = !self.requires_auth();
+        c
+    }
+
+    /// An embedded session: a client with its own selected database and protocol.
+    pub fn session(&self) -> Session {
+        Session::new(self.clone(), self.client(String::new(), String::new(), -1))
+    }
+
+    /// Runs any command against database `db` and returns its reply.
+    ///
+    /// ```
+    /// use pion_core::{Engine, EngineOptions, Reply};
+    /// let engine = Engine::in_memory(EngineOptions::default());
+    /// assert_eq!(engine.execute(0, &["SET", "k", "v"]), Reply::ok());
+    /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
+    /// ```
+    pub fn execute<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) -> Reply {
+        let mut client = ClientState::detached(&self.inner.clients, self.now_ms());
+        client.select(db);
+        client.authenticated = true;
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
+        let reply = command::execute(self, &mut client, &argv);
+        self.acknowledged(&client, reply)
+    }
+
+    /// The reply to give once the client's writes are durable, or the error that says
+    /// they could not be made durable.
+    pub(crate) fn acknowledged(&self, client: &ClientState, reply: Reply) -> Reply {
+        match self.make_durable(client.wal_seq) {
+            Ok(()) => reply,
+            Err(e) => Reply::Error(e.into()),
+        }
+    }
+}
+
+fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
+    let spawned = std::thread::Builder::new()
+        .name("pion-expire".into())
+        .spawn(move || loop {
+            let Some(inner) = engine.upgrade() else {
+                return;
+            };
+            let hz = inner.config.with(|c| c.hz).clamp(1, 500);
+            let since = inner
+                .clock
+                .now()
+                .saturating_duration_since(inner.epoch)
+                .as_micros() as i64;
+            let now_us = inner.clock.unix_us();
+            inner
+                .wall_at_epoch_us
+                .store(now_us - since, Ordering::Relaxed);
+            let paused = inner.cron_paused.load(Ordering::Relaxed);
+            if !paused && inner.pubsub.tracking.active() {
+                let max = inner.config.with(|c| c.tracking_table_max_keys);
+                inner
+                    .pubsub
+                    .tracking
+                    .limit_keys(max, &inner.clients, &inner.pubsub);
+            }
+            if !paused && inner.active_expire.load(Ordering::Relaxed) {
+                // Keys do not expire in the middle of a transaction or script.
+                let _gate = inner.gate.enter_background();
+                // The cycle's BCAST invalidations leave together, as Redis's do.
+                let _batch = inner
+                    .pubsub
+                    .tracking
+                    .open_batch(&inner.clients, &inner.pubsub, 0);
+                // A slow pass (a big key deleted) is a latency event, as in Redis. It is
+                // recorded after each shard, with that shard still locked (samples of
+                // one second keep their maximum, so the last is the whole pass): in
+                // Redis no command runs during the pass, and here too a client that
+                // sees a key gone finds the event that its removal made slow.
+                let started = std::time::Instant::now();
+                let latency = &inner.operator.latency;
+                inner.keyspace.expire_cycle(now_us / 1000, 200, &mut || {
+                    latency.add_if_needed(
+                        "expire-cycle",
+                        started.elapsed().as_millis() as u64,
+                        now_us / 1_000_000,
+                    );
+                });
+            }
+            drop(inner);
+            std::thread::sleep(Duration::from_millis(1000 / hz));
+        });
+    // Without the thread, keys still expire lazily on access; nothing else depends on it.
+    drop(spawned);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_that_grow_memory_are_refused_past_maxmemory() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        assert_eq!(
+            engine.execute(0, &["CONFIG", "SET", "maxmemory", "4000"]),
+            Reply::ok()
+        );
+        let big = "x".repeat(1000);
+        let oom = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+        let mut refused = false;
+        for i in 0..20 {
+            match engine.execute(0, &["SET", &format!("k{i}"), &big]) {
+                r if r == oom => {
+                    refused = true;
+                    break;
+                }
+                r => assert_eq!(r, Reply::ok()),
+            }
+        }
+        assert!(refused, "maxmemory was never enforced");
+        // Reads and deletes still work, and freeing memory lets writes in again.
+        assert_eq!(
+            engine.execute(0, &["GET", "k0"]),
+            Reply::Bulk(big.clone().into_bytes())
+        );
+        assert_eq!(engine.execute(0, &["FLUSHALL"]), Reply::ok());
+        assert_eq!(engine.execute(0, &["SET", "k", &big]), Reply::ok());
+        assert_eq!(
+            engine.execute(0, &["CONFIG", "SET", "maxmemory", "0"]),
+            Reply::ok()
+        );
+    }
+
+    #[test]
+    fn no_touch_clients_leave_access_times_alone() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        {
+            // Written at the Unix epoch: idle for decades unless something touches it.
+            let mut ks = engine.keyspace().lock_keys(&[b"k"], 0);
+            ks.set(0, b"k", crate::value::Value::string(b"v".to_vec()))
+                .expect("set");
+        }
+        let idle = |e: &Engine| match e.execute(0, &["OBJECT", "IDLETIME", "k"]) {
+            Reply::Integer(n) => n,
+            other => panic!("unexpected {other:?}"),
+        };
+        let mut session = engine.session();
+        assert_eq!(session.execute(&["CLIENT", "NO-TOUCH", "ON"]), Reply::ok());
+        session.execute(&["GET", "k"]);
+        assert!(idle(&engine) > 1_000_000);
+        session.execute(&["TOUCH", "k"]);
+        assert!(idle(&engine) < 5, "TOUCH touches even under NO-TOUCH");
+    }
+
+    #[test]
+    fn a_slow_expiry_is_recorded_before_the_key_is_seen_gone() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        let ok = |r: Reply| assert!(!matches!(r, Reply::Error(_)), "{r:?}");
+        ok(engine.execute(0, &["CONFIG", "SET", "latency-monitor-threshold", "1"]));
+        ok(engine.execute(0, &["CONFIG", "SET", "hz", "100"]));
+        // Big enough that dropping it takes well over a millisecond.
+        for chunk in 0..50 {
+            let mut sadd = vec!["SADD".to_string(), "big".to_string()];
+            sadd.extend((0..2000).map(|i| format!("member-{chunk}-{i}")));
+            ok(engine.execute(0, &sadd));
+        }
+        ok(engine.execute(0, &["PEXPIRE", "big", "20"]));
+        // DBSIZE counts keys not yet reclaimed: it reaches 0 only once the expiry
+        // cycle removed the key.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while engine.execute(0, &["DBSIZE"]) != Reply::Integer(0) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the key was never reclaimed"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let Reply::Array(events) = engine.execute(0, &["LATENCY", "LATEST"]) else {
+            panic!("LATENCY LATEST is an array");
+        };
+        let named = |e: &Reply| matches!(e, Reply::Array(f) if f.first() == Some(&Reply::bulk("expire-cycle")));
+        assert!(events.iter().any(named), "{events:?}");
+    }
+
+    #[test]
+    fn derived_wall_clock_tracks_the_system_clock() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        for _ in 0..50 {
+            let before = unix_ms();
+            let derived = engine.wall_ms_at(std::time::Instant::now());
+            let after = unix_ms();
+            // The derived clock advances with the monotonic clock and is re-anchored
+            // every expiry tick; while the system clock is being slewed (NTP) the two
+            // drift apart by a fraction of a millisecond per tick.
+            assert!(
+                before - 2 <= derived && derived <= after + 2,
+                "{before} <= {derived} <= {after} (within 2 ms)"
+            );
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! `FT.AGGREGATE`: a query's documents run through a pipeline of steps given in
+//! order (`LOAD`, `APPLY`, `FILTER`, `GROUPBY … REDUCE`, `SORTBY`, `LIMIT`), with
+//! RediSearch 2.10's reply shapes, error texts and orders.
+//!
+//! The request is parsed into [`Step`]s, then compiled into a chain of pull-based
+//! stages ([`pipeline`], [`group`]) against the index's schema: references resolve
+//! to row slots the way RediSearch resolves them (sortable fields are available
+//! without `LOAD`; `SORTBY`, `GROUPBY` and reducers load other schema fields
+//! themselves; `APPLY` and `FILTER` need the rest loaded). A reply pulls rows until
+//! it has them all, or a cursor's chunk ([`super::cursor`]).
+
+mod eval;
+pub mod expr;
+pub mod group;
+pub mod pipeline;
+mod request;
+pub mod value;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::command::ctx::Ctx;
+use crate::error::{OpError, OpResult};
+use crate::index::eval::evaluate;
+use crate::index::query as q;
+use crate::index::IndexDef;
+use crate::reply::Reply;
+
+use group::{Group, Reducer, ReducerKind};
+use pipeline::{
+    norm_of, Apply, Env, Filter, Load, LoadAll, Lookup, Pager, Root, Sorter, Source, Stage, State,
+};
+pub(super) use request::CursorOpts;
+use request::{parse_request, Request, Step};
+
+fn err(text: impl Into<String>) -> OpError {
+    OpError::custom(text.into())
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Rows a `SORTBY` keeps without `MAX` or `LIMIT`.
+const DEFAULT_SORT_MAX: usize = 10;
+
+/// A compiled pipeline: its last stage and the state its pulls share.
+pub(super) struct Pipeline {
+    /// The last stage.
+    pub stage: Box<dyn Stage>,
+    /// Lookups and counters.
+    pub state: State,
+}
+
+/// How a reference resolves when it is not already in the segment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// `APPLY`/`FILTER`: sortable fields only (or anything after `LOAD *`).
+    Expression,
+    /// `SORTBY`: any schema field, loaded when not sortable.
+    Sort,
+    /// `GROUPBY`.
+    Group,
+    /// A reducer's argument.
+    Reduce,
+}
+
+struct Compiler<'a> {
+    def: &'a IndexDef,
+    lookups: Vec<Lookup>,
+    /// Whether a `LOAD *` came before, in the first segment.
+    load_all: bool,
+    /// Loads to add before the next sorting or grouping stage.
+    pending: Vec<(Source, usize)>,
+}
+
+impl Compiler<'_> {
+    fn seg(&self) -> usize {
+        self.lookups.len() - 1
+    }
+
+    fn resolve(&mut self, name: &[u8], want: Want) -> OpResult<usize> {
+        let seg = self.seg();
+        if let Some(slot) = self.lookups[seg].find(name) {
+            return Ok(slot);
+        }
+        let field = if seg == 0 { self.def.field(name) } else { None };
+        let missing = || {
+            let n = lossy(name);
+            err(match want {
+                Want::Expression => format!("Property `{n}` not loaded nor in pipeline"),
+                Want::Sort => format!("Property `{n}` not loaded nor in schema"),
+                Want::Group => format!("No such property `{n}`"),
+                Want::Reduce => format!("Property `{n}` not present in document or pipeline"),
+            })
+        };
+        match field {
+            Some((fi, spec)) if spec.sortable => {
+                let slot = self.lookups[seg].add(name);
+                self.lookups[seg].keys[slot].sortable = Some((fi, norm_of(&spec.kind)));
+                Ok(slot)
+            }
+            Some((fi, _)) if want != Want::Expression => {
+                let slot = self.lookups[seg].add(name);
+                self.pending.push((Source::Field(fi), slot));
+                Ok(slot)
+            }
+            _ if seg == 0 && self.load_all => Ok(self.lookups[seg].add(name)),
+            _ => Err(missing()),
+        }
+    }
+
+    fn flush_loads(&mut self, stage: Box<dyn Stage>) -> Box<dyn Stage> {
+        if self.pending.is_empty() {
+            return stage;
+        }
+        Box::new(Load {
+            up: stage,
+            fields: std::mem::take(&mut self.pending),
+        })
+    }
+}
+
+/// The documents a query matched, in the order the pipeline reads them.
+struct Matched {
+    /// Ids with the vector distance a KNN or range clause gave.
+    ids: Vec<(u64, Option<f32>)>,
+    /// The name the distance is replied under.
+    distance_name: Option<Vec<u8>>,
+}
+
+fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
+    let mut c = Compiler {
+        def,
+        lookups: vec![Lookup::default()],
+        load_all: false,
+        pending: Vec::new(),
+    };
+    let distance_slot = matched.distance_name.map(|n| c.lookups[0].add(&n));
+    let mut stage: Box<dyn Stage> = Box::new(Root {
+        ids: matched.ids.into_iter(),
+        distance_slot,
+    });
+    for step in steps {
+        match step {
+            Step::LoadAll => {
+                c.load_all = true;
+                stage = Box::new(LoadAll { up: stage, seg: 0 });
+            }
+            Step::Load(fields) => {
+                let mut loads = Vec::new();
+                for (name, alias) in fields {
+                    let source = if name == b"__key" {
+                        Source::Key
+                    } else {
+                        match def.field(&name) {
+                            Some((fi, _)) => Source::Field(fi),
+                            None => Source::Hash(name.clone()),
+                        }
+                    };
+                    let slot = c.lookups[0].add(&alias);
+                    loads.push((source, slot));
+                }
+                stage = Box::new(Load {
+                    up: stage,
+                    fields: loads,
+                });
+            }
+            Step::Apply { mut expr, alias } => {
+                expr.resolve(&mut |n| {
+                    c.resolve(n, Want::Expression)
+                        .map_err(|e| e.wire_text().into_owned())
+                })
+                .map_err(err)?;
+                let seg = c.seg();
+                let slot = c.lookups[seg].add(&alias);
+                stage = Box::new(Apply {
+                    up: stage,
+                    expr,
+                    seg,
+                    slot,
+                });
+            }
+            Step::Filter(mut expr) => {
+                expr.resolve(&mut |n| {
+                    c.resolve(n, Want::Expression)
+                        .map_err(|e| e.wire_text().into_owned())
+                })
+                .map_err(err)?;
+                stage = Box::new(Filter {
+                    up: stage,
+                    expr,
+                    seg: c.seg(),
+                });
+            }
+            Step::Group { keys, reducers } => {
+                let seg = c.seg();
+                let key_slots = keys
+                    .iter()
+                    .map(|k| c.resolve(k, Want::Group))
+                    .collect::<OpResult<Vec<_>>>()?;
+                let mut compiled = Vec::new();
+                for r in &reducers {
+                    let input = match r.kind {
+                        ReducerKind::Count => 0,
+                        _ => c.resolve(&r.input, Want::Reduce)?,
+                    };
+                    let kind = match (&r.kind, &r.by) {
+                        (ReducerKind::FirstValue(_), Some((by, asc))) => {
+                            ReducerKind::FirstValue(Some((c.resolve(by, Want::Reduce)?, *asc)))
+                        }
+                        (k, _) => k.clone(),
+                    };
+                    compiled.push(Reducer { kind, input });
+                }
+                let mut out = Lookup::default();
+                for k in &keys {
+                    out.add(k);
+                }
+                for r in &reducers {
+                    if out.find(&r.alias).is_some() {
+                        return Err(err(format!(
+                            "Property `{}` specified more than once",
+                            lossy(&r.alias)
+                        )));
+                    }
+                    out.add(&r.alias);
+                }
+                stage = c.flush_loads(stage);
+                stage = Box::new(Group {
+                    up: stage,
+                    seg,
+                    keys: key_slots,
+                    reducers: compiled,
+                    out: None,
+                });
+                c.lookups.push(out);
+            }
+            Step::Arrange { sort, max, limit } => {
+                if let Some(keys) = sort {
+                    let slots = keys
+                        .iter()
+                        .map(|(k, asc)| Ok((c.resolve(k, Want::Sort)?, *asc)))
+                        .collect::<OpResult<Vec<_>>>()?;
+                    let cap = match (limit, max) {
+                        (Some((off, num)), _) => off + num,
+                        (None, Some(m)) if m > 0 => m,
+                        _ => DEFAULT_SORT_MAX,
+                    };
+                    stage = c.flush_loads(stage);
+                    stage = Box::new(Sorter {
+                        up: stage,
+                        keys: slots,
+                        seg: c.seg(),
+                        cap,
+                        sorted: None,
+                    });
+                }
+                if let Some((off, num)) = limit {
+                    stage = Box::new(Pager {
+                        up: stage,
+                        skip: off,
+                        left: num,
+                        count_only: num == 0,
+                    });
+                }
+            }
+        }
+    }
+    Ok(Pipeline {
+        stage,
+        state: State {
+            def: def.clone(),
+            lookups: c.lookups,
+            total: 0,
+        },
+    })
+}
+
+/// What one chunk of a pipeline gave.
+pub(super) struct Chunk {
+    /// `total_results` for the chunk.
+    pub total: usize,
+    /// Rows as (name, value) pairs.
+    pub rows: Vec<Vec<(Vec<u8>, value::Value)>>,
+    /// Whether the pipeline has nothing more.
+    pub done: bool,
+    /// The error that ended the rows early (RESP3 replies carry it as a warning).
+    pub warning: Option<String>,
+}
+
+/// Pulls up to `count` rows (`None`: all). An error at the first row is the reply;
+/// a later one ends the rows there, as in RediSearch.
+pub(super) fn read_chunk(
+    pipe: &mut Pipeline,
+    env: &Env<'_>,
+    count: Option<usize>,
+) -> OpResult<Chunk> {
+    pipe.state.total = 0;
+    let first = pipe.stage.next(env, &mut pipe.state).map_err(err)?;
+    let total = pipe.state.total;
+    let mut rows = Vec::new();
+    let mut next = first;
+    let mut done = false;
+    let mut warning = None;
+    loop {
+        let Some(row) = next else {
+            done = true;
+            break;
+        };
+        let seg = pipe.state.lookups.len() - 1;
+        let fields = pipe.state.lookups[seg]
+            .keys
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, k)| pipe.state.get(seg, &row, slot).map(|v| (k.name.clone(), v)))
+            .collect();
+        rows.push(fields);
+        if count.is_some_and(|c| rows.len() >= c) {
+            break;
+        }
+        next = match pipe.stage.next(env, &mut pipe.state) {
+            Ok(r) => r,
+            Err(e) => {
+                warning = Some(e);
+                None
+            }
+        };
+    }
+    Ok(Chunk {
+        total,
+        rows,
+        done,
+        warning,
+    })
+}
+
+/// A chunk in the connection's protocol.
+pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
+    if !resp3 {
+        let mut out = vec![Reply::Integer(chunk.total as i64)];
+        for row in chunk.rows {
+            out.push(Reply::Array(
+                row.into_iter()
+                    .flat_map(|(k, v)| [Reply::Bulk(k), v.to_reply()])
+                    .collect(),
+            ));
+        }
+        return Reply::Array(out);
+    }
+    let results = chunk
+        .rows
+        .into_iter()
+        .map(|row| {
+            Reply::Map(vec![
+                (
+                    Reply::status("extra_attributes"),
+                    Reply::Map(
+                        row.into_iter()
+                            .map(|(k, v)| (Reply::Bulk(k), v.to_reply()))
+                            .collect(),
+                    ),
+                ),
+                (Reply::status("values"), Reply::Array(Vec::new())),
+            ])
+        })
+        .collect();
+    Reply::Map(vec![
+        (Reply::status("attributes"), Reply::Array(Vec::new())),
+        (
+            Reply::status("total_results"),
+            Reply::Integer(chunk.total as i64),
+        ),
+        (Reply::status("format"), Reply::status("STRING")),
+        (Reply::status("results"), Reply::Array(results)),
+        (
+            Reply::status("warning"),
+            Reply::Array(chunk.warning.into_iter().map(Reply::status_owned).collect()),
+        ),
+    ])
+}
+
+/// Parses and compiles a request against an index: the pipeline, ready to pull.
+/// A KNN query's documents come nearest first, with their distance as the first
+/// field (`__<field>_score` or the `AS` name), as RediSearch gives them.
+fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
+    let index = env.index;
+    let def = index.def.read().clone();
+    let kinds = super::query::Kinds(&def);
+    let query = q::parse(&req.query, &req.params, req.dialect, &kinds)
+        .map_err(|e| err(e.message().to_string()))?;
+    let (matches, plan) = {
+        let docs = index.docs.read();
+        let matches = evaluate(&query.filter, &def, &docs).map_err(|e| err(e.0))?;
+        let plan = match &query.vector {
+            Some(knn) => Some(super::query::knn_candidates(
+                &def, &docs, &query, knn, &matches,
+            )?),
+            None => None,
+        };
+        (matches, plan)
+    };
+    // The exact re-rank reads hashes: after the document lock is released.
+    let matched = match (plan, &query.vector) {
+        (Some(plan), Some(knn)) => Matched {
+            ids: super::query::knn_rerank(env.engine, plan, env.now_ms)
+                .into_iter()
+                .map(|n| (n.label, Some(n.distance)))
+                .collect(),
+            distance_name: Some(knn.score_field()),
+        },
+        _ => {
+            let range = matches.distances.first();
+            Matched {
+                ids: matches
+                    .set
+                    .iter()
+                    .map(|id| (id, range.and_then(|(_, d)| d.get(&id).copied())))
+                    .collect(),
+                distance_name: range.map(|(name, _)| name.clone()),
+            }
+        }
+    };
+    compile(&def, req.steps, matched)
+}
+
+/// `FT.AGGREGATE index query [steps and options]`.
+pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() < 2 {
+        return Err(err(
+            "ERR wrong number of arguments for 'FT.AGGREGATE' command",
+        ));
+    }
+    let engine = ctx.engine;
+    let Some(index) = engine.search().get(&argv[1]) else {
+        return Err(super::no_such_index(&argv[1]));
+    };
+    if argv.len() < 3 {
+        return Err(err("No query string provided"));
+    }
+    let req = parse_request(argv)?;
+    index.uses.fetch_add(1, Ordering::Relaxed);
+    index.dialects[(req.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
+    let cursor = req.cursor;
+    let resp3 = ctx.client.resp >= 3;
+    let env = Env {
+        engine,
+        index: &index,
+        now_ms: ctx.now_ms(),
+    };
+    let mut pipe = prepare(&env, req)?;
+    let Some(opts) = cursor else {
+        let chunk = read_chunk(&mut pipe, &env, None)?;
+        return Ok(chunk_reply(chunk, resp3));
+    };
+    let chunk = read_chunk(&mut pipe, &env, Some(opts.count))?;
+    let done = chunk.done;
+    let reply = chunk_reply(chunk, resp3);
+    let id = if done {
+        0
+    } else {
+        engine.search_cursors().open(Arc::clone(&index), pipe, opts)
+    };
+    Ok(Reply::Array(vec![reply, Reply::Integer(id as i64)]))
+}
+
+#[cfg(test)]
+mod tests;

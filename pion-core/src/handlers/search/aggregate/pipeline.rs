@@ -1,0 +1,441 @@
+//! The steps of an `FT.AGGREGATE` pipeline as pull-based stages: each asks its
+//! upstream for rows one at a time, so a reply (or a cursor's chunk) reads only as far
+//! as it needs, which is what RediSearch's `total_results` reflects (see
+//! [`State::total`]).
+//!
+//! Rows name their values through a [`Lookup`]: the keys of one pipeline segment in
+//! the order they were created, which is the order fields are replied in. A `GROUPBY`
+//! starts a new segment with its own lookup (the group keys, then the reducers).
+//!
+//! Locking: the root takes the index's document lock for one document at a time and
+//! releases it before anything reads the keyspace (`LOAD` of fields outside the
+//! schema), keeping the engine's lock order (shards before documents).
+
+use std::sync::Arc;
+
+use super::value::Value;
+use crate::index::schema::FieldKind;
+use crate::index::{IndexDef, SearchIndex};
+use crate::value::Value as Stored;
+use crate::Engine;
+
+/// A document as the pipeline sees it: id, key, and the schema fields' raw values.
+#[derive(Debug)]
+pub struct DocRow {
+    /// The document id (ties in `SORTBY` are broken by it).
+    pub id: u64,
+    /// The hash's key.
+    pub key: Vec<u8>,
+    /// One slot per schema field, as stored in the hash.
+    pub values: Vec<Option<Vec<u8>>>,
+}
+
+/// One row: its document (until a `GROUPBY`), and the values set so far.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    /// The document the row comes from.
+    pub doc: Option<Arc<DocRow>>,
+    /// Values by lookup slot.
+    pub slots: Vec<Option<Value>>,
+}
+
+impl Row {
+    /// Sets a slot, growing the row as needed.
+    pub fn set(&mut self, slot: usize, v: Value) {
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, None);
+        }
+        self.slots[slot] = Some(v);
+    }
+}
+
+/// How a sortable schema field's value reads when it was not loaded: RediSearch
+/// reads it from its sorting vector, where text is lower-cased.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Norm {
+    /// A number.
+    Number,
+    /// Lower-cased text.
+    Lower,
+    /// Text as stored (`CASESENSITIVE` tags).
+    Keep,
+}
+
+/// A named value of a segment.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// The name it is replied under.
+    pub name: Vec<u8>,
+    /// A sortable schema field that gives the value when the row has none.
+    pub sortable: Option<(usize, Norm)>,
+}
+
+/// The keys of one segment, in creation order.
+#[derive(Debug, Clone, Default)]
+pub struct Lookup {
+    /// The keys.
+    pub keys: Vec<Key>,
+}
+
+impl Lookup {
+    /// The slot of a key.
+    pub fn find(&self, name: &[u8]) -> Option<usize> {
+        self.keys.iter().position(|k| k.name == name)
+    }
+
+    /// The slot of a key, created when missing.
+    pub fn add(&mut self, name: &[u8]) -> usize {
+        self.find(name).unwrap_or_else(|| {
+            self.keys.push(Key {
+                name: name.to_vec(),
+                sortable: None,
+            });
+            self.keys.len() - 1
+        })
+    }
+}
+
+/// What a run needs from the engine.
+pub struct Env<'a> {
+    /// The engine (for the keyspace).
+    pub engine: &'a Engine,
+    /// The index.
+    pub index: &'a SearchIndex,
+    /// The command's clock.
+    pub now_ms: i64,
+}
+
+/// A pipeline's state between pulls.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The index definition the request was compiled against.
+    pub def: IndexDef,
+    /// One lookup per segment.
+    pub lookups: Vec<Lookup>,
+    /// RediSearch's `total_results`: documents read so far (a `GROUPBY` sets it to
+    /// its number of groups). Reset at the start of each chunk.
+    pub total: usize,
+}
+
+impl State {
+    /// A row's value in slot `slot` of segment `seg`.
+    pub fn get(&self, seg: usize, row: &Row, slot: usize) -> Option<Value> {
+        if let Some(Some(v)) = row.slots.get(slot) {
+            return Some(v.clone());
+        }
+        let (field, norm) = self.lookups.get(seg)?.keys.get(slot)?.sortable?;
+        let raw = row.doc.as_ref()?.values.get(field)?.as_ref()?;
+        Some(normalized(raw, norm))
+    }
+}
+
+/// A sortable value as RediSearch's sorting vector holds it.
+pub fn normalized(raw: &[u8], norm: Norm) -> Value {
+    match norm {
+        Norm::Number => number_or_text(raw),
+        Norm::Keep => Value::str(raw),
+        Norm::Lower => match std::str::from_utf8(raw) {
+            Ok(s) => Value::str(s.to_lowercase()),
+            Err(_) => Value::Str(raw.to_ascii_lowercase()),
+        },
+    }
+}
+
+fn number_or_text(raw: &[u8]) -> Value {
+    match crate::util::num::parse_f64(raw.trim_ascii()) {
+        Some(n) => Value::Num(n),
+        None => Value::str(raw),
+    }
+}
+
+/// How a sortable field of kind `kind` reads from the sorting vector.
+pub fn norm_of(kind: &FieldKind) -> Norm {
+    match kind {
+        FieldKind::Numeric => Norm::Number,
+        FieldKind::Tag {
+            case_sensitive: true,
+            ..
+        } => Norm::Keep,
+        _ => Norm::Lower,
+    }
+}
+
+/// Why a pull failed: RediSearch's text.
+pub type StageError = String;
+
+/// One step of the pipeline.
+pub trait Stage: Send {
+    /// The next row, `None` at the end.
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError>;
+}
+
+/// The matching documents: in id order, or nearest first for a KNN query.
+pub struct Root {
+    /// The ids still to read, with the vector distance a KNN or range clause gave.
+    pub ids: std::vec::IntoIter<(u64, Option<f32>)>,
+    /// The slot the distance goes in.
+    pub distance_slot: Option<usize>,
+}
+
+impl Stage for Root {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        let fields = st.def.fields.len();
+        for (id, distance) in self.ids.by_ref() {
+            let doc = {
+                let docs = env.index.docs.read();
+                let Some(key) = docs.key(id) else {
+                    continue;
+                };
+                DocRow {
+                    id,
+                    key: key.to_vec(),
+                    values: (0..fields)
+                        .map(|f| docs.value(id, f).map(<[u8]>::to_vec))
+                        .collect(),
+                }
+            };
+            st.total += 1;
+            let mut row = Row {
+                doc: Some(Arc::new(doc)),
+                slots: Vec::new(),
+            };
+            if let (Some(slot), Some(d)) = (self.distance_slot, distance) {
+                row.set(slot, Value::Num(f64::from(d)));
+            }
+            return Ok(Some(row));
+        }
+        Ok(None)
+    }
+}
+
+/// Where a loaded value comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A schema field (numbers typed as numbers).
+    Field(usize),
+    /// The document's key (`@__key`).
+    Key,
+    /// A hash field outside the schema.
+    Hash(Vec<u8>),
+}
+
+/// `LOAD` (and the loads RediSearch adds before `SORTBY`/`GROUPBY` for fields that
+/// are not sortable): values into slots.
+pub struct Load {
+    /// Upstream.
+    pub up: Box<dyn Stage>,
+    /// What goes where.
+    pub fields: Vec<(Source, usize)>,
+}
+
+fn read_hash<T>(
+    env: &Env<'_>,
+    key: &[u8],
+    f: impl FnOnce(&crate::value::HashValue) -> T,
+) -> Option<T> {
+    let mut ks = env.engine.keyspace().lock_keys(&[key], env.now_ms);
+    match ks.peek(0, key).ok().flatten().map(|e| &e.value) {
+        Some(Stored::Hash(h)) => Some(f(h)),
+        _ => None,
+    }
+}
+
+impl Stage for Load {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        let Some(mut row) = self.up.next(env, st)? else {
+            return Ok(None);
+        };
+        let Some(doc) = row.doc.clone() else {
+            return Ok(Some(row));
+        };
+        for (source, slot) in &self.fields {
+            let value = match source {
+                Source::Key => Some(Value::str(&doc.key)),
+                // The index keeps no copy of vectors: they are read from the hash.
+                Source::Field(f) => match st.def.fields.get(*f) {
+                    Some(spec) if matches!(spec.kind, FieldKind::Vector(_)) => {
+                        read_hash(env, &doc.key, |h| h.get(&spec.path).map(Value::str)).flatten()
+                    }
+                    _ => doc.values.get(*f).cloned().flatten().map(|raw| {
+                        match st.def.fields.get(*f).map(|s| &s.kind) {
+                            Some(FieldKind::Numeric) => number_or_text(&raw),
+                            _ => Value::Str(raw),
+                        }
+                    }),
+                },
+                Source::Hash(name) => {
+                    read_hash(env, &doc.key, |h| h.get(name).map(Value::str)).flatten()
+                }
+            };
+            if let Some(v) = value {
+                row.set(*slot, v);
+            }
+        }
+        Ok(Some(row))
+    }
+}
+
+/// `LOAD *`: every field of the hash, as strings, under keys created as they appear.
+pub struct LoadAll {
+    /// Upstream.
+    pub up: Box<dyn Stage>,
+    /// The segment whose lookup gains the keys.
+    pub seg: usize,
+}
+
+impl Stage for LoadAll {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        let Some(mut row) = self.up.next(env, st)? else {
+            return Ok(None);
+        };
+        let Some(doc) = row.doc.clone() else {
+            return Ok(Some(row));
+        };
+        let pairs = read_hash(env, &doc.key, |h| {
+            h.iter()
+                .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+        for (f, v) in pairs {
+            let slot = st.lookups[self.seg].add(&f);
+            row.set(slot, Value::Str(v));
+        }
+        Ok(Some(row))
+    }
+}
+
+/// `APPLY expr AS name`.
+pub struct Apply {
+    /// Upstream.
+    pub up: Box<dyn Stage>,
+    /// The expression, resolved against segment `seg`.
+    pub expr: super::expr::Expr,
+    /// The segment.
+    pub seg: usize,
+    /// Where the result goes.
+    pub slot: usize,
+}
+
+impl Stage for Apply {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        let Some(mut row) = self.up.next(env, st)? else {
+            return Ok(None);
+        };
+        let v = self.expr.eval(&|s| st.get(self.seg, &row, s))?;
+        row.set(self.slot, v);
+        Ok(Some(row))
+    }
+}
+
+/// `FILTER expr`.
+pub struct Filter {
+    /// Upstream.
+    pub up: Box<dyn Stage>,
+    /// The predicate.
+    pub expr: super::expr::Expr,
+    /// The segment.
+    pub seg: usize,
+}
+
+impl Stage for Filter {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        while let Some(row) = self.up.next(env, st)? {
+            if self.expr.eval(&|s| st.get(self.seg, &row, s))?.truthy() {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// `LIMIT offset num`. `LIMIT 0 0` reads everything and returns nothing (a count).
+pub struct Pager {
+    /// Upstream.
+    pub up: Box<dyn Stage>,
+    /// Rows still to skip.
+    pub skip: usize,
+    /// Rows still to give.
+    pub left: usize,
+    /// Whether this is a count-only page.
+    pub count_only: bool,
+}
+
+impl Stage for Pager {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        if self.count_only {
+            while self.up.next(env, st)?.is_some() {}
+            return Ok(None);
+        }
+        while self.skip > 0 {
+            if self.up.next(env, st)?.is_none() {
+                return Ok(None);
+            }
+            self.skip -= 1;
+        }
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        self.up.next(env, st)
+    }
+}
+
+/// `SORTBY`: reads everything, keeps the best `cap` rows.
+pub struct Sorter {
+    /// Upstream.
+    pub up: Box<dyn Stage>,
+    /// Sort keys: slot and ascending.
+    pub keys: Vec<(usize, bool)>,
+    /// The segment.
+    pub seg: usize,
+    /// How many rows to keep.
+    pub cap: usize,
+    /// The sorted rows, once read.
+    pub sorted: Option<std::vec::IntoIter<Row>>,
+}
+
+impl Sorter {
+    fn compare(&self, st: &State, a: &Row, b: &Row) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let mut asc = true;
+        for &(slot, ascending) in &self.keys {
+            asc = ascending;
+            match (st.get(self.seg, a, slot), st.get(self.seg, b, slot)) {
+                (None, None) => continue,
+                // A row without the value goes last, whatever the direction.
+                (Some(_), None) => return Ordering::Less,
+                (None, Some(_)) => return Ordering::Greater,
+                (Some(x), Some(y)) => {
+                    let o = x.order(&y);
+                    let o = if ascending { o } else { o.reverse() };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+            }
+        }
+        let id = |r: &Row| r.doc.as_ref().map_or(0, |d| d.id);
+        let o = id(a).cmp(&id(b));
+        if asc {
+            o
+        } else {
+            o.reverse()
+        }
+    }
+}
+
+impl Stage for Sorter {
+    fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        if self.sorted.is_none() {
+            let mut rows = Vec::new();
+            while let Some(r) = self.up.next(env, st)? {
+                rows.push(r);
+            }
+            rows.sort_by(|a, b| self.compare(st, a, b));
+            rows.truncate(self.cap);
+            self.sorted = Some(rows.into_iter());
+        }
+        Ok(self.sorted.as_mut().and_then(Iterator::next))
+    }
+}

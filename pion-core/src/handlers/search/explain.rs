@@ -1,0 +1,48 @@
+//! `FT.EXPLAIN` and `FT.EXPLAINCLI`: a query's parse tree as text, from
+//! [`crate::index::query::explain`].
+//!
+//! The text is always the `VERBATIM` form: RediSearch without `VERBATIM` also lists
+//! each term's stemmed expansions (`+word(expanded)`), and Pion has no stemmer.
+
+use crate::command::ctx::Ctx;
+use crate::error::{OpError, OpResult};
+use crate::index::query as q;
+use crate::reply::Reply;
+
+/// `FT.EXPLAIN index query [options]`: the tree as one bulk string.
+pub(super) fn explain(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let text = render(ctx, argv, "FT.EXPLAIN")?;
+    Ok(Reply::Bulk(text.into_bytes()))
+}
+
+/// `FT.EXPLAINCLI index query [options]`: the tree as an array of lines (the last
+/// one empty, as RediSearch splits the text).
+pub(super) fn explain_cli(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let text = render(ctx, argv, "FT.EXPLAINCLI")?;
+    Ok(Reply::Array(
+        text.split('\n')
+            .map(|l| Reply::status_owned(l.to_string()))
+            .collect(),
+    ))
+}
+
+fn render(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], name: &str) -> OpResult<String> {
+    if argv.len() < 3 {
+        return Err(OpError::custom(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        )));
+    }
+    let Some(index) = ctx.engine.search().get(&argv[1]) else {
+        return Err(super::no_such_index(&argv[1]));
+    };
+    let opts = super::query::parse_options(argv)?;
+    let def = index.def.read().clone();
+    let query = q::parse(
+        &argv[2],
+        &opts.params,
+        opts.dialect,
+        &super::query::Kinds(&def),
+    )
+    .map_err(|e| OpError::custom(e.message().to_string()))?;
+    Ok(q::explain(&query))
+}

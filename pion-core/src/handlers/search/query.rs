@@ -1,0 +1,593 @@
+//! `FT.SEARCH`: parse the query, evaluate its filter over the index's documents, run
+//! the KNN clause (graph search, or exact search over a small filtered set), order,
+//! page, then load the page's hashes from the keyspace and shape the reply as
+//! RediSearch does (RESP2 flat array, RESP3 map).
+//!
+//! Vector distances are re-ranked exactly: the index proposes candidates from its
+//! INT8 codes, their FLOAT32 blobs are read back from the hashes, and the reported
+//! distance is the exact one, formatted as RediSearch does (`%.12g`).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+use crate::command::ctx::Ctx;
+use crate::error::{OpError, OpResult};
+use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
+use crate::index::query::{self as q, FieldKind, FieldKinds, Params, Query};
+use crate::index::schema::{FieldKind as SchemaKind, IndexDef, VectorSpec};
+use crate::index::{Docs, FieldIndex};
+use crate::reply::Reply;
+use crate::util::num::{fmt_g, fmt_shortest};
+use crate::value::Value;
+use crate::vector::{Neighbor, SearchOptions};
+
+/// Filtered KNN switches to exact search over the filtered set below this size.
+const EXACT_FILTER_LIMIT: usize = 4096;
+
+/// Extra candidates asked of the graph for the exact re-rank.
+const RERANK_EXTRA: usize = 16;
+
+/// The index's schema as the query parser asks about it.
+pub(super) struct Kinds<'a>(pub(super) &'a IndexDef);
+
+impl FieldKinds for Kinds<'_> {
+    fn kind(&self, name: &[u8]) -> Option<FieldKind> {
+        self.0.field(name).map(|(_, f)| match f.kind {
+            SchemaKind::Text { .. } => FieldKind::Text,
+            SchemaKind::Tag { .. } => FieldKind::Tag,
+            SchemaKind::Numeric => FieldKind::Numeric,
+            SchemaKind::Vector(_) => FieldKind::Vector,
+        })
+    }
+
+    fn position(&self, name: &[u8]) -> Option<usize> {
+        self.0.field(name).map(|(i, _)| i)
+    }
+}
+
+/// The options of one `FT.SEARCH` (`FT.EXPLAIN` takes the same).
+pub(super) struct Options {
+    nocontent: bool,
+    withscores: bool,
+    returns: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+    sortby: Option<(Vec<u8>, bool)>,
+    offset: usize,
+    limit: usize,
+    pub(super) params: Params,
+    pub(super) dialect: u32,
+    /// `SCORER` and `INORDER`.
+    pub(super) eval: EvalOptions,
+}
+
+fn err(text: impl Into<String>) -> OpError {
+    OpError::custom(text.into())
+}
+
+fn parse_usize(b: &[u8]) -> Option<usize> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// Parses the options after the query.
+pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
+    let mut o = Options {
+        nocontent: false,
+        withscores: false,
+        returns: None,
+        sortby: None,
+        offset: 0,
+        limit: 10,
+        params: Params::new(),
+        dialect: 1,
+        eval: EvalOptions::default(),
+    };
+    let mut i = 3;
+    while i < argv.len() {
+        let word = argv[i].to_ascii_uppercase();
+        i += 1;
+        match word.as_slice() {
+            b"NOCONTENT" => o.nocontent = true,
+            b"WITHSCORES" => o.withscores = true,
+            b"VERBATIM" => {}
+            b"INORDER" => o.eval.in_order = true,
+            b"SCORER" => {
+                let name = argv.get(i).ok_or_else(|| {
+                    err("Bad arguments for SCORER: Expected an argument, but none provided")
+                })?;
+                i += 1;
+                o.eval.scorer =
+                    match Scorer::parse(name) {
+                        Some(s) => s,
+                        None if name.as_slice() == b"HAMMING" => return Err(err(
+                            "SCORER HAMMING compares document payloads, which Pion does not keep",
+                        )),
+                        None => {
+                            return Err(err(format!(
+                                "No such scorer {}",
+                                String::from_utf8_lossy(name)
+                            )))
+                        }
+                    };
+            }
+            b"RETURN" => {
+                let n = argv.get(i).and_then(|a| parse_usize(a)).ok_or_else(|| {
+                    err("Bad arguments for RETURN: Could not convert argument to expected type")
+                })?;
+                i += 1;
+                let end = i + n;
+                if end > argv.len() {
+                    return Err(err("Bad arguments for RETURN: Not enough arguments were provided based on argument count for RETURN"));
+                }
+                let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                while i < end {
+                    let name = argv[i].clone();
+                    i += 1;
+                    let mut alias = name.clone();
+                    if i + 1 < end + 1 && i < end && argv[i].eq_ignore_ascii_case(b"AS") {
+                        alias = argv.get(i + 1).cloned().unwrap_or_default();
+                        i += 2;
+                    }
+                    if !fields.iter().any(|(_, a)| *a == alias) {
+                        fields.push((name, alias));
+                    }
+                }
+                if n == 0 {
+                    o.nocontent = true;
+                }
+                o.returns = Some(fields);
+            }
+            b"SORTBY" => {
+                let field = argv
+                    .get(i)
+                    .ok_or_else(|| {
+                        err("Bad arguments for SORTBY: Expected an argument, but none provided")
+                    })?
+                    .clone();
+                i += 1;
+                let mut asc = true;
+                if let Some(dir) = argv.get(i) {
+                    if dir.eq_ignore_ascii_case(b"ASC") {
+                        i += 1;
+                    } else if dir.eq_ignore_ascii_case(b"DESC") {
+                        asc = false;
+                        i += 1;
+                    }
+                }
+                let field = field
+                    .strip_prefix(b"@")
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or(field);
+                o.sortby = Some((field, asc));
+            }
+            b"LIMIT" => {
+                let (Some(off), Some(num)) = (argv.get(i), argv.get(i + 1)) else {
+                    return Err(err("LIMIT requires two arguments"));
+                };
+                o.offset =
+                    parse_usize(off).ok_or_else(|| err("LIMIT needs two numeric arguments"))?;
+                o.limit =
+                    parse_usize(num).ok_or_else(|| err("LIMIT needs two numeric arguments"))?;
+                i += 2;
+            }
+            b"PARAMS" => {
+                let n = argv
+                    .get(i)
+                    .and_then(|a| parse_usize(a))
+                    .filter(|n| *n > 0 && n.is_multiple_of(2))
+                    .ok_or_else(|| err("Parameters must be specified in PARAM VALUE pairs"))?;
+                i += 1;
+                if i + n > argv.len() {
+                    return Err(err("Bad arguments for PARAMS: Not enough arguments were provided based on argument count for PARAMS"));
+                }
+                for pair in argv[i..i + n].chunks_exact(2) {
+                    o.params.insert(pair[0].clone(), pair[1].clone());
+                }
+                i += n;
+            }
+            b"DIALECT" => {
+                o.dialect = argv
+                    .get(i)
+                    .and_then(|a| parse_usize(a))
+                    .filter(|d| (1..=4).contains(d))
+                    .ok_or_else(|| err("DIALECT requires a non negative integer >=1 and <= 4"))?
+                    as u32;
+                i += 1;
+            }
+            b"TIMEOUT" => {
+                // Queries here run to completion; a timeout cannot cut them short.
+                parse_usize(argv.get(i).map(Vec::as_slice).unwrap_or_default())
+                    .ok_or_else(|| err("Bad arguments for TIMEOUT: Could not convert argument to expected type"))?;
+                i += 1;
+            }
+            _ => {
+                return Err(err(format!(
+                    "Unknown argument `{}` at position {} for <main>",
+                    String::from_utf8_lossy(&argv[i - 1]),
+                    i - 3
+                )))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// One result before loading: document, key, the vector distance, text score.
+struct Hit {
+    id: u64,
+    key: Vec<u8>,
+    distance: Option<f32>,
+    score: f64,
+}
+
+/// `FT.SEARCH index query [options]`.
+pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let engine = ctx.engine;
+    let Some(index) = engine.search().get(&argv[1]) else {
+        return Err(super::no_such_index(&argv[1]));
+    };
+    let opts = parse_options(argv)?;
+    index.uses.fetch_add(1, Ordering::Relaxed);
+    index.dialects[(opts.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
+    let def = index.def.read().clone();
+    let query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
+        .map_err(|e| err(e.message().to_string()))?;
+    // Matches and KNN candidates under the document lock; the exact re-rank reads
+    // hashes, so it runs after the lock is released (shards before documents).
+    let (matches, plan) = {
+        let docs = index.docs.read();
+        let matches = evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
+        let plan = match &query.vector {
+            Some(knn) => Some(knn_candidates(&def, &docs, &query, knn, &matches)?),
+            None => None,
+        };
+        (matches, plan)
+    };
+    let nearest = plan.map(|p| knn_rerank(engine, p, ctx.now_ms()));
+    let (total, mut hits, score_name) = {
+        let docs = index.docs.read();
+        run(&def, &docs, &query, matches, nearest, &opts)?
+    };
+    let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
+    load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref())
+}
+
+type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
+
+/// A KNN clause's candidates, taken from the index under its document lock.
+pub(super) struct KnnPlan {
+    /// The hash field holding the vectors.
+    path: Vec<u8>,
+    /// The field's declaration.
+    spec: VectorSpec,
+    /// The query vector.
+    query: Vec<f32>,
+    /// How many neighbours the clause asks for.
+    pub(super) k: usize,
+    /// Candidates from the index (approximate distances) and their keys.
+    candidates: Vec<(Neighbor, Vec<u8>)>,
+}
+
+/// The candidates of a KNN clause: from the graph, or exactly over a small filtered
+/// set. Call with the document lock held; re-rank with [`knn_rerank`] after it.
+pub(super) fn knn_candidates(
+    def: &IndexDef,
+    docs: &Docs,
+    query: &Query,
+    knn: &q::VectorClause,
+    matches: &Matches,
+) -> OpResult<KnnPlan> {
+    let Some((fi, spec)) = def.field(&knn.field) else {
+        return Err(err(format!(
+            "Unknown field `{}`",
+            String::from_utf8_lossy(&knn.field)
+        )));
+    };
+    let (SchemaKind::Vector(vs), FieldIndex::Vector(vindex)) = (&spec.kind, &docs.fields[fi])
+    else {
+        return Err(err("Expected a VECTOR field"));
+    };
+    let qv = vs.ty.decode(&knn.blob, vs.params.dim).ok_or_else(|| {
+        err(format!(
+            "Error parsing vector similarity query: query vector blob size ({}) does not match index's expected size ({}).",
+            knn.blob.len(),
+            vs.params.dim * vs.ty.width()
+        ))
+    })?;
+    let k = knn.k as usize;
+    let ef = knn
+        .ef_runtime
+        .as_ref()
+        .map(|o| o.value as usize)
+        .unwrap_or(vs.params.ef_runtime);
+    let want = k + RERANK_EXTRA.min(k.max(1));
+    let filtered = !matches!(query.filter, q::Node::MatchAll);
+    let hybrid = knn
+        .hybrid(filtered)
+        .map_err(|e| err(e.message().to_string()))?;
+    // HYBRID_POLICY picks how a filter meets the search: ADHOC_BF computes exact
+    // distances over every document the filter passes; BATCHES walks the graph
+    // keeping the neighbours the filter passes. (BATCH_SIZE sizes RediSearch's rounds
+    // of that walk; here it is a single walk, so the size has nothing to set.)
+    // Without a policy, small filtered sets are searched exactly.
+    let exact_among_matches = match hybrid.policy {
+        Some(q::HybridPolicy::AdhocBf) => true,
+        Some(q::HybridPolicy::Batches) => false,
+        None => matches.set.len() <= EXACT_FILTER_LIMIT,
+    };
+    let candidates: Vec<Neighbor> = if k == 0 {
+        Vec::new()
+    } else if !filtered {
+        vindex.search(
+            &qv,
+            want,
+            &SearchOptions {
+                ef: Some(ef.max(want)),
+                filter: None,
+            },
+        )
+    } else if exact_among_matches {
+        let ids: Vec<u64> = matches.set.iter().collect();
+        vindex.search_among(&qv, want, &ids)
+    } else {
+        let allowed = |id: u64| matches.set.contains(id);
+        vindex.search(
+            &qv,
+            want,
+            &SearchOptions {
+                ef: Some(ef.max(want)),
+                filter: Some(&allowed),
+            },
+        )
+    };
+    Ok(KnnPlan {
+        path: spec.path.clone(),
+        spec: vs.clone(),
+        query: qv,
+        k,
+        candidates: candidates
+            .into_iter()
+            .filter_map(|n| docs.key(n.label).map(|key| (n, key.to_vec())))
+            .collect(),
+    })
+}
+
+/// The `k` nearest of a plan's candidates, by exact FLOAT32 distance from the hashes,
+/// nearest first (ties by document id). Takes shard locks: call without the
+/// document lock.
+pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> Vec<Neighbor> {
+    let vs = &plan.spec;
+    let mut out: Vec<Neighbor> = plan
+        .candidates
+        .into_iter()
+        .map(|(n, key)| {
+            let mut ks = engine.keyspace().lock_keys(&[&key], now_ms);
+            let exact = match ks.peek(0, &key).ok().flatten().map(|e| &e.value) {
+                Some(Value::Hash(h)) => h
+                    .get(&plan.path)
+                    .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
+                    .map(|v| vs.params.metric.distance(&plan.query, &v)),
+                _ => None,
+            };
+            Neighbor {
+                label: n.label,
+                distance: exact.unwrap_or(n.distance),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.label.cmp(&b.label))
+    });
+    out.truncate(plan.k);
+    out
+}
+
+fn run(
+    def: &IndexDef,
+    docs: &Docs,
+    query: &Query,
+    matches: Matches,
+    nearest: Option<Vec<Neighbor>>,
+    opts: &Options,
+) -> OpResult<Ranked> {
+    let mut hits: Vec<Hit>;
+    let mut score_name = None;
+    if let (Some(knn), Some(nearest)) = (&query.vector, nearest) {
+        hits = nearest
+            .into_iter()
+            .filter_map(|n| {
+                docs.key(n.label).map(|key| Hit {
+                    id: n.label,
+                    key: key.to_vec(),
+                    distance: Some(n.distance),
+                    score: 0.0,
+                })
+            })
+            .collect();
+        // RediSearch returns KNN results in document order unless sorted.
+        hits.sort_by_key(|h| h.id);
+        score_name = Some(knn.score_field());
+    } else {
+        let range_dist: Option<&(Vec<u8>, HashMap<u64, f32>)> = matches.distances.first();
+        hits = matches
+            .set
+            .iter()
+            .filter_map(|id| {
+                docs.key(id).map(|key| Hit {
+                    id,
+                    key: key.to_vec(),
+                    distance: range_dist.and_then(|(_, d)| d.get(&id).copied()),
+                    score: matches.scores.get(&id).copied().unwrap_or(0.0),
+                })
+            })
+            .collect();
+        if let Some((name, _)) = range_dist {
+            score_name = Some(name.clone());
+        }
+        if matches.scored {
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        }
+    }
+    if let Some((field, asc)) = &opts.sortby {
+        sort_hits(&mut hits, def, docs, field, *asc, score_name.as_deref())?;
+    }
+    Ok((hits.len(), hits, score_name))
+}
+
+fn sort_hits(
+    hits: &mut [Hit],
+    def: &IndexDef,
+    docs: &Docs,
+    field: &[u8],
+    asc: bool,
+    score_name: Option<&[u8]>,
+) -> OpResult<()> {
+    if score_name == Some(field) {
+        hits.sort_by(|a, b| {
+            let o = a
+                .distance
+                .unwrap_or(f32::INFINITY)
+                .total_cmp(&b.distance.unwrap_or(f32::INFINITY));
+            (if asc { o } else { o.reverse() }).then(a.id.cmp(&b.id))
+        });
+        return Ok(());
+    }
+    let Some((fi, spec)) = def.field(field) else {
+        return Err(err(format!(
+            "Property `{}` not loaded nor in schema",
+            String::from_utf8_lossy(field)
+        )));
+    };
+    let numeric = matches!(spec.kind, SchemaKind::Numeric);
+    hits.sort_by(|a, b| {
+        let (va, vb) = (docs.value(a.id, fi), docs.value(b.id, fi));
+        let o = match (va, vb) {
+            (None, None) => std::cmp::Ordering::Equal,
+            // Documents without the field go last either way.
+            (None, Some(_)) => return std::cmp::Ordering::Greater,
+            (Some(_), None) => return std::cmp::Ordering::Less,
+            (Some(x), Some(y)) if numeric => {
+                let p = |v: &[u8]| crate::util::num::parse_f64(v.trim_ascii()).unwrap_or(f64::NAN);
+                p(x).total_cmp(&p(y))
+            }
+            (Some(x), Some(y)) => x.to_ascii_lowercase().cmp(&y.to_ascii_lowercase()),
+        };
+        (if asc { o } else { o.reverse() }).then(a.id.cmp(&b.id))
+    });
+    Ok(())
+}
+
+/// A distance as RediSearch prints it: `%.12g` of the f32 widened to f64.
+fn format_distance(d: f32) -> Vec<u8> {
+    fmt_g(f64::from(d), 12).into_bytes()
+}
+
+fn load_and_reply(
+    ctx: &mut Ctx<'_>,
+    def: &IndexDef,
+    opts: &Options,
+    total: usize,
+    page: Vec<Hit>,
+    score_name: Option<&[u8]>,
+) -> OpResult<Reply> {
+    let resp3 = ctx.client.resp >= 3;
+    let engine = ctx.engine;
+    let now = ctx.now_ms();
+    let mut results = Vec::with_capacity(page.len());
+    for hit in page {
+        let fields = if opts.nocontent {
+            Vec::new()
+        } else {
+            let mut ks = engine.keyspace().lock_keys(&[&hit.key], now);
+            let Some(Value::Hash(h)) = ks.peek(0, &hit.key)?.map(|e| &e.value) else {
+                // Removed since it was indexed (expired): not a result any more.
+                continue;
+            };
+            let dist = hit.distance.map(format_distance);
+            match &opts.returns {
+                Some(list) => list
+                    .iter()
+                    .filter_map(|(name, alias)| {
+                        if Some(name.as_slice()) == score_name {
+                            return dist.clone().map(|d| (alias.clone(), d));
+                        }
+                        let path = def
+                            .field(name)
+                            .map(|(_, f)| f.path.as_slice())
+                            .unwrap_or(name);
+                        h.get(path).map(|v| (alias.clone(), v.to_vec()))
+                    })
+                    .collect(),
+                None => {
+                    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                    if let (Some(name), Some(d)) = (score_name, dist) {
+                        out.push((name.to_vec(), d));
+                    }
+                    let first = opts
+                        .sortby
+                        .as_ref()
+                        .and_then(|(f, _)| def.field(f).map(|(_, s)| s.path.clone()));
+                    if let Some(path) = &first {
+                        if let Some(v) = h.get(path) {
+                            out.push((path.clone(), v.to_vec()));
+                        }
+                    }
+                    for (f, v) in h.iter() {
+                        if first.as_deref() != Some(f) {
+                            out.push((f.to_vec(), v.to_vec()));
+                        }
+                    }
+                    out
+                }
+            }
+        };
+        results.push((hit, fields));
+    }
+    if !resp3 {
+        let mut out = vec![Reply::Integer(total as i64)];
+        for (hit, fields) in results {
+            out.push(Reply::Bulk(hit.key));
+            if opts.withscores {
+                out.push(Reply::Bulk(fmt_shortest(hit.score).into_bytes()));
+            }
+            if !opts.nocontent {
+                out.push(Reply::Array(
+                    fields
+                        .into_iter()
+                        .flat_map(|(f, v)| [Reply::Bulk(f), Reply::Bulk(v)])
+                        .collect(),
+                ));
+            }
+        }
+        return Ok(Reply::Array(out));
+    }
+    let items = results
+        .into_iter()
+        .map(|(hit, fields)| {
+            let mut m = vec![(Reply::status("id"), Reply::Bulk(hit.key))];
+            if opts.withscores {
+                m.push((Reply::status("score"), Reply::ShortDouble(hit.score)));
+            }
+            if !opts.nocontent {
+                m.push((
+                    Reply::status("extra_attributes"),
+                    Reply::Map(
+                        fields
+                            .into_iter()
+                            .map(|(f, v)| (Reply::Bulk(f), Reply::Bulk(v)))
+                            .collect(),
+                    ),
+                ));
+            }
+            m.push((Reply::status("values"), Reply::Array(Vec::new())));
+            Reply::Map(m)
+        })
+        .collect();
+    Ok(Reply::Map(vec![
+        (Reply::status("attributes"), Reply::Array(Vec::new())),
+        (Reply::status("total_results"), Reply::Integer(total as i64)),
+        (Reply::status("format"), Reply::status("STRING")),
+        (Reply::status("results"), Reply::Array(items)),
+        (Reply::status("warning"), Reply::Array(Vec::new())),
+    ]))
+}
