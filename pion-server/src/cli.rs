@@ -318,7 +318,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                         durability.fsync = FsyncPolicy::parse(&value).ok_or_else(|| {
                             format!("--appendfsync takes always, everysec or no, got '{value}'")
                         })?;
-                        cfg.appendfsync = durability.fsync.name().to_string();
+                        cfg.appendfsync = durability.fsync;
                     }
                     Opt::WalRecover => {
                         durability.recover = match value.to_ascii_lowercase().as_str() {

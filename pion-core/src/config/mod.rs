@@ -9,8 +9,11 @@ use crate::util::glob::glob_match;
 use crate::value::EncodingLimits;
 
 pub mod compat;
+mod eviction;
 pub mod file;
+
 pub use compat::{Compat, COMPAT};
+pub use eviction::MaxmemoryPolicy;
 
 /// The values of every parameter.
 #[derive(Debug, Clone)]
@@ -38,7 +41,7 @@ pub struct ConfigValues {
     /// `maxmemory` in bytes (0 = unlimited).
     pub maxmemory: u64,
     /// `maxmemory-policy`.
-    pub maxmemory_policy: String,
+    pub maxmemory_policy: MaxmemoryPolicy,
     /// `list-max-listpack-size` (and `list-compress-depth`): Redis's quicklist node size
     /// and compression. Pion's lists are one deque with no nodes, so these tune
     /// nothing; they are kept so configurations and tools that set them still work.
@@ -54,7 +57,7 @@ pub struct ConfigValues {
     /// Whether the write-ahead log is on: fixed at start-up (`--wal`).
     pub wal: bool,
     /// `appendfsync`: `always`, `everysec` or `no`.
-    pub appendfsync: String,
+    pub appendfsync: crate::durability::FsyncPolicy,
     /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
     pub kv_budget: u64,
     /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a script runs
@@ -125,14 +128,14 @@ impl Default for ConfigValues {
             timeout: 0,
             hz: 10,
             maxmemory: 0,
-            maxmemory_policy: "noeviction".into(),
+            maxmemory_policy: MaxmemoryPolicy::NoEviction,
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             limits: EncodingLimits::default(),
             threads: 1,
             appendonly: false,
             wal: false,
-            appendfsync: "everysec".into(),
+            appendfsync: crate::durability::FsyncPolicy::EverySec,
             kv_budget: 0,
             busy_reply_threshold: 5000,
             maxmemory_samples: 5,
@@ -276,411 +279,411 @@ const POLICIES: &[&str] = &[
 ];
 
 /// Every supported parameter.
-pub static PARAMS: &[Param] =
-    &[
-        Param {
-            name: "port",
-            aliases: &[],
-            get: |c| c.port.to_string(),
-            set: None,
+pub static PARAMS: &[Param] = &[
+    Param {
+        name: "port",
+        aliases: &[],
+        get: |c| c.port.to_string(),
+        set: None,
+    },
+    Param {
+        name: "bind",
+        aliases: &[],
+        get: |c| c.bind.clone(),
+        set: None,
+    },
+    Param {
+        name: "dir",
+        aliases: &[],
+        get: |c| c.dir.clone(),
+        set: None,
+    },
+    Param {
+        name: "databases",
+        aliases: &[],
+        get: |c| c.databases.to_string(),
+        set: None,
+    },
+    // Redis's schedule, on top of the snapshot Pion takes when the log grows past
+    // --snapshot-wal-size.
+    Param {
+        name: "save",
+        aliases: &[],
+        get: |c| {
+            c.save
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         },
-        Param {
-            name: "bind",
-            aliases: &[],
-            get: |c| c.bind.clone(),
-            set: None,
-        },
-        Param {
-            name: "dir",
-            aliases: &[],
-            get: |c| c.dir.clone(),
-            set: None,
-        },
-        Param {
-            name: "databases",
-            aliases: &[],
-            get: |c| c.databases.to_string(),
-            set: None,
-        },
-        // Redis's schedule, on top of the snapshot Pion takes when the log grows past
-        // --snapshot-wal-size.
-        Param {
-            name: "save",
-            aliases: &[],
-            get: |c| {
-                c.save
-                    .iter()
-                    .map(|(s, n)| format!("{s} {n}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            },
-            set: Some(|c, v| {
-                c.save = parse_save(v)?;
+        set: Some(|c, v| {
+            c.save = parse_save(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "loglevel",
+        aliases: &[],
+        get: |c| c.loglevel.name().into(),
+        set: Some(|c, v| {
+            c.loglevel = crate::util::log::Level::parse(v).ok_or(
+                "argument(s) must be one of the following: debug, verbose, notice, warning",
+            )?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "logfile",
+        aliases: &[],
+        get: |c| c.logfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "unixsocket",
+        aliases: &[],
+        get: |c| c.unixsocket.clone(),
+        set: None,
+    },
+    Param {
+        name: "unixsocketperm",
+        aliases: &[],
+        get: |c| format!("{:o}", c.unixsocketperm),
+        set: None,
+    },
+    Param {
+        name: "enable-debug-command",
+        aliases: &[],
+        get: |c| c.enable_debug_command.clone(),
+        set: None,
+    },
+    // The server always runs in the foreground, unsupervised (start-up refuses
+    // other values): shown, and immutable as in Redis.
+    Param {
+        name: "daemonize",
+        aliases: &[],
+        get: |_| "no".into(),
+        set: None,
+    },
+    Param {
+        name: "supervised",
+        aliases: &[],
+        get: |_| "no".into(),
+        set: None,
+    },
+    // The write-ahead log is switched at start-up (--wal). While it is on, `no` is
+    // recorded and the log stays on: Pion has no snapshot-only mode, and the log
+    // is at least as durable (as `appendonly no` with a `save` schedule at
+    // start-up). Without it, `yes` cannot start one.
+    Param {
+        name: "appendonly",
+        aliases: &[],
+        get: |c| if c.appendonly { "yes" } else { "no" }.into(),
+        set: Some(|c, v| match (v.to_ascii_lowercase().as_str(), c.wal) {
+            ("yes", true) => {
+                c.appendonly = true;
                 Ok(())
-            }),
-        },
-        Param {
-            name: "loglevel",
-            aliases: &[],
-            get: |c| c.loglevel.name().into(),
-            set: Some(|c, v| {
-                c.loglevel = crate::util::log::Level::parse(v).ok_or(
-                    "argument(s) must be one of the following: debug, verbose, notice, warning",
-                )?;
+            }
+            ("no", _) => {
+                c.appendonly = false;
                 Ok(())
-            }),
+            }
+            ("yes", false) => {
+                Err("the write-ahead log is switched at start-up (--wal on|off)".into())
+            }
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        }),
+    },
+    Param {
+        name: "appendfsync",
+        aliases: &[],
+        get: |c| c.appendfsync.name().to_string(),
+        set: Some(|c, v| match crate::durability::FsyncPolicy::parse(v) {
+            Some(p) => {
+                c.appendfsync = p;
+                Ok(())
+            }
+            None => Err("argument(s) must be one of the following: always, everysec, no".into()),
+        }),
+    },
+    Param {
+        name: "io-threads",
+        aliases: &[],
+        get: |c| c.threads.to_string(),
+        set: None,
+    },
+    int_param!("maxclients", &[], maxclients, usize, 1, 1_000_000),
+    Param {
+        name: "requirepass",
+        aliases: &[],
+        get: |c| c.requirepass.clone(),
+        set: Some(|c, v| {
+            c.requirepass = v.to_string();
+            Ok(())
+        }),
+    },
+    Param {
+        name: "proto-max-bulk-len",
+        aliases: &[],
+        get: |c| c.proto_max_bulk_len.to_string(),
+        set: Some(|c, v| {
+            c.proto_max_bulk_len = parse_limit_mem(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-query-buffer-limit",
+        aliases: &[],
+        get: |c| c.client_query_buffer_limit.to_string(),
+        set: Some(|c, v| {
+            c.client_query_buffer_limit = parse_limit_mem(v)?;
+            Ok(())
+        }),
+    },
+    int_param!("timeout", &[], timeout, u64, 0, i32::MAX as u64),
+    int_param!(
+        "busy-reply-threshold",
+        &["lua-time-limit"],
+        busy_reply_threshold,
+        u64,
+        0,
+        i64::MAX as u64
+    ),
+    int_param!("hz", &[], hz, u64, 0, i32::MAX as u64),
+    Param {
+        name: "maxmemory",
+        aliases: &[],
+        get: |c| c.maxmemory.to_string(),
+        set: Some(|c, v| {
+            c.maxmemory = parse_mem_arg(v)?;
+            Ok(())
+        }),
+    },
+    // The prompt cache's byte budget (0: none); least recently used leaf blocks are
+    // evicted beyond it.
+    Param {
+        name: "kv-budget",
+        aliases: &[],
+        get: |c| c.kv_budget.to_string(),
+        set: Some(|c, v| {
+            c.kv_budget = parse_mem_arg(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "maxmemory-policy",
+        aliases: &[],
+        get: |c| c.maxmemory_policy.name().to_string(),
+        set: Some(|c, v| match MaxmemoryPolicy::parse(v) {
+            Some(p) => {
+                c.maxmemory_policy = p;
+                Ok(())
+            }
+            None => {
+                Err("argument(s) must be one of the following: ".to_string() + &POLICIES.join(", "))
+            }
+        }),
+    },
+    int_param!(
+        "list-max-listpack-size",
+        &["list-max-ziplist-size"],
+        list_max_listpack_size,
+        i64,
+        i32::MIN as i64,
+        i32::MAX as i64
+    ),
+    int_param!(
+        "list-compress-depth",
+        &[],
+        list_compress_depth,
+        i64,
+        0,
+        i32::MAX as i64
+    ),
+    int_param!(
+        "hash-max-listpack-entries",
+        &["hash-max-ziplist-entries"],
+        limits.hash_max_listpack_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "hash-max-listpack-value",
+        &["hash-max-ziplist-value"],
+        limits.hash_max_listpack_value,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "set-max-intset-entries",
+        &[],
+        limits.set_max_intset_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "zset-max-listpack-entries",
+        &["zset-max-ziplist-entries"],
+        limits.zset_max_listpack_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "zset-max-listpack-value",
+        &["zset-max-ziplist-value"],
+        limits.zset_max_listpack_value,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "maxmemory-samples",
+        &[],
+        maxmemory_samples,
+        usize,
+        1,
+        i32::MAX as usize
+    ),
+    int_param!(
+        "lfu-log-factor",
+        &[],
+        lfu_log_factor,
+        u32,
+        0,
+        i32::MAX as u32
+    ),
+    int_param!(
+        "lfu-decay-time",
+        &[],
+        lfu_decay_time,
+        u32,
+        0,
+        i32::MAX as u32
+    ),
+    int_param!(
+        "slowlog-log-slower-than",
+        &[],
+        slowlog_log_slower_than,
+        i64,
+        -1,
+        i64::MAX
+    ),
+    int_param!(
+        "slowlog-max-len",
+        &[],
+        slowlog_max_len,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "latency-monitor-threshold",
+        &[],
+        latency_monitor_threshold,
+        u64,
+        0,
+        i64::MAX as u64
+    ),
+    Param {
+        name: "latency-tracking",
+        aliases: &[],
+        get: |c| if c.latency_tracking { "yes" } else { "no" }.into(),
+        set: Some(|c, v| {
+            c.latency_tracking = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "latency-tracking-info-percentiles",
+        aliases: &[],
+        get: |c| {
+            let shown: Vec<String> = c
+                .latency_tracking_info_percentiles
+                .iter()
+                .map(|p| percentile_label(*p))
+                .collect();
+            shown.join(" ")
         },
-        Param {
-            name: "logfile",
-            aliases: &[],
-            get: |c| c.logfile.clone(),
-            set: None,
+        set: Some(|c, v| {
+            c.latency_tracking_info_percentiles = parse_percentiles(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "protected-mode",
+        aliases: &[],
+        get: |c| if c.protected_mode { "yes" } else { "no" }.into(),
+        set: Some(|c, v| {
+            c.protected_mode = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    int_param!(
+        "acllog-max-len",
+        &[],
+        acllog_max_len,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    int_param!(
+        "tracking-table-max-keys",
+        &[],
+        tracking_table_max_keys,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    Param {
+        name: "acl-pubsub-default",
+        aliases: &[],
+        get: |c| {
+            if c.acl_pubsub_default_all {
+                "allchannels"
+            } else {
+                "resetchannels"
+            }
+            .into()
         },
-        Param {
-            name: "unixsocket",
-            aliases: &[],
-            get: |c| c.unixsocket.clone(),
-            set: None,
-        },
-        Param {
-            name: "unixsocketperm",
-            aliases: &[],
-            get: |c| format!("{:o}", c.unixsocketperm),
-            set: None,
-        },
-        Param {
-            name: "enable-debug-command",
-            aliases: &[],
-            get: |c| c.enable_debug_command.clone(),
-            set: None,
-        },
-        // The server always runs in the foreground, unsupervised (start-up refuses
-        // other values): shown, and immutable as in Redis.
-        Param {
-            name: "daemonize",
-            aliases: &[],
-            get: |_| "no".into(),
-            set: None,
-        },
-        Param {
-            name: "supervised",
-            aliases: &[],
-            get: |_| "no".into(),
-            set: None,
-        },
-        // The write-ahead log is switched at start-up (--wal). While it is on, `no` is
-        // recorded and the log stays on: Pion has no snapshot-only mode, and the log
-        // is at least as durable (as `appendonly no` with a `save` schedule at
-        // start-up). Without it, `yes` cannot start one.
-        Param {
-            name: "appendonly",
-            aliases: &[],
-            get: |c| if c.appendonly { "yes" } else { "no" }.into(),
-            set: Some(|c, v| match (v.to_ascii_lowercase().as_str(), c.wal) {
-                ("yes", true) => {
-                    c.appendonly = true;
-                    Ok(())
+        set: Some(|c, v| {
+            c.acl_pubsub_default_all = match v.to_ascii_lowercase().as_str() {
+                "allchannels" => true,
+                "resetchannels" => false,
+                _ => {
+                    return Err(
+                        "argument(s) must be one of the following: allchannels, resetchannels"
+                            .into(),
+                    )
                 }
-                ("no", _) => {
-                    c.appendonly = false;
-                    Ok(())
-                }
-                ("yes", false) => {
-                    Err("the write-ahead log is switched at start-up (--wal on|off)".into())
-                }
-                _ => Err("argument must be 'yes' or 'no'".into()),
-            }),
-        },
-        Param {
-            name: "appendfsync",
-            aliases: &[],
-            get: |c| c.appendfsync.clone(),
-            set: Some(|c, v| match v.to_ascii_lowercase().as_str() {
-                p @ ("always" | "everysec" | "no") => {
-                    c.appendfsync = p.to_string();
-                    Ok(())
-                }
-                _ => Err("argument(s) must be one of the following: always, everysec, no".into()),
-            }),
-        },
-        Param {
-            name: "io-threads",
-            aliases: &[],
-            get: |c| c.threads.to_string(),
-            set: None,
-        },
-        int_param!("maxclients", &[], maxclients, usize, 1, 1_000_000),
-        Param {
-            name: "requirepass",
-            aliases: &[],
-            get: |c| c.requirepass.clone(),
-            set: Some(|c, v| {
-                c.requirepass = v.to_string();
-                Ok(())
-            }),
-        },
-        Param {
-            name: "proto-max-bulk-len",
-            aliases: &[],
-            get: |c| c.proto_max_bulk_len.to_string(),
-            set: Some(|c, v| {
-                c.proto_max_bulk_len = parse_limit_mem(v)?;
-                Ok(())
-            }),
-        },
-        Param {
-            name: "client-query-buffer-limit",
-            aliases: &[],
-            get: |c| c.client_query_buffer_limit.to_string(),
-            set: Some(|c, v| {
-                c.client_query_buffer_limit = parse_limit_mem(v)?;
-                Ok(())
-            }),
-        },
-        int_param!("timeout", &[], timeout, u64, 0, i32::MAX as u64),
-        int_param!(
-            "busy-reply-threshold",
-            &["lua-time-limit"],
-            busy_reply_threshold,
-            u64,
-            0,
-            i64::MAX as u64
-        ),
-        int_param!("hz", &[], hz, u64, 0, i32::MAX as u64),
-        Param {
-            name: "maxmemory",
-            aliases: &[],
-            get: |c| c.maxmemory.to_string(),
-            set: Some(|c, v| {
-                c.maxmemory = parse_mem_arg(v)?;
-                Ok(())
-            }),
-        },
-        // The prompt cache's byte budget (0: none); least recently used leaf blocks are
-        // evicted beyond it.
-        Param {
-            name: "kv-budget",
-            aliases: &[],
-            get: |c| c.kv_budget.to_string(),
-            set: Some(|c, v| {
-                c.kv_budget = parse_mem_arg(v)?;
-                Ok(())
-            }),
-        },
-        Param {
-            name: "maxmemory-policy",
-            aliases: &[],
-            get: |c| c.maxmemory_policy.clone(),
-            set: Some(|c, v| {
-                let v = v.to_ascii_lowercase();
-                if !POLICIES.contains(&v.as_str()) {
-                    return Err("argument(s) must be one of the following: ".to_string()
-                        + &POLICIES.join(", "));
-                }
-                c.maxmemory_policy = v;
-                Ok(())
-            }),
-        },
-        int_param!(
-            "list-max-listpack-size",
-            &["list-max-ziplist-size"],
-            list_max_listpack_size,
-            i64,
-            i32::MIN as i64,
-            i32::MAX as i64
-        ),
-        int_param!(
-            "list-compress-depth",
-            &[],
-            list_compress_depth,
-            i64,
-            0,
-            i32::MAX as i64
-        ),
-        int_param!(
-            "hash-max-listpack-entries",
-            &["hash-max-ziplist-entries"],
-            limits.hash_max_listpack_entries,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "hash-max-listpack-value",
-            &["hash-max-ziplist-value"],
-            limits.hash_max_listpack_value,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "set-max-intset-entries",
-            &[],
-            limits.set_max_intset_entries,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "zset-max-listpack-entries",
-            &["zset-max-ziplist-entries"],
-            limits.zset_max_listpack_entries,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "zset-max-listpack-value",
-            &["zset-max-ziplist-value"],
-            limits.zset_max_listpack_value,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "maxmemory-samples",
-            &[],
-            maxmemory_samples,
-            usize,
-            1,
-            i32::MAX as usize
-        ),
-        int_param!(
-            "lfu-log-factor",
-            &[],
-            lfu_log_factor,
-            u32,
-            0,
-            i32::MAX as u32
-        ),
-        int_param!(
-            "lfu-decay-time",
-            &[],
-            lfu_decay_time,
-            u32,
-            0,
-            i32::MAX as u32
-        ),
-        int_param!(
-            "slowlog-log-slower-than",
-            &[],
-            slowlog_log_slower_than,
-            i64,
-            -1,
-            i64::MAX
-        ),
-        int_param!(
-            "slowlog-max-len",
-            &[],
-            slowlog_max_len,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "latency-monitor-threshold",
-            &[],
-            latency_monitor_threshold,
-            u64,
-            0,
-            i64::MAX as u64
-        ),
-        Param {
-            name: "latency-tracking",
-            aliases: &[],
-            get: |c| if c.latency_tracking { "yes" } else { "no" }.into(),
-            set: Some(|c, v| {
-                c.latency_tracking = parse_yes_no(v)?;
-                Ok(())
-            }),
-        },
-        Param {
-            name: "latency-tracking-info-percentiles",
-            aliases: &[],
-            get: |c| {
-                let shown: Vec<String> = c
-                    .latency_tracking_info_percentiles
-                    .iter()
-                    .map(|p| percentile_label(*p))
-                    .collect();
-                shown.join(" ")
-            },
-            set: Some(|c, v| {
-                c.latency_tracking_info_percentiles = parse_percentiles(v)?;
-                Ok(())
-            }),
-        },
-        Param {
-            name: "protected-mode",
-            aliases: &[],
-            get: |c| if c.protected_mode { "yes" } else { "no" }.into(),
-            set: Some(|c, v| {
-                c.protected_mode = parse_yes_no(v)?;
-                Ok(())
-            }),
-        },
-        int_param!(
-            "acllog-max-len",
-            &[],
-            acllog_max_len,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        int_param!(
-            "tracking-table-max-keys",
-            &[],
-            tracking_table_max_keys,
-            usize,
-            0,
-            i64::MAX as usize
-        ),
-        Param {
-            name: "acl-pubsub-default",
-            aliases: &[],
-            get: |c| {
-                if c.acl_pubsub_default_all {
-                    "allchannels"
-                } else {
-                    "resetchannels"
-                }
-                .into()
-            },
-            set: Some(|c, v| {
-                c.acl_pubsub_default_all =
-                    match v.to_ascii_lowercase().as_str() {
-                        "allchannels" => true,
-                        "resetchannels" => false,
-                        _ => return Err(
-                            "argument(s) must be one of the following: allchannels, resetchannels"
-                                .into(),
-                        ),
-                    };
-                Ok(())
-            }),
-        },
-        Param {
-            name: "aclfile",
-            aliases: &[],
-            get: |c| c.aclfile.clone(),
-            set: None,
-        },
-        Param {
-            name: "notify-keyspace-events",
-            aliases: &[],
-            get: |c| crate::pubsub::notify::format_flags(c.notify_keyspace_events),
-            set: Some(|c, v| {
-                c.notify_keyspace_events = crate::pubsub::notify::parse_flags(v)?;
-                Ok(())
-            }),
-        },
-        Param {
-            name: "client-output-buffer-limit",
-            aliases: &[],
-            get: |c| c.client_output_buffer_limit.render(),
-            set: Some(|c, v| c.client_output_buffer_limit.parse_into(v)),
-        },
-    ];
+            };
+            Ok(())
+        }),
+    },
+    Param {
+        name: "aclfile",
+        aliases: &[],
+        get: |c| c.aclfile.clone(),
+        set: None,
+    },
+    Param {
+        name: "notify-keyspace-events",
+        aliases: &[],
+        get: |c| crate::pubsub::notify::format_flags(c.notify_keyspace_events),
+        set: Some(|c, v| {
+            c.notify_keyspace_events = crate::pubsub::notify::parse_flags(v)?;
+            Ok(())
+        }),
+    },
+    Param {
+        name: "client-output-buffer-limit",
+        aliases: &[],
+        get: |c| c.client_output_buffer_limit.render(),
+        set: Some(|c, v| c.client_output_buffer_limit.parse_into(v)),
+    },
+];
 
 /// A yes/no directive's value, with Redis's error text.
 fn parse_yes_no(v: &str) -> Result<bool, String> {

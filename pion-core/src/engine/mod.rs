@@ -193,7 +193,7 @@ impl Engine {
         let mut options = options;
         options.config.appendonly = true;
         options.config.wal = true;
-        options.config.appendfsync = durability.fsync.name().to_string();
+        options.config.appendfsync = durability.fsync;
         options.config.dir = durability.dir.display().to_string();
         // Recovery replays the prompt cache's evictions as they were logged: the
         // budget applies only once it is done.
@@ -616,7 +616,7 @@ impl Engine {
         let (maxmemory, lfu) = self
             .inner
             .config
-            .with(|c| (c.maxmemory, c.maxmemory_policy.contains("lfu")));
+            .with(|c| (c.maxmemory, c.maxmemory_policy.is_lfu()));
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
         let channels_all = self.inner.config.with(|c| c.acl_pubsub_default_all);
@@ -632,13 +632,8 @@ impl Engine {
         let new_events = self.inner.pubsub.notify_flags() & crate::pubsub::notify::NEW != 0;
         self.inner.keyspace.want_creations(new_events);
         if let Some(d) = self.durability() {
-            let policy = self
-                .inner
-                .config
-                .with(|c| FsyncPolicy::parse(&c.appendfsync));
-            if let Some(p) = policy {
-                d.wal().set_policy(p);
-            }
+            d.wal()
+                .set_policy(self.inner.config.with(|c| c.appendfsync));
         }
         self.apply_kv_budget();
     }

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use rand::Rng;
 
+use crate::config::MaxmemoryPolicy;
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::keyspace::{Candidate, Entry, SHARDS};
@@ -26,80 +27,6 @@ pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemo
 /// Evictions that find nothing to remove (keys deleted since they were sampled) before
 /// an eviction run gives up.
 const MAX_MISSES: usize = 1000;
-
-/// `maxmemory-policy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Policy {
-    /// Refuse commands that may grow memory.
-    NoEviction,
-    /// Least recently used among all keys.
-    AllKeysLru,
-    /// Least frequently used among all keys.
-    AllKeysLfu,
-    /// Any key.
-    AllKeysRandom,
-    /// Least recently used among keys with a time to live.
-    VolatileLru,
-    /// Least frequently used among keys with a time to live.
-    VolatileLfu,
-    /// Any key with a time to live.
-    VolatileRandom,
-    /// The key with the nearest expiry.
-    VolatileTtl,
-}
-
-const ALL: [Policy; 8] = [
-    Policy::NoEviction,
-    Policy::AllKeysLru,
-    Policy::AllKeysLfu,
-    Policy::AllKeysRandom,
-    Policy::VolatileLru,
-    Policy::VolatileLfu,
-    Policy::VolatileRandom,
-    Policy::VolatileTtl,
-];
-
-impl Policy {
-    /// The policy's configuration name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::NoEviction => "noeviction",
-            Policy::AllKeysLru => "allkeys-lru",
-            Policy::AllKeysLfu => "allkeys-lfu",
-            Policy::AllKeysRandom => "allkeys-random",
-            Policy::VolatileLru => "volatile-lru",
-            Policy::VolatileLfu => "volatile-lfu",
-            Policy::VolatileRandom => "volatile-random",
-            Policy::VolatileTtl => "volatile-ttl",
-        }
-    }
-
-    /// The policy with this configuration name (case-insensitive).
-    pub fn parse(name: &str) -> Option<Policy> {
-        ALL.into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(name))
-    }
-
-    /// Whether only keys with a time to live may be evicted.
-    pub fn volatile(self) -> bool {
-        matches!(
-            self,
-            Policy::VolatileLru
-                | Policy::VolatileLfu
-                | Policy::VolatileRandom
-                | Policy::VolatileTtl
-        )
-    }
-
-    /// Whether candidates are ranked (through the pool) rather than picked at random.
-    fn ranked(self) -> bool {
-        !matches!(
-            self,
-            Policy::AllKeysRandom | Policy::VolatileRandom | Policy::NoEviction
-        )
-    }
-}
 
 /// The eviction state an engine keeps: the policy, the pool and the counter.
 #[derive(Debug)]
@@ -115,7 +42,7 @@ pub struct Evictor {
 impl Default for Evictor {
     fn default() -> Self {
         Evictor {
-            policy: AtomicU8::new(Policy::NoEviction as u8),
+            policy: AtomicU8::new(MaxmemoryPolicy::NoEviction as u8),
             samples: AtomicUsize::new(5),
             evicted: AtomicU64::new(0),
             pool: Mutex::new(EvictionPool::default()),
@@ -125,7 +52,7 @@ impl Default for Evictor {
 
 impl Evictor {
     /// Applies `maxmemory-policy` and `maxmemory-samples` (after `CONFIG SET`).
-    pub fn configure(&self, policy: Policy, samples: usize) {
+    pub fn configure(&self, policy: MaxmemoryPolicy, samples: usize) {
         let old = self.policy.swap(policy as u8, Ordering::Relaxed);
         if old != policy as u8 {
             // Scores of another policy mean something else.
@@ -135,11 +62,12 @@ impl Evictor {
     }
 
     /// The selected policy.
-    pub fn policy(&self) -> Policy {
+    pub fn policy(&self) -> MaxmemoryPolicy {
         let v = self.policy.load(Ordering::Relaxed);
-        ALL.into_iter()
+        MaxmemoryPolicy::ALL
+            .into_iter()
             .find(|p| *p as u8 == v)
-            .unwrap_or(Policy::NoEviction)
+            .unwrap_or(MaxmemoryPolicy::NoEviction)
     }
 
     /// Keys evicted since start (or the last `CONFIG RESETSTAT`).
@@ -156,7 +84,7 @@ impl Evictor {
     /// policy allows no eviction or nothing more can be evicted.
     pub fn free_memory(&self, engine: &Engine, limit: u64) -> bool {
         let policy = self.policy();
-        if policy == Policy::NoEviction {
+        if policy == MaxmemoryPolicy::NoEviction {
             return false;
         }
         let ks = engine.keyspace();
@@ -170,10 +98,12 @@ impl Evictor {
         let params = ks.lfu_params();
         let score = move |e: &Entry| -> u64 {
             match policy {
-                Policy::AllKeysLfu | Policy::VolatileLfu => {
+                MaxmemoryPolicy::AllKeysLfu | MaxmemoryPolicy::VolatileLfu => {
                     255 - u64::from(e.lfu_counter(now, params))
                 }
-                Policy::VolatileTtl => e.expire_at().map_or(0, |t| i64::MAX.wrapping_sub(t) as u64),
+                MaxmemoryPolicy::VolatileTtl => {
+                    e.expire_at().map_or(0, |t| i64::MAX.wrapping_sub(t) as u64)
+                }
                 _ => e.idle_secs(now).saturating_mul(1000),
             }
         };

@@ -131,7 +131,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 "maxmemory_human",
                 &crate::util::num::human_bytes(cfg.maxmemory),
             );
-            line("maxmemory_policy", &cfg.maxmemory_policy);
+            line("maxmemory_policy", &cfg.maxmemory_policy.name());
             for (k, v) in report.info_tail() {
                 line(k, &v);
             }

@@ -5,7 +5,7 @@
 use crate::clients::ClientState;
 use crate::command::{flags, CommandSpec};
 use crate::config::ConfigValues;
-use crate::evict::{Evictor, Policy};
+use crate::evict::Evictor;
 use crate::keyspace::{Keyspace, LfuParams};
 use crate::monitor::latency::LatencyMonitor;
 use crate::monitor::slowlog::SlowLog;
@@ -29,7 +29,7 @@ pub struct Operator {
 impl Operator {
     /// Applies the configuration (at start and after `CONFIG SET`).
     pub fn configure(&self, c: &ConfigValues, keyspace: &Keyspace) {
-        let policy = Policy::parse(&c.maxmemory_policy).unwrap_or(Policy::NoEviction);
+        let policy = c.maxmemory_policy;
         self.evictor.configure(policy, c.maxmemory_samples);
         keyspace.set_lfu_params(LfuParams {
             log_factor: c.lfu_log_factor,

@@ -76,12 +76,11 @@ struct Policy {
 
 fn policy(ctx: &Ctx<'_>) -> Policy {
     ctx.engine.config().with(|c| {
-        let p = c.maxmemory_policy.as_str();
-        let lfu = p.ends_with("-lfu");
+        let p = c.maxmemory_policy;
         Policy {
-            lfu,
+            lfu: p.is_lfu(),
             // Redis stops sharing integers when LRU/LFU data must be per object.
-            shares_integers: c.maxmemory == 0 || !(lfu || p.ends_with("-lru")),
+            shares_integers: c.maxmemory == 0 || !(p.is_lfu() || p.is_lru()),
         }
     })
 }
