@@ -404,7 +404,8 @@ fn run_exclusive(
 }
 
 /// Runs an admitted command: locks its keys' shards, runs the handler, settles the
-/// keys, logs the effect (or collects it for the transaction or script around it).
+/// keys, logs the effect (or collects it for the transaction or script around it),
+/// holds the reply for the log, and counts the call.
 fn run_resolved(
     engine: &Engine,
     client: &mut ClientState,
@@ -413,144 +414,195 @@ fn run_resolved(
     started: Instant,
 ) -> (Reply, Instant) {
     let spec = resolved.spec;
-    let wal = if spec.has(super::flags::WRITE) {
-        engine.durability().map(|d| d.wal())
-    } else {
-        None
-    };
-    // An exclusive command locks nothing itself: what it runs locks its own keys. A
-    // prompt-cache command's keys are namespaces, outside the keyspace.
-    let keys = if spec.has(super::flags::EXCLUSIVE | super::flags::NAMESPACE_KEYS) {
-        KeyPositions::new()
-    } else {
-        match key_indices(spec, argv) {
-            Ok(k) => k,
-            Err(e) => {
-                engine.command_stats().reject(resolved.stat);
-                return (e.into(), started);
-            }
+    let keys = match locked_keys(spec, argv) {
+        Ok(k) => k,
+        Err(e) => {
+            engine.command_stats().reject(resolved.stat);
+            return (e.into(), started);
         }
     };
     client
         .shared
         .last_cmd
-        .store(resolved.stat, std::sync::atomic::Ordering::Relaxed);
+        .store(resolved.stat, Ordering::Relaxed);
     let now = engine.wall_ms_at(started);
     let result = {
-        let ks = if spec.whole_keyspace {
-            engine.keyspace().lock(&LockSet::All, now)
-        } else {
-            let locations: SmallVec<[Location; 4]> =
-                keys.iter().map(|&i| locate(&argv[i])).collect();
-            let set = if keys.is_empty() {
-                LockSet::None
-            } else {
-                LockSet::Keys(locations.iter().map(|l| l.shard).collect())
-            };
-            let mut ks = engine.keyspace().lock(&set, now);
-            for (&i, &loc) in keys.iter().zip(&locations) {
-                ks.remember(&argv[i], loc);
-            }
-            ks
-        };
-        let mut ks = ks;
-        // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
-        ks.set_no_touch(client.no_touch && spec.name != "touch");
-        ks.set_lfu(engine.lfu_policy());
         let mut ctx = Ctx {
             engine,
             client,
-            ks,
+            ks: lock_keys(engine, spec, argv, &keys, now),
             effect: Effect::AsSent,
             unmodified_keys: Vec::new(),
         };
-        let watched_before = if spec.has(super::flags::WRITE) {
-            crate::clients::watch::existing_watched(&mut ctx, spec, argv, &keys)
-        } else {
-            Vec::new()
-        };
-        let result = (spec.handler)(&mut ctx, argv);
-        if spec.has(super::flags::NOOP_ON_ZERO) && matches!(result, Ok(Reply::Integer(0))) {
-            ctx.effect = Effect::Nothing;
-        }
-        if let Some(req) = ctx.client.block_request.take() {
-            // Found nothing to pop: wait, registered while the keys are still locked.
-            if ctx.client.retrying_block {
-                ctx.client.block_request = Some(req);
-            } else {
-                let waiter = engine.blocking().block(ctx.client, argv, req);
-                ctx.client.blocked = Some(waiter);
-                ctx.client.shared.blocked.store(true, Ordering::Relaxed);
-            }
-        }
+        // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
+        let no_touch = ctx.client.no_touch && spec.name != "touch";
+        ctx.ks.set_no_touch(no_touch);
+        ctx.ks.set_lfu(engine.lfu_policy());
+        let result = run_handler(&mut ctx, spec, argv, &keys);
         if spec.has(super::flags::WRITE) {
-            let db = ctx.db();
-            settle_keys(&mut ctx, spec, argv, &keys);
-            if result.is_ok() && ctx.effect != Effect::Nothing {
-                crate::clients::watch::touch_written(&mut ctx, spec, argv, &keys, &watched_before);
-            }
-            if let Some(nested) = ctx.client.nested.as_mut() {
-                if result.is_ok() && !spec.has(super::flags::EXCLUSIVE) {
-                    // Inside a transaction or script: the outer command logs it all.
-                    match std::mem::take(&mut ctx.effect) {
-                        Effect::AsSent => nested.effects.push((db, argv.to_vec())),
-                        Effect::Rewritten(cmds) => {
-                            nested.effects.extend(cmds.into_iter().map(|c| (db, c)))
-                        }
-                        Effect::Nothing => {}
-                    }
-                }
-            } else if let (Some(wal), true) = (wal, result.is_ok()) {
-                // Still holding the keys' shards: the log order is the order in which
-                // commands on the same keys ran.
-                let seq = match &ctx.effect {
-                    Effect::AsSent => Some(wal.append(now, std::iter::once((db, argv)))),
-                    Effect::Rewritten(cmds) => {
-                        Some(wal.append(now, cmds.iter().map(|c| (db, c.as_slice()))))
-                    }
-                    Effect::Nothing => None,
-                };
-                if let Some(seq) = seq {
-                    ctx.client.wal_seq = seq;
-                }
-            }
+            log_effect(&mut ctx, spec, argv, &result, now);
         }
-        if let Some(d) = engine.durability() {
-            // Whatever this command saw was appended by now: its reply, too, waits
-            // until the log has it, so no client is shown a write a crash could take
-            // back. (While the disk is failing, reads go on instead, and may show the
-            // writes that met the failure; those are logged when it recovers.)
-            let wal = d.wal();
-            if wal.failure().is_none() {
-                ctx.client.wal_seq = ctx.client.wal_seq.max(wal.appended_seq());
-            }
-        }
+        hold_reply_for_log(&mut ctx);
         // Pub/Sub: client-side caching remembers what was read; MONITOR sees the command.
         crate::pubsub::after_command(engine, ctx.client, spec, argv, &keys);
         result
     };
     let finished = engine.clock().now();
+    count_call(engine, client, resolved, argv, &result, started, finished);
+    let reply = match result {
+        Ok(r) => r,
+        Err(e) => e.into(),
+    };
+    (reply, finished)
+}
+
+/// The argument positions of the keys whose shards a command locks: none for an
+/// exclusive command (what it runs locks its own) or a prompt-cache one (its keys name
+/// namespaces, outside the keyspace).
+fn locked_keys(spec: &CommandSpec, argv: &[Vec<u8>]) -> OpResult<KeyPositions> {
+    if spec.has(super::flags::EXCLUSIVE | super::flags::NAMESPACE_KEYS) {
+        Ok(KeyPositions::new())
+    } else {
+        key_indices(spec, argv)
+    }
+}
+
+/// Locks the shards of the command's keys (or every shard), remembering where each key
+/// lives so the handler does not hash it again.
+fn lock_keys<'e>(
+    engine: &'e Engine,
+    spec: &CommandSpec,
+    argv: &[Vec<u8>],
+    keys: &[usize],
+    now: i64,
+) -> crate::keyspace::Locked<'e> {
+    if spec.whole_keyspace {
+        return engine.keyspace().lock(&LockSet::All, now);
+    }
+    let locations: SmallVec<[Location; 4]> = keys.iter().map(|&i| locate(&argv[i])).collect();
+    let set = if keys.is_empty() {
+        LockSet::None
+    } else {
+        LockSet::Keys(locations.iter().map(|l| l.shard).collect())
+    };
+    let mut ks = engine.keyspace().lock(&set, now);
+    for (&i, &loc) in keys.iter().zip(&locations) {
+        ks.remember(&argv[i], loc);
+    }
+    ks
+}
+
+/// Runs the handler; for a write, settles its keys and tells their watchers; a
+/// blocking command that found nothing registers its wait, still under the locks.
+fn run_handler(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    argv: &[Vec<u8>],
+    keys: &[usize],
+) -> OpResult<Reply> {
+    let write = spec.has(super::flags::WRITE);
+    let watched_before = if write {
+        crate::clients::watch::existing_watched(ctx, spec, argv, keys)
+    } else {
+        Vec::new()
+    };
+    let result = (spec.handler)(ctx, argv);
+    if spec.has(super::flags::NOOP_ON_ZERO) && matches!(result, Ok(Reply::Integer(0))) {
+        ctx.effect = Effect::Nothing;
+    }
+    if let Some(req) = ctx.client.block_request.take() {
+        // Found nothing to pop: wait, registered while the keys are still locked.
+        if ctx.client.retrying_block {
+            ctx.client.block_request = Some(req);
+        } else {
+            let waiter = ctx.engine.blocking().block(ctx.client, argv, req);
+            ctx.client.blocked = Some(waiter);
+            ctx.client.shared.blocked.store(true, Ordering::Relaxed);
+        }
+    }
+    if write {
+        settle_keys(ctx, spec, argv, keys);
+        if result.is_ok() && ctx.effect != Effect::Nothing {
+            crate::clients::watch::touch_written(ctx, spec, argv, keys, &watched_before);
+        }
+    }
+    result
+}
+
+/// Logs a write's effect, still holding its keys' shards (so the log order is the
+/// order in which commands on the same keys ran), or collects it for the transaction
+/// or script around it, which logs it all as one record.
+fn log_effect(
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    argv: &[Vec<u8>],
+    result: &OpResult<Reply>,
+    now: i64,
+) {
+    if result.is_err() {
+        return;
+    }
+    let db = ctx.db();
+    if let Some(nested) = ctx.client.nested.as_mut() {
+        if !spec.has(super::flags::EXCLUSIVE) {
+            match std::mem::take(&mut ctx.effect) {
+                Effect::AsSent => nested.effects.push((db, argv.to_vec())),
+                Effect::Rewritten(cmds) => nested.effects.extend(cmds.into_iter().map(|c| (db, c))),
+                Effect::Nothing => {}
+            }
+        }
+        return;
+    }
+    let Some(wal) = ctx.engine.durability().map(|d| d.wal()) else {
+        return;
+    };
+    let seq = match &ctx.effect {
+        Effect::AsSent => Some(wal.append(now, std::iter::once((db, argv)))),
+        Effect::Rewritten(cmds) => Some(wal.append(now, cmds.iter().map(|c| (db, c.as_slice())))),
+        Effect::Nothing => None,
+    };
+    if let Some(seq) = seq {
+        ctx.client.wal_seq = seq;
+    }
+}
+
+/// Whatever the command saw was appended by now: its reply, too, waits until the log
+/// has it, so no client is shown a write a crash could take back. (While the disk is
+/// failing, reads go on instead, and may show the writes that met the failure; the
+/// heal makes those durable.)
+fn hold_reply_for_log(ctx: &mut Ctx<'_>) {
+    if let Some(d) = ctx.engine.durability() {
+        let wal = d.wal();
+        if wal.failure().is_none() {
+            ctx.client.wal_seq = ctx.client.wal_seq.max(wal.appended_seq());
+        }
+    }
+}
+
+/// Counts a call that ran: its time and outcome in the command's statistics, the slow
+/// log and latency monitor, and the client's command count.
+fn count_call(
+    engine: &Engine,
+    client: &mut ClientState,
+    resolved: Resolved,
+    argv: &[Vec<u8>],
+    result: &OpResult<Reply>,
+    started: Instant,
+    finished: Instant,
+) {
     let elapsed = finished.saturating_duration_since(started);
-    let usec = elapsed.as_micros() as u64;
     // A call failed when its reply is an error, returned or built by the command (a
     // script's error reply), as Redis counts failed calls.
     let failed = matches!(result, Err(_) | Ok(Reply::Error(_)));
     engine
         .command_stats()
         .record(resolved.stat, elapsed, failed);
-    // Slow log and latency monitor.
-    engine.operator().after_command(client, spec, argv, usec);
+    engine
+        .operator()
+        .after_command(client, resolved.spec, argv, elapsed.as_micros() as u64);
     // Only this client's own thread writes its counter: no atomic read-modify-write.
     let commands = &client.shared.commands;
-    commands.store(
-        commands.load(std::sync::atomic::Ordering::Relaxed) + 1,
-        std::sync::atomic::Ordering::Relaxed,
-    );
-    let reply = match result {
-        Ok(r) => r,
-        Err(e) => e.into(),
-    };
-    (reply, finished)
+    commands.store(commands.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 /// Whether a logged command belongs to the prompt cache (`KV.*`), which keeps its

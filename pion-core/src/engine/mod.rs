@@ -1,11 +1,12 @@
 //! The engine: keyspace, configuration, clients and counters, usable in-process with no
 //! socket. `pion-server` is a thin event loop over the same [`Engine`].
 
+mod cron;
 pub mod typed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::util::clock::Clock;
 
@@ -387,7 +388,7 @@ impl Engine {
 
     fn start_background(&self, options: &EngineOptions) {
         if !options.disable_active_expiry {
-            spawn_expiry_cycle(Arc::downgrade(&self.inner));
+            cron::spawn_expiry_cycle(Arc::downgrade(&self.inner));
         }
     }
 
@@ -690,164 +691,5 @@ impl Engine {
     }
 }
 
-fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
-    let spawned = std::thread::Builder::new()
-        .name("pion-expire".into())
-        .spawn(move || loop {
-            let Some(inner) = engine.upgrade() else {
-                return;
-            };
-            let hz = inner.config.with(|c| c.hz).clamp(1, 500);
-            let since = inner
-                .clock
-                .now()
-                .saturating_duration_since(inner.epoch)
-                .as_micros() as i64;
-            let now_us = inner.clock.unix_us();
-            inner
-                .wall_at_epoch_us
-                .store(now_us - since, Ordering::Relaxed);
-            let paused = inner.cron_paused.load(Ordering::Relaxed);
-            if !paused && inner.pubsub.tracking.active() {
-                let max = inner.config.with(|c| c.tracking_table_max_keys);
-                inner
-                    .pubsub
-                    .tracking
-                    .limit_keys(max, &inner.clients, &inner.pubsub);
-            }
-            if !paused && inner.active_expire.load(Ordering::Relaxed) {
-                // Keys do not expire in the middle of a transaction or script.
-                let _gate = inner.gate.enter_background();
-                // The cycle's BCAST invalidations leave together, as Redis's do.
-                let _batch = inner
-                    .pubsub
-                    .tracking
-                    .open_batch(&inner.clients, &inner.pubsub, 0);
-                // A slow pass (a big key deleted) is a latency event, as in Redis. It is
-                // recorded after each shard, with that shard still locked (samples of
-                // one second keep their maximum, so the last is the whole pass): in
-                // Redis no command runs during the pass, and here too a client that
-                // sees a key gone finds the event that its removal made slow.
-                let started = std::time::Instant::now();
-                let latency = &inner.operator.latency;
-                inner.keyspace.expire_cycle(now_us / 1000, 200, &mut || {
-                    latency.add_if_needed(
-                        "expire-cycle",
-                        started.elapsed().as_millis() as u64,
-                        now_us / 1_000_000,
-                    );
-                });
-            }
-            drop(inner);
-            std::thread::sleep(Duration::from_millis(1000 / hz));
-        });
-    // Without the thread, keys still expire lazily on access; nothing else depends on it.
-    drop(spawned);
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_that_grow_memory_are_refused_past_maxmemory() {
-        let engine = Engine::in_memory(EngineOptions::default());
-        assert_eq!(
-            engine.execute(0, &["CONFIG", "SET", "maxmemory", "4000"]),
-            Reply::ok()
-        );
-        let big = "x".repeat(1000);
-        let oom = Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
-        let mut refused = false;
-        for i in 0..20 {
-            match engine.execute(0, &["SET", &format!("k{i}"), &big]) {
-                r if r == oom => {
-                    refused = true;
-                    break;
-                }
-                r => assert_eq!(r, Reply::ok()),
-            }
-        }
-        assert!(refused, "maxmemory was never enforced");
-        // Reads and deletes still work, and freeing memory lets writes in again.
-        assert_eq!(
-            engine.execute(0, &["GET", "k0"]),
-            Reply::Bulk(big.clone().into_bytes())
-        );
-        assert_eq!(engine.execute(0, &["FLUSHALL"]), Reply::ok());
-        assert_eq!(engine.execute(0, &["SET", "k", &big]), Reply::ok());
-        assert_eq!(
-            engine.execute(0, &["CONFIG", "SET", "maxmemory", "0"]),
-            Reply::ok()
-        );
-    }
-
-    #[test]
-    fn no_touch_clients_leave_access_times_alone() {
-        let engine = Engine::in_memory(EngineOptions::default());
-        {
-            // Written at the Unix epoch: idle for decades unless something touches it.
-            let mut ks = engine.keyspace().lock_keys(&[b"k"], 0);
-            ks.set(0, b"k", crate::value::Value::string(b"v".to_vec()))
-                .expect("set");
-        }
-        let idle = |e: &Engine| match e.execute(0, &["OBJECT", "IDLETIME", "k"]) {
-            Reply::Integer(n) => n,
-            other => panic!("unexpected {other:?}"),
-        };
-        let mut session = engine.session();
-        assert_eq!(session.execute(&["CLIENT", "NO-TOUCH", "ON"]), Reply::ok());
-        session.execute(&["GET", "k"]);
-        assert!(idle(&engine) > 1_000_000);
-        session.execute(&["TOUCH", "k"]);
-        assert!(idle(&engine) < 5, "TOUCH touches even under NO-TOUCH");
-    }
-
-    #[test]
-    fn a_slow_expiry_is_recorded_before_the_key_is_seen_gone() {
-        let engine = Engine::in_memory(EngineOptions::default());
-        let ok = |r: Reply| assert!(!matches!(r, Reply::Error(_)), "{r:?}");
-        ok(engine.execute(0, &["CONFIG", "SET", "latency-monitor-threshold", "1"]));
-        ok(engine.execute(0, &["CONFIG", "SET", "hz", "100"]));
-        // Big enough that dropping it takes well over a millisecond.
-        for chunk in 0..50 {
-            let mut sadd = vec!["SADD".to_string(), "big".to_string()];
-            sadd.extend((0..2000).map(|i| format!("member-{chunk}-{i}")));
-            ok(engine.execute(0, &sadd));
-        }
-        ok(engine.execute(0, &["PEXPIRE", "big", "20"]));
-        // DBSIZE counts keys not yet reclaimed: it reaches 0 only once the expiry
-        // cycle removed the key.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while engine.execute(0, &["DBSIZE"]) != Reply::Integer(0) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the key was never reclaimed"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let Reply::Array(events) = engine.execute(0, &["LATENCY", "LATEST"]) else {
-            panic!("LATENCY LATEST is an array");
-        };
-        let named = |e: &Reply| matches!(e, Reply::Array(f) if f.first() == Some(&Reply::bulk("expire-cycle")));
-        assert!(events.iter().any(named), "{events:?}");
-    }
-
-    #[test]
-    fn derived_wall_clock_tracks_the_system_clock() {
-        let engine = Engine::in_memory(EngineOptions::default());
-        for _ in 0..50 {
-            let before = unix_ms();
-            let derived = engine.wall_ms_at(std::time::Instant::now());
-            let after = unix_ms();
-            // The derived clock advances with the monotonic clock and is re-anchored
-            // every expiry tick; while the system clock is being slewed (NTP) the two
-            // drift apart by a fraction of a millisecond per tick.
-            assert!(
-                before - 2 <= derived && derived <= after + 2,
-                "{before} <= {derived} <= {after} (within 2 ms)"
-            );
-            std::thread::sleep(Duration::from_millis(3));
-        }
-    }
-}
+mod tests;
