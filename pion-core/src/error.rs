@@ -45,6 +45,9 @@ pub enum OpError {
         /// The container command, upper-case.
         command: String,
     },
+    /// The disk refused the log (or did before, and the engine has not healed): the
+    /// failure, as `durability` describes it.
+    DiskFailed(String),
     /// Any other error, with its complete wire text (prefix included).
     Custom(Cow<'static, str>),
 }
@@ -87,6 +90,9 @@ impl OpError {
             OpError::UnknownCommand { .. } | OpError::UnknownSubcommand { .. } => {
                 self.error_text().into()
             }
+            OpError::DiskFailed(failure) => Cow::Owned(sanitize(format!(
+                "MISCONF Errors writing to the write-ahead log: {failure}"
+            ))),
             OpError::Custom(text) => text.clone(),
         }
     }

@@ -254,9 +254,7 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
         // of memory and a fresh log segment are on disk); reads go on.
         if spec.has(super::flags::WRITE) || spec.name == "ping" {
             engine.command_stats().reject(resolved.stat);
-            return Err(Reply::Error(
-                format!("MISCONF Errors writing to the write-ahead log: {failure}").into(),
-            ));
+            return Err(OpError::DiskFailed(failure.to_string()).into());
         }
     }
     // A script past busy-reply-threshold: only the commands allowed while busy run,

@@ -19,11 +19,43 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest wait between two healing attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
+/// A write or fsync the disk refused, and on which file: why it is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskFailure {
+    /// What failed (`write failed`, `fsync failed`, …).
+    pub what: &'static str,
+    /// The file's name.
+    pub file: String,
+    /// The operating system's error.
+    pub error: String,
+}
+
+impl DiskFailure {
+    /// A failure of `what` on `file`.
+    pub fn new(what: &'static str, file: &Path, e: &std::io::Error) -> DiskFailure {
+        DiskFailure {
+            what,
+            file: file.file_name().map_or_else(
+                || file.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            error: e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for DiskFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} ({})", self.what, self.error, self.file)
+    }
+}
+
+impl std::error::Error for DiskFailure {}
+
 #[derive(Default)]
 struct Failure {
-    /// What failed, on which file (the wire text after `MISCONF Errors writing to the
-    /// write-ahead log: `).
-    reason: String,
+    /// The first failure since the last heal.
+    first: Option<DiskFailure>,
     /// Unix ms of the first failure since the last heal.
     since_ms: i64,
     /// Healing attempts since that failure.
@@ -46,30 +78,26 @@ pub struct DiskHealth {
 }
 
 impl DiskHealth {
-    /// Records a failed write or fsync of `file`; returns the error text. The first
-    /// failure since the last heal is logged.
-    pub fn fail(&self, what: &str, file: &Path, e: &std::io::Error) -> String {
-        let name = file.file_name().map_or_else(
-            || file.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let text = format!("{what}: {e} ({name})");
+    /// Records a failed write or fsync of `file`, and returns it. The first failure
+    /// since the last heal is logged.
+    pub fn fail(&self, what: &'static str, file: &Path, e: &std::io::Error) -> DiskFailure {
+        let failure = DiskFailure::new(what, file, e);
         self.errors.fetch_add(1, Ordering::Relaxed);
         let mut f = self.failure.lock();
         if !self.failed.swap(true, Ordering::SeqCst) {
             crate::log_warning!(
-                "{text}; the file is not trusted again: writes are refused until a \
+                "{failure}; the file is not trusted again: writes are refused until a \
                  snapshot of memory and a fresh log segment are on disk"
             );
             *f = Failure {
-                reason: text.clone(),
+                first: Some(failure.clone()),
                 since_ms: crate::engine::unix_ms(),
                 attempts: 0,
                 last_attempt_error: String::new(),
                 next_attempt: Some(Instant::now()),
             };
         }
-        text
+        failure
     }
 
     /// Whether the disk failed and has not been healed.
@@ -78,9 +106,9 @@ impl DiskHealth {
     }
 
     /// The first failure since the last heal, while it lasts.
-    pub fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<DiskFailure> {
         if self.is_failed() {
-            Some(self.failure.lock().reason.clone())
+            self.failure.lock().first.clone()
         } else {
             None
         }

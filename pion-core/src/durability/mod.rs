@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use crate::storage::{DirLock, LockError, Storage};
 
-pub use health::DiskHealth;
+pub use health::{DiskFailure, DiskHealth};
 pub use recovery::RecoveryReport;
 pub use snapshotter::{
     start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
@@ -309,7 +309,10 @@ impl Durability {
                 "wal_status",
                 if failure.is_some() { "failed" } else { "ok" }.into(),
             ),
-            ("wal_last_error", failure.unwrap_or_default()),
+            (
+                "wal_last_error",
+                failure.map(|f| f.to_string()).unwrap_or_default(),
+            ),
             ("wal_bytes", load(&st.bytes_on_disk)),
             ("wal_bytes_written", load(&st.bytes_written)),
             ("wal_writes", load(&st.writes)),

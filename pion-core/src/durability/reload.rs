@@ -151,7 +151,7 @@ pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, Re
     d.snapshots().turn.wait_past_cuts();
     let wal = d.wal();
     wal.write_through(wal.appended_seq())
-        .map_err(ReloadError::Save)?;
+        .map_err(|e| ReloadError::Save(e.to_string()))?;
     empty(engine, now_ms);
     let mut options = super::DurabilityOptions::new(d.dir());
     options.storage = std::sync::Arc::clone(d.storage());

@@ -247,7 +247,7 @@ fn run(engine: &Engine, claim: Claim, generation: Generation) -> Result<Snapshot
             })
             .unwrap_or_default();
         let next = match generation {
-            Generation::Continue => wal.roll()?,
+            Generation::Continue => wal.roll().map_err(|e| e.to_string())?,
             Generation::Fresh => wal.begin_generation() + 1,
         };
         drop(store);
@@ -329,7 +329,7 @@ fn run(engine: &Engine, claim: Claim, generation: Generation) -> Result<Snapshot
             storage.remove(&p).map_err(io)?;
         }
         storage.sync_dir(d.dir()).map_err(io)?;
-        wal.start_generation(seq)?;
+        wal.start_generation(seq).map_err(|e| e.to_string())?;
     }
     // The new snapshot is durable: older ones and the log it covers can go.
     for (old, p) in list_snapshots(storage, d.dir()).map_err(io)? {

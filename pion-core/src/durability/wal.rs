@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::health::DiskHealth;
+use super::health::{DiskFailure, DiskHealth};
 use super::record::{encode_commands, frame};
 pub use super::segment::{list_segments, parse_segment_name, segment_name};
 use super::segment::{
@@ -222,7 +222,7 @@ impl Wal {
     }
 
     /// The error that stopped the log, until the engine heals.
-    pub fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<DiskFailure> {
         self.health.failure()
     }
 
@@ -233,7 +233,7 @@ impl Wal {
 
     /// The failure, as an error, when the disk is not trusted: nothing is written to
     /// it until the engine heals.
-    fn refuse_if_failed(&self) -> Result<(), String> {
+    fn refuse_if_failed(&self) -> Result<(), DiskFailure> {
         match self.health.failure() {
             Some(f) => Err(f),
             None => Ok(()),
@@ -267,7 +267,7 @@ impl Wal {
     /// Makes every record up to `seq` durable under the current policy: written to the
     /// segment file, and under `always` fsynced. Returns the error text when the disk
     /// refuses, or has refused since the last heal (the records stay queued).
-    pub fn commit(&self, seq: u64) -> Result<(), String> {
+    pub fn commit(&self, seq: u64) -> Result<(), DiskFailure> {
         let always = self.policy() == FsyncPolicy::Always;
         let done = |w: &Wal| {
             if always {
@@ -299,7 +299,7 @@ impl Wal {
 
     /// Writes every record up to `seq` to the segment file without fsyncing, for a
     /// caller that will wait for the background fsync instead of doing it.
-    pub fn write_through(&self, seq: u64) -> Result<(), String> {
+    pub fn write_through(&self, seq: u64) -> Result<(), DiskFailure> {
         if self.written_seq() >= seq {
             return Ok(());
         }
@@ -310,7 +310,7 @@ impl Wal {
 
     /// Writes what is pending and fsyncs, holding the segment lock only to write:
     /// writers go on appending while the fsync runs (the background sync thread).
-    pub fn sync_concurrently(&self) -> Result<(), String> {
+    pub fn sync_concurrently(&self) -> Result<(), DiskFailure> {
         self.refuse_if_failed()?;
         let (file, path, target, closed) = {
             let mut seg = self.segment.lock();
@@ -327,7 +327,7 @@ impl Wal {
     }
 
     /// Writes and fsyncs everything appended so far (the everysec tick, shutdown).
-    pub fn sync_all(&self) -> Result<(), String> {
+    pub fn sync_all(&self) -> Result<(), DiskFailure> {
         self.refuse_if_failed()?;
         let mut seg = self.segment.lock();
         self.write_pending(&mut seg)?;
@@ -340,7 +340,7 @@ impl Wal {
     /// Ends the current segment and starts a new one at the next sequence number;
     /// returns that number. Everything appended before is written first. Used at a
     /// snapshot's cut, with every shard locked, so no record is being appended.
-    pub fn roll(&self) -> Result<u64, String> {
+    pub fn roll(&self) -> Result<u64, DiskFailure> {
         self.refuse_if_failed()?;
         let mut seg = self.segment.lock();
         self.write_pending(&mut seg)?;
@@ -402,7 +402,7 @@ impl Wal {
         Ok(removed)
     }
 
-    fn fail(&self, what: &str, path: &Path, e: &io::Error) -> String {
+    fn fail(&self, what: &'static str, path: &Path, e: &io::Error) -> DiskFailure {
         self.health.fail(what, path, e)
     }
 
@@ -420,7 +420,7 @@ impl Wal {
     /// The last step of healing, once the snapshot covering `covered` is durable and
     /// every older segment is gone: the log goes on in a fresh segment from record
     /// `covered + 1`, and everything up to `covered` counts as durable.
-    pub fn start_generation(&self, covered: u64) -> Result<(), String> {
+    pub fn start_generation(&self, covered: u64) -> Result<(), DiskFailure> {
         let mut seg = self.segment.lock();
         let next = covered + 1;
         let always = self.policy() == FsyncPolicy::Always;
@@ -431,7 +431,7 @@ impl Wal {
         };
         let path = self.dir.join(segment_name(next));
         let fresh = new_segment(&*self.storage, &self.dir, next, None, capacity, always)
-            .map_err(|e| format!("cannot start segment {}: {e}", path.display()))?;
+            .map_err(|e| DiskFailure::new("cannot start segment", &path, &e))?;
         // The rolled-away segments and the spare belong to the untrusted generation.
         self.closed.lock().clear();
         *self.spare.lock() = None;
@@ -440,7 +440,7 @@ impl Wal {
         self.written.fetch_max(covered, Ordering::AcqRel);
         self.synced.fetch_max(covered, Ordering::AcqRel);
         let on_disk: u64 = list_segments(&*self.storage, &self.dir)
-            .map_err(|e| e.to_string())?
+            .map_err(|e| DiskFailure::new("cannot list the log", &self.dir, &e))?
             .iter()
             .filter_map(|(_, p)| self.storage.open(p, crate::storage::Open::Existing).ok())
             .filter_map(|f| f.len().ok())
@@ -451,7 +451,7 @@ impl Wal {
 
     /// Writes the pending buffer to the segment file (rolling first when the segment
     /// is full). On failure the bytes go back to the front of the buffer.
-    fn write_pending(&self, seg: &mut Segment) -> Result<(), String> {
+    fn write_pending(&self, seg: &mut Segment) -> Result<(), DiskFailure> {
         let (buf, last) = {
             let mut p = self.pending.lock();
             (std::mem::take(&mut p.buf), p.last_seq)
@@ -476,7 +476,7 @@ impl Wal {
         Ok(())
     }
 
-    fn write_buf(&self, seg: &mut Segment, buf: &[u8], last: u64) -> Result<(), String> {
+    fn write_buf(&self, seg: &mut Segment, buf: &[u8], last: u64) -> Result<(), DiskFailure> {
         let n = buf.len() as u64;
         if seg.size + n > seg.capacity && seg.last_seq >= seg.first_seq {
             let next = self.written_seq() + 1;
@@ -497,7 +497,7 @@ impl Wal {
         Ok(())
     }
 
-    fn sync_locked(&self, seg: &mut Segment) -> Result<(), String> {
+    fn sync_locked(&self, seg: &mut Segment) -> Result<(), DiskFailure> {
         let target = self.written_seq();
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)?;
@@ -512,13 +512,13 @@ impl Wal {
 
     /// fsyncs the segment file that holds the records up to `target` (and first the
     /// files its records point into), and counts it.
-    fn fsync(&self, file: &dyn StoredFile, path: &Path, target: u64) -> Result<(), String> {
+    fn fsync(&self, file: &dyn StoredFile, path: &Path, target: u64) -> Result<(), DiskFailure> {
         if let Some(sync) = self.companion.get() {
             // The block files record their own failure.
             sync().map_err(|e| {
                 self.health
                     .failure()
-                    .unwrap_or_else(|| format!("block file fsync failed: {e}"))
+                    .unwrap_or_else(|| DiskFailure::new("block file fsync failed", &self.dir, &e))
             })?;
         }
         file.sync()
@@ -531,7 +531,7 @@ impl Wal {
         Ok(())
     }
 
-    fn roll_locked(&self, seg: &mut Segment, next: u64) -> Result<(), String> {
+    fn roll_locked(&self, seg: &mut Segment, next: u64) -> Result<(), DiskFailure> {
         let spare = self.spare.lock().take();
         // Rolls happen with writers waiting (and at a snapshot's cut, with every shard
         // held): never zero-fill here. Without a spare ready, a short plain segment
@@ -558,7 +558,7 @@ impl Wal {
 
     /// fsyncs rolled-away segments and trims them to their records (no zeros, no
     /// bytes of a failed write past the end). On failure the rest stay queued.
-    fn finish_closed(&self, mut closed: Vec<Closed>) -> Result<(), String> {
+    fn finish_closed(&self, mut closed: Vec<Closed>) -> Result<(), DiskFailure> {
         while let Some(c) = closed.first() {
             let done = c.file.sync().and_then(|()| c.file.set_len(c.size));
             if let Err(e) = done {
@@ -576,7 +576,7 @@ impl Wal {
 
     /// fsyncs and trims rolled-away segments now (the background thread, so that
     /// they are finished even under `appendfsync no`).
-    pub fn finish_rolled(&self) -> Result<(), String> {
+    pub fn finish_rolled(&self) -> Result<(), DiskFailure> {
         self.refuse_if_failed()?;
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)
@@ -667,7 +667,7 @@ mod tests {
         faults.fail_write(1, 28);
         let b = set(&wal, 2);
         let err = wal.commit(b).expect_err("disk full");
-        assert!(err.contains("No space left on device"), "{err}");
+        assert!(err.to_string().contains("No space left on device"), "{err}");
         assert_eq!(wal.written_seq(), 1);
         // The disk would take writes again, but the segment is not trusted: nothing
         // is written to it, and every commit says why.

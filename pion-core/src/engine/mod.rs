@@ -366,20 +366,20 @@ impl Engine {
     }
 
     /// Waits until every log record up to `seq` is durable under the fsync policy
-    /// (written; under `always`, fsynced). Errors with Redis's `MISCONF` text when the
-    /// disk refuses: the caller must then not acknowledge the write.
-    pub fn make_durable(&self, seq: u64) -> Result<(), String> {
+    /// (written; under `always`, fsynced). Errors when the disk refuses (Redis's
+    /// `MISCONF`): the caller must then not acknowledge the write.
+    pub fn make_durable(&self, seq: u64) -> Result<(), crate::error::OpError> {
         match self.durability() {
             Some(d) if seq > 0 => d
                 .wal()
                 .commit(seq)
-                .map_err(|e| format!("MISCONF Errors writing to the write-ahead log: {e}")),
+                .map_err(|e| crate::error::OpError::DiskFailed(e.to_string())),
             _ => Ok(()),
         }
     }
 
     /// Flushes and fsyncs the log (clean shutdown).
-    pub fn flush_log(&self) -> Result<(), String> {
+    pub fn flush_log(&self) -> Result<(), crate::durability::DiskFailure> {
         match self.durability() {
             Some(d) => d.wal().sync_all(),
             None => Ok(()),
@@ -686,7 +686,7 @@ impl Engine {
     pub(crate) fn acknowledged(&self, client: &ClientState, reply: Reply) -> Reply {
         match self.make_durable(client.wal_seq) {
             Ok(()) => reply,
-            Err(e) => Reply::Error(e.into()),
+            Err(e) => e.into(),
         }
     }
 }

@@ -226,10 +226,10 @@ impl BlockFiles {
     }
 
     /// Records a failed write or fsync of file `n`: the file is not trusted again.
-    fn failed(&self, f: &mut Files, n: u32, what: &str, e: io::Error) -> io::Error {
+    fn failed(&self, f: &mut Files, n: u32, what: &'static str, e: io::Error) -> io::Error {
         f.untrusted.insert(n);
-        let text = self.health.fail(what, &self.dir.join(file_name(n)), &e);
-        io::Error::new(e.kind(), text)
+        let failure = self.health.fail(what, &self.dir.join(file_name(n)), &e);
+        io::Error::new(e.kind(), failure.to_string())
     }
 
     /// Whether a payload at `loc` (none: never written) must be written again before
