@@ -672,13 +672,9 @@ pub(crate) fn flush(
     engine: &Engine,
 ) -> io::Result<bool> {
     while !conn.output.is_empty() {
-        let written = {
-            let slices = conn.output.slices();
-            if slices.len() == 1 {
-                stream.write(&slices[0])
-            } else {
-                stream.write_vectored(&slices)
-            }
+        let written = match conn.output.plain() {
+            Some(bytes) => stream.write(bytes),
+            None => stream.write_vectored(&conn.output.slices()),
         };
         match written {
             Ok(0) => return Err(ErrorKind::WriteZero.into()),

@@ -43,9 +43,14 @@ impl Output {
     }
 
     /// Bytes still to write.
+    #[inline]
     pub fn len(&self) -> usize {
+        let own = self.bytes.len() - self.written;
+        if self.attached.is_empty() {
+            return own;
+        }
         let shared: usize = self.attached.iter().map(|a| a.data.len()).sum();
-        self.bytes.len() - self.written + shared - self.sent
+        own + shared - self.sent
     }
 
     /// Whether everything was written.
@@ -56,6 +61,15 @@ impl Output {
     /// The encoded bytes' buffer capacity (`CLIENT LIST`'s `omem`).
     pub fn capacity(&self) -> usize {
         self.bytes.capacity() + self.attached.iter().map(|a| a.data.len()).sum::<usize>()
+    }
+
+    /// The bytes to write when no shared buffer is queued (the usual case: RESP
+    /// replies), without building slices; `None` when one is.
+    #[inline]
+    pub fn plain(&self) -> Option<&[u8]> {
+        self.attached
+            .is_empty()
+            .then(|| &self.bytes[self.written..])
     }
 
     /// The next bytes to write, as slices in order (at most [`MAX_SLICES`]).
