@@ -33,7 +33,10 @@ use crate::{Engine, EngineOptions, Reply, Session};
 const START_MS: i64 = 1_700_000_000_000;
 const DATABASES: usize = 2;
 const BLOCK_TOKENS: usize = 4;
-const MANIFEST: &str = r#"{"model":"power-cut","block_tokens":4,"dtype":"f16","layers":[{"kind":"attention","kv_heads":1,"head_dim":8}]}"#;
+/// K and V of 2 heads of 128 dims: 4 KiB a block, so the 64 KiB block files roll, and
+/// deletions leave dead space for the keeper's compaction to reclaim.
+const HEADS_DIMS: usize = 2 * 128;
+const MANIFEST: &str = r#"{"model":"power-cut","block_tokens":4,"dtype":"f16","layers":[{"kind":"attention","kv_heads":2,"head_dim":128}]}"#;
 
 /// One step of the workload that may change the state: commands run in order on one
 /// session (a transaction is several), at a time, in a database.
@@ -174,7 +177,7 @@ impl Workload {
             // the first registration).
             return args(&["KV.REGISTER", "pc", MANIFEST]);
         }
-        if !self.blocks.is_empty() && self.rng.gen_bool(0.15) {
+        if !self.blocks.is_empty() && self.rng.gen_bool(0.25) {
             let i = self.rng.gen_range(0..self.blocks.len());
             let (id, _, _) = self.blocks.swap_remove(i);
             return vec![b"KV.DEL".to_vec(), b"pc".to_vec(), id.hex().into_bytes()];
@@ -193,7 +196,7 @@ impl Workload {
             self.blocks.push((id, parent, tokens.clone()));
         }
         self.ids.insert(id);
-        let layer: Vec<u8> = (0..2 * BLOCK_TOKENS * 8)
+        let layer: Vec<u8> = (0..2 * BLOCK_TOKENS * HEADS_DIMS)
             .flat_map(|i| half::f16::from_f32((id.0 as u32 ^ i as u32) as f32 / 64.0).to_le_bytes())
             .collect();
         vec![
@@ -493,6 +496,18 @@ impl Subject {
     }
 }
 
+/// A number of `INFO`.
+fn info_field(e: &Engine, name: &str) -> u64 {
+    let (Reply::Verbatim(_, text) | Reply::Bulk(text)) = e.execute(0, &["INFO", "everything"])
+    else {
+        return 0;
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// What one seed did.
 #[derive(Debug, Default)]
 struct Tally {
@@ -502,6 +517,7 @@ struct Tally {
     faults: u64,
     heals: u64,
     snapshots: u64,
+    compacted: u64,
 }
 
 fn run_seed(seed: u64, cycles: usize) -> Tally {
@@ -612,6 +628,7 @@ fn run_seed(seed: u64, cycles: usize) -> Tally {
         plan.stop();
         let durable = subject.durable_seq();
         let now_ms = subject.now_ms;
+        tally.compacted += info_field(&subject.engine, "kv_compacted_bytes");
         if let Some(d) = subject.engine.durability() {
             tally.heals += d
                 .health()
@@ -691,14 +708,15 @@ fn power_cuts_lose_nothing_the_disk_held_and_resurrect_nothing() {
         let t = run_seed(seed, cycles);
         eprintln!(
             "power-cut seed {seed}: {} cuts, {} ops, {} not yet durable at a cut and gone, \
-             {} faults injected, {} heals, {} snapshots asked",
-            t.cuts, t.ops, t.lost, t.faults, t.heals, t.snapshots
+             {} faults injected, {} heals, {} snapshots asked, {} bytes compacted",
+            t.cuts, t.ops, t.lost, t.faults, t.heals, t.snapshots, t.compacted
         );
         total.cuts += t.cuts;
         total.ops += t.ops;
         total.lost += t.lost;
         total.faults += t.faults;
         total.heals += t.heals;
+        total.compacted += t.compacted;
     }
     assert!(total.cuts > 0 && total.ops > 0);
 }

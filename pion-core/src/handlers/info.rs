@@ -262,6 +262,11 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("kv_misses", &total.misses);
             line("kv_hit_tokens", &total.hit_tokens);
             line("kv_evictions", &total.evictions);
+            let files = store.files().map(|f| f.stats()).unwrap_or_default();
+            line("kv_block_files", &files.files);
+            line("kv_block_file_bytes", &files.bytes);
+            line("kv_block_live_bytes", &files.live);
+            line("kv_compacted_bytes", &files.compacted);
         }
         "search" => {
             header!("# Search");

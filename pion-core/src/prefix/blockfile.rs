@@ -82,6 +82,8 @@ struct Files {
 
 /// The block files of one data directory.
 pub struct BlockFiles {
+    /// Payload bytes compaction moved, ever (`INFO`'s `kv_compacted_bytes`).
+    compacted: std::sync::atomic::AtomicU64,
     storage: Arc<dyn Storage>,
     health: Arc<DiskHealth>,
     dir: PathBuf,
@@ -109,6 +111,8 @@ pub struct FileStats {
     pub bytes: u64,
     /// Bytes of payloads still in use.
     pub live: u64,
+    /// Payload bytes compaction moved, ever.
+    pub compacted: u64,
 }
 
 impl BlockFiles {
@@ -139,6 +143,7 @@ impl BlockFiles {
         }
         let active = files.keys().next_back().map_or(1, |n| n + 1);
         let bf = BlockFiles {
+            compacted: std::sync::atomic::AtomicU64::new(0),
             storage,
             health,
             dir,
@@ -355,6 +360,12 @@ impl BlockFiles {
         }
     }
 
+    /// Counts payload bytes a compaction moved.
+    pub fn note_compacted(&self, bytes: u64) {
+        self.compacted
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Files worth compacting: not the active one, at least an eighth of a file's size
     /// dead and less than half live. Most dead first.
     pub fn compaction_candidates(&self) -> Vec<u32> {
@@ -417,6 +428,7 @@ impl BlockFiles {
             files: f.files.len() as u64,
             bytes: f.files.values().map(|i| i.size).sum(),
             live: f.files.values().map(|i| i.live).sum(),
+            compacted: self.compacted.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

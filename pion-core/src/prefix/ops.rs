@@ -264,6 +264,7 @@ pub fn compact(store: &Mutex<PrefixStore>, wal: &Wal, now_ms: i64, budget_bytes:
         }
     }
     log.append(&records);
+    files.note_compacted(moved);
     files.retire_empty(wal.appended_seq());
     moved
 }
