@@ -111,7 +111,7 @@ impl Engine {
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         if let Some(engine) = self.engine.take() {
             py.allow_threads(|| engine.flush_log())
-                .map_err(PionError::new_err)?;
+                .map_err(|e| PionError::new_err(e.to_string()))?;
         }
         Ok(())
     }
