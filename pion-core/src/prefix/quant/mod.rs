@@ -767,3 +767,5 @@ fn unpack(packed: &[u8], bits: u32, elements: usize) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mlx;
