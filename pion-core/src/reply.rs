@@ -142,11 +142,6 @@ impl ErrorText {
         self.raw.as_deref().unwrap_or(self.text.as_bytes())
     }
 
-    /// The text (invalid UTF-8 replaced).
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
     /// The text, owned.
     pub fn into_owned(self) -> String {
         self.text.into_owned()
@@ -193,17 +188,5 @@ impl From<Cow<'static, str>> for ErrorText {
 impl From<ErrorText> for Cow<'static, str> {
     fn from(e: ErrorText) -> Cow<'static, str> {
         e.text
-    }
-}
-
-impl PartialEq<str> for ErrorText {
-    fn eq(&self, other: &str) -> bool {
-        self.text == other
-    }
-}
-
-impl PartialEq<&str> for ErrorText {
-    fn eq(&self, other: &&str) -> bool {
-        self.text == *other
     }
 }

@@ -154,11 +154,7 @@ impl Wal {
         };
         let segment = new_segment(&*storage, dir, next_seq, None, first_capacity, always)?;
         let last = next_seq - 1;
-        let on_disk: u64 = list_segments(&*storage, dir)?
-            .iter()
-            .filter_map(|(_, p)| storage.open(p, crate::storage::Open::Existing).ok())
-            .filter_map(|f| f.len().ok())
-            .sum();
+        let on_disk = bytes_in_segments(&*storage, dir)?;
         let wal = Wal {
             storage,
             dir: dir.to_path_buf(),
@@ -439,12 +435,8 @@ impl Wal {
         *seg = fresh;
         self.written.fetch_max(covered, Ordering::AcqRel);
         self.synced.fetch_max(covered, Ordering::AcqRel);
-        let on_disk: u64 = list_segments(&*self.storage, &self.dir)
-            .map_err(|e| DiskFailure::new("cannot list the log", &self.dir, &e))?
-            .iter()
-            .filter_map(|(_, p)| self.storage.open(p, crate::storage::Open::Existing).ok())
-            .filter_map(|f| f.len().ok())
-            .sum();
+        let on_disk = bytes_in_segments(&*self.storage, &self.dir)
+            .map_err(|e| DiskFailure::new("cannot list the log", &self.dir, &e))?;
         self.stats.bytes_on_disk.store(on_disk, Ordering::Relaxed);
         Ok(())
     }
@@ -581,6 +573,15 @@ impl Wal {
         let closed = std::mem::take(&mut *self.closed.lock());
         self.finish_closed(closed)
     }
+}
+
+/// Bytes in the segment files of `dir`.
+fn bytes_in_segments(storage: &dyn Storage, dir: &Path) -> io::Result<u64> {
+    Ok(list_segments(storage, dir)?
+        .iter()
+        .filter_map(|(_, p)| storage.open(p, crate::storage::Open::Existing).ok())
+        .filter_map(|f| f.len().ok())
+        .sum())
 }
 
 #[cfg(test)]

@@ -157,14 +157,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// Hands a typed caller the result itself; true when it took it (the reply is
-    /// then only a summary).
-    fn hand_over(&mut self, outcome: impl FnOnce() -> Outcome) -> bool {
+    /// Hands a typed caller (the binary lane) the result itself, beside the reply.
+    fn hand_over(&mut self, outcome: impl FnOnce() -> Outcome) {
         if self.client.wants_outcome {
             self.client.outcome = Some(outcome());
-            true
-        } else {
-            false
         }
     }
 }

@@ -259,11 +259,6 @@ impl BlockFiles {
         self.write_record(&mut f, data)
     }
 
-    /// Healing: fsyncs the fresh file.
-    pub fn heal_sync(&self) -> io::Result<()> {
-        self.sync_active()
-    }
-
     /// Healing, last step (a snapshot that names none of them is durable): the
     /// untrusted files go.
     pub fn heal_finish(&self) -> io::Result<()> {
@@ -335,8 +330,9 @@ impl BlockFiles {
         self.sync_active()
     }
 
-    /// Healing: fsyncs what was appended to the active file, whatever the disk's
-    /// state (a failure makes the file untrusted, so its payloads are written again).
+    /// Healing: fsyncs what was appended to the active file (the fresh one, once
+    /// payloads moved there), whatever the disk's state; a failure makes the file
+    /// untrusted, so its payloads are written again.
     pub fn heal_sync_active(&self) -> io::Result<()> {
         self.sync_active()
     }

@@ -295,7 +295,7 @@ pub fn rewrite_untrusted(store: &Mutex<PrefixStore>) -> Result<u64, String> {
         store.set_loc(&name, id, i, loc);
         moved += loc.len;
     }
-    files.heal_sync().map_err(io)?;
+    files.heal_sync_active().map_err(io)?;
     Ok(moved)
 }
 

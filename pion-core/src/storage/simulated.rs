@@ -105,23 +105,6 @@ impl Simulated {
         }
         fs.locks.clear();
     }
-
-    /// The bytes of a file as the running system sees them (tests).
-    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
-        let fs = self.fs.lock();
-        let id = fs.lookup(path).ok()?;
-        fs.inodes.get(&id).map(|i| i.data.clone())
-    }
-
-    /// Overwrites a file's bytes, durably (tests that damage a file).
-    pub fn damage(&self, path: &Path, data: Vec<u8>) -> io::Result<()> {
-        let mut fs = self.fs.lock();
-        let id = fs.lookup(path)?;
-        let inode = fs.inodes.get_mut(&id).ok_or_else(|| not_found(path))?;
-        inode.durable = data.clone();
-        inode.data = data;
-        Ok(())
-    }
 }
 
 struct SimFile {
