@@ -15,7 +15,7 @@ fn root_item(name: &str) -> Option<&'static str> {
         "Reply" => Some("reply"),
         "OpError" | "OpResult" => Some("error"),
         "VERSION" | "REDIS_VERSION" => Some("util"),
-        "log_notice" | "log_warning" | "log_verbose" | "log_debug" => Some("util"),
+        "log_notice" | "log_warning" | "log_verbose" => Some("util"),
         _ => None,
     }
 }
