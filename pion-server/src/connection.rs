@@ -127,7 +127,9 @@ impl Connection {
         engine
             .operator()
             .pause
-            .holds_argv_queued(argv, queued, |a| engine.scripting().declared_flags(a))
+            .holds_argv_queued(argv, queued, |a| {
+                engine.scripting().declared_flags(a).map(|f| f.no_writes)
+            })
     }
 
     /// Runs every complete command in the input buffer, appending replies to the output.

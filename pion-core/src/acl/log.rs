@@ -6,9 +6,6 @@ use std::collections::VecDeque;
 
 use crate::reply::Reply;
 
-/// The most entries kept by default (Redis's `acllog-max-len` default).
-pub const MAX_ENTRIES: usize = 128;
-
 /// One refusal, as the dispatcher or `AUTH` reports it.
 #[derive(Debug, Clone)]
 pub struct Denied {

@@ -303,7 +303,7 @@ impl Acl {
     pub fn log(&self, entry: log::Denied, max_len: usize) {
         self.log
             .lock()
-            .add(entry, max_len, crate::engine::unix_ms());
+            .add(entry, max_len, crate::util::clock::system_unix_ms());
     }
 
     /// The denial log.

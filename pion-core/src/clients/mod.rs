@@ -2,6 +2,8 @@
 //! connected clients that `CLIENT LIST`, `CLIENT KILL` and `INFO clients` read.
 
 pub mod blocking;
+pub mod gate_slot;
+pub mod script_debug;
 pub mod session;
 pub mod watch;
 
@@ -152,10 +154,10 @@ pub struct ClientState {
     /// Channel, pattern and shard-channel subscriptions (left when dropped).
     pub subs: crate::pubsub::Subscriptions,
     /// `SCRIPT DEBUG`: whether the next `EVAL` is debugged.
-    pub script_debug: crate::scripting::debugger::DebugMode,
+    pub script_debug: script_debug::DebugMode,
     /// Opens the connection for the debugger to talk over, given by the network
     /// layer (an embedded client has none, and cannot debug).
-    pub debug_console: Option<crate::scripting::debugger::ConsoleOpener>,
+    pub debug_console: Option<script_debug::ConsoleOpener>,
     /// A typed caller (the binary lane) wants the prompt cache's results themselves:
     /// the `KV.*` commands it maps to leave them in [`outcome`](Self::outcome) beside
     /// their reply, sharing the store's buffers instead of copying them into it.
@@ -267,7 +269,7 @@ impl ClientState {
             rng: SmallRng::seed_from_u64(id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ now_ms as u64),
             wal_seq: 0,
             replaying: false,
-            gate_slot: crate::server::gate::EMBEDDED_SLOT,
+            gate_slot: gate_slot::EMBEDDED_SLOT,
             multi: None,
             watches: crate::clients::watch::ClientWatches::default(),
             nested: None,
@@ -276,7 +278,7 @@ impl ClientState {
             retrying_block: false,
             written_for_waiters: Vec::new(),
             subs: crate::pubsub::Subscriptions::default(),
-            script_debug: crate::scripting::debugger::DebugMode::Off,
+            script_debug: script_debug::DebugMode::Off,
             debug_console: None,
             wants_outcome: false,
             outcome: None,

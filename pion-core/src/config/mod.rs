@@ -11,11 +11,16 @@ use crate::value::EncodingLimits;
 pub mod compat;
 mod eviction;
 pub mod file;
+pub mod keyspace_events;
+pub mod output_limits;
 mod params;
 
 pub use compat::{Compat, COMPAT};
 pub use eviction::MaxmemoryPolicy;
 pub use params::{parse_memory, percentile_label, PARAMS};
+
+/// `acllog-max-len`'s default: the most `ACL LOG` entries kept.
+pub const ACLLOG_MAX_LEN_DEFAULT: usize = 128;
 
 /// The values of every parameter.
 #[derive(Debug, Clone)]
@@ -97,7 +102,7 @@ pub struct ConfigValues {
     /// `notify-keyspace-events`, as class bits.
     pub notify_keyspace_events: u32,
     /// `client-output-buffer-limit`.
-    pub client_output_buffer_limit: crate::pubsub::limits::OutputLimits,
+    pub client_output_buffer_limit: output_limits::OutputLimits,
     /// `save`: the snapshot schedule, (seconds, changes) points; a snapshot starts
     /// when at least `changes` writes are older than the last one by `seconds`.
     pub save: Vec<(u64, u64)>,
@@ -150,7 +155,7 @@ impl Default for ConfigValues {
             latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             protected_mode: true,
             aclfile: String::new(),
-            acllog_max_len: crate::acl::log::MAX_ENTRIES,
+            acllog_max_len: ACLLOG_MAX_LEN_DEFAULT,
             tracking_table_max_keys: 1_000_000,
             acl_pubsub_default_all: false,
             notify_keyspace_events: 0,

@@ -496,9 +496,9 @@ pub static PARAMS: &[Param] = &[
     Param {
         name: "notify-keyspace-events",
         aliases: &[],
-        get: |c| crate::pubsub::notify::format_flags(c.notify_keyspace_events),
+        get: |c| super::keyspace_events::format_flags(c.notify_keyspace_events),
         set: Some(|c, v| {
-            c.notify_keyspace_events = crate::pubsub::notify::parse_flags(v)?;
+            c.notify_keyspace_events = super::keyspace_events::parse_flags(v)?;
             Ok(())
         }),
     },

@@ -91,7 +91,7 @@ impl DiskHealth {
             );
             *f = Failure {
                 first: Some(failure.clone()),
-                since_ms: crate::engine::unix_ms(),
+                since_ms: crate::util::clock::system_unix_ms(),
                 attempts: 0,
                 last_attempt_error: String::new(),
                 next_attempt: Some(Instant::now()),

@@ -609,7 +609,7 @@ fn wait_snapshots(e: &Engine, count: u64) {
 
 fn info_field(e: &Engine, name: &str) -> String {
     let d = e.durability().expect("persistence on");
-    d.info_fields(crate::engine::unix_ms())
+    d.info_fields(crate::util::clock::system_unix_ms())
         .into_iter()
         .find(|(n, _)| *n == name)
         .map(|(_, v)| v)

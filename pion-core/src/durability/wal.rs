@@ -518,7 +518,7 @@ impl Wal {
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.stats
             .last_fsync_ms
-            .store(crate::engine::unix_ms() as u64, Ordering::Relaxed);
+            .store(crate::util::clock::system_unix_ms() as u64, Ordering::Relaxed);
         self.synced.fetch_max(target, Ordering::AcqRel);
         Ok(())
     }

@@ -6,7 +6,6 @@ pub mod typed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::util::clock::Clock;
 
@@ -147,9 +146,7 @@ pub fn unix_us() -> i64 {
 
 /// The current time in Unix milliseconds.
 pub fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    crate::util::clock::system_unix_ms()
 }
 
 impl Engine {

@@ -93,7 +93,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("process_id", &std::process::id());
             line("run_id", &e.run_id());
             line("tcp_port", &cfg.port);
-            line("server_time_usec", &crate::engine::unix_us());
+            line("server_time_usec", &crate::util::clock::system_unix_us());
             let up = (now - e.started_ms()).max(0) / 1000;
             line("uptime_in_seconds", &up);
             line("uptime_in_days", &(up / 86400));

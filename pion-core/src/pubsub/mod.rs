@@ -469,7 +469,7 @@ impl Hub {
         }
         to.pubsub.push(msg, size);
         let limit = *self.limits.read();
-        limit.enforce(to);
+        limits::enforce(&limit, to);
     }
 
     /// Active channels matching a pattern (all with none).

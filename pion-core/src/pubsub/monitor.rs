@@ -68,7 +68,7 @@ impl Monitors {
             argv,
             redacts_auth,
             from_script,
-            crate::engine::unix_us(),
+            crate::util::clock::system_unix_us(),
         );
         let size = line.len();
         for m in self.clients.read().iter() {

@@ -24,15 +24,7 @@ use std::time::Duration;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Number of slots: worker threads share them modulo [`WORKER_SLOTS`]; the two last
-/// belong to embedded callers and to background work (active expiry, snapshots).
-pub const SLOTS: usize = 64;
-/// Slots used by worker threads.
-pub const WORKER_SLOTS: usize = SLOTS - 2;
-/// The slot of commands run by an embedding application (no worker thread).
-pub const EMBEDDED_SLOT: usize = SLOTS - 2;
-/// The slot of background work that changes the keyspace.
-pub const BACKGROUND_SLOT: usize = SLOTS - 1;
+pub use crate::clients::gate_slot::{BACKGROUND_SLOT, EMBEDDED_SLOT, SLOTS, WORKER_SLOTS};
 
 /// How long a waiting command sleeps between looks at the busy state.
 const BUSY_POLL: Duration = Duration::from_millis(20);
@@ -195,7 +187,7 @@ impl BusyState {
     pub fn begin_script(&self, function: bool) {
         self.function.store(function, Ordering::SeqCst);
         self.started_ms
-            .store(crate::engine::unix_ms(), Ordering::SeqCst);
+            .store(crate::util::clock::system_unix_ms(), Ordering::SeqCst);
     }
 
     /// Marks the end of the running script.
@@ -208,7 +200,7 @@ impl BusyState {
         let started = self.started_ms.load(Ordering::SeqCst);
         threshold_ms > 0
             && started > 0
-            && crate::engine::unix_ms().saturating_sub(started) >= threshold_ms as i64
+            && crate::util::clock::system_unix_ms().saturating_sub(started) >= threshold_ms as i64
     }
 
     /// Whether a script (or function) runs now, busy or not.

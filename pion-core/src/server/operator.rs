@@ -60,7 +60,7 @@ impl Operator {
                 "command"
             };
             self.latency
-                .add_if_needed(event, duration_us / 1000, crate::engine::unix_ms() / 1000);
+                .add_if_needed(event, duration_us / 1000, crate::util::clock::system_unix_ms() / 1000);
         }
     }
 }

@@ -81,8 +81,8 @@ impl PauseState {
     }
 
     /// [`holds_argv`](Self::holds_argv) for a client whose transaction has `queued`
-    /// commands, with `declared` giving the flags a script or function declared
-    /// (`Scripting::declared_flags`). Under a write pause, as in Redis, `EXEC` is held
+    /// commands, with `declared_no_writes` saying, for a script or function that declared
+    /// flags, whether they include `no-writes` (`None`: it declared none). Under a write pause, as in Redis, `EXEC` is held
     /// when a queued command would be; a script (`EVAL`, `FCALL`, not their `_RO`
     /// forms) is held as a possible writer unless it declared `no-writes`, and held
     /// as a writer when it declared flags without it.
@@ -90,20 +90,20 @@ impl PauseState {
         &self,
         argv: &[Vec<u8>],
         queued: &[Vec<Vec<u8>>],
-        declared: impl Fn(&[Vec<u8>]) -> Option<crate::scripting::ScriptFlags>,
+        declared_no_writes: impl Fn(&[Vec<u8>]) -> Option<bool>,
     ) -> bool {
         if self.until_ms.load(Ordering::Acquire) == 0 {
             return false;
         }
-        let now = crate::engine::unix_ms();
+        let now = crate::util::clock::system_unix_ms();
         let held = |argv: &[Vec<u8>]| {
             crate::command::resolve(argv).is_ok_and(|r| {
                 let script = r.spec.group == crate::command::Group::Scripting
                     && r.spec.has(flags::EXCLUSIVE);
-                match declared(argv).filter(|_| script) {
+                match declared_no_writes(argv).filter(|_| script) {
                     // What the script declared stands for the command's own flags.
-                    Some(f) => {
-                        self.holds_everything(now) || (!f.no_writes && self.holds_writes(now))
+                    Some(no_writes) => {
+                        self.holds_everything(now) || (!no_writes && self.holds_writes(now))
                     }
                     None => self.holds(r.spec, now).is_some(),
                 }
@@ -134,7 +134,7 @@ impl PauseState {
     /// Whether writes are paused now (eviction and active expiry wait too).
     pub fn writes_paused(&self) -> bool {
         let until = self.until_ms.load(Ordering::Acquire);
-        until != 0 && until > crate::engine::unix_ms()
+        until != 0 && until > crate::util::clock::system_unix_ms()
     }
 }
 
@@ -158,15 +158,19 @@ mod tests {
         let argv = |a: &[&str]| a.iter().map(|s| s.as_bytes().to_vec()).collect::<Vec<_>>();
         let q = PauseState::default();
         q.pause(
-            crate::engine::unix_ms() + 60_000,
+            crate::util::clock::system_unix_ms() + 60_000,
             false,
-            crate::engine::unix_ms(),
+            crate::util::clock::system_unix_ms(),
         );
         assert!(q.holds_argv(&argv(&["EVAL", "return 1", "0"])));
         assert!(!q.holds_argv(&argv(&["EVAL_RO", "return 1", "0"])));
         // A script that declared no-writes is not held; one that declared flags
         // without it is.
-        let declared = |a: &[Vec<u8>]| crate::scripting::eval::parse_shebang(&a[1]).ok();
+        let declared = |a: &[Vec<u8>]| {
+            crate::scripting::eval::parse_shebang(&a[1])
+                .ok()
+                .map(|f| f.no_writes)
+        };
         let ro_script = argv(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]);
         assert!(!q.holds_argv_queued(&ro_script, &[], declared));
         let rw_script = argv(&["EVAL", "#!lua\nreturn 1", "0"]);

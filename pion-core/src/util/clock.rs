@@ -96,6 +96,11 @@ pub fn system_unix_us() -> i64 {
         .map_or(0, |d| d.as_micros() as i64)
 }
 
+/// The system's wall time in Unix milliseconds.
+pub fn system_unix_ms() -> i64 {
+    system_unix_us().div_euclid(1000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,6 @@ mod frames;
 pub mod render;
 mod repl;
 
-use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,29 +29,7 @@ use parking_lot::Mutex;
 use super::sandbox::HookState;
 use crate::reply::Reply;
 
-/// The debugging client's connection, as the debugger uses it.
-pub trait Console: Send {
-    /// Sends `bytes` whole (waiting while the socket is full, up to a few seconds).
-    fn send(&mut self, bytes: &[u8]) -> io::Result<()>;
-    /// Reads what the client sent into `buf`, waiting at most `wait`: `Some(0)` when
-    /// the client is gone, `None` when nothing came.
-    fn recv(&mut self, buf: &mut [u8], wait: Duration) -> io::Result<Option<usize>>;
-}
-
-/// Opens a client's connection for a debugging session.
-pub type ConsoleOpener = Box<dyn Fn() -> io::Result<Box<dyn Console>> + Send>;
-
-/// What `SCRIPT DEBUG` set for a client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DebugMode {
-    /// Scripts run normally.
-    #[default]
-    Off,
-    /// `YES`: the next `EVAL` is debugged and what it writes is rolled back.
-    Forked,
-    /// `SYNC`: the next `EVAL` is debugged and what it writes stays.
-    Sync,
-}
+pub use crate::clients::script_debug::{Console, ConsoleOpener, DebugMode};
 
 /// Most breakpoints a session keeps.
 const MAX_BREAKPOINTS: usize = 64;
