@@ -126,7 +126,7 @@ impl Admission {
         }
         // Protected mode: no password and a client from outside the machine.
         if let Some(ip) = stream.peer_ip() {
-            if pion_core::acl::protected::refuses_peer(engine, ip) {
+            if pion_core::command::access::refuses_peer(engine, ip) {
                 refuse(&mut stream, wire, pion_core::acl::protected::DENIED);
                 return;
             }

@@ -19,9 +19,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::clients::ClientState;
 use crate::command::{key_indices, CommandSpec};
-use crate::engine::Engine;
 use crate::error::OpError;
 use crate::util::glob::glob_match;
 pub use log::Reason;
@@ -54,6 +52,11 @@ impl User {
     /// A copy of the rules.
     pub fn rules(&self) -> UserRules {
         self.rules.read().clone()
+    }
+
+    /// Whether the user's root selector allows every channel (`allchannels`).
+    pub fn all_channels(&self) -> bool {
+        self.rules.read().root.all_channels
     }
 
     fn set_rules(&self, rules: UserRules) {
@@ -124,7 +127,8 @@ impl Denial {
         }
     }
 
-    fn reason(&self) -> (Reason, String) {
+    /// The `ACL LOG` reason and object of this refusal.
+    pub fn reason(&self) -> (Reason, String) {
         match self {
             Denial::Command(n) => (Reason::Command, n.clone()),
             Denial::Key(k) => (Reason::Key, String::from_utf8_lossy(k).into_owned()),
@@ -348,14 +352,6 @@ impl Acl {
     }
 }
 
-/// The user a client runs as.
-pub fn client_user<'a>(engine: &'a Engine, client: &'a ClientState) -> &'a Arc<User> {
-    client
-        .acl_user
-        .as_ref()
-        .unwrap_or_else(|| engine.acl().default_user())
-}
-
 /// Whether `user` may read any key: a selector with `allkeys`, or a readable key
 /// pattern that covers the pattern `*` (Redis's test for SORT's BY and GET).
 pub fn reads_every_key(user: &User) -> bool {
@@ -372,70 +368,6 @@ pub fn reads_every_key(user: &User) -> bool {
                     .iter()
                     .any(|p| p.read && glob_match(&p.pattern, b"*", false))
         })
-}
-
-/// Makes `user` the client's user (after `AUTH`, `HELLO … AUTH`, `RESET`).
-pub fn set_client_user(client: &mut ClientState, user: Option<Arc<User>>) {
-    let name = user.as_ref().map_or("default", |u| u.name()).to_string();
-    client.shared.text.lock().user = name.clone().into_bytes();
-    client.user = name;
-    client.acl_user = user;
-}
-
-/// The dispatcher's check: may the client's user run this command with these
-/// arguments? A refusal is logged and becomes the `NOPERM` error.
-pub fn permit(
-    engine: &Engine,
-    client: &ClientState,
-    spec: &'static CommandSpec,
-    full_name: &'static str,
-    slot: usize,
-    argv: &[Vec<u8>],
-) -> Result<(), OpError> {
-    let user = client_user(engine, client);
-    if user.unrestricted() {
-        return Ok(());
-    }
-    match check(user, spec, full_name, slot, argv) {
-        Ok(()) => Ok(()),
-        Err(denial) => {
-            // The log's client line names the refused command, as Redis's does.
-            client.shared.last_cmd.store(slot, Ordering::Relaxed);
-            let (reason, object) = denial.reason();
-            let info = crate::clients::client_line(&client.shared, engine.now_ms());
-            let context = match &client.nested {
-                Some(n) if n.in_script => "lua",
-                Some(_) => "multi",
-                None if client.multi.is_some() => "multi",
-                None => "toplevel",
-            };
-            let entry = log::Denied {
-                reason,
-                context,
-                object,
-                username: user.name().to_string(),
-                client_info: info,
-            };
-            engine
-                .acl()
-                .log(entry, engine.config().with(|c| c.acllog_max_len));
-            Err(denial.error())
-        }
-    }
-}
-
-/// Whether the client's user may run `argv` (resolved as `spec`), without logging a
-/// refusal: `redis.acl_check_cmd` in scripts.
-pub fn may_run(
-    engine: &Engine,
-    client: &ClientState,
-    spec: &'static CommandSpec,
-    full_name: &'static str,
-    slot: usize,
-    argv: &[Vec<u8>],
-) -> bool {
-    let user = client_user(engine, client);
-    user.unrestricted() || check(user, spec, full_name, slot, argv).is_ok()
 }
 
 /// Checks a command against a user's rules (root selector, then each extra one).
@@ -607,46 +539,6 @@ pub fn check_channel(user: &User, channel: &[u8], is_pattern: bool) -> Result<()
         Ok(())
     } else {
         Err(Denial::Channel(channel.to_vec()))
-    }
-}
-
-/// Kills the connections of these users (deleted or replaced), as Redis does.
-pub fn disconnect(engine: &Engine, users: &[Arc<User>], me: &mut ClientState) {
-    if users.is_empty() {
-        return;
-    }
-    for c in engine.clients().snapshot() {
-        let name = c.text.lock().user.clone();
-        if users.iter().any(|u| u.name().as_bytes() == name.as_slice()) {
-            if c.id == me.id() {
-                me.close_after_reply = true;
-            } else {
-                c.kill();
-            }
-        }
-    }
-}
-
-/// After `user`'s rules changed: closes its connections subscribed to a channel or
-/// pattern it may no longer use, as Redis does (they would keep receiving what the
-/// user is now refused).
-pub fn kill_revoked_subscribers(engine: &Engine, user: &User, me: &mut ClientState) {
-    if user.rules.read().root.all_channels {
-        return;
-    }
-    let name = user.name().as_bytes();
-    for (client, channel, kind) in engine.pubsub().subscriptions() {
-        let is_pattern = kind == crate::pubsub::Kind::Pattern;
-        if client.text.lock().user.as_slice() != name
-            || check_channel(user, &channel, is_pattern).is_ok()
-        {
-            continue;
-        }
-        if client.id == me.id() {
-            me.close_after_reply = true;
-        } else {
-            client.kill();
-        }
     }
 }
 

@@ -107,7 +107,7 @@ pub struct ClientState {
     /// The authenticated user name.
     pub user: String,
     /// The ACL user the client runs as (`None`: the default user). Set through
-    /// [`crate::acl::set_client_user`], which keeps `user` and the shared name in step.
+    /// [`crate::command::access::set_client_user`], which keeps `user` and the shared name in step.
     pub acl_user: Option<Arc<crate::acl::User>>,
     /// Set by `QUIT`: close after this reply.
     pub close_after_reply: bool,

@@ -223,7 +223,7 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     }
     // ACL: may this user run this command on these keys? (One flag read for users
     // allowed everything.)
-    if let Err(e) = crate::acl::permit(
+    if let Err(e) = crate::command::access::permit(
         engine,
         client,
         spec,
@@ -243,7 +243,7 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     // refuses its own first write past maxmemory unless it declared allow-oom), as
     // Redis checks memory only for the command a client sent.
     if client.nested.is_none() {
-        if let Err(e) = crate::evict::before_command(engine, deny_oom) {
+        if let Err(e) = crate::command::eviction::before_command(engine, deny_oom) {
             engine.command_stats().reject(resolved.stat);
             return Err(e.into());
         }

@@ -2,9 +2,11 @@
 //! each family's handlers. The table drives dispatch, arity errors, key locking,
 //! `COMMAND` and its subcommands; nothing else in the engine matches command names.
 
+pub mod access;
 pub mod ctx;
 
 mod dispatch;
+pub mod eviction;
 pub mod flags;
 pub mod introspect;
 

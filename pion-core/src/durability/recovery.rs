@@ -213,7 +213,8 @@ fn load_snapshot(
     }
     // Search indexes last: their documents are the hashes just loaded.
     if let Some(body) = snap.search_body() {
-        let n = crate::index::persist::restore(engine, body).map_err(damaged)?;
+        let n = crate::index::persist::restore(engine.search(), engine.keyspace(), body)
+            .map_err(damaged)?;
         crate::log_notice!("loaded {n} search indexes from the snapshot");
     }
     if let Some(body) = snap.functions_body() {

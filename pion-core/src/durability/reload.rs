@@ -119,9 +119,9 @@ pub fn reload(
     let keys = load_keys(engine, &snap, &limits, now_ms)?;
     if let Some(body) = snap.search_body() {
         let restored = if options.flush {
-            crate::index::persist::restore(engine, body)
+            crate::index::persist::restore(engine.search(), engine.keyspace(), body)
         } else {
-            crate::index::persist::restore_missing(engine, body)
+            crate::index::persist::restore_missing(engine.search(), engine.keyspace(), body)
         };
         restored.map_err(ReloadError::Load)?;
     }

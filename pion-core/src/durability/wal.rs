@@ -516,9 +516,10 @@ impl Wal {
         file.sync()
             .map_err(|e| self.fail("fsync failed", path, &e))?;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .last_fsync_ms
-            .store(crate::util::clock::system_unix_ms() as u64, Ordering::Relaxed);
+        self.stats.last_fsync_ms.store(
+            crate::util::clock::system_unix_ms() as u64,
+            Ordering::Relaxed,
+        );
         self.synced.fetch_max(target, Ordering::AcqRel);
         Ok(())
     }

@@ -3,8 +3,9 @@
 //! (sample `maxmemory-samples` keys per database of a random shard, keep the best
 //! candidates in a pool, evict the best), or a command that may grow memory is refused.
 //!
-//! An evicted key leaves the way a deleted one does: the write-ahead log records a
-//! `DEL` (so recovery reaches the same state), search indexes drop its document, and it
+//! An evicted key leaves the way a deleted one does: the caller's `on_removed` (the
+//! dispatcher's, in [`command::eviction`](crate::command::eviction)) logs a `DEL` (so
+//! recovery reaches the same state), drops its search document and tells watchers; it
 //! counts in `INFO stats`' `evicted_keys`.
 
 mod pool;
@@ -17,9 +18,7 @@ use parking_lot::Mutex;
 use rand::Rng;
 
 use crate::config::MaxmemoryPolicy;
-use crate::engine::Engine;
-use crate::error::{OpError, OpResult};
-use crate::keyspace::{Candidate, Entry, SHARDS};
+use crate::keyspace::{Candidate, Entry, Keyspace, SHARDS};
 
 /// Redis's reply to a command refused for memory.
 pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -80,21 +79,26 @@ impl Evictor {
         self.evicted.store(0, Ordering::Relaxed);
     }
 
-    /// Evicts keys until used memory is at most `limit`; returns false when the
-    /// policy allows no eviction or nothing more can be evicted.
-    pub fn free_memory(&self, engine: &Engine, limit: u64) -> bool {
+    /// Evicts keys until used memory is at most `limit`, calling `on_removed` for each
+    /// key removed (holding its shard); returns false when the policy allows no
+    /// eviction or nothing more can be evicted.
+    pub fn free_memory(
+        &self,
+        ks: &Keyspace,
+        now: i64,
+        limit: u64,
+        on_removed: &mut dyn FnMut(usize, &[u8]),
+    ) -> bool {
         let policy = self.policy();
         if policy == MaxmemoryPolicy::NoEviction {
             return false;
         }
-        let ks = engine.keyspace();
         let mut pool = self.pool.lock();
         let used = ks.used_memory() as u64;
         if used <= limit {
             return true;
         }
         let to_free = used - limit;
-        let now = engine.now_ms();
         let params = ks.lfu_params();
         let score = move |e: &Entry| -> u64 {
             match policy {
@@ -107,14 +111,6 @@ impl Evictor {
                 _ => e.idle_secs(now).saturating_mul(1000),
             }
         };
-        let mut on_removed = |db: usize, key: &[u8]| {
-            let del = [b"DEL".to_vec(), key.to_vec()];
-            if let Some(d) = engine.durability() {
-                d.wal().append(now, std::iter::once((db, &del[..])));
-            }
-            engine.search().key_expired(db, key);
-            notify_evicted(engine, db, key);
-        };
         let mut rng = rand::thread_rng();
         let samples = self.samples.load(Ordering::Relaxed);
         let volatile = policy.volatile();
@@ -122,12 +118,12 @@ impl Evictor {
         let (mut freed, mut misses) = (0u64, 0usize);
         while freed < to_free {
             let pick = if policy.ranked() {
-                pick_ranked(engine, &mut pool, volatile, samples, &score, &mut rng)
+                pick_ranked(ks, &mut pool, volatile, samples, &score, &mut rng)
             } else {
-                pick_random(engine, volatile, &mut scratch, &mut rng)
+                pick_random(ks, volatile, &mut scratch, &mut rng)
             };
             let Some(c) = pick else { return false };
-            match ks.evict(c.db, &c.key, volatile, &mut on_removed) {
+            match ks.evict(c.db, &c.key, volatile, on_removed) {
                 Some(bytes) => {
                     freed += bytes as u64;
                     self.evicted.fetch_add(1, Ordering::Relaxed);
@@ -144,30 +140,16 @@ impl Evictor {
     }
 }
 
-/// Tells the rest of the server that a key was evicted (called holding the key's
-/// shard, right after its removal was logged and search indexes were told): the
-/// `evicted` keyspace event, client-side caches, and `WATCH`, as Redis's
-/// `signalModifiedKey` does.
-fn notify_evicted(engine: &Engine, db: usize, key: &[u8]) {
-    let hub = engine.pubsub();
-    hub.keyspace_event(crate::pubsub::notify::EVICTED, "evicted", key, db);
-    if hub.tracking.active() {
-        hub.tracking.invalidate(engine.clients(), hub, key, 0);
-    }
-    engine.watches().touch(db, key, false);
-}
-
 /// Samples the databases of one shard (the first non-empty from a random one) into
 /// the pool, then takes the pool's best candidate. `None`: nothing to evict.
 fn pick_ranked(
-    engine: &Engine,
+    ks: &Keyspace,
     pool: &mut EvictionPool,
     volatile: bool,
     samples: usize,
     score: &dyn Fn(&Entry) -> u64,
     rng: &mut impl Rng,
 ) -> Option<Candidate> {
-    let ks = engine.keyspace();
     let start = rng.gen_range(0..SHARDS);
     let mut sampled = Vec::new();
     for i in 0..SHARDS {
@@ -191,12 +173,11 @@ fn pick_ranked(
 
 /// A random key (with a time to live when `volatile`) of a random database.
 fn pick_random(
-    engine: &Engine,
+    ks: &Keyspace,
     volatile: bool,
     scratch: &mut Vec<Candidate>,
     rng: &mut impl Rng,
 ) -> Option<Candidate> {
-    let ks = engine.keyspace();
     let start = rng.gen_range(0..SHARDS);
     for i in 0..SHARDS {
         scratch.clear();
@@ -206,24 +187,6 @@ fn pick_random(
         }
     }
     None
-}
-
-/// The dispatcher's check before a command runs: over `maxmemory`, evict as the
-/// policy says; a command that may grow memory (`deny_oom`) is refused if that did not
-/// bring used memory under the limit (always so under `noeviction`).
-pub fn before_command(engine: &Engine, deny_oom: bool) -> OpResult<()> {
-    let limit = engine.maxmemory();
-    if limit == 0 || engine.keyspace().used_memory() as u64 <= limit {
-        return Ok(());
-    }
-    // While writes are paused nothing is evicted either (that would be a write).
-    let op = engine.operator();
-    let freed = !op.pause.writes_paused() && op.evictor.free_memory(engine, limit);
-    if freed || !deny_oom {
-        Ok(())
-    } else {
-        Err(OpError::custom(OOM_ERROR))
-    }
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ fn setuser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .set_user(&name, &ops)
         .map_err(|e| e.error())?;
     if let Some(user) = ctx.engine.acl().user(&name) {
-        acl::kill_revoked_subscribers(ctx.engine, &user, ctx.client);
+        crate::command::access::kill_revoked_subscribers(ctx.engine, &user, ctx.client);
     }
     Ok(Reply::ok())
 }
@@ -91,7 +91,7 @@ fn getuser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn deluser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let names: Vec<String> = argv[2..].iter().map(|a| text(a)).collect();
     let gone = ctx.engine.acl().delete(&names)?;
-    acl::disconnect(ctx.engine, &gone, ctx.client);
+    crate::command::access::disconnect(ctx.engine, &gone, ctx.client);
     Ok(Reply::Integer(gone.len() as i64))
 }
 
@@ -118,7 +118,9 @@ fn users(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn whoami(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(Reply::bulk(acl::client_user(ctx.engine, ctx.client).name()))
+    Ok(Reply::bulk(
+        crate::command::access::client_user(ctx.engine, ctx.client).name(),
+    ))
 }
 
 fn cat(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -229,7 +231,7 @@ fn load(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
         .ok_or_else(|| OpError::custom(NO_FILE))?;
     let replaced =
         file::load(ctx.engine.acl(), &path).map_err(|e| OpError::custom(format!("ERR {e}")))?;
-    acl::disconnect(ctx.engine, &replaced, ctx.client);
+    crate::command::access::disconnect(ctx.engine, &replaced, ctx.client);
     Ok(Reply::ok())
 }
 

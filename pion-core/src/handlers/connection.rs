@@ -197,7 +197,7 @@ fn select(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn login(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> OpResult<()> {
     match ctx.engine.acl().authenticate(user, pass) {
         Some(u) => {
-            crate::acl::set_client_user(ctx.client, Some(u));
+            crate::command::access::set_client_user(ctx.client, Some(u));
             ctx.client.authenticated = true;
             Ok(())
         }
@@ -309,7 +309,7 @@ fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     ctx.client.no_evict = false;
     ctx.client.no_touch = false;
     ctx.client.authenticated = !ctx.engine.requires_auth();
-    crate::acl::set_client_user(ctx.client, None);
+    crate::command::access::set_client_user(ctx.client, None);
     ctx.client.shared.text.lock().name.clear();
     ctx.client.multi = None;
     ctx.client.shared.multi.store(-1, Ordering::Relaxed);

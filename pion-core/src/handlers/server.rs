@@ -275,7 +275,7 @@ fn config_set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     })?;
     ctx.engine.config_changed();
     // A lower maxmemory evicts now, as in Redis (not at the next command).
-    let _ = crate::evict::before_command(ctx.engine, false);
+    let _ = crate::command::eviction::before_command(ctx.engine, false);
     // `requirepass` is the default user's password (set only when named, so that
     // changing another parameter keeps what ACL SETUSER gave the default user).
     if let Some((_, pass)) = pairs

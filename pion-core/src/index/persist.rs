@@ -22,7 +22,7 @@
 use std::sync::Arc;
 
 use super::{schema, FieldIndex, Indexes, SearchIndex};
-use crate::engine::Engine;
+use crate::keyspace::Keyspace;
 use crate::util::codec::{put_bytes, put_u32, put_u64, Malformed, Reader};
 use crate::value::Value;
 use crate::vector::VectorIndex;
@@ -137,15 +137,15 @@ fn decode(body: &[u8]) -> Result<Vec<Saved>, Malformed> {
 
 /// Recreates the indexes of a snapshot over the keys just loaded; returns how many
 /// indexes there were. Errors name what is damaged.
-pub fn restore(engine: &Engine, body: &[u8]) -> Result<usize, String> {
+pub fn restore(indexes: &Arc<Indexes>, keyspace: &Keyspace, body: &[u8]) -> Result<usize, String> {
     let saved = decode(body).map_err(|e| format!("search-index section: {e:?}"))?;
     let count = saved.len();
     for s in saved {
-        let index = define(engine.search(), &s.commands)?;
-        restore_documents(engine, &index, s);
+        let index = define(indexes, &s.commands)?;
+        restore_documents(indexes, keyspace, &index, s);
     }
     if count > 0 {
-        engine.search().start_builder();
+        indexes.start_builder();
     }
     Ok(count)
 }
@@ -153,21 +153,25 @@ pub fn restore(engine: &Engine, body: &[u8]) -> Result<usize, String> {
 /// Recreates the indexes of a snapshot that do not exist yet, each indexing the keys
 /// as they now are (a reload that merges a snapshot into memory: the saved document
 /// table would miss the keys that were already there). Returns how many it created.
-pub fn restore_missing(engine: &Engine, body: &[u8]) -> Result<usize, String> {
+pub fn restore_missing(
+    indexes: &Arc<Indexes>,
+    keyspace: &Keyspace,
+    body: &[u8],
+) -> Result<usize, String> {
     let saved = decode(body).map_err(|e| format!("search-index section: {e:?}"))?;
     let mut created = 0;
     for s in saved {
         // `FT.CREATE name …`: the name is its first argument.
         let name = s.commands.first().and_then(|create| create.get(1));
-        if name.is_some_and(|n| engine.search().get(n).is_some()) {
+        if name.is_some_and(|n| indexes.get(n).is_some()) {
             continue;
         }
-        let index = define(engine.search(), &s.commands)?;
-        engine.search().scan(engine.keyspace(), &index, 0);
+        let index = define(indexes, &s.commands)?;
+        indexes.scan(keyspace, &index, 0);
         created += 1;
     }
     if created > 0 {
-        engine.search().start_builder();
+        indexes.start_builder();
     }
     Ok(created)
 }
@@ -201,7 +205,7 @@ fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchInde
     Ok(index)
 }
 
-fn restore_documents(engine: &Engine, index: &SearchIndex, saved: Saved) {
+fn restore_documents(indexes: &Indexes, keyspace: &Keyspace, index: &SearchIndex, saved: Saved) {
     let def = index.def.read().clone();
     let mut loaded = saved.complete;
     {
@@ -216,8 +220,7 @@ fn restore_documents(engine: &Engine, index: &SearchIndex, saved: Saved) {
                 })
                 .is_some_and(|g| docs.set_vector_index(field, g));
             if ok {
-                engine
-                    .search()
+                indexes
                     .stats()
                     .graphs_loaded
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -233,18 +236,17 @@ fn restore_documents(engine: &Engine, index: &SearchIndex, saved: Saved) {
         );
     }
     if !loaded {
-        engine
-            .search()
+        indexes
             .stats()
             .graphs_rebuilt
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let fresh = super::Docs::new(&def);
         *index.docs.write() = fresh;
-        engine.search().scan(engine.keyspace(), index, 0);
+        indexes.scan(keyspace, index, 0);
         return;
     }
     for (id, key) in saved.table {
-        let ks = engine.keyspace();
+        let ks = keyspace;
         let mut locked = ks.lock_keys(&[&key], 0);
         if let Ok(Some(entry)) = locked.peek(0, &key) {
             if let Value::Hash(h) = &entry.value {

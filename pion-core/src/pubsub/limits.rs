@@ -19,8 +19,7 @@ pub fn enforce(limits: &OutputLimits, c: &ClientShared) {
     if limit.hard == 0 && limit.soft == 0 {
         return;
     }
-    let used =
-        (m.bytes.load(Ordering::Relaxed) + c.buffers.output.load(Ordering::Relaxed)) as u64;
+    let used = (m.bytes.load(Ordering::Relaxed) + c.buffers.output.load(Ordering::Relaxed)) as u64;
     let hard = limit.hard > 0 && used >= limit.hard;
     let mut soft = false;
     if limit.soft > 0 && used >= limit.soft {

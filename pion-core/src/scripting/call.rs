@@ -127,7 +127,7 @@ fn acl_check_cmd(
         Err(text) => return raise(text),
     };
     match crate::command::resolve(&argv) {
-        Ok(r) => Ok(crate::acl::may_run(
+        Ok(r) => Ok(crate::command::access::may_run(
             engine,
             client,
             r.spec,

@@ -59,8 +59,11 @@ impl Operator {
             } else {
                 "command"
             };
-            self.latency
-                .add_if_needed(event, duration_us / 1000, crate::util::clock::system_unix_ms() / 1000);
+            self.latency.add_if_needed(
+                event,
+                duration_us / 1000,
+                crate::util::clock::system_unix_ms() / 1000,
+            );
         }
     }
 }
