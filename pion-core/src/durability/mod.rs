@@ -9,17 +9,12 @@
 //! after its sequence number. The data directory is locked, so a second process can
 //! never write to the same files.
 
-pub(crate) mod background;
-mod heal;
 pub mod health;
 pub mod record;
-mod recovery;
-pub mod reload;
-mod segment;
+pub(crate) mod segment;
 pub mod snapshot;
-mod snapshotter;
-mod sync_signal;
-mod turn;
+pub(crate) mod sync_signal;
+pub mod turn;
 pub mod wal;
 
 use std::path::{Path, PathBuf};
@@ -29,11 +24,6 @@ use std::sync::Arc;
 use crate::storage::{DirLock, LockError, Storage};
 
 pub use health::{DiskFailure, DiskHealth};
-pub use recovery::RecoveryReport;
-pub use snapshotter::{
-    start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
-    SnapshotSummary,
-};
 pub use turn::{SnapshotKind, SnapshotTurn, Waiting};
 pub use wal::{FsyncPolicy, Wal};
 
@@ -148,6 +138,27 @@ pub struct SnapshotStats {
     pub wal_bytes_at_cut: AtomicU64,
 }
 
+/// What recovery found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Sequence number the loaded snapshot covers (0: none).
+    pub snapshot_seq: u64,
+    /// Keys loaded from the snapshot.
+    pub snapshot_keys: u64,
+    /// Log records replayed.
+    pub records: u64,
+    /// Commands in them.
+    pub commands: u64,
+    /// Replayed commands that answered with an error (as they did when they ran).
+    pub command_errors: u64,
+    /// Bytes dropped from the log (torn tail, or damage under `--wal-recover truncate`).
+    pub truncated_bytes: u64,
+    /// Sequence number of the last record recovered.
+    pub last_seq: u64,
+    /// Wall time recovery took, ms.
+    pub elapsed_ms: u64,
+}
+
 /// The durable state of one engine: its locked data directory, its log and its
 /// snapshot bookkeeping.
 pub struct Durability {
@@ -163,6 +174,28 @@ pub struct Durability {
 }
 
 impl Durability {
+    /// A durable state from its parts, once recovery ran and the log started
+    /// (see `engine::persistence::open`).
+    pub(crate) fn new(
+        dir: PathBuf,
+        storage: Arc<dyn Storage>,
+        wal: Wal,
+        lock: DirLock,
+        snapshot_after_bytes: u64,
+        snapshots: SnapshotStats,
+        recovery: RecoveryReport,
+    ) -> Durability {
+        Durability {
+            dir,
+            storage,
+            wal,
+            _lock: lock,
+            snapshot_after_bytes: AtomicU64::new(snapshot_after_bytes),
+            snapshots,
+            recovery,
+        }
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -344,7 +377,7 @@ impl Durability {
 }
 
 /// Locks a data directory for this process (see [`Storage::lock_dir`]).
-fn lock_dir(storage: &dyn Storage, dir: &Path) -> Result<DirLock, OpenError> {
+pub(crate) fn lock_dir(storage: &dyn Storage, dir: &Path) -> Result<DirLock, OpenError> {
     let path = dir.join("LOCK");
     storage.lock_dir(dir).map_err(|e| match e {
         LockError::InUse(holder) => OpenError::InUse(format!(
@@ -356,81 +389,6 @@ fn lock_dir(storage: &dyn Storage, dir: &Path) -> Result<DirLock, OpenError> {
     })
 }
 
-/// Opens a data directory: lock it, recover its contents into `engine`, and start the
-/// log where recovery ended.
-pub(crate) fn open(
-    engine: &crate::Engine,
-    options: &DurabilityOptions,
-) -> Result<Durability, OpenError> {
-    let dir = &options.dir;
-    let storage = &options.storage;
-    storage
-        .create_dir_all(dir)
-        .map_err(|e| OpenError::Io(format!("cannot create {}: {e}", dir.display())))?;
-    let lock = lock_dir(&**storage, dir)?;
-    let health = Arc::new(DiskHealth::default());
-    // Prompt-cache payloads live in block files that log records and snapshots name.
-    let files = std::sync::Arc::new(
-        crate::prefix::blockfile::BlockFiles::open(
-            Arc::clone(storage),
-            Arc::clone(&health),
-            dir,
-            options.block_file_bytes,
-        )
-        .map_err(|e| {
-            OpenError::Io(format!(
-                "cannot open the block files in {}: {e}",
-                dir.display()
-            ))
-        })?,
-    );
-    {
-        let mut store = engine.prefix().lock();
-        store.set_files(std::sync::Arc::clone(&files));
-        // Exported prefixes are derived files that other processes map: only on the
-        // local file system, and whatever an earlier run left is stale.
-        if storage.is_local() {
-            let exports = crate::prefix::export::Exports::open(dir).map_err(|e| {
-                OpenError::Io(format!(
-                    "cannot prepare {}: {e}",
-                    dir.join(crate::prefix::export::DIR).display()
-                ))
-            })?;
-            store.set_exports(exports);
-        }
-    }
-    let recovery = recovery::recover(engine, options)?;
-    // Files nothing references any more are deleted after the next snapshot.
-    files.retire_empty(recovery.last_seq);
-    let wal = Wal::create(
-        Arc::clone(storage),
-        health,
-        dir,
-        recovery.last_seq + 1,
-        options.fsync,
-        options.segment_bytes,
-    )
-    .map_err(|e| OpenError::Io(format!("cannot start the log in {}: {e}", dir.display())))?;
-    // Payloads reach the disk before any log record that names them is fsynced.
-    wal.set_companion(Box::new(move || files.sync()));
-    let snapshots = SnapshotStats::default();
-    snapshots
-        .last_save_s
-        .store(engine.now_ms() / 1000, Ordering::Relaxed);
-    snapshots
-        .last_seq
-        .store(recovery.snapshot_seq, Ordering::Relaxed);
-    Ok(Durability {
-        dir: dir.clone(),
-        storage: Arc::clone(storage),
-        wal,
-        _lock: lock,
-        snapshot_after_bytes: AtomicU64::new(options.snapshot_after_bytes),
-        snapshots,
-        recovery,
-    })
-}
-
 impl Drop for Durability {
     fn drop(&mut self) {
         // The last handle is gone: make what was written durable before the lock goes.
@@ -439,8 +397,3 @@ impl Drop for Durability {
         }
     }
 }
-
-#[cfg(test)]
-mod power_cut;
-#[cfg(test)]
-mod tests;

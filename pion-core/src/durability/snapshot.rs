@@ -33,6 +33,18 @@ use crate::value::EncodingLimits;
 
 const MAGIC: &[u8; 8] = b"PIONSNP1";
 const HEADER_LEN: usize = 32;
+
+/// A section body written as it streams, with its length known first and its CRC32C
+/// computed on the way (the prompt cache's, from the shared block buffers).
+pub trait StreamedBody {
+    /// Bytes [`write_to`](Self::write_to) will produce.
+    fn len(&self) -> u64;
+    /// Whether there is nothing to write (the section is left out).
+    fn is_empty(&self) -> bool;
+    /// Writes the body; returns its CRC32C.
+    fn write_to(&self, out: &mut dyn Write) -> io::Result<u32>;
+}
+
 /// The file name of the snapshot taken at sequence number `seq`.
 pub fn snapshot_name(seq: u64) -> String {
     format!("snapshot-{seq:020}.pion")
@@ -113,7 +125,7 @@ impl SnapshotWriter {
 
     /// Writes the prompt cache (`P` section: tag, body length, body, CRC32C of the body
     /// after it, so the body streams from the shared block buffers).
-    pub fn prefix_section(&mut self, export: &crate::prefix::persist::Export) -> io::Result<()> {
+    pub fn prefix_section(&mut self, export: &dyn StreamedBody) -> io::Result<()> {
         if export.is_empty() {
             return Ok(());
         }
@@ -122,7 +134,7 @@ impl SnapshotWriter {
         h.push(b'P');
         put_u64(&mut h, len);
         self.out.write_all(&h)?;
-        let c = export.write(&mut self.out)?;
+        let c = export.write_to(&mut self.out)?;
         self.out.write_all(&c.to_le_bytes())?;
         self.bytes += 9 + len + 4;
         Ok(())

@@ -2,6 +2,7 @@
 //! socket. `pion-server` is a thin event loop over the same [`Engine`].
 
 mod cron;
+pub mod persistence;
 pub mod typed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -197,18 +198,15 @@ impl Engine {
         // budget applies only once it is done.
         let kv_budget = std::mem::take(&mut options.config.kv_budget);
         let engine = Engine::build(&options);
-        let d = crate::durability::open(&engine, &durability)?;
+        let d = persistence::open(&engine, &durability)?;
         // Set once, here, before any other handle to the engine exists.
         let _ = engine.inner.durability.set(d);
         engine.inner.config.update(|c| c.kv_budget = kv_budget);
         engine.config_changed();
         engine.start_background(&options);
-        crate::durability::background::spawn_keeper(engine.downgrade());
+        persistence::background::spawn_keeper(engine.downgrade());
         if let Some(d) = engine.durability() {
-            crate::durability::background::spawn_syncer(
-                engine.downgrade(),
-                Arc::clone(d.wal().signal()),
-            );
+            persistence::background::spawn_syncer(engine.downgrade(), Arc::clone(d.wal().signal()));
         }
         Ok(engine)
     }

@@ -5,7 +5,7 @@
 //! Redis's single thread, it runs alone: every other command waits while it runs.
 //!
 //! `RELOAD` saves a snapshot and loads it back; `LOADAOF` loads the snapshot and the
-//! log after it, as a restart would ([`crate::durability::reload`]).
+//! log after it, as a restart would ([`crate::engine::persistence::reload`]).
 //! Subcommands that need machinery Pion does not have (replication ids, quicklists,
 //! crash triggers) are not offered: they answer the unknown
 //! subcommand error, so a caller never mistakes them for done.
@@ -298,10 +298,10 @@ fn object(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 /// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: save a snapshot, empty the server and
-/// load the snapshot back (see [`crate::durability::reload`]). A load that fails
+/// load the snapshot back (see [`crate::engine::persistence::reload`]). A load that fails
 /// answers Redis's error and logs why.
 fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    use crate::durability::reload::{reload, ReloadError, ReloadOptions};
+    use crate::engine::persistence::reload::{reload, ReloadError, ReloadOptions};
     let mut options = ReloadOptions::default();
     for opt in &argv[2..] {
         if opt.eq_ignore_ascii_case(b"merge") {
@@ -339,9 +339,9 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 /// `DEBUG LOADAOF`: empty the server and load what a restart would recover (see
-/// [`crate::durability::reload::reload_from_log`]).
+/// [`crate::engine::persistence::reload::reload_from_log`]).
 fn loadaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    use crate::durability::reload::{reload_from_log, ReloadError};
+    use crate::engine::persistence::reload::{reload_from_log, ReloadError};
     let result = reload_from_log(ctx.engine, ctx.now_ms());
     if !matches!(result, Err(ReloadError::Save(_))) {
         crate::pubsub::flushed(ctx);

@@ -4,9 +4,9 @@
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
 use crate::command::{CommandSpec, Group};
-use crate::durability::{
+use crate::durability::{SnapshotKind, Waiting};
+use crate::engine::persistence::{
     start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
-    SnapshotKind, Waiting,
 };
 use crate::error::{OpError, OpResult};
 use crate::handlers::util::is_kw;

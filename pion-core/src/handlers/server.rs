@@ -223,9 +223,10 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ctx.engine.scripting().busy().kill_for_shutdown();
     }
     if save && ctx.engine.durability().is_some() {
-        if let Err(e) =
-            crate::durability::take_snapshot(ctx.engine, crate::durability::Waiting::ForAny)
-        {
+        if let Err(e) = crate::engine::persistence::take_snapshot(
+            ctx.engine,
+            crate::durability::Waiting::ForAny,
+        ) {
             crate::log_warning!("SHUTDOWN SAVE: the snapshot failed ({e}); not shutting down");
             return Err(OpError::custom(
                 "ERR Errors trying to SHUTDOWN. Check logs.",

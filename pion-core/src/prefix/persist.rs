@@ -57,6 +57,20 @@ impl PrefixStore {
     }
 }
 
+impl crate::durability::snapshot::StreamedBody for Export {
+    fn len(&self) -> u64 {
+        Export::len(self)
+    }
+
+    fn is_empty(&self) -> bool {
+        Export::is_empty(self)
+    }
+
+    fn write_to(&self, mut out: &mut dyn Write) -> io::Result<u32> {
+        self.write(&mut out)
+    }
+}
+
 impl Export {
     /// Bytes [`write`](Self::write) will produce.
     pub fn len(&self) -> u64 {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::{DurabilityOptions, FsyncPolicy};
+use crate::durability::{DurabilityOptions, FsyncPolicy};
 use crate::prefix::BlockId;
 use crate::storage::{FaultPlan, Faulty, Simulated, Storage};
 use crate::util::clock::{Clock, ManualClock};

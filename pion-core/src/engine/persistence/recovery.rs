@@ -15,29 +15,9 @@ use super::snapshot::{list_snapshots, SnapshotContents};
 use super::wal::list_segments;
 use super::{DurabilityOptions, OpenError, RecoverMode};
 use crate::clients::ClientState;
+use crate::durability::RecoveryReport;
 use crate::storage::{Open, Storage};
 use crate::Engine;
-
-/// What recovery found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RecoveryReport {
-    /// Sequence number the loaded snapshot covers (0: none).
-    pub snapshot_seq: u64,
-    /// Keys loaded from the snapshot.
-    pub snapshot_keys: u64,
-    /// Log records replayed.
-    pub records: u64,
-    /// Commands in them.
-    pub commands: u64,
-    /// Replayed commands that answered with an error (as they did when they ran).
-    pub command_errors: u64,
-    /// Bytes dropped from the log (torn tail, or damage under `--wal-recover truncate`).
-    pub truncated_bytes: u64,
-    /// Sequence number of the last record recovered.
-    pub last_seq: u64,
-    /// Wall time recovery took, ms.
-    pub elapsed_ms: u64,
-}
 
 /// Loads what a restart would recover (the newest snapshot, then the log after it)
 /// into `engine`, whose keyspace, libraries and search indexes the caller emptied;

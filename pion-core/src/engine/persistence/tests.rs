@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::record::SEGMENT_HEADER_LEN;
 use super::wal::list_segments;
-use super::{DurabilityOptions, FsyncPolicy, OpenError, RecoverMode};
+use crate::durability::{DurabilityOptions, FsyncPolicy, OpenError, RecoverMode};
 use crate::{Engine, EngineOptions, Reply};
 
 fn tmp(name: &str) -> PathBuf {
@@ -618,7 +618,8 @@ fn info_field(e: &Engine, name: &str) -> String {
 
 #[test]
 fn save_waits_for_a_running_rewrite_instead_of_failing() {
-    use super::{start_background_snapshot, take_snapshot, SnapshotKind, Waiting};
+    use super::{start_background_snapshot, take_snapshot};
+    use crate::durability::{SnapshotKind, Waiting};
     let dir = tmp("save-after-rewrite");
     let e = open(&dir).expect("open");
     populate(&e);
@@ -651,7 +652,8 @@ fn save_waits_for_a_running_rewrite_instead_of_failing() {
 
 #[test]
 fn the_exclusive_thread_saves_inside_a_snapshot_parked_at_its_gate() {
-    use super::{start_background_snapshot, take_snapshot, SnapshotKind, Waiting};
+    use super::{start_background_snapshot, take_snapshot};
+    use crate::durability::{SnapshotKind, Waiting};
     let dir = tmp("nested-save");
     let e = open(&dir).expect("open");
     populate(&e);
@@ -681,7 +683,7 @@ fn the_exclusive_thread_saves_inside_a_snapshot_parked_at_its_gate() {
 #[test]
 fn a_deferred_snapshot_follows_the_running_one_of_the_other_kind() {
     use super::{start_background_snapshot, start_or_schedule, BackgroundStart, SnapshotError};
-    use super::{SnapshotKind, Waiting};
+    use crate::durability::{SnapshotKind, Waiting};
     let dir = tmp("scheduled");
     let e = open(&dir).expect("open");
     populate(&e);
