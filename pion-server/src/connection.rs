@@ -124,12 +124,9 @@ impl Connection {
     /// Whether `CLIENT PAUSE` holds this command of this client now.
     fn held_by_pause(&self, engine: &Engine, argv: &[Vec<u8>]) -> bool {
         let queued = self.client.multi.as_ref().map_or(&[][..], |t| &t.queue[..]);
-        engine
-            .operator()
-            .pause
-            .holds_argv_queued(argv, queued, |a| {
-                engine.scripting().declared_flags(a).map(|f| f.no_writes)
-            })
+        pion_core::command::pause::holds_argv_queued(&engine.operator().pause, argv, queued, |a| {
+            engine.scripting().declared_flags(a).map(|f| f.no_writes)
+        })
     }
 
     /// Runs every complete command in the input buffer, appending replies to the output.

@@ -266,7 +266,7 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     }
     // Pub/Sub: a RESP2 subscriber (or a monitor) runs only what that mode allows.
     if let Some(refused) =
-        crate::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name)
+        crate::command::pubsub::refuse_in_subscribed_mode(client, spec, resolved.full_name)
     {
         engine.command_stats().reject(resolved.stat);
         return Err(refused);
@@ -442,7 +442,7 @@ fn run_resolved(
         }
         hold_reply_for_log(&mut ctx);
         // Pub/Sub: client-side caching remembers what was read; MONITOR sees the command.
-        crate::pubsub::after_command(engine, ctx.client, spec, argv, &keys);
+        crate::command::pubsub::after_command(engine, ctx.client, spec, argv, &keys);
         result
     };
     let finished = engine.clock().now();
@@ -595,9 +595,14 @@ fn count_call(
     engine
         .command_stats()
         .record(resolved.stat, elapsed, failed);
-    engine
-        .operator()
-        .after_command(client, resolved.spec, argv, elapsed.as_micros() as u64);
+    let spec = resolved.spec;
+    engine.operator().after_command(
+        client,
+        argv,
+        elapsed.as_micros() as u64,
+        spec.has(super::flags::SKIP_SLOWLOG),
+        spec.has(super::flags::FAST),
+    );
     // Only this client's own thread writes its counter: no atomic read-modify-write.
     let commands = &client.shared.commands;
     commands.store(commands.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -658,7 +663,7 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
         // Pub/Sub: `del` of an emptied key, client-side cache invalidation (not for a
         // command that changed nothing).
         if removed || (ctx.effect != Effect::Nothing && !ctx.unmodified_keys.contains(&i)) {
-            crate::pubsub::key_settled(ctx, &argv[i], removed);
+            crate::command::pubsub::key_settled(ctx, &argv[i], removed);
         }
         search.key_written(&mut ctx.ks, db, &argv[i]);
         // Only a key that holds something can serve a waiter (a blocking pop that

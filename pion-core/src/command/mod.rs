@@ -9,6 +9,8 @@ mod dispatch;
 pub mod eviction;
 pub mod flags;
 pub mod introspect;
+pub mod pause;
+pub mod pubsub;
 
 pub use dispatch::{
     execute, execute_at, is_prefix_cache_command, key_indices, lock_set_for, replay, resolve,

@@ -449,8 +449,8 @@ impl Engine {
                 search.key_expired(db, key);
                 watches.touch(db, key, false);
             }));
-        crate::pubsub::listen_for_expiry(&engine);
-        crate::pubsub::listen_for_creation(&engine);
+        crate::command::pubsub::listen_for_expiry(&engine);
+        crate::command::pubsub::listen_for_creation(&engine);
         engine.config_changed();
         engine
     }

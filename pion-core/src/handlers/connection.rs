@@ -303,7 +303,7 @@ fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    crate::pubsub::reset_client(ctx.engine, ctx.client);
+    crate::command::pubsub::reset_client(ctx.engine, ctx.client);
     ctx.client.select(0);
     ctx.client.set_resp(2);
     ctx.client.no_evict = false;

@@ -319,7 +319,7 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let result = reload(ctx.engine, options, ctx.now_ms());
     if options.flush && !matches!(result, Err(ReloadError::Save(_))) {
         // The server was emptied: tracking clients drop what they cached.
-        crate::pubsub::flushed(ctx);
+        crate::command::pubsub::flushed(ctx);
     }
     match result {
         Ok(summary) => {
@@ -344,7 +344,7 @@ fn loadaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     use crate::engine::persistence::reload::{reload_from_log, ReloadError};
     let result = reload_from_log(ctx.engine, ctx.now_ms());
     if !matches!(result, Err(ReloadError::Save(_))) {
-        crate::pubsub::flushed(ctx);
+        crate::command::pubsub::flushed(ctx);
     }
     match result {
         Ok(summary) => {

@@ -197,7 +197,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 "keyspace_misses",
                 &ks.keyspace_misses.load(Ordering::Relaxed),
             );
-            for (name, value) in crate::pubsub::info_fields(e) {
+            for (name, value) in crate::command::pubsub::info_fields(e) {
                 line(name, &value);
             }
             let tracking = e.pubsub().tracking.stats();

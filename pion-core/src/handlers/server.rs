@@ -160,7 +160,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     flush_mode(argv)?;
     let db = ctx.db();
     ctx.ks.flush_db(db)?;
-    crate::pubsub::flushed(ctx);
+    crate::command::pubsub::flushed(ctx);
     Ok(Reply::ok())
 }
 
@@ -169,7 +169,7 @@ fn flushall(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     for db in 0..ctx.engine.keyspace().databases() {
         ctx.ks.flush_db(db)?;
     }
-    crate::pubsub::flushed(ctx);
+    crate::command::pubsub::flushed(ctx);
     Ok(Reply::ok())
 }
 

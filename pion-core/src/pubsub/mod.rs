@@ -521,16 +521,6 @@ impl Hub {
     }
 }
 
-/// The `INFO stats` lines this module owns (Redis 7.0's names).
-pub fn info_fields(engine: &crate::engine::Engine) -> [(&'static str, usize); 3] {
-    let hub = engine.pubsub();
-    [
-        ("pubsub_channels", hub.channel_count()),
-        ("pubsub_patterns", hub.pattern_count()),
-        ("pubsubshard_channels", hub.shard_channel_count()),
-    ]
-}
-
 /// A client's type for `CLIENT LIST TYPE` / `CLIENT KILL TYPE`.
 pub fn client_type(c: &ClientShared) -> &'static str {
     if c.pubsub.subscribed() {
@@ -548,14 +538,6 @@ pub fn client_list_redir(c: &ClientShared) -> i64 {
     } else {
         c.pubsub.tracking_redirect.load(Ordering::Relaxed)
     }
-}
-
-/// `RESET`: leaves every subscription, tracking and `MONITOR` mode.
-pub fn reset_client(engine: &crate::engine::Engine, client: &mut ClientState) {
-    let hub = engine.pubsub();
-    hub.unsubscribe_all(client);
-    hub.tracking.forget_client(client.id());
-    hub.monitors.remove(client.id());
 }
 
 /// The `CLIENT LIST` fields this module owns: (flags, sub, psub, ssub).
@@ -586,119 +568,10 @@ pub fn client_list_fields(c: &ClientShared) -> (String, usize, usize, usize) {
     )
 }
 
-/// Refuses a command a RESP2 client in subscribed mode (or a monitor) may not run,
-/// with Redis's text; `None` when it may run.
-pub fn refuse_in_subscribed_mode(
-    client: &ClientState,
-    spec: &crate::command::CommandSpec,
-    full_name: &str,
-) -> Option<Reply> {
-    if let Some(refused) = refuse_for_monitor(client, spec) {
-        return Some(refused);
-    }
-    if client.resp != 2 || !client.subs.active() || spec.has(crate::command::flags::PUBSUB_CONTEXT)
-    {
-        return None;
-    }
-    Some(Reply::error(format!(
-        "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
-    )))
-}
-
 /// Applies the configuration parameters this module reads.
 pub fn configure(hub: &Hub, c: &crate::config::ConfigValues) {
     hub.configure(
         notify::effective(c.notify_keyspace_events),
         c.client_output_buffer_limit,
     );
-}
-
-/// Hooks the hub to key creation: the `new` keyspace event.
-pub(crate) fn listen_for_creation(engine: &crate::engine::Engine) {
-    let hub = Arc::clone(engine.pubsub());
-    engine
-        .keyspace()
-        .set_creation_listener(Box::new(move |db, key| {
-            hub.keyspace_event(notify::NEW, "new", key, db);
-        }));
-}
-
-/// Hooks the hub to the keyspace's expiry: `expired` events and invalidations.
-pub(crate) fn listen_for_expiry(engine: &crate::engine::Engine) {
-    let hub = Arc::clone(engine.pubsub());
-    let weak = engine.downgrade();
-    engine
-        .keyspace()
-        .set_expiry_listener(Box::new(move |db, key| {
-            hub.keyspace_event(notify::EXPIRED, "expired", key, db);
-            if hub.tracking.active() {
-                if let Some(engine) = weak.upgrade() {
-                    hub.tracking.invalidate(engine.clients(), &hub, key, 0);
-                }
-            }
-        }));
-}
-
-/// After a write command settled one of its keys (`removed`: it was an emptied
-/// collection, now deleted): the `del` event and client-side cache invalidation.
-pub(crate) fn key_settled(ctx: &mut crate::command::ctx::Ctx<'_>, key: &[u8], removed: bool) {
-    if removed {
-        ctx.notify(notify::GENERIC, "del", key);
-    }
-    let hub = ctx.engine.pubsub();
-    if hub.tracking.active() {
-        hub.tracking
-            .invalidate(ctx.engine.clients(), hub, key, ctx.client.id());
-    }
-}
-
-/// `FLUSHDB` / `FLUSHALL` ran: tracking clients drop their whole cache, and the
-/// table forgets every key (those of clients that stopped tracking too), as in Redis.
-pub(crate) fn flushed(ctx: &crate::command::ctx::Ctx<'_>) {
-    let hub = ctx.engine.pubsub();
-    hub.tracking
-        .flush(ctx.engine.clients(), hub, ctx.client.id());
-}
-
-/// After any command ran: the keys a tracking client read, and the `MONITOR` line.
-pub(crate) fn after_command(
-    engine: &crate::engine::Engine,
-    client: &ClientState,
-    spec: &crate::command::CommandSpec,
-    argv: &[Vec<u8>],
-    keys: &[usize],
-) {
-    let hub = engine.pubsub();
-    if hub.tracking.active() {
-        let read = spec.has(crate::command::flags::READONLY);
-        // The transaction or script itself (EXEC, EVAL: exclusive, no keys of its
-        // own) is the client's command; those it runs are nested. A read inside a
-        // script remembers the keys the script declared, and the nested commands
-        // leave `CLIENT CACHING` in force for the rest of the outer one.
-        let outermost = client.nested.is_none() || spec.has(crate::command::flags::EXCLUSIVE);
-        let names: Vec<&[u8]> = match &client.nested {
-            Some(n) if n.in_script && !outermost => {
-                n.script_keys.iter().map(Vec::as_slice).collect()
-            }
-            _ => keys.iter().map(|&i| argv[i].as_slice()).collect(),
-        };
-        hub.tracking
-            .after_command(client.id(), read, &names, outermost);
-    }
-    // A served blocking command was shown when it was sent; Redis does not show it
-    // again when it is served.
-    if !client.retrying_block {
-        hub.monitors.feed(spec, client, argv);
-    }
-}
-
-/// Refuses what a client in `MONITOR` mode may not run, as Redis refuses a replica.
-fn refuse_for_monitor(client: &ClientState, spec: &crate::command::CommandSpec) -> Option<Reply> {
-    use crate::command::flags::{MAY_REPLICATE, READONLY, WRITE};
-    if client.shared.pubsub.monitor.load(Ordering::Relaxed)
-        && (spec.has(WRITE) || spec.has(READONLY) || spec.has(MAY_REPLICATE))
-    {
-        return Some(Reply::error("ERR Replica can't interact with the keyspace"));
-    }
-    None
 }

@@ -8,8 +8,6 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::clients::{ClientShared, ClientState};
-use crate::command::flags::{ADMIN, REDACTS_AUTH, SKIP_MONITOR};
-use crate::command::CommandSpec;
 use crate::reply::Reply;
 
 /// The clients in `MONITOR` mode.
@@ -42,15 +40,21 @@ impl Monitors {
         self.count.store(v.len(), Ordering::Relaxed);
     }
 
-    /// Sends the line for a command that ran to every monitor.
-    pub fn feed(&self, spec: &CommandSpec, client: &ClientState, argv: &[Vec<u8>]) {
-        // Every command passes here: with no monitor, one atomic load is all it costs.
-        if self.count.load(Ordering::Relaxed) == 0 || spec.has(SKIP_MONITOR) || spec.has(ADMIN) {
+    /// Whether any client is in `MONITOR` mode (one atomic load: every command asks).
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Sends the line for a command that ran to every monitor; `redacts_auth`: its
+    /// arguments after the name are hidden (`AUTH`, `HELLO … AUTH`).
+    pub fn feed(&self, client: &ClientState, argv: &[Vec<u8>], redacts_auth: bool) {
+        if !self.any() {
             return;
         }
         // A command a script runs comes from `lua`.
         let from_script = client.nested.as_ref().is_some_and(|n| n.in_script);
-        self.send(client, argv, spec.has(REDACTS_AUTH), from_script);
+        self.send(client, argv, redacts_auth, from_script);
     }
 
     /// Shows a command now, before it runs: scripts (`EVAL`, `FCALL`, which skip the

@@ -3,7 +3,6 @@
 //! the live configuration and fed by the dispatcher after each command.
 
 use crate::clients::ClientState;
-use crate::command::{flags, CommandSpec};
 use crate::config::ConfigValues;
 use crate::evict::Evictor;
 use crate::keyspace::{Keyspace, LfuParams};
@@ -40,21 +39,23 @@ impl Operator {
         self.latency.configure(c.latency_monitor_threshold);
     }
 
-    /// After a command ran for `duration_us`: the slow log and the latency monitor.
+    /// After a command ran for `duration_us`: the slow log (unless `skip_slowlog`)
+    /// and the latency monitor (`fast`: its `fast-command` event).
     pub fn after_command(
         &self,
         client: &ClientState,
-        spec: &CommandSpec,
         argv: &[Vec<u8>],
         duration_us: u64,
+        skip_slowlog: bool,
+        fast: bool,
     ) {
-        if self.slowlog.wants(duration_us) && !spec.has(flags::SKIP_SLOWLOG) {
+        if self.slowlog.wants(duration_us) && !skip_slowlog {
             let name = client.shared.text.lock().name.clone();
             self.slowlog
                 .push(argv, duration_us, client.shared.addr.clone(), name);
         }
         if self.latency.enabled() {
-            let event = if spec.has(flags::FAST) {
+            let event = if fast {
                 "fast-command"
             } else {
                 "command"
