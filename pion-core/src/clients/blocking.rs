@@ -17,11 +17,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::clients::ClientState;
-use crate::command::ctx::{Ctx, Effect};
-use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
-use crate::value::Value;
 
 /// A key in a database.
 type DbKey = (usize, Vec<u8>);
@@ -274,17 +271,24 @@ impl BlockingRegistry {
         }
     }
 
+    /// Whether a written key has waiters to serve (one atomic load: every command asks).
+    pub fn has_ready(&self) -> bool {
+        self.any_ready.load(Ordering::Acquire)
+    }
+
     /// Serves the waiters of every key written since the last pass, in blocking order,
-    /// until no written key has a waiter that can be served. Call with no shard held
-    /// and outside the execution gate; `gate_slot` is the calling thread's slot.
-    pub fn serve_ready(&self, engine: &Engine, gate_slot: usize) {
-        if !self.any_ready.load(Ordering::Acquire) {
-            return;
-        }
-        // While a script runs, waiters are served when it ends (by the script's own
-        // command): a command allowed while it is busy must not pop what the script
-        // pushed halfway, nor hand a waiter the -BUSY its stand-in would meet.
-        if engine.gate().busy().script_running() {
+    /// until no written key has a waiter that can be served: `run` runs a waiter's
+    /// command as its stand-in, `other_type` says whether a key holds a value of
+    /// another type than a waiter's command (`db`, `argv`) takes. Call with no shard
+    /// held, outside the execution gate and while no script runs; `gate_slot` is the
+    /// calling thread's slot.
+    pub fn serve_ready(
+        &self,
+        gate_slot: usize,
+        run: &mut dyn FnMut(&mut ClientState, &[Vec<u8>]) -> Reply,
+        other_type: &dyn Fn(usize, &[Vec<u8>], &[u8]) -> bool,
+    ) {
+        if !self.has_ready() {
             return;
         }
         let _serving = self.serving.lock();
@@ -303,7 +307,7 @@ impl BlockingRegistry {
                 if done.contains(&slot) {
                     continue;
                 }
-                if self.serve_key(engine, &slot, gate_slot) == Served::Stalled {
+                if self.serve_key(&slot, gate_slot, run, other_type) == Served::Stalled {
                     // A script became busy meanwhile: the rest waits for its end.
                     for (db, key) in std::iter::once(slot).chain(slots) {
                         self.key_written(db, &key);
@@ -316,7 +320,13 @@ impl BlockingRegistry {
     }
 
     /// Serves the waiters of one key, first blocked first, until one finds nothing.
-    fn serve_key(&self, engine: &Engine, slot: &(usize, Vec<u8>), gate_slot: usize) -> Served {
+    fn serve_key(
+        &self,
+        slot: &(usize, Vec<u8>),
+        gate_slot: usize,
+        run: &mut dyn FnMut(&mut ClientState, &[Vec<u8>]) -> Reply,
+        other_type: &dyn Fn(usize, &[Vec<u8>], &[u8]) -> bool,
+    ) -> Served {
         loop {
             let Some(waiter) = self
                 .by_key
@@ -334,7 +344,7 @@ impl BlockingRegistry {
                 self.remove(&waiter);
                 continue;
             }
-            if holds_other_type(engine, &waiter, &slot.1) {
+            if other_type(waiter.db, &waiter.argv, &slot.1) {
                 // A key of another type serves no waiter, as in Redis: they go on
                 // waiting (and no error is counted for a reply never sent).
                 return Served::Done;
@@ -342,7 +352,7 @@ impl BlockingRegistry {
             let mut stand_in = waiter.stand_in.lock();
             stand_in.gate_slot = gate_slot;
             let argv = narrowed(&waiter.argv, &slot.1);
-            let reply = crate::command::execute(engine, &mut stand_in, &argv);
+            let reply = run(&mut stand_in, &argv);
             if matches!(&reply, Reply::Error(e) if e.starts_with("BUSY")) {
                 // A script went busy while the stand-in waited at the gate.
                 return Served::Stalled;
@@ -363,25 +373,6 @@ impl BlockingRegistry {
             self.remove(&waiter);
             (waiter.wake)();
         }
-    }
-}
-
-/// Whether `key` holds a value of another type than the waiter takes (sorted sets
-/// for the sorted-set commands, lists for the others).
-fn holds_other_type(engine: &Engine, waiter: &Waiter, key: &[u8]) -> bool {
-    let wants_zset = waiter
-        .argv
-        .first()
-        .and_then(|name| crate::command::table().get(name))
-        .is_some_and(|spec| spec.group == crate::command::Group::SortedSet);
-    let mut ks = engine.keyspace().lock_keys(&[key], engine.now_ms());
-    match ks.peek(waiter.db, key) {
-        Ok(Some(entry)) => match &entry.value {
-            Value::List(_) => wants_zset,
-            Value::ZSet(_) => !wants_zset,
-            _ => true,
-        },
-        _ => false,
     }
 }
 
@@ -441,34 +432,10 @@ pub fn parse_timeout(arg: &[u8]) -> OpResult<Option<Duration>> {
     Ok((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
-impl Ctx<'_> {
-    /// Ends a blocking command that found nothing: the client waits on `keys` (when it
-    /// may block: not inside a transaction or script, where it gets the timeout reply
-    /// at once, as in Redis).
-    pub fn wait_for_keys(
-        &mut self,
-        keys: &[Vec<u8>],
-        timeout: Option<Duration>,
-        timeout_reply: Reply,
-    ) -> OpResult<Reply> {
-        self.effect = Effect::Nothing;
-        if self.client.nested.is_none() {
-            let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-            self.client.block_request = Some(BlockRequest {
-                db: self.db(),
-                keys: keys.to_vec(),
-                deadline,
-                timeout_reply: timeout_reply.clone(),
-            });
-        }
-        Ok(timeout_reply)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EngineOptions;
+    use crate::{Engine, EngineOptions};
 
     #[test]
     fn unblock_and_cancel_forget_the_waiter() {

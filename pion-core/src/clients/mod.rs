@@ -4,7 +4,7 @@
 pub mod blocking;
 pub mod gate_slot;
 pub mod script_debug;
-pub mod session;
+
 pub mod watch;
 
 use std::collections::BTreeMap;
@@ -359,6 +359,25 @@ impl ClientRegistry {
     }
 }
 
+/// Full command names by command-table slot (what a client's `last_cmd` holds), for
+/// `CLIENT LIST`'s `cmd=`: the command table registers them once, when it is built.
+static COMMAND_NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+
+/// Registers the command table's full names by slot (called once, by
+/// [`command::table`](crate::command::table)).
+pub fn register_command_names(names: Vec<&'static str>) {
+    let _ = COMMAND_NAMES.set(names);
+}
+
+/// The full name of the command in `slot` (`NULL` for a slot not registered).
+fn command_name(slot: usize) -> &'static str {
+    COMMAND_NAMES
+        .get()
+        .and_then(|names| names.get(slot))
+        .copied()
+        .unwrap_or("NULL")
+}
+
 /// One `CLIENT LIST` line for a client.
 pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
     let t = c.text.lock().clone();
@@ -392,7 +411,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         if omem > 0 { "rw" } else { "r" },
         match c.last_cmd.load(Ordering::Relaxed) {
             usize::MAX => "NULL",
-            slot => crate::command::table().full_name(slot),
+            slot => command_name(slot),
         },
         if t.user.is_empty() {
             "default".into()

@@ -172,7 +172,7 @@ pub fn execute_at(
     let (reply, finished) = run_top(engine, client, argv, started);
     count_error_reply(engine, client, &reply);
     if !client.retrying_block {
-        engine.blocking().serve_ready(engine, client.gate_slot);
+        super::blocking::serve_ready(engine, client.gate_slot);
     }
     (reply, finished)
 }
@@ -500,7 +500,7 @@ fn run_handler(
 ) -> OpResult<Reply> {
     let write = spec.has(super::flags::WRITE);
     let watched_before = if write {
-        crate::clients::watch::existing_watched(ctx, spec, argv, keys)
+        super::watch::existing_watched(ctx, spec, argv, keys)
     } else {
         Vec::new()
     };
@@ -521,7 +521,7 @@ fn run_handler(
     if write {
         settle_keys(ctx, spec, argv, keys);
         if result.is_ok() && ctx.effect != Effect::Nothing {
-            crate::clients::watch::touch_written(ctx, spec, argv, keys, &watched_before);
+            super::watch::touch_written(ctx, spec, argv, keys, &watched_before);
         }
     }
     result

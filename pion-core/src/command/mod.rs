@@ -3,6 +3,7 @@
 //! `COMMAND` and its subcommands; nothing else in the engine matches command names.
 
 pub mod access;
+pub mod blocking;
 pub mod ctx;
 
 mod dispatch;
@@ -11,6 +12,7 @@ pub mod flags;
 pub mod introspect;
 pub mod pause;
 pub mod pubsub;
+pub mod watch;
 
 pub use dispatch::{
     execute, execute_at, is_prefix_cache_command, key_indices, lock_set_for, replay, resolve,
@@ -460,6 +462,7 @@ pub fn table() -> &'static CommandTable {
                 }
             }
         }
+        crate::clients::register_command_names(full_names.clone());
         CommandTable {
             by_name,
             subs,

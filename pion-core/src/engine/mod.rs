@@ -3,6 +3,7 @@
 
 mod cron;
 pub mod persistence;
+mod session;
 pub mod typed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,8 +53,8 @@ pub struct ServerStats {
     pub rejected_connections: AtomicU64,
 }
 
-pub use crate::clients::session::Session;
 pub use crate::monitor::command_stats::{CommandStat, CommandStats};
+pub use session::Session;
 
 pub(crate) struct EngineInner {
     keyspace: Keyspace,

@@ -55,11 +55,7 @@ impl Operator {
                 .push(argv, duration_us, client.shared.addr.clone(), name);
         }
         if self.latency.enabled() {
-            let event = if fast {
-                "fast-command"
-            } else {
-                "command"
-            };
+            let event = if fast { "fast-command" } else { "command" };
             self.latency.add_if_needed(
                 event,
                 duration_us / 1000,
