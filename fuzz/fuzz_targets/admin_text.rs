@@ -11,6 +11,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    // Rules are read against the catalogue the command table registers when built.
+    pion_core::command::table();
     let _ = pion_core::acl::file::parse(std::path::Path::new("fuzz.acl"), text, false);
     let _ = pion_core::pubsub::notify::parse_flags(text);
     let _ = OutputLimits::default().parse_into(text);

@@ -1,16 +1,39 @@
 //! The commands ACL rules are written against: every command and subcommand by its
-//! counter slot in the command table, with its full name and ACL categories. Built once
-//! from the table, so a rule never names a command the table does not have.
+//! counter slot in the command table, with its full name and ACL categories. The
+//! command table registers it once, when it is built
+//! ([`command::table`](crate::command::table)), so a rule never names a command the
+//! table does not have.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::command::introspect::{self, CATEGORIES};
-use crate::command::{table, CommandSpec};
+/// ACL categories in Redis's bit order, which is the order `COMMAND INFO` lists them.
+pub const CATEGORIES: &[&str] = &[
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
 
 /// One command or subcommand.
 pub struct Entry {
-    /// Its spec.
-    pub spec: &'static CommandSpec,
     /// Full lower-case name (`config|get` for subcommands).
     pub name: &'static str,
     /// The container's slot, for subcommands.
@@ -25,9 +48,24 @@ pub struct Entry {
 pub struct Catalog {
     entries: Vec<Option<Entry>>,
     top: Vec<usize>,
+    by_name: HashMap<&'static str, usize>,
 }
 
 impl Catalog {
+    /// A catalogue of `entries` by slot, `top` listing the top-level commands.
+    pub fn new(entries: Vec<Option<Entry>>, top: Vec<usize>) -> Catalog {
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, e)| e.as_ref().map(|e| (e.name, slot)))
+            .collect();
+        Catalog {
+            entries,
+            top,
+            by_name,
+        }
+    }
+
     /// The number of slots (a bit set over commands needs this many bits).
     pub fn slots(&self) -> usize {
         self.entries.len()
@@ -45,16 +83,9 @@ impl Catalog {
 
     /// The slot of a command (`get`) or subcommand (`config|get`), any case.
     pub fn find(&self, name: &str) -> Option<usize> {
-        let lower = name.to_ascii_lowercase();
-        let t = table();
-        match lower.split_once('|') {
-            None => t.lookup(lower.as_bytes()).map(|(_, slot)| slot),
-            Some((cmd, sub)) => {
-                let (container, _) = t.lookup(cmd.as_bytes())?;
-                t.lookup_sub(container, sub.as_bytes())
-                    .map(|(_, _, slot)| slot)
-            }
-        }
+        self.by_name
+            .get(name.to_ascii_lowercase().as_str())
+            .copied()
     }
 
     /// Slots of every command and subcommand in a category, table order.
@@ -75,46 +106,18 @@ pub fn category_bit(name: &str) -> Option<u32> {
         .map(|i| 1 << i)
 }
 
-fn category_bits(spec: &CommandSpec) -> u32 {
-    introspect::categories(spec)
-        .iter()
-        .filter_map(|c| category_bit(c))
-        .fold(0, |a, b| a | b)
+static CATALOG: OnceLock<Catalog> = OnceLock::new();
+
+/// Registers the catalogue (called once, by the command table as it is built).
+pub fn register(catalog: Catalog) {
+    let _ = CATALOG.set(catalog);
 }
 
-/// The catalogue, built on first use.
+/// The catalogue. The engine builds the command table before anything reads rules,
+/// so it is registered; were it not, no command would be known (an empty catalogue).
 pub fn catalog() -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        let t = table();
-        let mut entries: Vec<Option<Entry>> = (0..t.stat_slots()).map(|_| None).collect();
-        let mut top = Vec::new();
-        for spec in t.all() {
-            let Some((_, slot)) = t.lookup(spec.name.as_bytes()) else {
-                continue;
-            };
-            top.push(slot);
-            let mut subs = Vec::new();
-            for sub in spec.subcommands {
-                if let Some((sub_spec, full, sub_slot)) = t.lookup_sub(spec, sub.name.as_bytes()) {
-                    subs.push(sub_slot);
-                    entries[sub_slot] = Some(Entry {
-                        spec: sub_spec,
-                        name: full,
-                        parent: Some(slot),
-                        subs: Vec::new(),
-                        cats: category_bits(sub_spec),
-                    });
-                }
-            }
-            entries[slot] = Some(Entry {
-                spec,
-                name: spec.name,
-                parent: None,
-                subs,
-                cats: category_bits(spec),
-            });
-        }
-        Catalog { entries, top }
-    })
+    static EMPTY: OnceLock<Catalog> = OnceLock::new();
+    CATALOG
+        .get()
+        .unwrap_or_else(|| EMPTY.get_or_init(|| Catalog::new(Vec::new(), Vec::new())))
 }

@@ -5,7 +5,7 @@
 
 use super::catalog::catalog;
 use super::rules::{KeyPattern, Selector, UserRules};
-use crate::command::introspect::CATEGORIES;
+use crate::acl::catalog::CATEGORIES;
 use crate::reply::Reply;
 
 /// The flag words of a user, in Redis's order.
@@ -195,6 +195,8 @@ mod tests {
     use super::*;
 
     fn described(ops: &[&str]) -> String {
+        // The command table registers the catalogue rules are read against.
+        crate::command::table();
         let mut r = UserRules::new();
         for op in ops {
             r.apply(op).expect("valid rule");

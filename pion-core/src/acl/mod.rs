@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::command::{key_indices, CommandSpec};
 use crate::error::OpError;
 use crate::util::glob::glob_match;
 pub use log::Reason;
@@ -52,6 +51,15 @@ impl User {
     /// A copy of the rules.
     pub fn rules(&self) -> UserRules {
         self.rules.read().clone()
+    }
+
+    /// Whether some selector of the user limits the keys (so a check needs the
+    /// command's keys).
+    pub fn restricts_keys(&self) -> bool {
+        let rules = self.rules.read();
+        std::iter::once(&rules.root)
+            .chain(rules.selectors.iter())
+            .any(|sel| !sel.all_keys)
     }
 
     /// Whether the user's root selector allows every channel (`allchannels`).
@@ -370,14 +378,25 @@ pub fn reads_every_key(user: &User) -> bool {
         })
 }
 
+/// A command as the permission check sees it; the dispatcher reads it from the command
+/// table ([`command::access`](crate::command::access)).
+pub struct Request<'a> {
+    /// The full name (`config|get` for a subcommand).
+    pub full_name: &'a str,
+    /// Its slot in the command table (what command rules are kept by).
+    pub slot: usize,
+    /// It may run before authentication (`AUTH`, `HELLO`): no command rule refuses it.
+    pub no_auth: bool,
+    /// The whole argument vector, the name first.
+    pub argv: &'a [Vec<u8>],
+    /// Its keys with the access each needs: (position in `argv`, reads, writes).
+    pub keys: &'a [(usize, bool, bool)],
+    /// Its "keys" are channels (`SPUBLISH`'s shard channel): checked as channels.
+    pub keys_are_channels: bool,
+}
+
 /// Checks a command against a user's rules (root selector, then each extra one).
-pub fn check(
-    user: &User,
-    spec: &'static CommandSpec,
-    full_name: &'static str,
-    slot: usize,
-    argv: &[Vec<u8>],
-) -> Result<(), Denial> {
+pub fn check(user: &User, req: &Request<'_>) -> Result<(), Denial> {
     if user.unrestricted() {
         return Ok(());
     }
@@ -386,7 +405,7 @@ pub fn check(
     // a command, and between two of a kind the one at the later argument.
     let mut worst: Option<(Denial, usize)> = None;
     for sel in std::iter::once(&rules.root).chain(rules.selectors.iter()) {
-        match check_selector(sel, spec, full_name, slot, argv) {
+        match check_selector(sel, req) {
             Ok(()) => return Ok(()),
             Err((denial, at)) => {
                 let telling = |(d, i): &(Denial, usize)| (d.rank(), *i);
@@ -407,15 +426,9 @@ pub fn check(
 
 /// One selector's verdict; a refusal comes with the index of the argument refused (0
 /// for the command itself).
-fn check_selector(
-    sel: &rules::Selector,
-    spec: &'static CommandSpec,
-    full_name: &'static str,
-    slot: usize,
-    argv: &[Vec<u8>],
-) -> Result<(), (Denial, usize)> {
-    use crate::command::flags::NO_AUTH;
-    if !sel.all_commands && !spec.has(NO_AUTH) && !sel.bit(slot) {
+fn check_selector(sel: &rules::Selector, req: &Request<'_>) -> Result<(), (Denial, usize)> {
+    let (full_name, slot, argv) = (req.full_name, req.slot, req.argv);
+    if !sel.all_commands && !req.no_auth && !sel.bit(slot) {
         let arg_at = if full_name.contains('|') { 2 } else { 1 };
         let ok = argv
             .get(arg_at)
@@ -426,11 +439,8 @@ fn check_selector(
     }
     // Channels that only look like keys (SPUBLISH's shard channel) are checked as
     // channels below, not as keys.
-    let keys_are_channels =
-        !spec.key_specs.is_empty() && spec.key_specs.iter().all(|k| k.flags.contains(&"not_key"));
-    if !sel.all_keys && !keys_are_channels {
-        let keys = key_indices(spec, argv).unwrap_or_default();
-        for (pos, read, write) in key_access(spec, argv, &keys) {
+    if !sel.all_keys && !req.keys_are_channels {
+        for &(pos, read, write) in req.keys {
             let key = &argv[pos];
             let allowed = sel.keys.iter().any(|p| {
                 (p.read || !read) && (p.write || !write) && glob_match(&p.pattern, key, false)
@@ -474,56 +484,6 @@ fn selector_allows_channel(sel: &rules::Selector, channel: &[u8], is_pattern: bo
                 glob_match(p, channel, false)
             }
         })
-}
-
-/// The keys of a command with the access each needs (read, write), from the key
-/// specifications: `access` reads, `insert`, `update` and `delete` write. A key is
-/// attributed to the last specification that begins at or before it.
-fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usize, bool, bool)> {
-    use crate::command::BeginSearch;
-    let needs = |flags: &[&str]| {
-        let has = |f: &str| flags.iter().any(|x| x.eq_ignore_ascii_case(f));
-        let mut read = has("access");
-        let write = has("insert") || has("update") || has("delete");
-        if has("variable_flags") {
-            // SET reads its key only when asked to return the old value.
-            read = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-        }
-        (read, write)
-    };
-    let union = spec
-        .key_specs
-        .iter()
-        .filter(|k| !k.flags.contains(&"not_key"))
-        .map(|k| needs(k.flags))
-        .fold(None, |acc: Option<(bool, bool)>, (r, w)| {
-            Some(acc.map_or((r, w), |(ar, aw)| (ar | r, aw | w)))
-        })
-        .unwrap_or((
-            !spec.has(crate::command::flags::WRITE),
-            spec.has(crate::command::flags::WRITE),
-        ));
-    keys.iter()
-        .map(|&pos| {
-            let by_index = spec
-                .key_specs
-                .iter()
-                .filter_map(|k| match k.begin {
-                    BeginSearch::Index(i) if i >= 0 && (i as usize) <= pos => Some((i, k)),
-                    _ => None,
-                })
-                .max_by_key(|(i, _)| *i);
-            let all_indexed = spec
-                .key_specs
-                .iter()
-                .all(|k| matches!(k.begin, BeginSearch::Index(_)));
-            let (read, write) = match by_index {
-                Some((_, k)) if all_indexed => needs(k.flags),
-                _ => union,
-            };
-            (pos, read, write)
-        })
-        .collect()
 }
 
 /// Whether a user may use a Pub/Sub channel: `PUBLISH` and `SUBSCRIBE` name channels

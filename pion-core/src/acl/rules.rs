@@ -494,6 +494,8 @@ mod tests {
 
     #[test]
     fn modifiers_and_errors() {
+        // The command table registers the catalogue rules are read against.
+        crate::command::table();
         let mut r = UserRules::new();
         assert_eq!(r.apply("bogus"), Err(RuleError::Syntax));
         assert_eq!(r.apply("+nosuch"), Err(RuleError::UnknownCommand));
@@ -519,6 +521,8 @@ mod tests {
 
     #[test]
     fn selectors_are_joined() {
+        // The command table registers the catalogue rules are read against.
+        crate::command::table();
         let args: Vec<String> = ["on", "(+get", "~k)", "(+set)"]
             .iter()
             .map(|s| s.to_string())

@@ -14,11 +14,13 @@ fn user(ops: &[&str]) -> User {
 fn run(u: &User, args: &[&str]) -> Result<(), Denial> {
     let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
     let r = resolve(&argv).expect("known command");
-    check(u, r.spec, r.full_name, r.stat, &argv)
+    crate::command::access::check(u, r.spec, r.full_name, r.stat, &argv)
 }
 
 #[test]
 fn commands_keys_and_first_args() {
+    // The command table registers the catalogue rules are read against.
+    crate::command::table();
     let u = user(&[
         "on",
         "~a*",
@@ -52,6 +54,8 @@ fn commands_keys_and_first_args() {
 
 #[test]
 fn write_only_patterns_and_selectors() {
+    // The command table registers the catalogue rules are read against.
+    crate::command::table();
     let u = user(&["on", "%W~w*", "+@all"]);
     assert_eq!(run(&u, &["SET", "w1", "x"]), Ok(()));
     assert_eq!(
@@ -67,6 +71,8 @@ fn write_only_patterns_and_selectors() {
 
 #[test]
 fn channels() {
+    // The command table registers the catalogue rules are read against.
+    crate::command::table();
     let u = user(&["on", "&news.*"]);
     assert_eq!(check_channel(&u, b"news.1", false), Ok(()));
     assert!(check_channel(&u, b"other", false).is_err());
@@ -78,6 +84,8 @@ fn channels() {
 
 #[test]
 fn setuser_is_all_or_nothing() {
+    // The command table registers the catalogue rules are read against.
+    crate::command::table();
     let acl = Acl::new();
     let ops = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     acl.set_user("x", &ops(&["on", "+get"])).expect("valid");

@@ -6,9 +6,9 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::acl::{self, User};
+use crate::acl::{self, Denial, User};
 use crate::clients::ClientState;
-use crate::command::CommandSpec;
+use crate::command::{flags, key_indices, BeginSearch, CommandSpec};
 use crate::engine::Engine;
 use crate::error::OpError;
 
@@ -42,7 +42,7 @@ pub fn permit(
     if user.unrestricted() {
         return Ok(());
     }
-    match acl::check(user, spec, full_name, slot, argv) {
+    match check(user, spec, full_name, slot, argv) {
         Ok(()) => Ok(()),
         Err(denial) => {
             // The log's client line names the refused command, as Redis's does.
@@ -81,7 +81,86 @@ pub fn may_run(
     argv: &[Vec<u8>],
 ) -> bool {
     let user = client_user(engine, client);
-    user.unrestricted() || acl::check(user, spec, full_name, slot, argv).is_ok()
+    user.unrestricted() || check(user, spec, full_name, slot, argv).is_ok()
+}
+
+/// Checks a command (resolved as `spec`) against a user's rules: the table's view of
+/// it ([`acl::Request`]) judged by [`acl::check`]. `ACL DRYRUN` asks this too.
+pub fn check(
+    user: &User,
+    spec: &'static CommandSpec,
+    full_name: &'static str,
+    slot: usize,
+    argv: &[Vec<u8>],
+) -> Result<(), Denial> {
+    if user.unrestricted() {
+        return Ok(());
+    }
+    let keys_are_channels =
+        !spec.key_specs.is_empty() && spec.key_specs.iter().all(|k| k.flags.contains(&"not_key"));
+    let keys = if keys_are_channels || !user.restricts_keys() {
+        Vec::new()
+    } else {
+        let positions = key_indices(spec, argv).unwrap_or_default();
+        key_access(spec, argv, &positions)
+    };
+    acl::check(
+        user,
+        &acl::Request {
+            full_name,
+            slot,
+            no_auth: spec.has(flags::NO_AUTH),
+            argv,
+            keys: &keys,
+            keys_are_channels,
+        },
+    )
+}
+
+/// The keys of a command with the access each needs (read, write), from the key
+/// specifications: `access` reads, `insert`, `update` and `delete` write. A key is
+/// attributed to the last specification that begins at or before it.
+fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usize, bool, bool)> {
+    let needs = |flags: &[&str]| {
+        let has = |f: &str| flags.iter().any(|x| x.eq_ignore_ascii_case(f));
+        let mut read = has("access");
+        let write = has("insert") || has("update") || has("delete");
+        if has("variable_flags") {
+            // SET reads its key only when asked to return the old value.
+            read = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+        }
+        (read, write)
+    };
+    let union = spec
+        .key_specs
+        .iter()
+        .filter(|k| !k.flags.contains(&"not_key"))
+        .map(|k| needs(k.flags))
+        .fold(None, |acc: Option<(bool, bool)>, (r, w)| {
+            Some(acc.map_or((r, w), |(ar, aw)| (ar | r, aw | w)))
+        })
+        .unwrap_or((!spec.has(flags::WRITE), spec.has(flags::WRITE)));
+    keys.iter()
+        .map(|&pos| {
+            let by_index = spec
+                .key_specs
+                .iter()
+                .filter_map(|k| match k.begin {
+                    BeginSearch::Index(i) if i >= 0 && (i as usize) <= pos => Some((i, k)),
+                    _ => None,
+                })
+                .max_by_key(|(i, _)| *i);
+            let all_indexed = spec
+                .key_specs
+                .iter()
+                .all(|k| matches!(k.begin, BeginSearch::Index(_)));
+            let (read, write) = match by_index {
+                Some((_, k)) if all_indexed => needs(k.flags),
+                _ => union,
+            };
+            (pos, read, write)
+        })
+        .collect()
 }
 
 /// Kills the connections of these users (deleted or replaced), as Redis does.

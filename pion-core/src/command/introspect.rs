@@ -48,30 +48,8 @@ pub static SUBCOMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// ACL categories in Redis's bit order, which is the order `COMMAND INFO` lists them.
-pub const CATEGORIES: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
+pub use crate::acl::catalog::CATEGORIES;
+use crate::acl::catalog::{category_bit, Catalog, Entry};
 
 /// The ACL categories of a command, derived from its flags and group.
 pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
@@ -610,4 +588,43 @@ fn help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
         .map(|l| Reply::status(l))
         .collect(),
     ))
+}
+
+/// The ACL catalogue of a command table: every command and subcommand by slot, with
+/// its full name and category bits.
+pub(crate) fn acl_catalog(t: &super::CommandTable) -> Catalog {
+    let mut entries: Vec<Option<Entry>> = (0..t.stat_slots()).map(|_| None).collect();
+    let mut top = Vec::new();
+    for spec in t.all() {
+        let Some((_, slot)) = t.lookup(spec.name.as_bytes()) else {
+            continue;
+        };
+        top.push(slot);
+        let mut subs = Vec::new();
+        for sub in spec.subcommands {
+            if let Some((sub_spec, full, sub_slot)) = t.lookup_sub(spec, sub.name.as_bytes()) {
+                subs.push(sub_slot);
+                entries[sub_slot] = Some(Entry {
+                    name: full,
+                    parent: Some(slot),
+                    subs: Vec::new(),
+                    cats: category_bits(sub_spec),
+                });
+            }
+        }
+        entries[slot] = Some(Entry {
+            name: spec.name,
+            parent: None,
+            subs,
+            cats: category_bits(spec),
+        });
+    }
+    Catalog::new(entries, top)
+}
+
+fn category_bits(spec: &CommandSpec) -> u32 {
+    categories(spec)
+        .iter()
+        .filter_map(|c| category_bit(c))
+        .fold(0, |a, b| a | b)
 }

@@ -462,13 +462,15 @@ pub fn table() -> &'static CommandTable {
                 }
             }
         }
-        crate::clients::register_command_names(full_names.clone());
-        CommandTable {
+        let table = CommandTable {
             by_name,
             subs,
             ordered,
             full_names,
-        }
+        };
+        crate::clients::register_command_names(table.full_names.clone());
+        crate::acl::catalog::register(introspect::acl_catalog(&table));
+        table
     })
 }
 

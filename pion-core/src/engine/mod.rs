@@ -401,11 +401,14 @@ impl Engine {
         };
         let run_id = random_id();
         let repl_id = random_id();
+        // Built first: building it registers the ACL catalogue that user rules are
+        // read against and the command names CLIENT LIST shows.
+        let table = command::table();
         let inner = Arc::new(EngineInner {
             keyspace: Keyspace::new(databases),
             config: Config::new(options.config.clone()),
             clients: ClientRegistry::default(),
-            command_stats: CommandStats::new(command::table().stat_slots()),
+            command_stats: CommandStats::new(table.stat_slots()),
             server_stats: ServerStats::default(),
             started_ms,
             run_id,

@@ -1,10 +1,10 @@
 //! The `ACL` command family: users, their rules, the denial log and the ACL file.
 //! The rules themselves live in [`crate::acl`].
 
+use crate::acl::catalog::CATEGORIES;
 use crate::acl::{self, describe, file};
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
-use crate::command::introspect::CATEGORIES;
 use crate::command::{resolve, CommandSpec, Group};
 use crate::error::{OpError, OpResult};
 use crate::handlers::util::{int, is_kw, text};
@@ -195,7 +195,7 @@ fn dryrun(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         _ => OpError::custom(format!("ERR Command '{}' not found", text(&args[0]))),
     })?;
     Ok(
-        match acl::check(
+        match crate::command::access::check(
             &user,
             resolved.spec,
             resolved.full_name,
