@@ -3,7 +3,9 @@
 
 pub mod blocking;
 pub mod gate_slot;
+pub mod mailbox;
 pub mod script_debug;
+pub mod subscriptions;
 
 pub mod watch;
 
@@ -54,7 +56,7 @@ pub struct ClientShared {
     /// Wakes the connection's event loop (so a kill takes effect at once).
     pub waker: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
     /// Pub/Sub messages, invalidations and monitor lines on their way to this client.
-    pub pubsub: crate::pubsub::Mailbox,
+    pub pubsub: mailbox::Mailbox,
 }
 
 /// A connection's buffer sizes in bytes, as `CLIENT LIST` shows them.
@@ -152,7 +154,7 @@ pub struct ClientState {
     /// fails, changed nothing).
     pub written_for_waiters: Vec<(usize, Vec<u8>)>,
     /// Channel, pattern and shard-channel subscriptions (left when dropped).
-    pub subs: crate::pubsub::Subscriptions,
+    pub subs: subscriptions::Subscriptions,
     /// `SCRIPT DEBUG`: whether the next `EVAL` is debugged.
     pub script_debug: script_debug::DebugMode,
     /// Opens the connection for the debugger to talk over, given by the network
@@ -277,7 +279,7 @@ impl ClientState {
             blocked: None,
             retrying_block: false,
             written_for_waiters: Vec::new(),
-            subs: crate::pubsub::Subscriptions::default(),
+            subs: subscriptions::Subscriptions::default(),
             script_debug: script_debug::DebugMode::Off,
             debug_console: None,
             wants_outcome: false,
@@ -359,6 +361,53 @@ impl ClientRegistry {
     }
 }
 
+/// A client's type for `CLIENT LIST TYPE` / `CLIENT KILL TYPE`.
+pub fn client_type(c: &ClientShared) -> &'static str {
+    if c.pubsub.subscribed() {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
+/// `CLIENT LIST`'s `redir=`: the tracking redirect, 0 when tracking without one, -1
+/// when not tracking.
+pub fn client_list_redir(c: &ClientShared) -> i64 {
+    if c.pubsub.tracking_flags.load(Ordering::Relaxed) == 0 {
+        -1
+    } else {
+        c.pubsub.tracking_redirect.load(Ordering::Relaxed)
+    }
+}
+
+/// `CLIENT LIST`'s Pub/Sub and state fields: (flags, sub, psub, ssub).
+pub fn client_list_fields(c: &ClientShared) -> (String, usize, usize, usize) {
+    let m = &c.pubsub;
+    let mut flags = String::new();
+    if m.monitor.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
+    if m.subscribed() {
+        flags.push('P');
+    }
+    if c.multi.load(Ordering::Relaxed) >= 0 {
+        flags.push('x');
+    }
+    if c.blocked.load(Ordering::Relaxed) {
+        flags.push('b');
+    }
+    flags.push_str(&mailbox::tracking_list_flags(m));
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    (
+        flags,
+        m.channels.load(Ordering::Relaxed),
+        m.patterns.load(Ordering::Relaxed),
+        m.shard_channels.load(Ordering::Relaxed),
+    )
+}
+
 /// Full command names by command-table slot (what a client's `last_cmd` holds), for
 /// `CLIENT LIST`'s `cmd=`: the command table registers them once, when it is built.
 static COMMAND_NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
@@ -390,7 +439,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         b.output.load(Ordering::Relaxed),
         b.output_capacity.load(Ordering::Relaxed),
     );
-    let (flags, sub, psub, ssub) = crate::pubsub::client_list_fields(c);
+    let (flags, sub, psub, ssub) = client_list_fields(c);
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
@@ -418,7 +467,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         } else {
             String::from_utf8_lossy(&t.user)
         },
-        crate::pubsub::client_list_redir(c),
+        client_list_redir(c),
         c.resp.load(Ordering::Relaxed),
         String::from_utf8_lossy(&t.lib_name),
         String::from_utf8_lossy(&t.lib_ver),

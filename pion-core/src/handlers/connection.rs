@@ -458,7 +458,7 @@ fn client_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 .clients()
                 .snapshot()
                 .iter()
-                .filter(|c| crate::pubsub::client_type(c) == want)
+                .filter(|c| crate::clients::client_type(c) == want)
                 .map(|c| c.id)
                 .collect();
             ids = Some(listed);
@@ -571,7 +571,7 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             })
             && type_matches
                 .as_ref()
-                .is_none_or(|t| crate::pubsub::client_type(&c) == t)
+                .is_none_or(|t| crate::clients::client_type(&c) == t)
             && !(skipme && c.id == me);
         if matches {
             if c.id == me {

@@ -1,6 +1,7 @@
 //! Pub/Sub: the engine-wide registry of channel, pattern and shard-channel
-//! subscribers, and the per-client mailbox that carries messages to a connection on
-//! whatever worker thread serves it.
+//! subscribers, delivering into the per-client mailbox
+//! ([`clients::mailbox`](crate::clients::mailbox)) that carries messages to a
+//! connection on whatever worker thread serves it.
 //!
 //! A publisher never touches another connection's socket: it appends the message to
 //! each subscriber's [`Mailbox`] and rings the mailbox's bell (the subscriber's event
@@ -14,44 +15,18 @@ pub mod monitor;
 pub mod notify;
 pub mod tracking;
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
+use crate::clients::mailbox::Mailbox;
 use crate::clients::{ClientShared, ClientState};
 use crate::reply::Reply;
 use crate::util::glob::glob_match;
 
-/// The three kinds of subscription.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `SUBSCRIBE`: an exact channel name.
-    Channel,
-    /// `PSUBSCRIBE`: a glob pattern over channel names.
-    Pattern,
-    /// `SSUBSCRIBE`: a shard channel (`SPUBLISH`).
-    Shard,
-}
-
-impl Kind {
-    fn subscribe_word(self) -> &'static str {
-        match self {
-            Kind::Channel => "subscribe",
-            Kind::Pattern => "psubscribe",
-            Kind::Shard => "ssubscribe",
-        }
-    }
-
-    fn unsubscribe_word(self) -> &'static str {
-        match self {
-            Kind::Channel => "unsubscribe",
-            Kind::Pattern => "punsubscribe",
-            Kind::Shard => "sunsubscribe",
-        }
-    }
-}
+pub use crate::clients::subscriptions::{Kind, Subscriptions};
 
 /// Subscribers of one channel (or pattern), in subscription order.
 type Subscribers = Vec<Arc<ClientShared>>;
@@ -72,168 +47,12 @@ pub struct Hub {
     pub(crate) monitors: monitor::Monitors,
 }
 
-/// What travels to one connection and the counts `CLIENT LIST` shows; lives in
-/// [`ClientShared`] so publishers on other threads can reach it.
-#[derive(Default)]
-pub struct Mailbox {
-    queue: Mutex<Queued>,
-    /// Bytes of payload queued and not yet taken by the connection.
-    bytes: AtomicUsize,
-    /// The bell was rung and the connection has not emptied the mailbox since.
-    rung: AtomicBool,
-    bell: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
-    /// Channel subscriptions (`sub=`).
-    pub channels: AtomicUsize,
-    /// Pattern subscriptions (`psub=`).
-    pub patterns: AtomicUsize,
-    /// Shard-channel subscriptions (`ssub=`).
-    pub shard_channels: AtomicUsize,
-    /// When the output first passed the soft limit (Unix ms; 0: it has not).
-    soft_since_ms: AtomicI64,
-    /// The client is in `MONITOR` mode.
-    pub monitor: AtomicBool,
-    /// `CLIENT TRACKING` is on (for `CLIENT LIST`'s `t` flag and `redir=`).
-    pub tracking_redirect: AtomicI64,
-    /// Tracking bits for `CLIENT LIST` (see [`tracking`]).
-    pub tracking_flags: AtomicU32,
-}
-
-#[derive(Default)]
-struct Queued {
-    now: VecDeque<Reply>,
-    after_reply: Vec<Reply>,
-}
-
-impl Mailbox {
-    /// Sets what rings the connection's bell (its event loop's waker).
-    pub fn set_bell(&self, bell: Box<dyn Fn() + Send + Sync>) {
-        *self.bell.lock() = Some(bell);
-    }
-
-    /// Queues a message and wakes the connection.
-    pub fn push(&self, msg: Reply, size: usize) {
-        self.queue.lock().now.push_back(msg);
-        self.bytes.fetch_add(size, Ordering::Relaxed);
-        self.ring();
-    }
-
-    /// Queues a message to follow the reply of the command the client is running.
-    pub fn push_after_reply(&self, msg: Reply, size: usize) {
-        self.queue.lock().after_reply.push(msg);
-        self.bytes.fetch_add(size, Ordering::Relaxed);
-        self.ring();
-    }
-
-    fn ring(&self) {
-        if !self.rung.swap(true, Ordering::AcqRel) {
-            if let Some(bell) = self.bell.lock().as_ref() {
-                bell();
-            }
-        }
-    }
-
-    /// Whether something was queued since the connection last emptied the mailbox
-    /// (one atomic load: the connection's per-command check).
-    #[inline]
-    pub fn pending(&self) -> bool {
-        self.rung.load(Ordering::Acquire)
-    }
-
-    /// Takes every queued message (in order) and rearms the bell.
-    pub fn take(&self) -> Vec<Reply> {
-        self.rung.store(false, Ordering::Release);
-        let mut q = self.queue.lock();
-        let mut out: Vec<Reply> = q.now.drain(..).collect();
-        out.append(&mut q.after_reply);
-        self.bytes.store(0, Ordering::Relaxed);
-        out
-    }
-
-    /// Takes the queued messages that may precede the current reply.
-    pub fn take_before_reply(&self) -> Vec<Reply> {
-        if !self.pending() {
-            return Vec::new();
-        }
-        let mut q = self.queue.lock();
-        if q.now.is_empty() {
-            return Vec::new();
-        }
-        q.now.drain(..).collect()
-    }
-
-    /// Whether anything waits.
-    pub fn is_empty(&self) -> bool {
-        let q = self.queue.lock();
-        q.now.is_empty() && q.after_reply.is_empty()
-    }
-
-    /// Whether the client holds any subscription.
-    pub fn subscribed(&self) -> bool {
-        self.channels.load(Ordering::Relaxed)
-            + self.patterns.load(Ordering::Relaxed)
-            + self.shard_channels.load(Ordering::Relaxed)
-            > 0
-    }
-
-    fn count(&self, kind: Kind) -> &AtomicUsize {
-        match kind {
-            Kind::Channel => &self.channels,
-            Kind::Pattern => &self.patterns,
-            Kind::Shard => &self.shard_channels,
-        }
-    }
-}
-
-/// A client's own subscriptions, in the order made; dropping it (the connection
-/// closed) removes them from the hub.
-#[derive(Default)]
-pub struct Subscriptions {
-    hub: Option<Arc<Hub>>,
-    shared: Option<Arc<ClientShared>>,
-    channels: Vec<Vec<u8>>,
-    patterns: Vec<Vec<u8>>,
-    shard: Vec<Vec<u8>>,
-}
-
-impl Subscriptions {
-    fn list(&mut self, kind: Kind) -> &mut Vec<Vec<u8>> {
-        match kind {
-            Kind::Channel => &mut self.channels,
-            Kind::Pattern => &mut self.patterns,
-            Kind::Shard => &mut self.shard,
-        }
-    }
-
-    /// Channels plus patterns: the count `SUBSCRIBE` and `PSUBSCRIBE` replies carry.
-    fn classic_count(&self) -> i64 {
-        (self.channels.len() + self.patterns.len()) as i64
-    }
-
-    fn count_for(&self, kind: Kind) -> i64 {
-        match kind {
-            Kind::Shard => self.shard.len() as i64,
-            _ => self.classic_count(),
-        }
-    }
-
-    /// Whether the client holds any subscription (RESP2 clients are then in
-    /// subscribed mode).
-    pub fn active(&self) -> bool {
-        !(self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty())
-    }
-}
-
-impl Drop for Subscriptions {
-    fn drop(&mut self) {
-        if let (Some(hub), Some(shared)) = (self.hub.take(), self.shared.take()) {
-            for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-                for name in std::mem::take(self.list(kind)) {
-                    hub.remove(kind, &name, shared.id);
-                }
-            }
-            hub.tracking.forget_client(shared.id);
-            hub.monitors.remove(shared.id);
-        }
+/// The counter of a client's subscriptions of `kind` (`CLIENT LIST`'s `sub=` …).
+fn mailbox_count(m: &Mailbox, kind: Kind) -> &AtomicUsize {
+    match kind {
+        Kind::Channel => &m.channels,
+        Kind::Pattern => &m.patterns,
+        Kind::Shard => &m.shard_channels,
     }
 }
 
@@ -271,9 +90,20 @@ impl Hub {
     /// Registers `client` with the hub so its subscriptions and tracking state are
     /// removed when it goes away.
     pub(crate) fn attach(self: &Arc<Self>, client: &mut ClientState) {
-        if client.subs.hub.is_none() {
-            client.subs.hub = Some(Arc::clone(self));
-            client.subs.shared = Some(Arc::clone(&client.shared));
+        if !client.subs.attached() {
+            let hub = Arc::clone(self);
+            let id = client.id();
+            client
+                .subs
+                .attach(Box::new(move |subs: &mut Subscriptions| {
+                    for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+                        for name in std::mem::take(subs.list(kind)) {
+                            hub.remove(kind, &name, id);
+                        }
+                    }
+                    hub.tracking.forget_client(id);
+                    hub.monitors.remove(id);
+                }));
         }
     }
 
@@ -290,11 +120,7 @@ impl Hub {
             if !client.subs.list(kind).contains(name) {
                 client.subs.list(kind).push(name.clone());
                 self.add(kind, name, &client.shared);
-                client
-                    .shared
-                    .pubsub
-                    .count(kind)
-                    .fetch_add(1, Ordering::Relaxed);
+                mailbox_count(&client.shared.pubsub, kind).fetch_add(1, Ordering::Relaxed);
             }
             replies.push(Reply::Push(vec![
                 Reply::bulk(kind.subscribe_word()),
@@ -320,11 +146,7 @@ impl Hub {
             if let Some(i) = list.iter().position(|n| n == name) {
                 list.remove(i);
                 self.remove(kind, name, client.id());
-                client
-                    .shared
-                    .pubsub
-                    .count(kind)
-                    .fetch_sub(1, Ordering::Relaxed);
+                mailbox_count(&client.shared.pubsub, kind).fetch_sub(1, Ordering::Relaxed);
             }
             replies.push(Reply::Push(vec![
                 Reply::bulk(kind.unsubscribe_word()),
@@ -348,7 +170,7 @@ impl Hub {
             for name in std::mem::take(client.subs.list(kind)) {
                 self.remove(kind, &name, client.id());
             }
-            client.shared.pubsub.count(kind).store(0, Ordering::Relaxed);
+            mailbox_count(&client.shared.pubsub, kind).store(0, Ordering::Relaxed);
         }
     }
 
@@ -519,53 +341,6 @@ impl Hub {
         self.notify_flags.store(notify_flags, Ordering::Relaxed);
         *self.limits.write() = limits;
     }
-}
-
-/// A client's type for `CLIENT LIST TYPE` / `CLIENT KILL TYPE`.
-pub fn client_type(c: &ClientShared) -> &'static str {
-    if c.pubsub.subscribed() {
-        "pubsub"
-    } else {
-        "normal"
-    }
-}
-
-/// `CLIENT LIST`'s `redir=`: the tracking redirect, 0 when tracking without one, -1
-/// when not tracking.
-pub fn client_list_redir(c: &ClientShared) -> i64 {
-    if c.pubsub.tracking_flags.load(Ordering::Relaxed) == 0 {
-        -1
-    } else {
-        c.pubsub.tracking_redirect.load(Ordering::Relaxed)
-    }
-}
-
-/// The `CLIENT LIST` fields this module owns: (flags, sub, psub, ssub).
-pub fn client_list_fields(c: &ClientShared) -> (String, usize, usize, usize) {
-    let m = &c.pubsub;
-    let mut flags = String::new();
-    if m.monitor.load(Ordering::Relaxed) {
-        flags.push('O');
-    }
-    if m.subscribed() {
-        flags.push('P');
-    }
-    if c.multi.load(Ordering::Relaxed) >= 0 {
-        flags.push('x');
-    }
-    if c.blocked.load(Ordering::Relaxed) {
-        flags.push('b');
-    }
-    flags.push_str(&tracking::list_flags(m));
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    (
-        flags,
-        m.channels.load(Ordering::Relaxed),
-        m.patterns.load(Ordering::Relaxed),
-        m.shard_channels.load(Ordering::Relaxed),
-    )
 }
 
 /// Applies the configuration parameters this module reads.

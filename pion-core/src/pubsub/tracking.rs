@@ -17,19 +17,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{Hub, Mailbox};
+use super::Hub;
 use crate::clients::{ClientRegistry, ClientShared};
 use crate::reply::Reply;
 
 /// `CLIENT LIST` / `CLIENT TRACKINGINFO` bits.
-const ON: u32 = 1;
-const BCAST: u32 = 1 << 1;
-const OPTIN: u32 = 1 << 2;
-const OPTOUT: u32 = 1 << 3;
-const NOLOOP: u32 = 1 << 4;
-const CACHING_YES: u32 = 1 << 5;
-const CACHING_NO: u32 = 1 << 6;
-const BROKEN_REDIR: u32 = 1 << 7;
+use crate::clients::mailbox::tracking_bits::*;
 
 /// The channel RESP2 redirect targets subscribe to.
 pub const CHANNEL: &[u8] = b"__redis__:invalidate";
@@ -142,22 +135,6 @@ pub struct TrackOptions {
     pub noloop: bool,
     /// `PREFIX`es.
     pub prefixes: Vec<Vec<u8>>,
-}
-
-/// `CLIENT LIST` flags for a client's tracking state.
-pub fn list_flags(m: &Mailbox) -> String {
-    let f = m.tracking_flags.load(Ordering::Relaxed);
-    let mut s = String::new();
-    if f & ON != 0 {
-        s.push('t');
-    }
-    if f & BROKEN_REDIR != 0 {
-        s.push('R');
-    }
-    if f & BCAST != 0 {
-        s.push('B');
-    }
-    s
 }
 
 impl Table {
