@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pion_core::handlers::vsets::filter::Filter;
+use pion_core::command::handlers::vsets::filter::Filter;
 use pion_core::index::query::{explain, parse, FieldKind, FieldList, Params};
 
 fuzz_target!(|data: &[u8]| {

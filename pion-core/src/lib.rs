@@ -43,8 +43,6 @@ pub mod scripting;
 pub mod server;
 
 pub mod command;
-pub mod handlers;
-
 pub mod engine;
 
 pub mod error;

@@ -3,8 +3,8 @@
 use super::flags::{self, *};
 use super::{dispatch, table, BeginSearch, CommandSpec, FindKeys, Group};
 use crate::command::ctx::Ctx;
+use crate::command::handlers::util::{is_kw, text};
 use crate::error::{OpError, OpResult};
-use crate::handlers::util::{is_kw, text};
 use crate::reply::Reply;
 use crate::util::glob::glob_match;
 

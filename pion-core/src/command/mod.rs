@@ -9,6 +9,7 @@ pub mod ctx;
 mod dispatch;
 pub mod eviction;
 pub mod flags;
+pub mod handlers;
 pub mod introspect;
 pub mod pause;
 pub mod pubsub;
@@ -414,7 +415,7 @@ impl CommandTable {
 
 /// The families whose `const` slices make up the table.
 fn families() -> Vec<&'static [CommandSpec]> {
-    use crate::handlers::*;
+    use crate::command::handlers::*;
     vec![
         strings::COMMANDS,
         keys::COMMANDS,
