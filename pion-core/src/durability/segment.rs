@@ -57,6 +57,10 @@ pub(super) struct Spare {
 /// Name of the spare segment file (not a segment until renamed).
 pub(super) const SPARE_NAME: &str = "wal-spare.tmp";
 
+/// Name the spare has while it is zero-filled, before it is renamed to
+/// [`SPARE_NAME`] (so a roll never takes a file still being written).
+pub(super) const SPARE_MAKING_NAME: &str = "wal-spare-making.tmp";
+
 /// The first segment after start-up is this size at most, so opening an engine never
 /// waits for a full-size segment to be zero-filled; later ones come from the spare.
 pub(super) const FIRST_SEGMENT_CAPACITY: u64 = 4 << 20;

@@ -30,7 +30,8 @@ use super::health::{DiskFailure, DiskHealth};
 use super::record::{encode_commands, frame};
 pub use super::segment::{list_segments, parse_segment_name, segment_name};
 use super::segment::{
-    new_segment, zero_filled, Closed, Segment, Spare, FIRST_SEGMENT_CAPACITY, SPARE_NAME,
+    new_segment, zero_filled, Closed, Segment, Spare, FIRST_SEGMENT_CAPACITY, SPARE_MAKING_NAME,
+    SPARE_NAME,
 };
 pub use super::sync_signal::SyncSignal;
 use crate::storage::{Storage, StoredFile};
@@ -146,6 +147,7 @@ impl Wal {
         segment_limit: u64,
     ) -> io::Result<Wal> {
         let _ = storage.remove(&dir.join(SPARE_NAME));
+        let _ = storage.remove(&dir.join(SPARE_MAKING_NAME));
         let always = policy == FsyncPolicy::Always;
         let first_capacity = if always {
             segment_limit.min(FIRST_SEGMENT_CAPACITY)
@@ -349,20 +351,37 @@ impl Wal {
 
     /// Zero-fills the next segment ahead of time if it is not ready yet (the log's
     /// background thread calls this, so a roll only renames a file).
+    ///
+    /// The file is made under a temporary name and renamed to the spare's name with
+    /// the spare's lock held: every operation on the spare's name (this rename, a
+    /// roll's rename into place, healing's removal) happens under that lock, so a roll
+    /// never renames a file that is still being zero-filled, and no spare is
+    /// announced whose file is gone.
     pub fn prepare_spare(&self) -> io::Result<()> {
         if self.spare.lock().is_some() || self.policy() != FsyncPolicy::Always {
             return Ok(());
         }
-        let path = self.dir.join(SPARE_NAME);
-        let file = match zero_filled(&*self.storage, &path, self.segment_limit) {
+        let making = self.dir.join(SPARE_MAKING_NAME);
+        let file = match zero_filled(&*self.storage, &making, self.segment_limit) {
             Ok(f) => f,
             Err(e) => {
                 // A half-made spare would only take the space the log needs.
-                let _ = self.storage.remove(&path);
+                let _ = self.storage.remove(&making);
                 return Err(e);
             }
         };
-        *self.spare.lock() = Some(Spare {
+        let mut spare = self.spare.lock();
+        if spare.is_some() {
+            drop(spare);
+            let _ = self.storage.remove(&making);
+            return Ok(());
+        }
+        let path = self.dir.join(SPARE_NAME);
+        if let Err(e) = self.storage.rename(&making, &path) {
+            let _ = self.storage.remove(&making);
+            return Err(e);
+        }
+        *spare = Some(Spare {
             path,
             file,
             capacity: self.segment_limit,
@@ -430,8 +449,11 @@ impl Wal {
             .map_err(|e| DiskFailure::new("cannot start segment", &path, &e))?;
         // The rolled-away segments and the spare belong to the untrusted generation.
         self.closed.lock().clear();
-        *self.spare.lock() = None;
-        let _ = self.storage.remove(&self.dir.join(SPARE_NAME));
+        {
+            let mut spare = self.spare.lock();
+            *spare = None;
+            let _ = self.storage.remove(&self.dir.join(SPARE_NAME));
+        }
         *seg = fresh;
         self.written.fetch_max(covered, Ordering::AcqRel);
         self.synced.fetch_max(covered, Ordering::AcqRel);
@@ -525,7 +547,9 @@ impl Wal {
     }
 
     fn roll_locked(&self, seg: &mut Segment, next: u64) -> Result<(), DiskFailure> {
-        let spare = self.spare.lock().take();
+        // Held until the spare is renamed into place (see `prepare_spare`).
+        let mut spare_slot = self.spare.lock();
+        let spare = spare_slot.take();
         // Rolls happen with writers waiting (and at a snapshot's cut, with every shard
         // held): never zero-fill here. Without a spare ready, a short plain segment
         // bridges until the background thread has made one.
@@ -537,6 +561,7 @@ impl Wal {
         let path = self.dir.join(segment_name(next));
         let fresh = new_segment(&*self.storage, &self.dir, next, spare, capacity, false)
             .map_err(|e| self.fail("cannot start segment", &path, &e))?;
+        drop(spare_slot);
         self.stats
             .bytes_on_disk
             .fetch_add(fresh.size, Ordering::Relaxed);
@@ -589,6 +614,7 @@ fn bytes_in_segments(storage: &dyn Storage, dir: &Path) -> io::Result<u64> {
 mod tests {
     use super::super::record::{scan_segment, ScanEnd};
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("pion-wal-{name}-{}", std::process::id()));
@@ -647,6 +673,58 @@ mod tests {
                 .len(),
             1
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_spare_made_while_the_log_rolls_is_never_a_live_segment() {
+        // The log's background thread makes spares while writers roll segments. A
+        // spare made under its final name could be renamed into place by a roll while
+        // still being zero-filled (its zeros then landing on the new segment's
+        // records), and then be announced with no file behind it.
+        let dir = tmp("spare-race");
+        let wal = Arc::new(
+            Wal::create(
+                crate::storage::local(),
+                Arc::new(DiskHealth::default()),
+                &dir,
+                1,
+                FsyncPolicy::Always,
+                64 << 10,
+            )
+            .expect("create"),
+        );
+        let done = Arc::new(AtomicBool::new(false));
+        let maker = {
+            let (wal, done) = (Arc::clone(&wal), Arc::clone(&done));
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    wal.prepare_spare().expect("spare");
+                }
+            })
+        };
+        let mut last = 0;
+        for i in 0..1200 {
+            last = set(&wal, i);
+            wal.commit(last).expect("commit");
+            if i % 3 == 0 {
+                wal.roll().expect("roll");
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        maker.join().expect("spare maker");
+        wal.sync_all().expect("sync");
+        let mut next = 1;
+        for (first, path) in list_segments(&crate::storage::Local, &dir).expect("list") {
+            let bytes = std::fs::read(&path).expect("read");
+            let scan = scan_segment(&bytes);
+            assert_eq!(scan.first_seq, Some(first), "{}", path.display());
+            for r in &scan.records {
+                assert_eq!(r.seq, next, "{}", path.display());
+                next += 1;
+            }
+        }
+        assert_eq!(next, last + 1, "every record is in the segments, in order");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
