@@ -93,7 +93,7 @@ pub(crate) struct EngineInner {
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
     search: std::sync::Arc<crate::index::Indexes>,
     /// Open `FT.AGGREGATE … WITHCURSOR` cursors.
-    search_cursors: crate::command::handlers::search::cursor::Cursors,
+    search_cursors: crate::index::cursor::Cursors,
     /// Keys clients `WATCH`.
     watches: Arc<crate::clients::watch::WatchRegistry>,
     /// Clients blocked on keys.
@@ -286,7 +286,7 @@ impl Engine {
     }
 
     /// The open `FT.AGGREGATE … WITHCURSOR` cursors.
-    pub fn search_cursors(&self) -> &crate::command::handlers::search::cursor::Cursors {
+    pub fn search_cursors(&self) -> &crate::index::cursor::Cursors {
         &self.inner.search_cursors
     }
 
@@ -432,7 +432,7 @@ impl Engine {
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
-            search_cursors: crate::command::handlers::search::cursor::Cursors::default(),
+            search_cursors: crate::index::cursor::Cursors::default(),
             watches: Arc::new(crate::clients::watch::WatchRegistry::default()),
             blocking: crate::clients::blocking::BlockingRegistry::default(),
             gate: crate::server::gate::Gate::default(),

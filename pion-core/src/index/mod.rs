@@ -13,6 +13,7 @@
 //! Lock order: shard locks, then an index's document lock. Queries take an index's
 //! document lock, release it, and only then lock shards to load the results.
 
+pub mod cursor;
 pub mod docs;
 pub mod eval;
 pub mod persist;

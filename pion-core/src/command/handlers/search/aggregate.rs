@@ -30,7 +30,6 @@ use group::{Group, Reducer, ReducerKind};
 use pipeline::{
     norm_of, Apply, Env, Filter, Load, LoadAll, Lookup, Pager, Root, Sorter, Source, Stage, State,
 };
-pub(super) use request::CursorOpts;
 use request::{parse_request, Request, Step};
 
 fn err(text: impl Into<String>) -> OpError {
@@ -459,7 +458,12 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     let id = if done {
         0
     } else {
-        engine.search_cursors().open(Arc::clone(&index), pipe, opts)
+        engine.search_cursors().open(
+            Arc::clone(&index),
+            Box::new(pipe),
+            opts.count,
+            opts.max_idle_ms,
+        )
     };
     Ok(Reply::Array(vec![reply, Reply::Integer(id as i64)]))
 }

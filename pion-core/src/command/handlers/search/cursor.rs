@@ -1,96 +1,14 @@
-//! Cursors over `FT.AGGREGATE … WITHCURSOR` results, and `FT.CURSOR READ|DEL|GC`.
-//!
-//! A cursor keeps the compiled pipeline itself, paused between reads, so each read
-//! continues where the last stopped (reading documents as they are then), as
-//! RediSearch's cursors do. Cursor ids are random and global (a read names an index,
-//! but RediSearch finds the cursor by id alone). A cursor idle for longer than its
-//! `MAXIDLE` is gone; RediSearch collects idle cursors from time to time, Pion as soon
-//! as any cursor command runs.
+//! `FT.CURSOR READ|DEL|GC` over `FT.AGGREGATE … WITHCURSOR` results. A cursor keeps
+//! the compiled pipeline itself, paused between reads, so each read continues where
+//! the last stopped (reading documents as they are then), as RediSearch's cursors do;
+//! the cursors are the engine's ([`index::cursor`](crate::index::cursor)).
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-use rand::Rng;
-
-use super::aggregate::{chunk_reply, read_chunk, CursorOpts, Pipeline};
+use super::aggregate::{chunk_reply, read_chunk, Pipeline};
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
-use crate::index::SearchIndex;
 use crate::reply::Reply;
-
-struct Cursor {
-    index: Arc<SearchIndex>,
-    pipe: Pipeline,
-    /// Rows per read: the last `COUNT` given (`None`: all).
-    count: Option<usize>,
-    max_idle: Duration,
-    last_used: Instant,
-}
-
-impl Cursor {
-    fn expired(&self, now: Instant) -> bool {
-        now.duration_since(self.last_used) > self.max_idle
-    }
-}
-
-/// Every open cursor of the engine, by id.
-#[derive(Default)]
-pub struct Cursors {
-    map: Mutex<HashMap<u64, Cursor>>,
-}
-
-impl Cursors {
-    /// Removes the cursors idle past their `MAXIDLE`; returns how many.
-    pub fn collect_idle(&self) -> usize {
-        let now = Instant::now();
-        let mut map = self.map.lock();
-        let before = map.len();
-        map.retain(|_, c| !c.expired(now));
-        before - map.len()
-    }
-
-    /// Keeps a pipeline for later reads; returns its new id.
-    pub(super) fn open(&self, index: Arc<SearchIndex>, pipe: Pipeline, opts: CursorOpts) -> u64 {
-        self.collect_idle();
-        let mut map = self.map.lock();
-        let mut rng = rand::thread_rng();
-        let id = loop {
-            let id = rng.gen_range(1..(1u64 << 31));
-            if !map.contains_key(&id) {
-                break id;
-            }
-        };
-        map.insert(
-            id,
-            Cursor {
-                index,
-                pipe,
-                count: Some(opts.count),
-                max_idle: Duration::from_millis(opts.max_idle_ms),
-                last_used: Instant::now(),
-            },
-        );
-        id
-    }
-
-    /// Takes a cursor out while it is read (a concurrent read does not find it).
-    fn take(&self, id: u64) -> Option<Cursor> {
-        self.collect_idle();
-        self.map.lock().remove(&id)
-    }
-
-    fn put_back(&self, id: u64, mut cursor: Cursor) {
-        cursor.last_used = Instant::now();
-        self.map.lock().insert(id, cursor);
-    }
-
-    /// Forgets every cursor (the indexes were all dropped).
-    pub fn clear(&self) {
-        self.map.lock().clear();
-    }
-}
 
 fn err(text: &'static str) -> OpError {
     OpError::custom(text)
@@ -152,7 +70,11 @@ pub(super) fn cursor(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 index: &cursor.index,
                 now_ms: ctx.now_ms(),
             };
-            let chunk = read_chunk(&mut cursor.pipe, &env, size)?;
+            let Some(pipe) = cursor.paused.downcast_mut::<Pipeline>() else {
+                // Only FT.AGGREGATE opens cursors, always over its pipeline.
+                return Err(err("Cursor not found"));
+            };
+            let chunk = read_chunk(pipe, &env, size)?;
             let done = chunk.done;
             let reply = chunk_reply(chunk, ctx.client.resp >= 3);
             let next = if done {
