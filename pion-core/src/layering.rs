@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 /// constants defined in lib.rs, which stand at the bottom).
 fn root_item(name: &str) -> Option<&'static str> {
     match name {
-        "Engine" | "EngineOptions" | "Session" => Some("engine"),
+        "Engine" | "EngineOptions" => Some("engine"),
+        "Session" => Some("api"),
         "Reply" => Some("reply"),
         "OpError" | "OpResult" => Some("error"),
         "VERSION" | "REDIS_VERSION" => Some("util"),

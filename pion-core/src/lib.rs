@@ -42,6 +42,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 
+pub mod api;
 pub mod command;
 pub mod engine;
 
@@ -52,7 +53,8 @@ pub mod reply;
 #[cfg(test)]
 mod test_support;
 
-pub use engine::{Engine, EngineOptions, Session};
+pub use api::Session;
+pub use engine::{Engine, EngineOptions};
 pub use error::{OpError, OpResult};
 pub use reply::Reply;
 

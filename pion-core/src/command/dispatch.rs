@@ -614,6 +614,13 @@ pub fn is_prefix_cache_command(argv: &[Vec<u8>]) -> bool {
     resolve(argv).is_ok_and(|r| r.spec.group == super::Group::PrefixCache)
 }
 
+/// What recovery and reloads replay logged commands with (the persistence layer sits
+/// below the dispatcher and is handed these).
+pub const REPLAYER: crate::engine::persistence::Replayer = crate::engine::persistence::Replayer {
+    replay,
+    is_prefix_cache_command,
+};
+
 /// Re-runs a logged command during recovery, at the time it originally ran
 /// (`now_ms`), for `client`'s selected database. Nothing is logged or counted, and no
 /// limit that depends on the moment (`maxmemory`, authentication) applies: the command

@@ -17,7 +17,7 @@ pub mod watch;
 
 pub use dispatch::{
     execute, execute_at, is_prefix_cache_command, key_indices, lock_set_for, replay, resolve,
-    run_nested,
+    run_nested, REPLAYER,
 };
 
 use std::collections::HashMap;

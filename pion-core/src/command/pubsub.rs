@@ -1,10 +1,8 @@
-//! What running commands does for Pub/Sub: keyspace events hooked to the keyspace,
-//! client-side cache invalidation and `MONITOR` lines after a command, the commands a
+//! What running commands does for Pub/Sub: client-side cache invalidation and `MONITOR` lines after a command, the commands a
 //! subscribed RESP2 client or a monitor may not run, and `RESET`. The hub itself is
 //! [`pubsub`](crate::pubsub)'s.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use crate::clients::ClientState;
 use crate::command::ctx::Ctx;
@@ -47,32 +45,6 @@ pub fn refuse_in_subscribed_mode(
     Some(Reply::error(format!(
         "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
     )))
-}
-
-/// Hooks the hub to key creation: the `new` keyspace event.
-pub(crate) fn listen_for_creation(engine: &Engine) {
-    let hub = Arc::clone(engine.pubsub());
-    engine
-        .keyspace()
-        .set_creation_listener(Box::new(move |db, key| {
-            hub.keyspace_event(notify::NEW, "new", key, db);
-        }));
-}
-
-/// Hooks the hub to the keyspace's expiry: `expired` events and invalidations.
-pub(crate) fn listen_for_expiry(engine: &Engine) {
-    let hub = Arc::clone(engine.pubsub());
-    let weak = engine.downgrade();
-    engine
-        .keyspace()
-        .set_expiry_listener(Box::new(move |db, key| {
-            hub.keyspace_event(notify::EXPIRED, "expired", key, db);
-            if hub.tracking.active() {
-                if let Some(engine) = weak.upgrade() {
-                    hub.tracking.invalidate(engine.clients(), &hub, key, 0);
-                }
-            }
-        }));
 }
 
 /// After a write command settled one of its keys (`removed`: it was an emptied

@@ -2,9 +2,8 @@
 //! socket. `pion-server` is a thin event loop over the same [`Engine`].
 
 mod cron;
+mod listeners;
 pub mod persistence;
-mod session;
-pub mod typed;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -12,9 +11,8 @@ use std::sync::{Arc, Weak};
 use crate::util::clock::Clock;
 
 use crate::clients::{ClientRegistry, ClientState};
-use crate::command;
 use crate::config::{Config, ConfigValues};
-use crate::durability::{Durability, DurabilityOptions, FsyncPolicy, OpenError};
+use crate::durability::{Durability, FsyncPolicy};
 use crate::keyspace::Keyspace;
 use crate::reply::Reply;
 
@@ -54,7 +52,6 @@ pub struct ServerStats {
 }
 
 pub use crate::monitor::command_stats::{CommandStat, CommandStats};
-pub use session::Session;
 
 pub(crate) struct EngineInner {
     keyspace: Keyspace,
@@ -152,64 +149,10 @@ pub fn unix_ms() -> i64 {
 }
 
 impl Engine {
-    /// An engine that keeps everything in memory only (a pure cache: nothing survives
-    /// the process), with its background expiry cycle running.
-    pub fn in_memory(options: EngineOptions) -> Engine {
-        let engine = Engine::build(&options);
-        engine.start_background(&options);
-        engine
-    }
-
-    /// Opens the durable engine stored in `dir` (created if missing) with the default
-    /// options: everything that was acknowledged before the last stop or crash is
-    /// recovered, and every write from now on is logged before it returns.
-    ///
-    /// ```
-    /// # let dir = std::env::temp_dir().join(format!("pion-doc-open-{}", std::process::id()));
-    /// use pion_core::Engine;
-    /// {
-    ///     let engine = Engine::open(&dir).expect("open");
-    ///     engine.set(0, b"k", b"v").expect("set");
-    /// }
-    /// let engine = Engine::open(&dir).expect("reopen");
-    /// assert_eq!(engine.get(0, b"k").expect("get"), Some(b"v".to_vec()));
-    /// # drop(engine);
-    /// # std::fs::remove_dir_all(&dir).ok();
-    /// ```
-    pub fn open(dir: impl AsRef<std::path::Path>) -> Result<Engine, OpenError> {
-        Engine::open_with(
-            EngineOptions::default(),
-            DurabilityOptions::new(dir.as_ref()),
-        )
-    }
-
-    /// Opens a durable engine with these options. Fails when another process has the
-    /// directory open, or when its snapshot or log is damaged (the error names the
-    /// file and offset).
-    pub fn open_with(
-        options: EngineOptions,
-        durability: DurabilityOptions,
-    ) -> Result<Engine, OpenError> {
-        let mut options = options;
-        options.config.appendonly = true;
-        options.config.wal = true;
-        options.config.appendfsync = durability.fsync;
-        options.config.dir = durability.dir.display().to_string();
-        // Recovery replays the prompt cache's evictions as they were logged: the
-        // budget applies only once it is done.
-        let kv_budget = std::mem::take(&mut options.config.kv_budget);
-        let engine = Engine::build(&options);
-        let d = persistence::open(&engine, &durability)?;
-        // Set once, here, before any other handle to the engine exists.
-        let _ = engine.inner.durability.set(d);
-        engine.inner.config.update(|c| c.kv_budget = kv_budget);
-        engine.config_changed();
-        engine.start_background(&options);
-        persistence::background::spawn_keeper(engine.downgrade());
-        if let Some(d) = engine.durability() {
-            persistence::background::spawn_syncer(engine.downgrade(), Arc::clone(d.wal().signal()));
-        }
-        Ok(engine)
+    /// Attaches the durable state recovery produced (once, when a durable engine is
+    /// opened, before any other handle to the engine exists).
+    pub(crate) fn attach_durability(&self, d: Durability) {
+        let _ = self.inner.durability.set(d);
     }
 
     /// A handle that does not keep the engine alive (background threads hold one).
@@ -382,13 +325,16 @@ impl Engine {
         }
     }
 
-    fn start_background(&self, options: &EngineOptions) {
+    /// Starts the background expiry cycle (unless the options turn it off).
+    pub(crate) fn start_background(&self, options: &EngineOptions) {
         if !options.disable_active_expiry {
             cron::spawn_expiry_cycle(Arc::downgrade(&self.inner));
         }
     }
 
-    fn build(options: &EngineOptions) -> Engine {
+    /// The engine's state, its command counters sized for `command_slots` (the
+    /// command table's slots), with the keyspace's listeners hooked to Pub/Sub.
+    pub(crate) fn build(options: &EngineOptions, command_slots: usize) -> Engine {
         let databases = options.config.databases.max(1);
         let clock = options.clock.clone();
         let started_ms = clock.unix_ms();
@@ -401,14 +347,11 @@ impl Engine {
         };
         let run_id = random_id();
         let repl_id = random_id();
-        // Built first: building it registers the ACL catalogue that user rules are
-        // read against and the command names CLIENT LIST shows.
-        let table = command::table();
         let inner = Arc::new(EngineInner {
             keyspace: Keyspace::new(databases),
             config: Config::new(options.config.clone()),
             clients: ClientRegistry::default(),
-            command_stats: CommandStats::new(table.stat_slots()),
+            command_stats: CommandStats::new(command_slots),
             server_stats: ServerStats::default(),
             started_ms,
             run_id,
@@ -453,8 +396,8 @@ impl Engine {
                 search.key_expired(db, key);
                 watches.touch(db, key, false);
             }));
-        crate::command::pubsub::listen_for_expiry(&engine);
-        crate::command::pubsub::listen_for_creation(&engine);
+        listeners::listen_for_expiry(&engine);
+        listeners::listen_for_creation(&engine);
         engine.config_changed();
         engine
     }
@@ -656,28 +599,6 @@ impl Engine {
         let mut c = ClientState::new(&self.inner.clients, addr, laddr, fd, self.now_ms());
         c.authenticated = !self.requires_auth();
         c
-    }
-
-    /// An embedded session: a client with its own selected database and protocol.
-    pub fn session(&self) -> Session {
-        Session::new(self.clone(), self.client(String::new(), String::new(), -1))
-    }
-
-    /// Runs any command against database `db` and returns its reply.
-    ///
-    /// ```
-    /// use pion_core::{Engine, EngineOptions, Reply};
-    /// let engine = Engine::in_memory(EngineOptions::default());
-    /// assert_eq!(engine.execute(0, &["SET", "k", "v"]), Reply::ok());
-    /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
-    /// ```
-    pub fn execute<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) -> Reply {
-        let mut client = ClientState::detached(&self.inner.clients, self.now_ms());
-        client.select(db);
-        client.authenticated = true;
-        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
-        let reply = command::execute(self, &mut client, &argv);
-        self.acknowledged(&client, reply)
     }
 
     /// The reply to give once the client's writes are durable, or the error that says

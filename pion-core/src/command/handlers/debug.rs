@@ -316,7 +316,7 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             ));
         }
     }
-    let result = reload(ctx.engine, options, ctx.now_ms());
+    let result = reload(ctx.engine, options, ctx.now_ms(), &crate::command::REPLAYER);
     if options.flush && !matches!(result, Err(ReloadError::Save(_))) {
         // The server was emptied: tracking clients drop what they cached.
         crate::command::pubsub::flushed(ctx);
@@ -342,7 +342,7 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// [`crate::engine::persistence::reload::reload_from_log`]).
 fn loadaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     use crate::engine::persistence::reload::{reload_from_log, ReloadError};
-    let result = reload_from_log(ctx.engine, ctx.now_ms());
+    let result = reload_from_log(ctx.engine, ctx.now_ms(), &crate::command::REPLAYER);
     if !matches!(result, Err(ReloadError::Save(_))) {
         crate::command::pubsub::flushed(ctx);
     }

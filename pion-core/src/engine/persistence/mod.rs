@@ -19,6 +19,18 @@ use crate::durability::{
 };
 use crate::Engine;
 
+/// How recovery and reloads run logged commands: through the dispatcher, which sits
+/// above this layer and hands these in.
+#[derive(Clone, Copy)]
+pub struct Replayer {
+    /// Runs one logged command for a client, at the time it first ran; nothing is
+    /// logged or counted.
+    pub replay: fn(&Engine, &mut crate::clients::ClientState, &[Vec<u8>], i64) -> crate::Reply,
+    /// Whether a command is a prompt-cache one (an in-place reload skips those: the
+    /// store keeps what it holds).
+    pub is_prefix_cache_command: fn(&[Vec<u8>]) -> bool,
+}
+
 pub use snapshotter::{
     start_background_snapshot, start_or_schedule, take_snapshot, BackgroundStart, SnapshotError,
     SnapshotSummary,
@@ -26,7 +38,11 @@ pub use snapshotter::{
 
 /// Opens a data directory: lock it, recover its contents into `engine`, and start the
 /// log where recovery ended.
-pub(crate) fn open(engine: &Engine, options: &DurabilityOptions) -> Result<Durability, OpenError> {
+pub(crate) fn open(
+    engine: &Engine,
+    options: &DurabilityOptions,
+    replayer: &Replayer,
+) -> Result<Durability, OpenError> {
     let dir = &options.dir;
     let storage = &options.storage;
     storage
@@ -64,7 +80,7 @@ pub(crate) fn open(engine: &Engine, options: &DurabilityOptions) -> Result<Durab
             store.set_exports(exports);
         }
     }
-    let recovery = recovery::recover(engine, options)?;
+    let recovery = recovery::recover(engine, options, replayer)?;
     // Files nothing references any more are deleted after the next snapshot.
     files.retire_empty(recovery.last_seq);
     let wal = Wal::create(

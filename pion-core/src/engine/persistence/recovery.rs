@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::record::{decode_payload, scan_segment, Payload, ScanEnd};
 use super::snapshot::{list_snapshots, SnapshotContents};
 use super::wal::list_segments;
-use super::{DurabilityOptions, OpenError, RecoverMode};
+use super::{DurabilityOptions, OpenError, RecoverMode, Replayer};
 use crate::clients::ClientState;
 use crate::durability::RecoveryReport;
 use crate::storage::{Open, Storage};
@@ -26,16 +26,17 @@ use crate::Engine;
 pub(crate) fn reload_in_place(
     engine: &Engine,
     options: &DurabilityOptions,
+    replayer: &Replayer,
 ) -> Result<RecoveryReport, OpenError> {
     let started = Instant::now();
     let mut report = RecoveryReport::default();
     let storage = &*options.storage;
     let snapshots = list_snapshots(storage, &options.dir).map_err(|e| io_err(&options.dir, e))?;
     if let Some((seq, path)) = snapshots.last() {
-        report.snapshot_keys = load_snapshot(engine, storage, path, Prefix::Keep)?;
+        report.snapshot_keys = load_snapshot(engine, storage, path, Prefix::Keep, replayer)?;
         report.snapshot_seq = *seq;
     }
-    replay_log(engine, options, Mode::InPlace, &mut report)?;
+    replay_log(engine, options, Mode::InPlace, &mut report, replayer)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
@@ -90,6 +91,7 @@ fn io_err(path: &Path, e: std::io::Error) -> OpenError {
 pub(crate) fn recover(
     engine: &Engine,
     options: &DurabilityOptions,
+    replayer: &Replayer,
 ) -> Result<RecoveryReport, OpenError> {
     let started = Instant::now();
     let dir = &options.dir;
@@ -104,7 +106,7 @@ pub(crate) fn recover(
     }
     let snapshots = list_snapshots(storage, dir).map_err(|e| io_err(dir, e))?;
     if let Some((seq, path)) = snapshots.last() {
-        report.snapshot_keys = load_snapshot(engine, storage, path, Prefix::Load)?;
+        report.snapshot_keys = load_snapshot(engine, storage, path, Prefix::Load, replayer)?;
         report.snapshot_seq = *seq;
         for (_, older) in &snapshots[..snapshots.len() - 1] {
             // Superseded (the process stopped between writing the new one and
@@ -112,7 +114,7 @@ pub(crate) fn recover(
             let _ = storage.remove(older);
         }
     }
-    replay_log(engine, options, Mode::Startup, &mut report)?;
+    replay_log(engine, options, Mode::Startup, &mut report, replayer)?;
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     if report.snapshot_seq > 0 || report.records > 0 {
         crate::log_notice!(
@@ -151,6 +153,7 @@ fn load_snapshot(
     storage: &dyn Storage,
     path: &Path,
     prefix: Prefix,
+    replayer: &Replayer,
 ) -> Result<u64, OpenError> {
     let bytes = storage.read(path).map_err(|e| io_err(path, e))?;
     let damaged = |e: String| {
@@ -206,7 +209,7 @@ fn load_snapshot(
             b"REPLACE".to_vec(),
         ];
         if let crate::Reply::Error(e) =
-            crate::command::replay(engine, &mut client, &argv, snap.created_ms)
+            (replayer.replay)(engine, &mut client, &argv, snap.created_ms)
         {
             return Err(damaged(format!("function libraries: {e}")));
         }
@@ -237,6 +240,7 @@ fn replay_log(
     options: &DurabilityOptions,
     mode: Mode,
     report: &mut RecoveryReport,
+    replayer: &Replayer,
 ) -> Result<(), OpenError> {
     let dir = &options.dir;
     let storage = &*options.storage;
@@ -302,7 +306,7 @@ fn replay_log(
                     rec.offset
                 )));
             }
-            apply(engine, &mut client, rec.payload, mode, report).map_err(|e| {
+            apply(engine, &mut client, rec.payload, mode, report, replayer).map_err(|e| {
                 OpenError::Damaged(format!("{} offset {}: {e}", path.display(), rec.offset))
             })?;
             expected += 1;
@@ -397,6 +401,7 @@ fn apply(
     payload: &[u8],
     mode: Mode,
     report: &mut RecoveryReport,
+    replayer: &Replayer,
 ) -> Result<(), String> {
     let Payload::Commands { time_ms, commands } =
         decode_payload(payload).map_err(|e| format!("malformed record: {}", e.0))?;
@@ -410,11 +415,11 @@ fn apply(
                 db + 1
             ));
         }
-        if mode == Mode::InPlace && crate::command::is_prefix_cache_command(&c.argv) {
+        if mode == Mode::InPlace && (replayer.is_prefix_cache_command)(&c.argv) {
             continue;
         }
         client.select(db);
-        let reply = crate::command::replay(engine, client, &c.argv, time_ms);
+        let reply = (replayer.replay)(engine, client, &c.argv, time_ms);
         if let crate::Reply::Error(e) = &reply {
             // A logged store whose payload cannot be read back is damage, not a
             // command that failed when it ran.

@@ -20,6 +20,7 @@ use std::path::Path;
 use super::snapshot::{list_snapshots, SnapshotContents};
 use super::snapshotter::take_snapshot;
 use super::turn::Waiting;
+use super::Replayer;
 use crate::clients::ClientState;
 use crate::keyspace::LockSet;
 use crate::storage::Storage;
@@ -76,6 +77,7 @@ pub fn reload(
     engine: &Engine,
     options: ReloadOptions,
     now_ms: i64,
+    replayer: &Replayer,
 ) -> Result<ReloadSummary, ReloadError> {
     let d = engine.durability().ok_or_else(|| {
         ReloadError::Save("persistence is off (--wal off): there is no snapshot to reload".into())
@@ -113,6 +115,7 @@ pub fn reload(
             engine,
             snap.created_ms,
             &[b"FUNCTION", b"RESTORE", body, policy],
+            replayer,
         )
         .map_err(|e| ReloadError::Load(format!("function libraries: {e}")))?;
     }
@@ -144,7 +147,11 @@ pub fn reload(
 /// the log is written through, the server emptied, then the newest snapshot and the
 /// log after it are loaded. Memory then holds exactly what is durable. The caller
 /// holds the gate exclusively and no shard.
-pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, ReloadError> {
+pub fn reload_from_log(
+    engine: &Engine,
+    now_ms: i64,
+    replayer: &Replayer,
+) -> Result<ReloadSummary, ReloadError> {
     let d = engine.durability().ok_or_else(|| {
         ReloadError::Save("persistence is off (--wal off): there is no log to reload".into())
     })?;
@@ -155,7 +162,7 @@ pub fn reload_from_log(engine: &Engine, now_ms: i64) -> Result<ReloadSummary, Re
     empty(engine, now_ms);
     let mut options = super::DurabilityOptions::new(d.dir());
     options.storage = std::sync::Arc::clone(d.storage());
-    let report = super::recovery::reload_in_place(engine, &options)
+    let report = super::recovery::reload_in_place(engine, &options, replayer)
         .map_err(|e| ReloadError::Load(e.to_string()))?;
     Ok(ReloadSummary {
         keys: report.snapshot_keys,
@@ -256,11 +263,16 @@ fn load_keys(
 }
 
 /// Runs one command as recovery does (nothing logged), for an internal client.
-fn run_detached(engine: &Engine, now_ms: i64, argv: &[&[u8]]) -> Result<(), String> {
+fn run_detached(
+    engine: &Engine,
+    now_ms: i64,
+    argv: &[&[u8]],
+    replayer: &Replayer,
+) -> Result<(), String> {
     let mut client = ClientState::detached(engine.clients(), now_ms);
     client.authenticated = true;
     let argv: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();
-    match crate::command::replay(engine, &mut client, &argv, now_ms) {
+    match (replayer.replay)(engine, &mut client, &argv, now_ms) {
         crate::Reply::Error(e) => Err(e.to_string()),
         _ => Ok(()),
     }
