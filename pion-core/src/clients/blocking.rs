@@ -23,6 +23,13 @@ use crate::reply::Reply;
 /// A key in a database.
 type DbKey = (usize, Vec<u8>);
 
+/// Runs a waiter's command as its stand-in client (the dispatcher's, handed in).
+pub type RunWaiter<'a> = dyn FnMut(&mut ClientState, &[Vec<u8>]) -> Reply + 'a;
+
+/// Whether a key (database, waiter's command, key) holds a value of another type
+/// than the waiter's command takes.
+pub type OtherType<'a> = dyn Fn(usize, &[Vec<u8>], &[u8]) -> bool + 'a;
+
 /// What a blocking command asks for when it finds nothing.
 #[derive(Debug, Clone)]
 pub struct BlockRequest {
@@ -285,8 +292,8 @@ impl BlockingRegistry {
     pub fn serve_ready(
         &self,
         gate_slot: usize,
-        run: &mut dyn FnMut(&mut ClientState, &[Vec<u8>]) -> Reply,
-        other_type: &dyn Fn(usize, &[Vec<u8>], &[u8]) -> bool,
+        run: &mut RunWaiter<'_>,
+        other_type: &OtherType<'_>,
     ) {
         if !self.has_ready() {
             return;
@@ -324,8 +331,8 @@ impl BlockingRegistry {
         &self,
         slot: &(usize, Vec<u8>),
         gate_slot: usize,
-        run: &mut dyn FnMut(&mut ClientState, &[Vec<u8>]) -> Reply,
-        other_type: &dyn Fn(usize, &[Vec<u8>], &[u8]) -> bool,
+        run: &mut RunWaiter<'_>,
+        other_type: &OtherType<'_>,
     ) -> Served {
         loop {
             let Some(waiter) = self

@@ -95,11 +95,13 @@ pub(crate) fn after_command(
     }
     // A served blocking command was shown when it was sent; Redis does not show it
     // again when it is served.
-    if !client.retrying_block {
-        if hub.monitors.any() && !spec.has(flags::SKIP_MONITOR) && !spec.has(flags::ADMIN) {
-            hub.monitors
-                .feed(client, argv, spec.has(flags::REDACTS_AUTH));
-        }
+    if !client.retrying_block
+        && hub.monitors.any()
+        && !spec.has(flags::SKIP_MONITOR)
+        && !spec.has(flags::ADMIN)
+    {
+        hub.monitors
+            .feed(client, argv, spec.has(flags::REDACTS_AUTH));
     }
 }
 
