@@ -92,8 +92,8 @@ impl DurabilityOptions {
 pub enum OpenError {
     /// Another process holds the directory's lock.
     InUse(String),
-    /// A snapshot or the log is damaged; the text names the file and offset.
-    Damaged(String),
+    /// A snapshot or the log is damaged: which file, where, and what.
+    Damaged(RecoveryError),
     /// The directory or a file in it could not be read or written.
     Io(String),
 }
@@ -101,12 +101,186 @@ pub enum OpenError {
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OpenError::InUse(s) | OpenError::Damaged(s) | OpenError::Io(s) => f.write_str(s),
+            OpenError::InUse(s) | OpenError::Io(s) => f.write_str(s),
+            OpenError::Damaged(e) => e.fmt(f),
         }
     }
 }
 
 impl std::error::Error for OpenError {}
+
+/// What recovery found wrong in a data directory, with the file and the place; its
+/// text (the one place it is made) tells the operator what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecoveryError {
+    /// A snapshot that does not decode (the decoder's reason).
+    SnapshotDamaged {
+        /// The snapshot file.
+        file: PathBuf,
+        /// What is wrong in it.
+        reason: String,
+    },
+    /// A snapshot with more databases than the server has.
+    TooManyDatabases {
+        /// The snapshot file.
+        file: PathBuf,
+        /// Databases it holds.
+        found: usize,
+        /// Databases the server has.
+        configured: usize,
+    },
+    /// Records `from..=to` are in no segment.
+    MissingRecords {
+        /// First record missing.
+        from: u64,
+        /// Last record missing.
+        to: u64,
+        /// The segment found after the gap.
+        file: PathBuf,
+        /// Where in it the next record was found (`None`: the segment starts later).
+        offset: Option<u64>,
+    },
+    /// A segment whose header names another first record than its file name.
+    MisnamedSegment {
+        /// The segment file.
+        file: PathBuf,
+        /// The first record its name says.
+        named: u64,
+        /// The first record its header says.
+        header: u64,
+    },
+    /// A record that could not be applied (malformed, or naming a database the server
+    /// does not have).
+    BadRecord {
+        /// The segment file.
+        file: PathBuf,
+        /// The record's offset in it.
+        offset: u64,
+        /// Why.
+        reason: String,
+    },
+    /// A torn or corrupt record in the log; nothing after it was replayed.
+    LogDamaged {
+        /// The segment file.
+        file: PathBuf,
+        /// Where the damage starts.
+        offset: u64,
+        /// What the scanner found (`None`: an in-place reload, which never truncates).
+        reason: Option<&'static str>,
+        /// How to start anyway (`--wal-recover truncate` and what it would drop).
+        remedy: Option<String>,
+    },
+}
+
+impl RecoveryError {
+    /// The file the damage is in.
+    pub fn file(&self) -> &Path {
+        match self {
+            RecoveryError::SnapshotDamaged { file, .. }
+            | RecoveryError::TooManyDatabases { file, .. }
+            | RecoveryError::MissingRecords { file, .. }
+            | RecoveryError::MisnamedSegment { file, .. }
+            | RecoveryError::BadRecord { file, .. }
+            | RecoveryError::LogDamaged { file, .. } => file,
+        }
+    }
+
+    /// The byte offset of the damage in [`file`](Self::file), when one is known.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            RecoveryError::MissingRecords { offset, .. } => *offset,
+            RecoveryError::BadRecord { offset, .. } | RecoveryError::LogDamaged { offset, .. } => {
+                Some(*offset)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RecoveryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecoveryError::SnapshotDamaged { file, reason } => write!(
+                f,
+                "snapshot {} is damaged: {reason}; move it away to start from the log alone \
+                 (which holds only what came after it)",
+                file.display()
+            ),
+            RecoveryError::TooManyDatabases {
+                file,
+                found,
+                configured,
+            } => write!(
+                f,
+                "snapshot {} holds {found} databases but the server has {configured}; start \
+                 with --databases {found}",
+                file.display()
+            ),
+            RecoveryError::MissingRecords {
+                from,
+                to,
+                file,
+                offset: None,
+            } => write!(
+                f,
+                "the log is missing records {from} to {to}: {} starts at {}",
+                file.display(),
+                to + 1
+            ),
+            RecoveryError::MissingRecords {
+                from,
+                to,
+                file,
+                offset: Some(offset),
+            } => write!(
+                f,
+                "the log is missing records {from} to {to} (found at {} offset {offset})",
+                file.display()
+            ),
+            RecoveryError::MisnamedSegment {
+                file,
+                named,
+                header,
+            } => write!(
+                f,
+                "{} is named for record {named} but its header says {header}",
+                file.display()
+            ),
+            RecoveryError::BadRecord {
+                file,
+                offset,
+                reason,
+            } => write!(f, "{} offset {offset}: {reason}", file.display()),
+            RecoveryError::LogDamaged {
+                file,
+                offset,
+                reason: None,
+                ..
+            } => write!(
+                f,
+                "write-ahead log {} is damaged at offset {offset}",
+                file.display()
+            ),
+            RecoveryError::LogDamaged {
+                file,
+                offset,
+                reason: Some(reason),
+                remedy,
+            } => {
+                write!(
+                    f,
+                    "write-ahead log {} is damaged at offset {offset} ({reason}); nothing \
+                     after it was replayed.",
+                    file.display()
+                )?;
+                match remedy {
+                    Some(remedy) => write!(f, " To start anyway, {remedy}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
 
 /// Snapshot bookkeeping for `INFO persistence` and `LASTSAVE`.
 #[derive(Debug, Default)]

@@ -15,7 +15,7 @@ use super::snapshot::{list_snapshots, SnapshotContents};
 use super::wal::list_segments;
 use super::{DurabilityOptions, OpenError, RecoverMode, Replayer};
 use crate::clients::ClientState;
-use crate::durability::RecoveryReport;
+use crate::durability::{RecoveryError, RecoveryReport};
 use crate::storage::{Open, Storage};
 use crate::Engine;
 
@@ -156,23 +156,20 @@ fn load_snapshot(
     replayer: &Replayer,
 ) -> Result<u64, OpenError> {
     let bytes = storage.read(path).map_err(|e| io_err(path, e))?;
-    let damaged = |e: String| {
-        OpenError::Damaged(format!(
-            "snapshot {} is damaged: {e}; move it away to start from the log alone \
-             (which holds only what came after it)",
-            path.display()
-        ))
+    let damaged = |reason: String| {
+        OpenError::Damaged(RecoveryError::SnapshotDamaged {
+            file: path.to_path_buf(),
+            reason,
+        })
     };
     let snap = SnapshotContents::parse(bytes).map_err(damaged)?;
     let databases = engine.keyspace().databases();
     if snap.databases > databases {
-        return Err(OpenError::Damaged(format!(
-            "snapshot {} holds {} databases but the server has {databases}; start with \
-             --databases {}",
-            path.display(),
-            snap.databases,
-            snap.databases
-        )));
+        return Err(OpenError::Damaged(RecoveryError::TooManyDatabases {
+            file: path.to_path_buf(),
+            found: snap.databases,
+            configured: databases,
+        }));
     }
     let limits = engine.config().encoding_limits();
     let mut progress = Progress::new("loading snapshot", "keys");
@@ -280,18 +277,19 @@ fn replay_log(
                 report.truncated_bytes += dropped;
                 break;
             }
-            return Err(OpenError::Damaged(format!(
-                "the log is missing records {expected} to {}: {} starts at {first}",
-                first - 1,
-                path.display()
-            )));
+            return Err(OpenError::Damaged(RecoveryError::MissingRecords {
+                from: expected,
+                to: first - 1,
+                file: path.clone(),
+                offset: None,
+            }));
         }
         if scan.first_seq.is_some_and(|f| f != *first) {
-            return Err(OpenError::Damaged(format!(
-                "{} is named for record {first} but its header says {}",
-                path.display(),
-                scan.first_seq.unwrap_or_default()
-            )));
+            return Err(OpenError::Damaged(RecoveryError::MisnamedSegment {
+                file: path.clone(),
+                named: *first,
+                header: scan.first_seq.unwrap_or_default(),
+            }));
         }
         for rec in &scan.records {
             if rec.seq < expected {
@@ -299,25 +297,31 @@ fn replay_log(
             }
             // The scanner checked the order within the file; this checks across files.
             if rec.seq != expected {
-                return Err(OpenError::Damaged(format!(
-                    "the log is missing records {expected} to {} (found at {} offset {})",
-                    rec.seq - 1,
-                    path.display(),
-                    rec.offset
-                )));
+                return Err(OpenError::Damaged(RecoveryError::MissingRecords {
+                    from: expected,
+                    to: rec.seq - 1,
+                    file: path.clone(),
+                    offset: Some(rec.offset as u64),
+                }));
             }
-            apply(engine, &mut client, rec.payload, mode, report, replayer).map_err(|e| {
-                OpenError::Damaged(format!("{} offset {}: {e}", path.display(), rec.offset))
+            apply(engine, &mut client, rec.payload, mode, report, replayer).map_err(|reason| {
+                OpenError::Damaged(RecoveryError::BadRecord {
+                    file: path.clone(),
+                    offset: rec.offset as u64,
+                    reason,
+                })
             })?;
             expected += 1;
             progress.tick(1);
         }
         if mode == Mode::InPlace {
             if let ScanEnd::Torn { offset, .. } | ScanEnd::Corrupt { offset, .. } = scan.end {
-                return Err(OpenError::Damaged(format!(
-                    "write-ahead log {} is damaged at offset {offset}",
-                    path.display()
-                )));
+                return Err(OpenError::Damaged(RecoveryError::LogDamaged {
+                    file: path.clone(),
+                    offset: offset as u64,
+                    reason: None,
+                    remedy: None,
+                }));
             }
             continue;
         }
@@ -367,12 +371,12 @@ fn replay_log(
                     _ => "incomplete record before the newest segment",
                 };
                 if options.recover == RecoverMode::Strict {
-                    return Err(OpenError::Damaged(format!(
-                        "write-ahead log {} is damaged at offset {offset} ({reason}); nothing \
-                         after it was replayed. To start anyway, {}",
-                        path.display(),
-                        truncate_hint(path, offset, bytes.len(), later)
-                    )));
+                    return Err(OpenError::Damaged(RecoveryError::LogDamaged {
+                        file: path.clone(),
+                        offset: offset as u64,
+                        reason: Some(reason),
+                        remedy: Some(truncate_hint(path, offset, bytes.len(), later)),
+                    }));
                 }
                 let dropped_later = drop_segments(storage, &segments[i + 1..])?;
                 crate::log_warning!(

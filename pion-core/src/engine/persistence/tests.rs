@@ -199,7 +199,15 @@ fn damage_in_the_middle_stops_start_up_naming_file_and_offset() {
     std::fs::write(&seg, &bytes).expect("write");
     let err = open(&dir).err().expect("damage must stop start-up");
     let text = err.to_string();
-    assert!(matches!(err, OpenError::Damaged(_)), "{text}");
+    let OpenError::Damaged(damage) = &err else {
+        panic!("not damage: {text}");
+    };
+    // The typed error carries the file and the offset the text names.
+    assert_eq!(
+        (damage.file(), damage.offset()),
+        (seg.as_path(), Some(offset as u64)),
+        "{text}"
+    );
     assert!(text.contains(&seg.display().to_string()), "{text}");
     assert!(text.contains(&format!("offset {offset}")), "{text}");
     assert!(text.contains("--wal-recover truncate"), "{text}");
