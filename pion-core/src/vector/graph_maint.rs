@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering::Relaxed};
 
 use parking_lot::Mutex;
 
-use super::graph::{Cand, Codes, Graph, DEAD, FREE, NO_ENTRY};
+use super::graph::{Cand, Codes, Graph, DEAD, FREE, IN_FLIGHT, NO_ENTRY};
 
 impl Graph {
     /// Reconnects the live nodes that link to dead slots, moves the entry point off a
@@ -17,8 +17,12 @@ impl Graph {
         }
         let n = self.slots();
         let gone = |g: &Graph, x: u32| g.flags[x as usize].load(Relaxed) & (DEAD | FREE) != 0;
+        // A dead slot that a build batch is still linking (in flight) is kept: the
+        // linker owns it until the batch finishes, which leaves it dead for the next
+        // repair. Freed under the linker, it would be linked (perhaps as the entry
+        // point) and handed out again while other nodes point at it.
         let to_free: Vec<u32> = (0..n as u32)
-            .filter(|&x| self.flags[x as usize].load(Relaxed) & (DEAD | FREE) == DEAD)
+            .filter(|&x| self.flags[x as usize].load(Relaxed) & (DEAD | FREE | IN_FLIGHT) == DEAD)
             .collect();
         for u in 0..n as u32 {
             if gone(self, u) {
@@ -85,7 +89,41 @@ impl Graph {
             }
             self.free.push(s);
         }
-        self.dead.store(0, Relaxed);
+        let still_dead = (0..n as u32)
+            .filter(|&x| self.flags[x as usize].load(Relaxed) & (DEAD | FREE) == DEAD)
+            .count();
+        self.dead.store(still_dead, Relaxed);
+        self.reconnect_unreachable();
+    }
+
+    /// Links again every live node that no path from the entry point reaches on layer
+    /// 0: under heavy churn (a re-index replacing every node) a node's in-links can all
+    /// come from nodes since removed, and searches could never return it. Nodes in
+    /// flight are their linker's.
+    fn reconnect_unreachable(&mut self) {
+        let Some((entry, _)) = self.entry() else {
+            return;
+        };
+        let n = self.slots();
+        let mut seen = vec![false; n];
+        seen[entry as usize] = true;
+        let mut stack = vec![entry];
+        while let Some(u) = stack.pop() {
+            for x in self.neighbours(u, 0) {
+                let i = x as usize;
+                if !seen[i] && self.flags[i].load(Relaxed) & FREE == 0 {
+                    seen[i] = true;
+                    stack.push(x);
+                }
+            }
+        }
+        for s in 0..n as u32 {
+            if !seen[s as usize]
+                && self.flags[s as usize].load(Relaxed) & (DEAD | FREE | IN_FLIGHT) == 0
+            {
+                self.link(s);
+            }
+        }
     }
 
     /// Rebuilds the free list from flags (after loading).

@@ -243,7 +243,9 @@ impl Hnsw {
         }
     }
 
-    /// Step 3: drops linked rows from the tail.
+    /// Step 3: drops linked rows from the tail. A row removed or replaced while it
+    /// was linked left its slot dead: the slot stops being in flight, and the next
+    /// repair frees it.
     fn finish(&self, batch: Batch) {
         let mut p = self.pending.write();
         let g = self.graph.read();
@@ -251,9 +253,9 @@ impl Hnsw {
             let current = p.rows.get(&label).is_some_and(|&r| p.seqs[r] == seq);
             if current {
                 p.remove(self.params.dim, label);
-                g.flags[slot as usize].fetch_and(!IN_FLIGHT, Relaxed);
                 g.live.fetch_add(1, Relaxed);
             }
+            g.flags[slot as usize].fetch_and(!IN_FLIGHT, Relaxed);
         }
         if p.data.capacity() > 4 * p.data.len() + 4096 {
             p.data.shrink_to_fit();
@@ -429,5 +431,50 @@ impl Hnsw {
 
     pub(crate) fn max_level(&self) -> usize {
         self.graph.read().max_level()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vector::graph::FREE;
+    use crate::vector::tests::{hnsw_params, random_vectors};
+    use crate::vector::{Metric, Quantization};
+
+    #[test]
+    fn a_repair_leaves_the_slots_a_batch_is_linking_to_their_linker() {
+        let vs = random_vectors(3, 100, 8);
+        let h = Hnsw::new(hnsw_params(8, Metric::L2, Quantization::None));
+        for (i, v) in vs[..50].iter().enumerate() {
+            h.upsert(i as u64, v);
+        }
+        h.optimize(1);
+        for (i, v) in vs[50..].iter().enumerate() {
+            h.upsert(50 + i as u64, v);
+        }
+        let batch = h.claim(usize::MAX, None);
+        let slots: Vec<u32> = batch.items.iter().map(|&(_, _, s)| s).collect();
+        // Removed while the batch links them: dead, and still the linker's.
+        for label in 50..100 {
+            assert!(h.remove(label));
+        }
+        h.graph.write().repair();
+        let freed = |h: &Hnsw| {
+            let g = h.graph.read();
+            slots
+                .iter()
+                .filter(|&&s| g.flags[s as usize].load(Relaxed) & FREE != 0)
+                .count()
+        };
+        assert_eq!(freed(&h), 0, "a repair freed slots a batch was linking");
+        h.link(&batch, 1);
+        h.finish(batch);
+        // Finished, they are merely dead: the next repair frees them.
+        h.graph.write().repair();
+        assert_eq!(freed(&h), slots.len());
+        assert_eq!(h.len(), 50);
+        for (i, v) in vs[..50].iter().enumerate() {
+            assert_eq!(h.search(v, 1, 100, None)[0].label, i as u64);
+        }
     }
 }

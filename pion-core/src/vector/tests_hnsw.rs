@@ -379,3 +379,51 @@ fn int8_index_memory_is_under_forty_percent_of_f32() {
     );
     assert!(mem * 10 <= raw * 4, "{mem} > 40% of {raw}");
 }
+
+#[test]
+fn a_reindex_racing_the_builder_keeps_every_vector_findable() {
+    // A reload that merges re-indexes every document (remove, then upsert under a new
+    // label) while the background builder links batches; removals trigger repairs.
+    // Afterwards every vector must still be reachable: a node whose in-links all came
+    // from removed nodes, or one linked when every node near it was dead, would not be.
+    let vs = random_vectors(11, 200, 8);
+    let idx = std::sync::Arc::new(VectorIndex::new(hnsw_params(
+        8,
+        Metric::L2,
+        Quantization::None,
+    )));
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.optimize();
+    let mut labels: Vec<u64> = (0..vs.len() as u64).collect();
+    for round in 1..=20u64 {
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let builder = {
+            let (idx, done) = (std::sync::Arc::clone(&idx), std::sync::Arc::clone(&done));
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    idx.build_pending_with(16, 1);
+                }
+            })
+        };
+        for (i, v) in vs.iter().enumerate() {
+            assert!(idx.remove(labels[i]));
+            labels[i] = round * 1000 + i as u64;
+            idx.upsert(labels[i], v).expect("right dimension");
+        }
+        done.store(true, Ordering::Relaxed);
+        builder.join().expect("builder");
+        idx.optimize();
+        assert_eq!(idx.len(), vs.len(), "round {round}");
+        for (i, v) in vs.iter().enumerate() {
+            // An ef past the index's size: every reachable node is visited.
+            let got = idx.search(v, 1, &opts(400));
+            assert_eq!(
+                got.first().map(|n| n.label),
+                Some(labels[i]),
+                "round {round}, vector {i}"
+            );
+        }
+    }
+}
