@@ -13,6 +13,7 @@ pub mod handlers;
 pub mod introspect;
 pub mod pause;
 pub mod pubsub;
+pub mod scripts;
 pub mod watch;
 
 pub use dispatch::{

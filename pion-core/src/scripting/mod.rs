@@ -1,19 +1,20 @@
 //! Lua scripting as Redis 7.0 offers it: `EVAL` scripts with their cache, function
 //! libraries, the sandboxed Lua 5.1 states they run in, the conversions between
-//! replies and Lua values, and the busy state that `SCRIPT KILL` acts on. The command
-//! handlers live in `commands::scripting`; this module is the engine side.
+//! replies and Lua values, and the busy state that `SCRIPT KILL` acts on. A script's
+//! run on the engine (`redis.call` through the dispatcher) is
+//! [`command::scripts`](crate::command::scripts)'s, and the `EVAL`/`FUNCTION` commands
+//! are `command::handlers::scripting`.
 
 pub mod api;
 pub mod bit;
 pub mod busy;
-pub mod call;
 pub mod cjson;
 pub mod cjson_settings;
 pub mod cmsgpack;
 pub mod convert;
 pub mod debugger;
 pub mod eval;
-mod exact_args;
+pub(crate) mod exact_args;
 pub mod functions;
 pub mod luaarg;
 pub mod sandbox;
@@ -30,13 +31,13 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::clients::ClientState;
-use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
 use busy::Busy;
-use eval::{EvalState, Invocation};
+use eval::EvalState;
+pub use eval::Invocation;
 use functions::FunctionState;
-use sandbox::HookState;
+use sandbox::{HookState, LuaState};
 
 /// Script and function flags (`#!lua flags=…`, `register_function{flags=…}`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -97,7 +98,7 @@ struct Stats {
     function_code_bytes: AtomicUsize,
 }
 
-/// The scripting engine of one [`Engine`].
+/// The scripting state of one engine.
 #[derive(Default)]
 pub struct Scripting {
     busy: Arc<Busy>,
@@ -111,16 +112,26 @@ pub(crate) fn error_reply(text: String) -> Reply {
     Reply::Error(text.replace(['\r', '\n'], " ").into())
 }
 
-/// Whether used memory passed `maxmemory` (Pion does not evict: as under
-/// `noeviction`).
-pub(crate) fn over_maxmemory(engine: &Engine) -> bool {
-    let limit = engine.maxmemory();
-    limit > 0 && engine.keyspace().used_memory() as u64 > limit
-}
+/// Runs a script or function for one invocation: the compiled `func` in its Lua
+/// `state`, for `client`. The command layer supplies it (`command::scripts`): a run
+/// binds `redis.call` to the dispatcher.
+pub type Runner<'a> = dyn FnMut(
+        &Scripting,
+        &LuaState,
+        &mlua::Function,
+        &mut ClientState,
+        &Invocation<'_>,
+    ) -> OpResult<Reply>
+    + 'a;
 
 impl Scripting {
     /// The busy state (the running script, kill requests).
     pub fn busy(&self) -> &Busy {
+        &self.busy
+    }
+
+    /// The busy state, shared (a run's `redis.call`s hold it).
+    pub fn busy_shared(&self) -> &Arc<Busy> {
         &self.busy
     }
 
@@ -173,14 +184,15 @@ impl Scripting {
         r
     }
 
-    /// `EVAL`/`EVALSHA` (`by_sha`) and their `_RO` forms.
+    /// `EVAL`/`EVALSHA` (`by_sha`) and their `_RO` forms: finds or compiles the
+    /// script and has `run` run it.
     pub fn eval(
         &self,
-        engine: &Engine,
         client: &mut ClientState,
         argv: &[Vec<u8>],
         by_sha: bool,
         ro_command: bool,
+        run: &mut Runner<'_>,
     ) -> OpResult<Reply> {
         if by_sha && client.script_debug != debugger::DebugMode::Off {
             if argv[1].len() != 40 {
@@ -216,7 +228,7 @@ impl Scripting {
                 flags: cached.flags,
                 is_function: false,
             };
-            eval::run(self, &st.state, &cached.func, engine, client, &inv)
+            run(self, &st.state, &cached.func, client, &inv)
         })
     }
 
@@ -273,13 +285,13 @@ impl Scripting {
         self.stats.eval_memory.store(0, Ordering::Relaxed);
     }
 
-    /// `FCALL`/`FCALL_RO`.
+    /// `FCALL`/`FCALL_RO`: finds the function and has `run` run it.
     pub fn fcall(
         &self,
-        engine: &Engine,
         client: &mut ClientState,
         argv: &[Vec<u8>],
         ro_command: bool,
+        run: &mut Runner<'_>,
     ) -> OpResult<Reply> {
         let numkeys = eval::numkeys(argv, "ERR Bad number of keys provided")?;
         let name = String::from_utf8_lossy(&argv[1]).into_owned();
@@ -298,7 +310,7 @@ impl Scripting {
                 },
                 is_function: true,
             };
-            eval::run(self, &st.state, &func.callback, engine, client, &inv)
+            run(self, &st.state, &func.callback, client, &inv)
         })
     }
 

@@ -211,22 +211,19 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn run_script(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], by_sha: bool, ro: bool) -> OpResult<Reply> {
     // As in Redis, MONITOR shows the script before the commands it runs.
     ctx.engine.pubsub().monitors.feed_now(ctx.client, argv);
-    let engine = ctx.engine;
-    engine
-        .scripting()
-        .eval(engine, ctx.client, argv, by_sha, ro)
+    crate::command::scripts::eval(ctx.engine, ctx.client, argv, by_sha, ro)
 }
 
 fn fcall(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let engine = ctx.engine;
     engine.pubsub().monitors.feed_now(ctx.client, argv);
-    engine.scripting().fcall(engine, ctx.client, argv, false)
+    crate::command::scripts::fcall(engine, ctx.client, argv, false)
 }
 
 fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let engine = ctx.engine;
     engine.pubsub().monitors.feed_now(ctx.client, argv);
-    engine.scripting().fcall(engine, ctx.client, argv, true)
+    crate::command::scripts::fcall(engine, ctx.client, argv, true)
 }
 
 /// `SCRIPT DEBUG YES|SYNC|NO`: whether this client's next `EVAL` runs in the Lua

@@ -202,17 +202,17 @@ pub(crate) fn run_session<R>(
 }
 
 /// Before a script's write command runs in a forked session: saves how its keys are
-/// now, so the session's end can put them back. A command whose effect cannot be
-/// undone key by key (a flush, `SWAPDB`, `MOVE`, `COPY`, search indexes, the prompt
-/// cache) is refused with the error text returned.
+/// now (`peek` reads a key's entry), so the session's end can put them back. A
+/// command whose effect cannot be undone key by key (`undoable` false: a flush,
+/// `SWAPDB`, `MOVE`, `COPY`, search indexes, the prompt cache) is refused with the
+/// error text returned.
 pub(crate) fn before_write(
     lua: &Lua,
-    engine: &crate::engine::Engine,
     db: usize,
-    spec: &crate::command::CommandSpec,
-    argv: &[Vec<u8>],
+    undoable: bool,
+    keys: &[&[u8]],
+    peek: &mut dyn FnMut(&[u8]) -> Option<crate::keyspace::Entry>,
 ) -> Result<(), &'static str> {
-    use crate::command::Group;
     let Some(active) = lua.app_data_ref::<Active>().map(|a| a.clone()) else {
         return Ok(());
     };
@@ -220,37 +220,24 @@ pub(crate) fn before_write(
     let Some(undo) = s.undo.as_mut() else {
         return Ok(());
     };
-    if spec.whole_keyspace
-        || matches!(spec.name, "move" | "copy")
-        || matches!(spec.group, Group::Search | Group::PrefixCache)
-    {
+    if !undoable {
         return Err("ERR This command cannot be rolled back at the end of a SCRIPT DEBUG YES session; use SCRIPT DEBUG SYNC");
     }
-    let Ok(keys) = crate::command::key_indices(spec, argv) else {
-        return Ok(());
-    };
-    for i in keys {
-        let key = &argv[i];
+    for &key in keys {
         if undo.saved.iter().any(|(d, k, _)| *d == db && k == key) {
             continue;
         }
-        let mut ks = engine.keyspace().lock_keys(&[key], engine.now_ms());
-        let before = ks.peek(db, key).ok().flatten().cloned();
-        undo.saved.push((db, key.clone(), before));
+        let before = peek(key);
+        undo.saved.push((db, key.to_vec(), before));
     }
     Ok(())
 }
 
-/// Ends a forked session: every key its script wrote is as it was before, in the
-/// keyspace and in the search indexes.
-pub(crate) fn undo(engine: &crate::engine::Engine, undo: Undo) {
-    for (db, key, before) in undo.saved {
-        let mut ks = engine.keyspace().lock_keys(&[&key], engine.now_ms());
-        let _ = match before {
-            Some(entry) => ks.put_entry(db, &key, entry),
-            None => ks.take_entry(db, &key).map(drop),
-        };
-        engine.search().key_written(&mut ks, db, &key);
+impl Undo {
+    /// What a forked session's end puts back: each key the script wrote, with its
+    /// entry before (`None`: it did not exist).
+    pub(crate) fn into_saved(self) -> Vec<(usize, Vec<u8>, Option<crate::keyspace::Entry>)> {
+        self.saved
     }
 }
 

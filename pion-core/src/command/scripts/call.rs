@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use mlua::{Lua, MultiValue, Value};
 
-use super::api::raise_table;
-use super::busy::Busy;
-use super::convert::{error_table, reply_to_lua};
-use super::sandbox::LuaState;
 use crate::clients::ClientState;
 use crate::command::flags;
 use crate::engine::Engine;
 use crate::error::OpError;
 use crate::reply::Reply;
+use crate::scripting::api::raise_table;
+use crate::scripting::busy::Busy;
+use crate::scripting::convert::{error_table, reply_to_lua};
+use crate::scripting::sandbox::LuaState;
 use crate::util::num::fmt_g17;
 
 /// What one script run allows and what it did, shared with its `redis.call`s.
@@ -70,9 +70,9 @@ pub fn with_calls<R>(
         })?;
         // Scripts call the C shims, which hand these the numbers as Redis's text.
         let lua = &state.lua;
-        lua.set_named_registry_value(registry_key(super::exact_args::CALL), call_fn)?;
-        lua.set_named_registry_value(registry_key(super::exact_args::PCALL), pcall_fn)?;
-        let (call_shim, pcall_shim) = super::exact_args::shims(lua)?;
+        lua.set_named_registry_value(registry_key(crate::scripting::exact_args::CALL), call_fn)?;
+        lua.set_named_registry_value(registry_key(crate::scripting::exact_args::PCALL), pcall_fn)?;
+        let (call_shim, pcall_shim) = crate::scripting::exact_args::shims(lua)?;
         redis.raw_set("call", call_shim)?;
         redis.raw_set("pcall", pcall_shim)?;
         redis.raw_set("acl_check_cmd", acl_check_fn)?;
@@ -81,7 +81,10 @@ pub fn with_calls<R>(
     for bound in ["call", "pcall", "acl_check_cmd"] {
         redis.raw_set(bound, Value::Nil)?;
     }
-    for slot in [super::exact_args::CALL, super::exact_args::PCALL] {
+    for slot in [
+        crate::scripting::exact_args::CALL,
+        crate::scripting::exact_args::PCALL,
+    ] {
         state
             .lua
             .set_named_registry_value(registry_key(slot), Value::Nil)?;
@@ -148,8 +151,8 @@ fn fail(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
 /// whole error line of a shared one (`-OOM …`).
 fn log_refusal(lua: &Lua, text: &str) {
     match text.strip_prefix("ERR ") {
-        Some(message) => super::debugger::log_error(lua, message),
-        None => super::debugger::log_error(lua, &format!("-{text}")),
+        Some(message) => crate::scripting::debugger::log_error(lua, message),
+        None => crate::scripting::debugger::log_error(lua, &format!("-{text}")),
     }
 }
 
@@ -158,7 +161,7 @@ fn log_refusal(lua: &Lua, text: &str) {
 /// script that fails with it (or returns it) is not counted a second time.
 fn fail_counted(lua: &Lua, text: &str) -> mlua::Result<(bool, Value)> {
     let t = error_table(lua, text)?;
-    t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
+    t.raw_set(crate::scripting::COUNTED_ERROR_FIELD, true)?;
     Ok((false, Value::Table(t)))
 }
 
@@ -182,7 +185,7 @@ fn call(
         }
     };
     if debugging {
-        super::debugger::log_command(lua, &argv);
+        crate::scripting::debugger::log_command(lua, &argv);
     }
     // Refusals from here on are error replies of the command, as Redis counts them
     // (INFO errorstats, and the command's rejected calls once it is known).
@@ -238,7 +241,7 @@ fn call(
         );
     }
     if write && debugging {
-        if let Err(text) = super::debugger::before_write(lua, engine, client.db, spec, &argv) {
+        if let Err(text) = super::save_for_rollback(lua, engine, client.db, spec, &argv) {
             return refuse(text, stat);
         }
     }
@@ -249,15 +252,15 @@ fn call(
     if let Reply::Error(text) = &reply {
         if debugging {
             // The error reply of the command itself: logged as such, then as its reply.
-            super::debugger::log_error(lua, &format!("-{text}"));
-            super::debugger::log_reply(lua, &reply, resp);
+            crate::scripting::debugger::log_error(lua, &format!("-{text}"));
+            crate::scripting::debugger::log_reply(lua, &reply, resp);
         }
         let t = error_table(lua, text)?;
-        t.raw_set(super::COUNTED_ERROR_FIELD, true)?;
+        t.raw_set(crate::scripting::COUNTED_ERROR_FIELD, true)?;
         return Ok((false, Value::Table(t)));
     }
     if debugging {
-        super::debugger::log_reply(lua, &reply, resp);
+        crate::scripting::debugger::log_reply(lua, &reply, resp);
     }
     if write && !rc.wrote.get() {
         rc.wrote.set(true);
