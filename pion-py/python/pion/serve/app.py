@@ -198,7 +198,12 @@ class SSEResponse(Response):
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 except OSError:
-                    pass
+                    pass  # the client went away
+                except Exception:  # a bug in a stream: log it, end the stream
+                    import sys
+                    import traceback
+
+                    traceback.print_exc(file=sys.stderr)
                 finally:
                     self.cancel()
                     with anyio.CancelScope(shield=True):

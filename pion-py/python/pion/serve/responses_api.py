@@ -60,7 +60,6 @@ def _items(value: Any) -> List[Dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise RequestError("input must be a string or a non-empty list of items", param="input")
     messages: List[Dict[str, Any]] = []
-    reasoning: List[str] = []
 
     def assistant() -> Dict[str, Any]:
         # Consecutive output items (reasoning, text, calls) are one assistant turn.
@@ -103,7 +102,6 @@ def _items(value: Any) -> List[Dict[str, Any]]:
             msg["reasoning_content"] = msg.get("reasoning_content", "") + text
         else:
             raise RequestError(f"{where}: items of type {kind!r} are not supported by this server", param=where)
-    del reasoning
     for m in messages:
         m.pop("_closed", None)
     return messages
@@ -223,11 +221,11 @@ async def responses(service: Service, request: Request) -> Response:
         text = ""
         cached, calls = 0, 0
 
-        def event(name: str, **fields: Any) -> bytes:
+        def event(kind: str, **fields: Any) -> bytes:
             nonlocal seq
-            data = {"type": name, "sequence_number": seq, **fields}
+            data = {"type": kind, "sequence_number": seq, **fields}
             seq += 1
-            return sse(data, name)
+            return sse(data, kind)
 
         def close() -> List[bytes]:
             nonlocal current, kind, text
