@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--server", metavar="HOST:PORT", help="share the prompt cache of a running pion-server")
     where.add_argument("--data", metavar="DIR", default="pion-data",
                        help="embedded engine's data directory (default ./pion-data)")
+    s.add_argument("--lane-port", type=_positive,
+                   help="binary lane port of the pion-server (its --kvcache-port; default: its port + 1)")
     s.add_argument("--kv-bits", type=int, choices=(4, 8), help="keep K/V quantised (mlx's 4- or 8-bit layout)")
     s.add_argument("--max-tokens", type=_positive, default=8192,
                    help="most tokens in one reply; also the default when a request names none (default 8192)")
@@ -59,6 +61,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_port(host: str, port: int) -> None:
+    import socket
+
+    from .server import StartupError
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as e:
+        raise StartupError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``pion`` console script."""
     args = parser().parse_args(argv)
@@ -66,11 +81,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     from .server import Options, Server, StartupError, build, describe
 
+    if args.lane_port and not args.server:
+        print("pion serve: --lane-port needs --server", file=sys.stderr)
+        return 1
     opts = Options(model=args.model, host=args.host, port=args.port, server=args.server, data=args.data,
+                   lane_port=args.lane_port,
                    kv_bits=args.kv_bits, max_tokens=args.max_tokens, api_key=args.api_key,
                    block_tokens=args.block_tokens, prefill_step=args.prefill_step,
                    session_bytes=args.session_memory, keepalive=args.keepalive, name=args.name)
     try:
+        _check_port(opts.host, opts.port)
         service = build(opts)
         print(describe(service, opts), flush=True)
         server = Server(service, opts.host, opts.port)

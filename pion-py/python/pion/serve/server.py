@@ -33,6 +33,7 @@ class Options:
     host: str = "127.0.0.1"
     port: int = 8080
     server: Optional[str] = None
+    lane_port: Optional[int] = None
     data: str = "pion-data"
     kv_bits: Optional[int] = None
     max_tokens: int = 8192
@@ -73,7 +74,16 @@ def _store(opts: Options) -> "tuple[dict, str]":
             client.close()
         except OSError as e:
             raise StartupError(f"cannot reach pion-server at {opts.server}: {e.strerror or e}") from None
-        return {"host": host, "port": int(port)}, f"pion-server at {opts.server}"
+        except pion.PionError as e:
+            raise StartupError(f"pion-server at {opts.server} refused PING: {e}") from None
+        lane = opts.lane_port or int(port) + 1
+        try:
+            with socket.create_connection((host, lane), timeout=3):
+                pass
+        except OSError as e:
+            raise StartupError(f"cannot reach the binary lane of pion-server at {host}:{lane} ({e.strerror or e}); "
+                               "pass --lane-port if the server was started with --kvcache-port") from None
+        return {"host": host, "port": int(port), "lane_port": lane}, f"pion-server at {opts.server} (lane {lane})"
     try:
         engine = pion.Engine(opts.data)
     except pion.PionError as e:
