@@ -16,6 +16,15 @@ While a request runs, a :class:`Live` records the K/V the model computes (per la
 before any quantisation) and the recurrent states at block boundaries; when it ends,
 :meth:`PromptCache.finish` stores every full block of what the next turn can reuse in
 Pion and puts the live cache back into memory, trimmed to that length.
+
+**Tails.** A conversation rarely ends on a block boundary, and the next turn's block
+at that place holds other tokens, so full blocks alone would leave a second process
+up to a block short of what the first one knew. For models whose layers are all full
+attention (no recurrent state, no quantised tier), the last, partial block of what
+the next turn can reuse is stored too, and its length recorded in a set beside its
+parent block (``<namespace>:tails:<parent id>``, a plain Redis set in the same
+store); a lookup tries those lengths after the full-block match, so another process
+starts exactly where this one stopped.
 """
 
 import threading
@@ -142,7 +151,9 @@ class PromptCache:
         self._next = 0
         self._lock = threading.Lock()
         self.stats = {"memory_hits": 0, "pion_hits": 0, "misses": 0, "reused_tokens": 0,
-                      "stored_blocks": 0, "store_errors": 0, "evictions": 0}
+                      "stored_blocks": 0, "stored_tails": 0, "tail_hits": 0, "store_errors": 0, "evictions": 0}
+        per_token = [s for s in pion.slots if s.per_token]
+        self.tails = not pion.recurrent and pion.bits is None and all(s.kind == "attention" for s in per_token)
         self.last_error: Optional[str] = None
 
     # ---- lookup --------------------------------------------------------------------
@@ -177,16 +188,21 @@ class PromptCache:
         with self._lock:
             key, mem_n = self._best_entry(prompt)
         head = prompt[:-1]
-        pion_n = 0
-        if len(head) >= self.pion.block_tokens:
+        pion_n, pion_ids = 0, []
+        try:
+            pion_n, pion_ids = self.pion.store.match(self.ns, _pack(head))
+        except Exception as e:  # the shared server went away: memory only
+            self._error(e)
+        pion_best = pion_n
+        bt = self.pion.block_tokens
+        if self.tails and pion_n % bt == 0 and mem_n < pion_n + bt:
             try:
-                pion_n, _ = self.pion.store.match(self.ns, _pack(head))
-            except Exception as e:  # the shared server went away: memory only
+                pion_best = max(pion_n, self._tail(head, pion_n, pion_ids[-1] if pion_ids else None))
+            except Exception as e:
                 self._error(e)
-        if key is not None and mem_n >= pion_n and mem_n > 0:
+        if key is not None and mem_n > 0 and mem_n >= pion_best:
             with self._lock:
                 e = self.entries.pop(key)
-            bt = self.pion.block_tokens
             storable = True
             if mem_n < len(e.tokens):
                 trim_prompt_cache(e.caches, len(e.tokens) - mem_n)
@@ -216,18 +232,44 @@ class PromptCache:
             self.stats["memory_hits"] += 1
             self.stats["reused_tokens"] += mem_n
             return Live(self, e.caches, e.tokens[:mem_n], "memory", stored, ids, pending, storable)
-        if pion_n:
+        if pion_best:
             try:
-                caches, n, ids, _via = self.pion.fetch_prefix(self.ns, head)
+                caches, n, ids, _via = self.pion.fetch_prefix(self.ns, head[:pion_best])
             except Exception as e:
                 self._error(e)
                 caches, n, ids = None, 0, []
             if caches is not None and n:
                 self.stats["pion_hits"] += 1
                 self.stats["reused_tokens"] += n
-                return Live(self, caches, head[:n], "pion", n, ids, {}, True)
+                full = n // bt * bt
+                pending: Dict[int, Tuple[Any, Any]] = {}
+                if full < n:
+                    # A tail: its rows become pending K/V, so that the next store
+                    # writes the full block that replaces it.
+                    self.stats["tail_hits"] += 1
+                    for i, s in enumerate(self.pion.slots):
+                        leaf = leaf_at(caches, s.path)
+                        pending[i] = (leaf.keys[:, :, full:n], leaf.values[:, :, full:n])
+                return Live(self, caches, head[:n], "pion", full, ids[: full // bt], pending, True)
         self.stats["misses"] += 1
         return Live(self, make_prompt_cache(self.pion.model), [], "cold", 0, [], {}, True)
+
+    def _tails_key(self, parent: Optional[str]) -> str:
+        return f"{self.ns}:tails:{parent or 'root'}"
+
+    def _tail(self, head: List[int], full: int, parent: Optional[str]) -> int:
+        """The end of the longest stored tail after the ``full`` matched tokens of
+        ``head`` (whose last block is ``parent``); 0: none."""
+        bt = self.pion.block_tokens
+        lengths = self.pion.store.execute("SMEMBERS", self._tails_key(parent))
+        for length in sorted((int(x) for x in lengths), reverse=True):
+            end = full + length
+            if length >= bt or end > len(head):
+                continue
+            n, _ = self.pion.store.match(self.ns, _pack(head[:end]))
+            if n == end:
+                return end
+        return 0
 
     # ---- after a reply -------------------------------------------------------------
 
@@ -249,6 +291,17 @@ class PromptCache:
                 ids = ids + new
                 self.stats["stored_blocks"] += len(new)
                 stored = upto
+            except Exception as e:
+                self._error(e)
+        if self.tails and live.storable and stored == upto and keep > upto:
+            try:
+                arrays = {i: _build.split_kv(k[:, :, upto - live.stored : keep - live.stored],
+                                             v[:, :, upto - live.stored : keep - live.stored])
+                          for i, (k, v) in kv.items()}
+                parent = ids[-1] if ids else None
+                self.pion.store_blocks(self.ns, parent, tokens, upto, keep, arrays, {})
+                self.pion.store.execute("SADD", self._tails_key(parent), str(keep - upto))
+                self.stats["stored_tails"] += 1
             except Exception as e:
                 self._error(e)
         caches = live.caches

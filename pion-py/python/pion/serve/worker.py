@@ -250,14 +250,9 @@ class Worker:
                 gen.prefill(model, chunk, live.caches)
                 live.advance(chunk)
                 at = end
-            prefilled = len(live.tokens) - live.reused
             if self.kv_bits is not None:
                 live.quantize(self.kv_bits)
             reason, stop_seq, n_gen, text = self._decode(job, live, at == len(prompt) - 1)
-            self.stats["prefilled_tokens"] += prefilled + (1 if len(live.tokens) >= len(prompt) else 0)
-            self.stats["generated_tokens"] += n_gen
-            if reason == "cancelled":
-                self.stats["cancelled"] += 1
             keep = len(live.tokens)
             if job.rerender is not None and reason != "cancelled":
                 from .cache import common_prefix
@@ -270,13 +265,18 @@ class Worker:
         self.last = {
             "prompt_tokens": len(prompt),
             "cached_tokens": live.reused,
-            "prefilled_tokens": len(prompt) - live.reused,
+            "prefilled_tokens": min(len(live.tokens), len(prompt)) - live.reused,
             "completion_tokens": n_gen,
             "source": live.source,
             "kept_tokens": keep,
             "finish": reason,
             "seconds": round(time.perf_counter() - t0, 4),
         }
+        # Counters last, so that a reader who sees them also sees ``last``.
+        self.stats["prefilled_tokens"] += self.last["prefilled_tokens"]
+        self.stats["generated_tokens"] += n_gen
+        if reason == "cancelled":
+            self.stats["cancelled"] += 1
         job.stats.update(self.last)
         job.emit(Event("done", reason=reason, stop_sequence=stop_seq, completion_tokens=n_gen))
 
