@@ -79,7 +79,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     if args.command != "serve":
         return 2
-    from .server import Options, Server, StartupError, build, describe
+    try:
+        from .server import Options, Server, StartupError, build, describe
+    except ImportError as e:  # the web stack is an extra
+        print(f"pion serve: {e.name or e} is missing; install the serve extra: pip install 'pion[serve]' "
+              "(from a checkout: pip install './pion-py[serve]')", file=sys.stderr)
+        return 1
 
     if args.lane_port and not args.server:
         print("pion serve: --lane-port needs --server", file=sys.stderr)
