@@ -162,7 +162,7 @@ def test_multi_turn_prefills_only_new_tokens(server, gen, folder, tmp_path, free
     replies = ["I will read the file." + CALL, "The file says hello.", "Done: renamed it."]
     users = [[{"type": "text", "text": "Read main.py please."}], None, [{"type": "text", "text": "Now rename it."}]]
     messages = []
-    previous = None
+    previous = last = None
     try:
         for turn, reply in enumerate(replies):
             if turn == 1:

@@ -13,7 +13,6 @@ Usage reports the cached prefix as ``cache_read_input_tokens`` and the rest as
 ``input_tokens``, as Anthropic counts them.
 """
 
-import time
 from typing import Any, AsyncIterator, Dict, List, Optional
 
 from starlette.requests import Request

@@ -235,12 +235,12 @@ class Worker:
 
     def _run(self, job: Job) -> None:
         t0 = time.perf_counter()
-        model, tok, gen = self.model, self.tokenizer, self.generator
+        model, gen = self.model, self.generator
         self.stats["requests"] += 1
         gen.begin(job)
         live = self.cache.begin(job.prompt)
         job.emit(Event("started", cached=live.reused, source=live.source))
-        prompt, s = job.prompt, job.sampling
+        prompt = job.prompt
         try:
             at = live.reused
             for end in self._cuts(at, len(prompt) - 1):
