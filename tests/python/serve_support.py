@@ -38,6 +38,7 @@ class Scripted(Generator):
         self.prefill_delay = 0.0
         self.token_delay = 0.0
         self.tokenizer = None
+        self.fail = None
 
     def begin(self, job):
         text = self.scripts.pop(0) if self.scripts else None
@@ -49,6 +50,8 @@ class Scripted(Generator):
         super().prefill(model, tokens, cache)
 
     def sample(self, logprobs, sampler):
+        if self.fail:
+            raise RuntimeError(self.fail)
         if self.token_delay:
             time.sleep(self.token_delay)
         if self.current is None:

@@ -231,6 +231,48 @@ def test_disconnect_cancels_generation(server, gen):
     assert c.chat.completions.create(model="any", messages=ASK, max_tokens=2).usage.completion_tokens <= 2
 
 
+def test_non_streaming_disconnect_cancels_too(server, gen):
+    gen.token_delay = 0.05
+    try:
+        before = health(server.url)["stats"]["cancelled"]
+        u = urllib.parse.urlsplit(server.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        conn.request("POST", "/v1/messages", body=json.dumps({
+            "model": "any", "max_tokens": 400, "messages": [{"role": "user", "content": "a long answer"}]}).encode(),
+            headers={"content-type": "application/json"})
+        time.sleep(0.5)
+        conn.close()  # gone before the reply
+        deadline = time.time() + 10
+        while time.time() < deadline and health(server.url)["stats"]["cancelled"] == before:
+            time.sleep(0.05)
+        h = health(server.url)
+        assert h["stats"]["cancelled"] == before + 1 and h["last"]["completion_tokens"] < 100
+    finally:
+        gen.token_delay = 0.0
+
+
+def test_a_failing_generation_is_an_error_in_each_format(server, gen):
+    gen.fail = "the model broke"
+    try:
+        with pytest.raises(anthropic.APIStatusError) as e:
+            with ant(server.url).messages.stream(model="any", max_tokens=5, messages=ASK) as s:
+                s.get_final_message()
+        assert "the model broke" in str(e.value)
+        with pytest.raises(anthropic.InternalServerError) as e:
+            ant(server.url).messages.create(model="any", max_tokens=5, messages=ASK)
+        assert e.value.body["error"]["type"] == "api_error"
+        with pytest.raises(openai.APIError) as e:
+            list(oai(server.url).chat.completions.create(model="any", messages=ASK, max_tokens=5, stream=True))
+        assert "the model broke" in str(e.value)
+        with pytest.raises(openai.InternalServerError):
+            oai(server.url).chat.completions.create(model="any", messages=ASK, max_tokens=5)
+        events = list(oai(server.url).responses.create(model="any", input="x", max_output_tokens=5, stream=True))
+        assert events[-1].type == "response.failed" and "the model broke" in events[-1].response.error.message
+    finally:
+        gen.fail = None
+    assert oai(server.url).chat.completions.create(model="any", messages=ASK, max_tokens=2).choices
+
+
 def _timed_lines(url, body):
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
