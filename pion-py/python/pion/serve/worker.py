@@ -253,12 +253,6 @@ class Worker:
             if self.kv_bits is not None:
                 live.quantize(self.kv_bits)
             reason, stop_seq, n_gen, text = self._decode(job, live, at == len(prompt) - 1)
-            keep = len(live.tokens)
-            if job.rerender is not None and reason != "cancelled":
-                from .cache import common_prefix
-
-                keep = common_prefix(live.tokens, job.rerender(text))
-            self.cache.finish(live, keep)
         except BaseException:
             self.cache.discard(live)
             raise
@@ -268,7 +262,6 @@ class Worker:
             "prefilled_tokens": min(len(live.tokens), len(prompt)) - live.reused,
             "completion_tokens": n_gen,
             "source": live.source,
-            "kept_tokens": keep,
             "finish": reason,
             "seconds": round(time.perf_counter() - t0, 4),
         }
@@ -278,7 +271,23 @@ class Worker:
         if reason == "cancelled":
             self.stats["cancelled"] += 1
         job.stats.update(self.last)
+        # The reply is complete: the client has it before the cache is updated (the
+        # next job waits for that, in order).
         job.emit(Event("done", reason=reason, stop_sequence=stop_seq, completion_tokens=n_gen))
+        keep = len(live.tokens)
+        if job.rerender is not None and reason != "cancelled":
+            from .cache import common_prefix
+
+            try:
+                keep = common_prefix(live.tokens, job.rerender(text))
+            except Exception:  # a template that cannot render the reply: keep the prompt
+                keep = min(len(live.tokens), len(prompt))
+        try:
+            self.cache.finish(live, keep)
+        except BaseException:
+            self.cache.discard(live)
+            raise
+        self.last["kept_tokens"] = keep
 
     def _decode(self, job: Job, live: Any, prefilled: bool):
         """The decode loop; returns (reason, stop sequence, tokens, reply text)."""
