@@ -2,8 +2,9 @@
 # Runs Pion's whole test suite, installing what the tests need when it is missing:
 # the real redis-server (the differential oracle) and redis-cli, Tcl (Redis's own test
 # harness, whose units scripts/redis-tcl-units.sh runs), Mesa's Vulkan drivers (wgpu
-# on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm, redis and
-# the client libraries the search tests drive (redisvl, langchain-redis).
+# on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm, redis, the
+# client libraries the search tests drive (redisvl, langchain-redis), and what pion serve
+# and its tests need (starlette, uvicorn, tokenizers; the openai and anthropic SDKs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,10 +31,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx, mlx_lm, redisvl, langchain_redis" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx, mlx_lm, redisvl, langchain_redis, openai, anthropic, starlette, uvicorn, tokenizers" >/dev/null 2>&1; then
   echo "== installing Python test dependencies"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" mlx-lm redis redisvl langchain-redis
+  # openai and anthropic: the SDKs the pion serve tests drive; starlette, uvicorn and
+  # tokenizers: pion serve itself (the pion-py[serve] extra).
+  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" mlx-lm redis redisvl langchain-redis \
+    openai anthropic starlette uvicorn tokenizers
 fi
 # mlx-lm before 0.32.2 wrote another prompt-cache file layout; its cache module (from
 # the 0.31.3 wheel) lets the tests check that layout of the export lane too.

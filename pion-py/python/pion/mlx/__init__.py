@@ -145,14 +145,7 @@ class PionPromptCache:
             self.last = {"route": "empty", "matched": 0, "prefilled": 0, "via": None, "seconds": 0.0}
             return make_prompt_cache(self.model)
         ns = self.namespace(namespace)
-        caches, matched, ids, via = None, 0, [], self.via
-        if self.export:
-            caches, matched, ids = self._from_export(ns, tokens)
-            via = "export" if caches is not None else self.via
-        if caches is None:
-            matched, ids = self.store.match(ns, pack_tokens(tokens))
-            if matched:
-                caches = self._from_blocks(ns, matched, ids)
+        caches, matched, ids, via = self.fetch_prefix(ns, tokens)
         if caches is None:
             caches = make_prompt_cache(self.model)
         route = "hit" if matched == n else ("partial" if matched else "miss")
@@ -166,6 +159,51 @@ class PionPromptCache:
             "seconds": time.perf_counter() - t0,
         }
         return caches
+
+    # ---- the two halves, for callers that prefill themselves ----------------------
+
+    def fetch_prefix(self, ns: str, tokens: List[int]) -> Tuple[Optional[List[Any]], int, List[str], Optional[str]]:
+        """The model's cache list holding the longest stored prefix of ``tokens`` in
+        the (registered) namespace ``ns``: ``(caches, matched, block_ids, via)``, or
+        ``(None, 0, [], None)`` when nothing is stored."""
+        if self.export:
+            caches, matched, ids = self._from_export(ns, tokens)
+            if caches is not None:
+                return caches, matched, ids, "export"
+        matched, ids = self.store.match(ns, pack_tokens(tokens))
+        if not matched:
+            return None, 0, [], None
+        return self._from_blocks(ns, matched, ids), matched, ids, self.via
+
+    def store_blocks(
+        self,
+        ns: str,
+        parent: Optional[str],
+        tokens: Sequence[int],
+        start: int,
+        end: int,
+        kv: Dict[int, Tuple[np.ndarray, np.ndarray]],
+        states: Dict[int, Dict[int, bytes]],
+    ) -> List[str]:
+        """Stores the blocks of ``tokens[start:end]`` after ``parent`` (the block
+        ending at ``start``; None at 0) and returns their ids. ``kv`` holds, per
+        per-token slot, K and V (numpy ``[H, t, D]``) of positions ``start..``;
+        ``states`` the recurrent states (slot -> blob) at block ends. A block whose
+        end has no state is stored without it (the server's hybrid rule stops a match
+        before such a block until a later store fills the state in)."""
+        bt, out = self.block_tokens, []
+        for a in range(start, end, bt):
+            b = min(a + bt, end)
+            layers: List[Any] = []
+            for i, s in enumerate(self.slots):
+                if s.per_token:
+                    k, v = kv[i]
+                    layers.append(_build.block_payload(k, v, a - start, b - start))
+                else:
+                    layers.append(states.get(b, {}).get(i, b""))
+            parent = self.store.store_block(ns, parent, tokens[a:b], layers)
+            out.append(parent)
+        return out
 
     # ---- miss: prefill and store ---------------------------------------------------
 
@@ -195,17 +233,7 @@ class PionPromptCache:
                 if type(leaf).__name__ == "KVCache":
                     set_leaf(caches, s.path, leaf.to_quantized(group_size=32, bits=self.bits))
         kv = {i: _build.split_kv(k, v) for i, (k, v) in recorded.items() if k is not None}
-        parent = ids[-1] if ids else None
-        for a in range(start, n, bt):
-            b = min(a + bt, n)
-            layers: List[Any] = []
-            for i, s in enumerate(self.slots):
-                if s.per_token:
-                    k, v = kv[i]
-                    layers.append(_build.block_payload(k, v, a - start, b - start))
-                else:
-                    layers.append(states.get(b, {}).get(i, b""))
-            parent = self.store.store_block(ns, parent, tokens[a:b], layers)
+        self.store_blocks(ns, ids[-1] if ids else None, tokens, start, n, kv, states)
         if self.export:
             self._export(ns, tokens)
 

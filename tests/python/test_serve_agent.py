@@ -1,0 +1,312 @@
+"""What coding agents need from pion serve, with a scripted token stream (a random
+model never writes a tool call): tool calls in each API's shape, thinking blocks,
+tool results in the history, a multi-turn conversation that prefills only its new
+tokens, cancellation when the client goes away, and keep-alives during a slow
+prefill."""
+
+import http.client
+import json
+import time
+import urllib.parse
+
+import anthropic
+import openai
+import pytest
+
+from pion.serve import anthropic_api
+from pion.serve.cache import common_prefix
+from serve_support import BLOCK, Scripted, health, model_folder, start_server
+
+CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+TOOLS_OPENAI = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOLS_ANTHROPIC = [{"name": "get_weather", "description": "Weather of a city",
+                    "input_schema": TOOLS_OPENAI[0]["function"]["parameters"]}]
+TOOLS_RESPONSES = [{"type": "function", "name": "get_weather", "description": "Weather of a city",
+                    "parameters": TOOLS_OPENAI[0]["function"]["parameters"]}]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return model_folder(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return Scripted()
+
+
+@pytest.fixture(scope="module")
+def server(folder, tmp_path_factory, free_port, gen):
+    srv = start_server(folder, tmp_path_factory.mktemp("agent-data"), free_port(), gen)
+    yield srv
+    srv.stop()
+
+
+def oai(url):
+    return openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0)
+
+
+def ant(url):
+    return anthropic.Anthropic(base_url=url, api_key="unused", max_retries=0)
+
+
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def test_chat_completions_tool_calls(server, gen):
+    c = oai(server.url)
+    gen.scripts = ["Let me check." + CALL]
+    r = c.chat.completions.create(model="any", messages=ASK, tools=TOOLS_OPENAI, max_tokens=200)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content == "Let me check."
+    (call,) = choice.message.tool_calls
+    assert call.type == "function" and call.id.startswith("call_") and call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris"}
+
+    # Streamed: tool_calls deltas (id and name first, then the arguments), which the
+    # SDK's own accumulator puts back together.
+    gen.scripts = ["Let me check." + CALL]
+    with c.chat.completions.stream(model="any", messages=ASK, tools=TOOLS_OPENAI, max_tokens=200,
+                                   stream_options={"include_usage": True}) as s:
+        deltas = [e.chunk for e in s if e.type == "chunk"]
+        final = s.get_final_completion()
+    tool_deltas = [d.choices[0].delta.tool_calls for d in deltas if d.choices and d.choices[0].delta.tool_calls]
+    assert tool_deltas[0][0].id and tool_deltas[0][0].function.name == "get_weather"
+    assert final.choices[0].finish_reason == "tool_calls"
+    assert final.choices[0].message.tool_calls[0].function.arguments == '{"city": "Paris"}'
+    assert final.usage.completion_tokens == len(gen.tokenizer.encode("Let me check." + CALL)) + 1
+
+    # The call and its result in the history render through the template.
+    history = ASK + [{"role": "assistant", "content": "Let me check.", "tool_calls": [
+        {"id": call.id, "type": "function", "function": {"name": "get_weather", "arguments": call.function.arguments}}]},
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
+    gen.scripts = ["It is sunny."]
+    r = c.chat.completions.create(model="any", messages=history, tools=TOOLS_OPENAI, max_tokens=50)
+    assert r.choices[0].message.content == "It is sunny." and r.choices[0].finish_reason == "stop"
+    assert r.usage.prompt_tokens_details.cached_tokens > 0
+
+
+def test_responses_function_call_events(server, gen):
+    c = oai(server.url)
+    gen.scripts = ["Checking." + CALL]
+    with c.responses.stream(model="any", input="Weather in Paris?", tools=TOOLS_RESPONSES,
+                            max_output_tokens=200) as s:
+        events = list(s)
+        final = s.get_final_response()
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    for k in ("response.output_item.added", "response.content_part.added", "response.output_text.delta",
+              "response.output_text.done", "response.function_call_arguments.delta",
+              "response.function_call_arguments.done", "response.output_item.done"):
+        assert k in kinds, k
+    msg, call = final.output
+    assert msg.type == "message" and msg.content[0].text == "Checking."
+    assert call.type == "function_call" and call.name == "get_weather" and call.call_id.startswith("call_")
+    assert json.loads(call.arguments) == {"city": "Paris"}
+    assert final.usage.input_tokens_details.cached_tokens >= 0
+
+    # Codex sends the call and its output back as input items.
+    gen.scripts = ["Sunny."]
+    r = c.responses.create(model="any", tools=TOOLS_RESPONSES, max_output_tokens=50, input=[
+        {"role": "user", "content": [{"type": "input_text", "text": "Weather in Paris?"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+        {"type": "function_call", "call_id": call.call_id, "name": "get_weather", "arguments": call.arguments},
+        {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}])
+    assert r.status == "completed" and r.output_text == "Sunny."
+    # The previous reply re-renders as sent: only the new input is prefilled.
+    assert r.usage.input_tokens_details.cached_tokens > r.usage.input_tokens // 2
+
+
+def test_anthropic_tool_use_and_thinking(server, gen):
+    a = ant(server.url)
+    gen.scripts = ["I will look it up." + CALL]
+    with a.messages.stream(model="any", max_tokens=200, tools=TOOLS_ANTHROPIC, messages=ASK) as s:
+        events = [e.type for e in s]
+        m = s.get_final_message()
+    assert m.stop_reason == "tool_use"
+    text, use = m.content
+    assert text.type == "text" and text.text == "I will look it up."
+    assert use.type == "tool_use" and use.name == "get_weather" and use.input == {"city": "Paris"}
+    assert use.id.startswith("toolu_")
+    assert "input_json" in events
+
+    # Thinking on: the template opens a thinking block, which comes back as one.
+    gen.scripts = ["The user wants weather.</think>\n\nIt is sunny."]
+    m = a.messages.create(model="any", max_tokens=200, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024})
+    assert [b.type for b in m.content] == ["thinking", "text"]
+    assert m.content[0].thinking == "The user wants weather." and m.content[1].text == "It is sunny."
+    gen.scripts = ["Plan.</think>\n\nAnswer."]
+    with a.messages.stream(model="any", max_tokens=200, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024}) as s:
+        m = s.get_final_message()
+    assert m.content[0].type == "thinking" and m.content[0].thinking == "Plan." and m.content[1].text == "Answer."
+
+    # OpenAI: reasoning_content, when a reasoning effort is asked for.
+    gen.scripts = ["Plan.</think>\n\nAnswer."]
+    r = oai(server.url).chat.completions.create(model="any", messages=ASK, reasoning_effort="medium", max_tokens=50)
+    assert r.choices[0].message.content == "Answer."
+    assert r.choices[0].message.model_extra["reasoning_content"] == "Plan."
+
+
+def _prompt_ids(server, body):
+    conv, _ = anthropic_api.conversation_from(body)
+    return conv.render(server.service.tokenizer)
+
+
+def test_multi_turn_prefills_only_new_tokens(server, gen, folder, tmp_path, free_port):
+    """Turn after turn (text, a tool call, its result) only the new tokens are
+    prefilled, from memory and after a restart."""
+    srv = start_server(folder, tmp_path / "turns", free_port(), gen)
+    system = "You are a coding agent working in a repository. " * 6
+    replies = ["I will read the file." + CALL, "The file says hello.", "Done: renamed it."]
+    users = [[{"type": "text", "text": "Read main.py please."}], None, [{"type": "text", "text": "Now rename it."}]]
+    messages = []
+    previous = last = None
+    try:
+        for turn, reply in enumerate(replies):
+            if turn == 1:
+                use = last.content[-1]
+                messages.append({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": use.id, "content": "print('hello')"}]})
+            else:
+                messages.append({"role": "user", "content": users[turn]})
+            body = {"system": system, "messages": messages, "tools": TOOLS_ANTHROPIC, "max_tokens": 200}
+            prompt = _prompt_ids(srv, body)
+            gen.scripts = [reply]
+            last = ant(srv.url).messages.create(model="any", **body)
+            h = health(srv.url)["last"]
+            if previous is not None:
+                new = len(prompt) - common_prefix(prompt, previous)
+                assert h["prefilled_tokens"] == new, (turn, h)
+                assert last.usage.cache_read_input_tokens == len(prompt) - new
+            assert h["prompt_tokens"] == len(prompt)
+            messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in last.content]})
+            # What the cache should hold: this prompt and the reply, as generated.
+            previous = prompt + gen.tokenizer.encode(reply, add_special_tokens=False)
+    finally:
+        srv.stop()
+    # A restarted server: the stored block-aligned prefix, then the rest.
+    srv = start_server(folder, tmp_path / "turns", free_port(), gen)
+    try:
+        messages.append({"role": "user", "content": "And commit."})
+        body = {"system": system, "messages": messages, "tools": TOOLS_ANTHROPIC, "max_tokens": 200}
+        prompt = _prompt_ids(srv, body)
+        gen.scripts = ["Committed."]
+        m = ant(srv.url).messages.create(model="any", **body)
+        h = health(srv.url)["last"]
+        new = len(prompt) - common_prefix(prompt, previous)
+        assert h["source"] == "pion"
+        # Full blocks alone would leave up to a block to prefill again; the stored
+        # tail (the last, partial block) makes it exactly the new tokens.
+        assert new <= h["prefilled_tokens"] <= new + BLOCK
+        assert h["prefilled_tokens"] == new and health(srv.url)["prompt_cache"]["tail_hits"] == 1
+        assert m.usage.cache_read_input_tokens == h["cached_tokens"] == len(prompt) - new
+    finally:
+        srv.stop()
+
+
+def test_disconnect_cancels_generation(server, gen):
+    gen.token_delay = 0.05
+    try:
+        before = health(server.url)["stats"]["cancelled"]
+        c = oai(server.url)
+        stream = c.chat.completions.create(model="any", messages=[{"role": "user", "content": "go on forever"}],
+                                           max_tokens=400, stream=True)
+        for i, _ in enumerate(stream):
+            if i == 3:
+                break
+        stream.close()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            h = health(server.url)
+            if h["stats"]["cancelled"] > before:
+                break
+            time.sleep(0.05)
+        assert h["stats"]["cancelled"] == before + 1
+        assert h["last"]["finish"] == "cancelled" and h["last"]["completion_tokens"] < 100
+    finally:
+        gen.token_delay = 0.0
+    # The server goes on serving.
+    assert c.chat.completions.create(model="any", messages=ASK, max_tokens=2).usage.completion_tokens <= 2
+
+
+def test_non_streaming_disconnect_cancels_too(server, gen):
+    gen.token_delay = 0.05
+    try:
+        before = health(server.url)["stats"]["cancelled"]
+        u = urllib.parse.urlsplit(server.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        conn.request("POST", "/v1/messages", body=json.dumps({
+            "model": "any", "max_tokens": 400, "messages": [{"role": "user", "content": "a long answer"}]}).encode(),
+            headers={"content-type": "application/json"})
+        time.sleep(0.5)
+        conn.close()  # gone before the reply
+        deadline = time.time() + 10
+        while time.time() < deadline and health(server.url)["stats"]["cancelled"] == before:
+            time.sleep(0.05)
+        h = health(server.url)
+        assert h["stats"]["cancelled"] == before + 1 and h["last"]["completion_tokens"] < 100
+    finally:
+        gen.token_delay = 0.0
+
+
+def test_a_failing_generation_is_an_error_in_each_format(server, gen):
+    gen.fail = "the model broke"
+    try:
+        with pytest.raises(anthropic.APIStatusError) as e:
+            with ant(server.url).messages.stream(model="any", max_tokens=5, messages=ASK) as s:
+                s.get_final_message()
+        assert "the model broke" in str(e.value)
+        with pytest.raises(anthropic.InternalServerError) as e:
+            ant(server.url).messages.create(model="any", max_tokens=5, messages=ASK)
+        assert e.value.body["error"]["type"] == "api_error"
+        with pytest.raises(openai.APIError) as e:
+            list(oai(server.url).chat.completions.create(model="any", messages=ASK, max_tokens=5, stream=True))
+        assert "the model broke" in str(e.value)
+        with pytest.raises(openai.InternalServerError):
+            oai(server.url).chat.completions.create(model="any", messages=ASK, max_tokens=5)
+        events = list(oai(server.url).responses.create(model="any", input="x", max_output_tokens=5, stream=True))
+        assert events[-1].type == "response.failed" and "the model broke" in events[-1].response.error.message
+    finally:
+        gen.fail = None
+    assert oai(server.url).chat.completions.create(model="any", messages=ASK, max_tokens=2).choices
+
+
+def _timed_lines(url, body):
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("POST", u.path, body=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    r = conn.getresponse()
+    out = []
+    for line in r:
+        line = line.decode().strip()
+        if line:
+            out.append((time.monotonic(), line))
+    conn.close()
+    return out
+
+
+@pytest.mark.parametrize("path,body,keepalive", [
+    ("/v1/messages", {"max_tokens": 2, "stream": True}, "event: ping"),
+    ("/v1/responses", {"max_output_tokens": 2, "stream": True}, "event: response.in_progress"),
+    ("/v1/chat/completions", {"max_tokens": 2, "stream": True}, ": keep-alive"),
+])
+def test_slow_prefill_is_kept_alive(server, gen, path, body, keepalive):
+    gen.prefill_delay = 0.4
+    server.service.keepalive = 0.1
+    try:
+        text = f"A long prompt for a slow prefill at {path}. " * 8  # several prefill chunks, never cached
+        if path == "/v1/responses":
+            body = dict(body, input=text)
+        else:
+            body = dict(body, messages=[{"role": "user", "content": text}])
+        t0 = time.monotonic()
+        lines = _timed_lines(server.url + path, dict(body, model="any"))
+    finally:
+        gen.prefill_delay = 0.0
+        server.service.keepalive = 5.0
+    assert lines[-1][0] - t0 > 1.0  # the prefill took a while
+    assert sum(1 for _, l in lines if l == keepalive) >= 4
+    gaps = [b[0] - a[0] for a, b in zip([(t0, "")] + lines, lines)]
+    assert max(gaps) < 0.45
