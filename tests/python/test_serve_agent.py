@@ -134,13 +134,26 @@ def test_anthropic_tool_use_and_thinking(server, gen):
 
     # Thinking on: the template opens a thinking block, which comes back as one.
     gen.scripts = ["The user wants weather.</think>\n\nIt is sunny."]
-    m = a.messages.create(model="any", max_tokens=200, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024})
+    m = a.messages.create(model="any", max_tokens=2000, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024})
     assert [b.type for b in m.content] == ["thinking", "text"]
     assert m.content[0].thinking == "The user wants weather." and m.content[1].text == "It is sunny."
     gen.scripts = ["Plan.</think>\n\nAnswer."]
-    with a.messages.stream(model="any", max_tokens=200, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024}) as s:
+    with a.messages.stream(model="any", max_tokens=2000, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024}) as s:
         m = s.get_final_message()
     assert m.content[0].type == "thinking" and m.content[0].thinking == "Plan." and m.content[1].text == "Answer."
+
+    # The budget is honoured: thinking that runs past it is closed there, and the
+    # reply goes on as text.
+    gen.scripts = ["x" * 1500 + "</think>\n\nDone."]
+    m = a.messages.create(model="any", max_tokens=1800, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024})
+    assert [b.type for b in m.content] == ["thinking", "text"]
+    assert m.content[0].thinking == "x" * 1024
+    # A budget the API would refuse is refused.
+    for bad in ({"type": "enabled", "budget_tokens": 100}, {"type": "enabled"}):
+        with pytest.raises(anthropic.BadRequestError):
+            a.messages.create(model="any", max_tokens=2000, messages=ASK, thinking=bad)
+    with pytest.raises(anthropic.BadRequestError):
+        a.messages.create(model="any", max_tokens=1024, messages=ASK, thinking={"type": "enabled", "budget_tokens": 1024})
 
     # OpenAI: reasoning_content, when a reasoning effort is asked for.
     gen.scripts = ["Plan.</think>\n\nAnswer."]

@@ -159,6 +159,17 @@ def _sampling(service: Service, body: Dict[str, Any]) -> Sampling:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise RequestError("top_k: must be a non-negative integer")
         s.top_k = top_k
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise RequestError("thinking.enabled.budget_tokens: Field required")
+        if budget < 1024:
+            raise RequestError("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+        if body["max_tokens"] <= budget:
+            # As the API checks it: against the request's limit, not the server's cap.
+            raise RequestError("`max_tokens` must be greater than `thinking.budget_tokens`")
+        s.thinking_budget = budget
     return s
 
 

@@ -161,7 +161,8 @@ class Service:
         text, prompt = await self.render(prepare)
         if not prompt:
             raise RequestError("the conversation renders to no tokens")
-        job = Job(prompt, sampling, emit=lambda ev: None, rerender=lambda reply: conv.rerender(tok, text, reply))
+        job = Job(prompt, sampling, emit=lambda ev: None, rerender=lambda reply: conv.rerender(tok, text, reply),
+                  thinking_open=conv.opens_thinking(tok, text))
         return job, text
 
 

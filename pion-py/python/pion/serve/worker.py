@@ -39,6 +39,10 @@ class Sampling:
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
+    #: At most this many tokens inside a thinking block (Anthropic's
+    #: ``thinking.budget_tokens``): at the budget the block is closed with the model's
+    #: end-of-thinking markup, and the reply goes on as text. ``None``: no budget.
+    thinking_budget: Optional[int] = None
 
 
 @dataclasses.dataclass
@@ -68,6 +72,8 @@ class Job:
     sampling: Sampling
     emit: Callable[[Event], None]
     rerender: Optional[Callable[[str], List[int]]] = None
+    #: The rendered prompt ends inside a thinking block (templates that open one).
+    thinking_open: bool = False
     cancelled: threading.Event = dataclasses.field(default_factory=threading.Event)
     stats: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -304,6 +310,9 @@ class Worker:
         y = job.prompt[-1]
         history: List[int] = []
         n_gen, reason, stop_seq = 0, "length", None
+        think_start = tuple(getattr(tok, "think_start_tokens", None) or ())
+        think_end = tuple(getattr(tok, "think_end_tokens", None) or ())
+        thinking, thought, forced = job.thinking_open, 0, []
         while n_gen < s.max_tokens:
             if job.cancelled.is_set():
                 reason = "cancelled"
@@ -316,11 +325,23 @@ class Worker:
                     logits = p(hist, logits)
             logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
             y = gen.sample(logprobs, sampler)
+            if not forced and thinking and think_end and s.thinking_budget is not None \
+                    and thought >= s.thinking_budget:
+                # The thinking budget is spent: the block closes here.
+                forced = list(think_end)
+            if forced:
+                y = forced.pop(0)
             n_gen += 1
             if y in eos:
                 reason = "stop"
                 break
             history.append(y)
+            if thinking:
+                thought += 1
+            if think_start and tuple(history[-len(think_start):]) == think_start:
+                thinking = True
+            elif think_end and tuple(history[-len(think_end):]) == think_end:
+                thinking = False
             detok.add_token(y)
             out, stop_seq = stops.step(detok.text)
             if out:
