@@ -221,6 +221,10 @@ def test_multi_turn_prefills_only_new_tokens(server, gen, folder, tmp_path, free
 
 def test_disconnect_cancels_generation(server, gen):
     gen.token_delay = 0.05
+    # A scripted reply longer than max_tokens: the random model could end its reply
+    # at any token (its end-of-turn token), and the job would then finish, not be
+    # cancelled; this one runs for 20 s unless cancelled.
+    gen.scripts = ["x" * 1000]
     try:
         before = health(server.url)["stats"]["cancelled"]
         c = oai(server.url)
@@ -230,7 +234,7 @@ def test_disconnect_cancels_generation(server, gen):
             if i == 3:
                 break
         stream.close()
-        deadline = time.time() + 10
+        deadline = time.time() + 15
         while time.time() < deadline:
             h = health(server.url)
             if h["stats"]["cancelled"] > before:
@@ -240,12 +244,14 @@ def test_disconnect_cancels_generation(server, gen):
         assert h["last"]["finish"] == "cancelled" and h["last"]["completion_tokens"] < 100
     finally:
         gen.token_delay = 0.0
+        gen.scripts = []
     # The server goes on serving.
     assert c.chat.completions.create(model="any", messages=ASK, max_tokens=2).usage.completion_tokens <= 2
 
 
 def test_non_streaming_disconnect_cancels_too(server, gen):
     gen.token_delay = 0.05
+    gen.scripts = ["x" * 1000]  # as above: it runs for 20 s unless cancelled
     try:
         before = health(server.url)["stats"]["cancelled"]
         u = urllib.parse.urlsplit(server.url)
@@ -255,13 +261,14 @@ def test_non_streaming_disconnect_cancels_too(server, gen):
             headers={"content-type": "application/json"})
         time.sleep(0.5)
         conn.close()  # gone before the reply
-        deadline = time.time() + 10
+        deadline = time.time() + 15
         while time.time() < deadline and health(server.url)["stats"]["cancelled"] == before:
             time.sleep(0.05)
         h = health(server.url)
         assert h["stats"]["cancelled"] == before + 1 and h["last"]["completion_tokens"] < 100
     finally:
         gen.token_delay = 0.0
+        gen.scripts = []
 
 
 def test_a_failing_generation_is_an_error_in_each_format(server, gen):
