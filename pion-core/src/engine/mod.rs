@@ -138,16 +138,6 @@ impl WeakEngine {
     }
 }
 
-/// The system's time in Unix microseconds.
-pub fn unix_us() -> i64 {
-    crate::util::clock::system_unix_us()
-}
-
-/// The current time in Unix milliseconds.
-pub fn unix_ms() -> i64 {
-    crate::util::clock::system_unix_ms()
-}
-
 impl Engine {
     /// Attaches the durable state recovery produced (once, when a durable engine is
     /// opened, before any other handle to the engine exists).

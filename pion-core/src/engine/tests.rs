@@ -90,9 +90,9 @@ fn a_slow_expiry_is_recorded_before_the_key_is_seen_gone() {
 fn derived_wall_clock_tracks_the_system_clock() {
     let engine = Engine::in_memory(EngineOptions::default());
     for _ in 0..50 {
-        let before = unix_ms();
+        let before = crate::util::clock::system_unix_ms();
         let derived = engine.wall_ms_at(std::time::Instant::now());
-        let after = unix_ms();
+        let after = crate::util::clock::system_unix_ms();
         // The derived clock advances with the monotonic clock and is re-anchored
         // every expiry tick; while the system clock is being slewed (NTP) the two
         // drift apart by a fraction of a millisecond per tick.

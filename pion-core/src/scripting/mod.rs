@@ -125,13 +125,9 @@ pub type Runner<'a> = dyn FnMut(
     + 'a;
 
 impl Scripting {
-    /// The busy state (the running script, kill requests).
-    pub fn busy(&self) -> &Busy {
-        &self.busy
-    }
-
-    /// The busy state, shared (a run's `redis.call`s hold it).
-    pub fn busy_shared(&self) -> &Arc<Busy> {
+    /// The busy state (the running script, kill requests), shared: a run's
+    /// `redis.call`s hold it.
+    pub fn busy(&self) -> &Arc<Busy> {
         &self.busy
     }
 

@@ -81,7 +81,7 @@ pub fn run(
         read_only: inv.ro_command || inv.flags.no_writes,
         allow_oom: inv.flags.allow_oom,
         wrote: Cell::new(false),
-        busy: Arc::clone(scripting.busy_shared()),
+        busy: Arc::clone(scripting.busy()),
         debugging: console.is_some(),
     };
     let saved_db = client.db;
