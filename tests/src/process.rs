@@ -149,6 +149,9 @@ pub struct PionProcess {
     child: Child,
     exited: Option<ExitStatus>,
     stderr_path: PathBuf,
+    /// The config's `logfile` and its length when the process started: a server that
+    /// logs to a file says why it could not start there, not on stderr.
+    config_log: Option<(PathBuf, u64)>,
     _logs: TempDir,
 }
 
@@ -184,8 +187,13 @@ impl PionProcess {
         extra_args: &[&str],
     ) -> Result<PionProcess, String> {
         let bin = server_bin();
+        let log_file = config.and_then(config_log_file);
         let mut last = String::new();
         for _ in 0..5 {
+            let config_log = log_file.as_ref().map(|path| {
+                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                (path.clone(), len)
+            });
             let port = free_port();
             let logs = temp_dir("log");
             let stderr_path = logs.path().join("server.log");
@@ -211,6 +219,7 @@ impl PionProcess {
                 child,
                 exited: None,
                 stderr_path,
+                config_log,
                 _logs: logs,
             };
             match process.wait_ready() {
@@ -226,7 +235,7 @@ impl PionProcess {
         let deadline = Instant::now() + READY_TIMEOUT;
         while Instant::now() < deadline {
             if let Some(status) = self.poll_exit() {
-                let text = self.stderr_text();
+                let text = self.stderr_text() + &self.config_log_text();
                 let msg = format!("pion-server exited with {status} before it was ready:\n{text}");
                 if text.contains("Address already in use") || text.contains("cannot listen") {
                     return Err(NotReady::PortClash(msg));
@@ -284,6 +293,19 @@ impl PionProcess {
     pub fn stderr_text(&self) -> String {
         std::fs::read(&self.stderr_path)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// What this process wrote to the config's `logfile` (empty without one).
+    fn config_log_text(&self) -> String {
+        let Some((path, start)) = &self.config_log else {
+            return String::new();
+        };
+        std::fs::read(path)
+            .map(|b| {
+                let from = usize::try_from(*start).unwrap_or(0).min(b.len());
+                String::from_utf8_lossy(&b[from..]).into_owned()
+            })
             .unwrap_or_default()
     }
 
@@ -371,6 +393,18 @@ impl PionProcess {
             }
         }
     }
+}
+
+/// The `logfile` a redis.conf names, if any.
+fn config_log_file(config: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(config).ok()?;
+    text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        (words.next()? == "logfile")
+            .then(|| words.next().map(|w| PathBuf::from(w.trim_matches('"'))))
+            .flatten()
+            .filter(|p| !p.as_os_str().is_empty())
+    })
 }
 
 impl Drop for PionProcess {
