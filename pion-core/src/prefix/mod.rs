@@ -19,8 +19,10 @@ pub mod export;
 pub mod manifest;
 pub mod ops;
 pub mod persist;
-pub mod quant;
 pub mod store;
+
+/// The storage tiers' encodings live with the kernels that read them.
+pub use kernels::quant;
 
 pub use block_id::BlockId;
 pub use manifest::{Layer, Manifest};

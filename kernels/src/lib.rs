@@ -1,0 +1,37 @@
+//! Pion's compute kernels: attention over a stored K/V prefix, the per-block summaries
+//! and query-aware block selection that let a long context attend a small part of its
+//! prefix, and the storage tiers' (de)quantisation.
+//!
+//! Everything here works on the prefix store's block layout as it is stored (see
+//! [`layout`]): per layer, per block, K then V, each `[kv_heads, tokens, head_dim]` in
+//! the namespace's dtype (`as-given`) or in a quantised tier (`int8`, `q4`), which the
+//! kernels dequantise as they load a row, never into a copy of the prefix.
+//!
+//! Each kernel has an optimised CPU path (SIMD where the CPU has it, every core) and a
+//! plain f64 reference that only the tests use; the results agree within the
+//! tolerances `doc/kernels.md` lists, and the reduction order is fixed by the inputs
+//! alone, never by the thread count, so a path gives the same bits on every run.
+//!
+//! The crate knows nothing of namespaces, keys or commands: `pion-core` hands it
+//! borrowed block bytes and gets states back.
+
+pub mod attend;
+mod error;
+pub mod layout;
+pub mod quant;
+pub mod select;
+mod simd;
+pub mod state;
+pub mod summary;
+
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;
+
+pub use attend::{decode_partial, sparse_partial, Queries};
+pub use error::KernelError;
+pub use layout::{BlockKv, KvLayout};
+pub use select::{block_select, Score, SelectOptions, Selection};
+pub use state::{merge_states, AttnState};
+pub use summary::{block_summary, BlockSummary};

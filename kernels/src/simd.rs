@@ -1,0 +1,314 @@
+//! The CPU paths' inner loops, compiled twice: for AVX2 + FMA + F16C where the CPU has
+//! them (chosen at run time, once per call of a coarse loop, so the check costs
+//! nothing), and for the baseline target. The bodies are the same Rust; the
+//! `#[target_feature]` copies let the compiler vectorise them 8 lanes wide and fuse
+//! the multiply-adds. Every loop's summation order is fixed by the data's shape, so
+//! a copy gives the same bits on every run (the two copies differ only by the
+//! rounding of a fused multiply-add).
+
+use half::{bf16, f16};
+
+/// Whether this CPU runs the AVX2 copies.
+#[inline]
+fn fast() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Defines `pub(crate) fn $name(args)` that runs `$body::<true>` (fused multiply-add)
+/// in an AVX2 + FMA + F16C copy where the CPU has them, `$body::<false>` otherwise.
+macro_rules! dispatched {
+    ($(#[$doc:meta])* $name:ident => $body:ident ($($arg:ident : $ty:ty),* $(,)?)) => {
+        $(#[$doc])*
+        pub(crate) fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma,f16c")]
+                fn avx2($($arg: $ty),*) {
+                    $body::<true>($($arg),*)
+                }
+                if fast() {
+                    // SAFETY: `fast()` has just checked that this CPU has every
+                    // feature the copy was compiled for.
+                    unsafe { avx2($($arg),*) };
+                    return;
+                }
+            }
+            $body::<false>($($arg),*)
+        }
+    };
+}
+
+/// `a * b + c`, fused where the copy has FMA.
+#[inline(always)]
+fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// The dot product of two equal-length rows, in 16 interleaved partial sums reduced
+/// pairwise (a fixed order).
+#[inline(always)]
+fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 16];
+    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for j in 0..16 {
+            acc[j] = madd::<FMA>(x[j], y[j], acc[j]);
+        }
+    }
+    for (j, (x, y)) in ra.iter().zip(rb).enumerate() {
+        acc[j] = madd::<FMA>(*x, *y, acc[j]);
+    }
+    let mut width = 8;
+    while width > 0 {
+        for j in 0..width {
+            acc[j] += acc[j + width];
+        }
+        width /= 2;
+    }
+    acc[0]
+}
+
+#[inline(always)]
+fn scores_body<const FMA: bool>(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32]) {
+    let tokens = keys.len() / dim;
+    for (t, k) in keys.chunks_exact(dim).enumerate() {
+        for (r, q) in queries.chunks_exact(dim).enumerate() {
+            scores[r * tokens + t] = dot::<FMA>(q, k);
+        }
+    }
+}
+
+dispatched! {
+    /// `scores[r * tokens + t] = queries[r] · keys[t]` for rows of `dim` elements
+    /// (`scores` holds rows × tokens).
+    scores => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32])
+}
+
+#[inline(always)]
+fn accumulate_body<const FMA: bool>(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32]) {
+    let tokens = values.len() / dim;
+    for (r, acc) in out.chunks_exact_mut(dim).enumerate() {
+        let w = &weights[r * tokens..(r + 1) * tokens];
+        for (&p, v) in w.iter().zip(values.chunks_exact(dim)) {
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a = madd::<FMA>(p, x, *a);
+            }
+        }
+    }
+}
+
+dispatched! {
+    /// `out[r] += Σ_t weights[r * tokens + t] * values[t]`, rows of `dim` elements, in
+    /// token order.
+    accumulate => accumulate_body(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32])
+}
+
+#[inline(always)]
+fn f16_body<const FAST: bool>(src: &[u8], dst: &mut [f32]) {
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if FAST {
+        use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
+        let lanes = dst.len().min(src.len() / 2) / 8;
+        for i in 0..lanes {
+            // SAFETY: `i < lanes` keeps the 16 bytes read (from `16 * i`) inside `src`
+            // and the 8 floats written (from `8 * i`) inside `dst`; both accesses are
+            // unaligned ones. This copy runs only where F16C is present.
+            unsafe {
+                let h = _mm_loadu_si128(src.as_ptr().add(16 * i).cast::<__m128i>());
+                _mm256_storeu_ps(dst.as_mut_ptr().add(8 * i), _mm256_cvtph_ps(h));
+            }
+        }
+        done = lanes * 8;
+    }
+    for (d, s) in dst[done..].iter_mut().zip(src[2 * done..].chunks_exact(2)) {
+        *d = f16::from_le_bytes([s[0], s[1]]).to_f32();
+    }
+}
+
+dispatched! {
+    /// Little-endian f16 elements to f32 (`dst.len()` of them).
+    f16_to_f32 => f16_body(src: &[u8], dst: &mut [f32])
+}
+
+/// Little-endian bf16 elements to f32 (`dst.len()` of them).
+pub(crate) fn bf16_to_f32(src: &[u8], dst: &mut [f32]) {
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(2)) {
+        *d = bf16::from_le_bytes([s[0], s[1]]).to_f32();
+    }
+}
+
+/// Little-endian f32 elements (`dst.len()` of them).
+pub(crate) fn f32_from_le(src: &[u8], dst: &mut [f32]) {
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(4)) {
+        *d = f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+    }
+}
+
+#[inline(always)]
+fn affine_body<const FAST: bool>(
+    codes: &[u8],
+    bits: u32,
+    scales: &[f32],
+    biases: &[f32],
+    dst: &mut [f32],
+) {
+    // Groups of 32 elements: 32 bytes of int8 codes, or 16 bytes of 4-bit ones (low
+    // nibble first). `scale * q + bias`, not fused: the value the store decodes.
+    let group_bytes = if bits == 8 { 32 } else { 16 };
+    let groups = dst
+        .chunks_exact_mut(32)
+        .zip(codes.chunks_exact(group_bytes));
+    for ((out, c), (&s, &b)) in groups.zip(scales.iter().zip(biases)) {
+        if bits == 8 {
+            for (o, &q) in out.iter_mut().zip(c) {
+                *o = s * f32::from(q) + b;
+            }
+        } else {
+            for (pair, &q) in out.chunks_exact_mut(2).zip(c) {
+                pair[0] = s * f32::from(q & 0x0f) + b;
+                pair[1] = s * f32::from(q >> 4) + b;
+            }
+        }
+    }
+}
+
+dispatched! {
+    /// Affine codes (8 or 4 bits, groups of 32 with one scale and bias each) to f32:
+    /// `scale * q + bias`, as the store's decoder computes it.
+    affine_to_f32 => affine_body(codes: &[u8], bits: u32, scales: &[f32], biases: &[f32], dst: &mut [f32])
+}
+
+/// `e^x` for `x ≤ 0` within 2 ulp (inputs under -87 give ~1e-38 rather than 0): a
+/// range reduction by ln 2 and a degree-6 polynomial, in arithmetic every copy
+/// vectorises (the rounding to an integer is the 1.5·2²³ trick, not a libm call).
+#[inline(always)]
+fn exp_neg(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.max(-87.0);
+    let n = (x * LOG2E + ROUND) - ROUND;
+    let r = x - n * LN2_HI - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    // `n` is in -126..=0 here, so the exponent field is a normal one.
+    p * f32::from_bits(((n as i32 + 127) << 23) as u32)
+}
+
+#[inline(always)]
+fn softmax_body<const FAST: bool>(scores: &mut [f32], shift: f32, sum: &mut f32) {
+    let mut acc = [0f32; 8];
+    let mut chunks = scores.chunks_exact_mut(8);
+    for c in &mut chunks {
+        for j in 0..8 {
+            c[j] = exp_neg(c[j] - shift);
+            acc[j] += c[j];
+        }
+    }
+    for (j, x) in chunks.into_remainder().iter_mut().enumerate() {
+        *x = exp_neg(*x - shift);
+        acc[j] += *x;
+    }
+    *sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+dispatched! {
+    /// `scores[i] = e^(scores[i] - shift)` (every score ≤ `shift`), and their sum in
+    /// `sum`.
+    softmax_weights => softmax_body(scores: &mut [f32], shift: f32, sum: &mut f32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_copies_agree_with_plain_arithmetic() {
+        let dim = 72; // not a multiple of 16: the remainder path runs too
+        let q: Vec<f32> = (0..2 * dim).map(|i| (i as f32 * 0.37).sin()).collect();
+        let k: Vec<f32> = (0..3 * dim).map(|i| (i as f32 * 0.11).cos()).collect();
+        let mut s = vec![0f32; 6];
+        scores(&q, &k, dim, &mut s);
+        for r in 0..2 {
+            for t in 0..3 {
+                let want: f64 = (0..dim)
+                    .map(|j| f64::from(q[r * dim + j]) * f64::from(k[t * dim + j]))
+                    .sum();
+                assert!((f64::from(s[r * 3 + t]) - want).abs() < 1e-4, "{r} {t}");
+            }
+        }
+        let mut out = vec![1f32; 2 * dim];
+        accumulate(&s, &k, dim, &mut out);
+        for r in 0..2 {
+            for j in 0..dim {
+                let want: f64 = 1.0
+                    + (0..3)
+                        .map(|t| f64::from(s[r * 3 + t]) * f64::from(k[t * dim + j]))
+                        .sum::<f64>();
+                assert!((f64::from(out[r * dim + j]) - want).abs() < 1e-4);
+            }
+        }
+        // The baseline copy's dot product is bit-identical to the fused one up to
+        // FMA rounding; both are deterministic.
+        assert_eq!(dot::<false>(&q, &q), dot::<false>(&q, &q));
+        assert!((dot::<true>(&q, &q) - dot::<false>(&q, &q)).abs() < 1e-4);
+    }
+
+    #[test]
+    fn exp_is_close_to_libm_over_the_softmax_range() {
+        let mut worst = 0f64;
+        for i in 0..=200_000 {
+            let x = -(i as f32) * 0.0005; // 0 down to -100
+            let got = f64::from(exp_neg(x));
+            let want = f64::from(x).exp();
+            if want > 1e-30 {
+                worst = worst.max((got - want).abs() / want);
+            }
+        }
+        assert!(worst < 3e-7, "relative error {worst}");
+        let mut s = vec![0.0f32, -1.0, -2.0, -0.5, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0];
+        let mut sum = 0.0;
+        softmax_weights(&mut s, 0.0, &mut sum);
+        let want: f32 = [0.0f32, -1.0, -2.0, -0.5, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0]
+            .iter()
+            .map(|x| x.exp())
+            .sum();
+        assert!((sum - want).abs() < 1e-5);
+        assert!((s[1] - (-1f32).exp()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn f16_conversion_matches_half_on_every_length() {
+        let values: Vec<f16> = (0..37)
+            .map(|i| f16::from_f32(i as f32 * -1.25 + 0.5))
+            .collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        for n in 0..=values.len() {
+            let mut fast = vec![0f32; n];
+            f16_to_f32(&bytes[..2 * n], &mut fast);
+            let mut plain = vec![0f32; n];
+            f16_body::<false>(&bytes[..2 * n], &mut plain);
+            let want: Vec<f32> = values[..n].iter().map(|v| v.to_f32()).collect();
+            assert_eq!(fast, want);
+            assert_eq!(plain, want);
+        }
+    }
+}
