@@ -71,6 +71,13 @@ if [ ! -x "$PION_SEARCH_ORACLE/redis-server" ]; then
   PYTHON="$VENV/bin/python" bash scripts/search-oracle.sh "$PION_SEARCH_ORACLE"
 fi
 
+# Mesa's Vulkan drivers (lavapipe, which runs the kernels' shaders in the tests) want a
+# runtime directory; a CI shell may have none.
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
+  XDG_RUNTIME_DIR="$(mktemp -d)"
+  export XDG_RUNTIME_DIR
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 (cd pion-py && cargo fmt -- --check)

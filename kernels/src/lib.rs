@@ -7,9 +7,14 @@
 //! the namespace's dtype (`as-given`) or in a quantised tier (`int8`, `q4`), which the
 //! kernels dequantise as they load a row, never into a copy of the prefix.
 //!
-//! Each kernel has an optimised CPU path (SIMD where the CPU has it, every core) and a
-//! plain f64 reference that only the tests use; the results agree within the
-//! tolerances `doc/kernels.md` lists, and the reduction order is fixed by the inputs
+//! Each kernel exists three times:
+//! - as WGSL compute shaders driven by wgpu ([`gpu`]), for Vulkan, Metal and DX12;
+//! - as an optimised CPU path (SIMD where the CPU has it, every core), used when no
+//!   adapter is present or when the CPU is faster for the size;
+//! - as a plain f64 reference that only the tests use.
+//!
+//! [`Kernels`] picks the device per call; the results agree within the tolerances
+//! `doc/kernels.md` lists, and each path's reduction order is fixed by the inputs
 //! alone, never by the thread count, so a path gives the same bits on every run.
 //!
 //! The crate knows nothing of namespaces, keys or commands: `pion-core` hands it
@@ -17,6 +22,7 @@
 
 pub mod attend;
 mod error;
+pub mod gpu;
 pub mod layout;
 pub mod quant;
 pub mod select;
@@ -31,6 +37,7 @@ mod tests;
 
 pub use attend::{decode_partial, sparse_partial, Queries};
 pub use error::KernelError;
+pub use gpu::{Device, DevicePolicy, Gpu, Kernels};
 pub use layout::{BlockKv, KvLayout};
 pub use select::{block_select, Score, SelectOptions, Selection};
 pub use state::{merge_states, AttnState};

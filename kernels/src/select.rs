@@ -102,6 +102,25 @@ pub fn block_select(
             refuse!("summary {i} is not of this layout");
         }
     }
+    let scores: Vec<Vec<f32>> = (0..layout.kv_heads)
+        .map(|head| {
+            let rows = queries.head_rows(head, group, layout.head_dim);
+            summaries
+                .iter()
+                .map(|s| head_score(s, head, &rows, options.score))
+                .collect()
+        })
+        .collect();
+    Ok(choose(summaries, &scores, options))
+}
+
+/// Each head's blocks from its scores (`scores[head][block]`): the forced first and
+/// recent blocks, then the highest scoring others while the budget holds.
+pub(crate) fn choose(
+    summaries: &[&BlockSummary],
+    scores: &[Vec<f32>],
+    options: &SelectOptions,
+) -> Selection {
     let n = summaries.len();
     let mut forced = vec![false; n];
     forced[..options.sink_blocks.min(n)].fill(true);
@@ -117,25 +136,26 @@ pub fn block_select(
         .filter(|&i| forced[i])
         .map(|i| summaries[i].tokens)
         .sum();
-    let mut per_head = Vec::with_capacity(layout.kv_heads);
-    for head in 0..layout.kv_heads {
-        let rows = queries.head_rows(head, group, layout.head_dim);
-        let mut ranked: Vec<(f32, usize)> = (0..n)
-            .filter(|&i| !forced[i] && summaries[i].tokens > 0)
-            .map(|i| (head_score(summaries[i], head, &rows, options.score), i))
-            .collect();
-        // Highest score first; ties (and NaN) by position, so the choice is stable.
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut keep = forced.clone();
-        let mut tokens = forced_tokens;
-        for (_, i) in ranked {
-            let t = summaries[i].tokens;
-            if tokens + t <= options.budget_tokens {
-                keep[i] = true;
-                tokens += t;
+    let per_head = scores
+        .iter()
+        .map(|head_scores| {
+            let mut ranked: Vec<(f32, usize)> = (0..n)
+                .filter(|&i| !forced[i] && summaries[i].tokens > 0)
+                .map(|i| (head_scores[i], i))
+                .collect();
+            // Highest score first; ties (and NaN) by position, so the choice is stable.
+            ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut keep = forced.clone();
+            let mut tokens = forced_tokens;
+            for (_, i) in ranked {
+                let t = summaries[i].tokens;
+                if tokens + t <= options.budget_tokens {
+                    keep[i] = true;
+                    tokens += t;
+                }
             }
-        }
-        per_head.push((0..n).filter(|&i| keep[i]).collect());
-    }
-    Ok(Selection { per_head })
+            (0..n).filter(|&i| keep[i]).collect()
+        })
+        .collect();
+    Selection { per_head }
 }

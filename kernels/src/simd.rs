@@ -94,8 +94,21 @@ fn scores_body<const FMA: bool>(queries: &[f32], keys: &[f32], dim: usize, score
 
 dispatched! {
     /// `scores[r * tokens + t] = queries[r] · keys[t]` for rows of `dim` elements
-    /// (`scores` holds rows × tokens).
-    scores => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32])
+    /// (`scores` holds rows × tokens), the loop every copy compiles.
+    scores_any => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32])
+}
+
+/// `scores[r * tokens + t] = queries[r] · keys[t]` for rows of `dim` elements:
+/// [`x86::scores`] where the CPU has AVX2 and `dim` is a multiple of 8, the plain
+/// loop otherwise.
+pub(crate) fn scores(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if fast() && x86::fits(queries, keys, dim, scores) {
+        // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
+        unsafe { x86::scores(queries, keys, dim, scores) };
+        return;
+    }
+    scores_any(queries, keys, dim, scores)
 }
 
 #[inline(always)]
@@ -113,8 +126,138 @@ fn accumulate_body<const FMA: bool>(weights: &[f32], values: &[f32], dim: usize,
 
 dispatched! {
     /// `out[r] += Σ_t weights[r * tokens + t] * values[t]`, rows of `dim` elements, in
-    /// token order.
-    accumulate => accumulate_body(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32])
+    /// token order, the loop every copy compiles.
+    accumulate_any => accumulate_body(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32])
+}
+
+/// `out[r] += Σ_t weights[r * tokens + t] * values[t]`, rows of `dim` elements, in
+/// token order: [`x86::accumulate`] where the CPU has AVX2 and `dim` is a multiple of
+/// 8, the plain loop otherwise.
+pub(crate) fn accumulate(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if fast() && x86::fits(out, values, dim, weights) {
+        // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
+        unsafe { x86::accumulate(weights, values, dim, out) };
+        return;
+    }
+    accumulate_any(weights, values, dim, out)
+}
+
+/// The two hot loops written with AVX2 intrinsics: scoring eight tokens at once
+/// against a query row with one accumulator per token and a single transposing
+/// reduction, and accumulating values into a query row held in registers.
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// Whether `rows` (R × dim), `tokens` (T × dim) and `matrix` (R × T) have the
+    /// shapes these kernels need, with `dim` a non-zero multiple of 8.
+    pub(super) fn fits(rows: &[f32], tokens: &[f32], dim: usize, matrix: &[f32]) -> bool {
+        dim > 0
+            && dim.is_multiple_of(8)
+            && rows.len().is_multiple_of(dim)
+            && tokens.len().is_multiple_of(dim)
+            && matrix.len() == (rows.len() / dim) * (tokens.len() / dim)
+    }
+
+    /// The sums of eight vectors, as one vector: lane `u` is the sum of `acc[u]`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hsum8(acc: [__m256; 8]) -> __m256 {
+        let a = _mm256_hadd_ps(acc[0], acc[1]);
+        let b = _mm256_hadd_ps(acc[2], acc[3]);
+        let c = _mm256_hadd_ps(acc[4], acc[5]);
+        let d = _mm256_hadd_ps(acc[6], acc[7]);
+        let ab = _mm256_hadd_ps(a, b);
+        let cd = _mm256_hadd_ps(c, d);
+        let lo = _mm256_permute2f128_ps::<0x20>(ab, cd);
+        let hi = _mm256_permute2f128_ps::<0x31>(ab, cd);
+        _mm256_add_ps(lo, hi)
+    }
+
+    /// See [`super::scores`].
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA, and [`fits`]`(queries, keys, dim, scores)` holds.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn scores(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32]) {
+        let tokens = keys.len() / dim;
+        let rows = queries.len() / dim;
+        let (q, k, s) = (queries.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
+        let mut t = 0;
+        while t + 8 <= tokens {
+            for r in 0..rows {
+                let mut acc = [_mm256_setzero_ps(); 8];
+                let mut j = 0;
+                while j < dim {
+                    // SAFETY: `r < rows`, `t + u < tokens` and `j + 8 <= dim` keep every
+                    // 8-float load inside its slice (`fits` checked the lengths).
+                    unsafe {
+                        let qv = _mm256_loadu_ps(q.add(r * dim + j));
+                        for (u, a) in acc.iter_mut().enumerate() {
+                            *a = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k.add((t + u) * dim + j)), *a);
+                        }
+                    }
+                    j += 8;
+                }
+                // SAFETY: `scores` is rows × tokens and `t + 8 <= tokens`.
+                unsafe { _mm256_storeu_ps(s.add(r * tokens + t), hsum8(acc)) };
+            }
+            t += 8;
+        }
+        for t in t..tokens {
+            for r in 0..rows {
+                let qr = &queries[r * dim..(r + 1) * dim];
+                let kt = &keys[t * dim..(t + 1) * dim];
+                scores[r * tokens + t] = qr.iter().zip(kt).fold(0.0, |a, (x, y)| x.mul_add(*y, a));
+            }
+        }
+    }
+
+    /// See [`super::accumulate`].
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA, and [`fits`]`(out, values, dim, weights)` holds.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn accumulate(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32]) {
+        let tokens = values.len() / dim;
+        let rows = out.len() / dim;
+        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+        for r in 0..rows {
+            // 64 columns (8 registers) of the row at a time.
+            let mut c0 = 0;
+            while c0 < dim {
+                let lanes = ((dim - c0) / 8).min(8);
+                let mut acc = [_mm256_setzero_ps(); 8];
+                for (c, a) in acc.iter_mut().enumerate().take(lanes) {
+                    // SAFETY: `c0 + 8 * c + 8 <= dim` inside row `r < rows` of `out`.
+                    *a = unsafe { _mm256_loadu_ps(o.add(r * dim + c0 + 8 * c)) };
+                }
+                for t in 0..tokens {
+                    // SAFETY: `weights` is rows × tokens; the value loads stay inside
+                    // row `t < tokens` of `values` (`c0 + 8 * c + 8 <= dim`).
+                    unsafe {
+                        let p = _mm256_set1_ps(*w.add(r * tokens + t));
+                        let row = v.add(t * dim + c0);
+                        if lanes == 8 {
+                            for (c, a) in acc.iter_mut().enumerate() {
+                                *a = _mm256_fmadd_ps(p, _mm256_loadu_ps(row.add(8 * c)), *a);
+                            }
+                        } else {
+                            for (c, a) in acc.iter_mut().enumerate().take(lanes) {
+                                *a = _mm256_fmadd_ps(p, _mm256_loadu_ps(row.add(8 * c)), *a);
+                            }
+                        }
+                    }
+                }
+                for (c, a) in acc.iter().enumerate().take(lanes) {
+                    // SAFETY: as for the loads above.
+                    unsafe { _mm256_storeu_ps(o.add(r * dim + c0 + 8 * c), *a) };
+                }
+                c0 += 8 * lanes;
+            }
+        }
+    }
 }
 
 #[inline(always)]
