@@ -90,6 +90,11 @@ const EXEMPT: &[(&str, &str)] = &[
         "kv.reloc",
         "internal: replayed from the log (compaction test)",
     ),
+    // Attention over a stored prefix: held to attention computed from the stored K/V
+    // in pion-core/src/prefix/attend/tests.rs, and to the kernels' f64 references.
+    ("attend.view", "Pion-only: pion-core prefix::attend tests"),
+    ("attend.query", "Pion-only: pion-core prefix::attend tests"),
+    ("attend.drop", "Pion-only: pion-core prefix::attend tests"),
 ];
 
 /// Commands used by the core corpus and the search (Redis 8) corpus.

@@ -429,6 +429,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         server::COMMANDS,
         persistence::COMMANDS,
         prefix::COMMANDS,
+        attend::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
         acl::COMMANDS,

@@ -67,6 +67,9 @@ pub struct ConfigValues {
     pub appendfsync: crate::durability::FsyncPolicy,
     /// `kv-budget`: bytes of prompt-cache blocks kept (0: no limit).
     pub kv_budget: u64,
+    /// Where `ATTEND.*` runs its kernels: `auto` (a hardware GPU when there is one,
+    /// for calls large enough), `cpu`, or `gpu` (any adapter, software ones too).
+    pub attend_device: String,
     /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a script runs
     /// before other clients are answered `-BUSY`.
     pub busy_reply_threshold: u64,
@@ -144,6 +147,7 @@ impl Default for ConfigValues {
             wal: false,
             appendfsync: crate::durability::FsyncPolicy::EverySec,
             kv_budget: 0,
+            attend_device: "auto".into(),
             busy_reply_threshold: 5000,
             maxmemory_samples: 5,
             lfu_log_factor: 10,

@@ -294,6 +294,20 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         }),
     },
+    // Where ATTEND.* computes (auto, cpu, gpu); a change takes effect at the next query.
+    Param {
+        name: "attend-device",
+        aliases: &[],
+        get: |c| c.attend_device.clone(),
+        set: Some(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !["auto", "cpu", "gpu"].contains(&v.as_str()) {
+                return Err("argument(s) must be one of the following: auto, cpu, gpu".into());
+            }
+            c.attend_device = v;
+            Ok(())
+        }),
+    },
     Param {
         name: "maxmemory-policy",
         aliases: &[],

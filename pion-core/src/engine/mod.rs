@@ -88,6 +88,8 @@ pub(crate) struct EngineInner {
     durability: std::sync::OnceLock<Durability>,
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
+    /// Attention over stored prefixes: views, kernels, counters.
+    attention: crate::prefix::attend::Attention,
     search: std::sync::Arc<crate::index::Indexes>,
     /// Open `FT.AGGREGATE … WITHCURSOR` cursors.
     search_cursors: crate::index::cursor::Cursors,
@@ -216,6 +218,17 @@ impl Engine {
     /// command that changes it logs the change while still holding the lock.
     pub fn prefix(&self) -> &parking_lot::Mutex<crate::prefix::PrefixStore> {
         &self.inner.prefix
+    }
+
+    /// Attention over stored prefixes (`ATTEND.*`).
+    pub fn attention(&self) -> &crate::prefix::attend::Attention {
+        &self.inner.attention
+    }
+
+    /// The device policy `attend-device` names.
+    pub fn attend_policy(&self) -> kernels::DevicePolicy {
+        let name = self.inner.config.with(|c| c.attend_device.clone());
+        crate::prefix::attend::parse_policy(&name).unwrap_or(kernels::DevicePolicy::Auto)
     }
 
     /// The open `FT.AGGREGATE … WITHCURSOR` cursors.
@@ -364,6 +377,7 @@ impl Engine {
             shutdown_waker: parking_lot::Mutex::new(None),
             durability: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
+            attention: crate::prefix::attend::Attention::default(),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
             search_cursors: crate::index::cursor::Cursors::default(),
             watches: Arc::new(crate::clients::watch::WatchRegistry::default()),

@@ -10,8 +10,10 @@
 //! - [`quant`] and `encode`: the storage tiers (as given, int8 and 4-bit in mlx's layout,
 //!   2-bit);
 //! - [`export`]: a stored prefix as a safetensors file for a client on the same machine;
-//! - [`ops`]: the typed operations every caller goes through, with their log records.
+//! - [`ops`]: the typed operations every caller goes through, with their log records;
+//! - [`attend`]: attention over a stored prefix (`ATTEND.*`), with the kernels crate.
 
+pub mod attend;
 pub mod block_id;
 pub mod blockfile;
 mod encode;

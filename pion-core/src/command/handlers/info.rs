@@ -23,7 +23,13 @@ const DEFAULT: &[&str] = &[
     "cluster",
     "keyspace",
 ];
-const ALL_EXTRA: &[&str] = &["commandstats", "latencystats", "prompt_cache", "search"];
+const ALL_EXTRA: &[&str] = &[
+    "commandstats",
+    "latencystats",
+    "prompt_cache",
+    "attention",
+    "search",
+];
 
 /// The `INFO [section …]` handler.
 pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -267,6 +273,24 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("kv_block_file_bytes", &files.bytes);
             line("kv_block_live_bytes", &files.live);
             line("kv_compacted_bytes", &files.compacted);
+        }
+        "attention" => {
+            header!("# Attention");
+            let a = e.attention();
+            let n = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+            line("attend_views", &a.views());
+            line("attend_queries", &n(&a.stats.queries));
+            line("attend_layer_queries", &n(&a.stats.layer_queries));
+            line("attend_sparse_queries", &n(&a.stats.sparse_queries));
+            line("attend_blocks_read", &n(&a.stats.blocks_read));
+            line("attend_bytes_read", &n(&a.stats.bytes_read));
+            line("attend_on_cpu", &n(&a.stats.on_cpu));
+            line("attend_on_gpu", &n(&a.stats.on_gpu));
+            line(
+                "attend_device_policy",
+                &crate::prefix::attend::policy_name(e.attend_policy()),
+            );
+            line("attend_device", &a.device());
         }
         "search" => {
             header!("# Search");

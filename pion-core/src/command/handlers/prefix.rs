@@ -455,6 +455,7 @@ fn del(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn drop_namespace(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let (existed, seq) = ops::drop_namespace(ctx.engine.prefix(), ctx.prefix_log(), name);
+    ctx.engine.attention().drop_namespace(name);
     ctx.prefix_logged(seq);
     Ok(Reply::Integer(i64::from(existed)))
 }

@@ -235,6 +235,7 @@ impl PrefixStore {
         }
         let bytes = layers.iter().flatten().map(|d| d.len() as u64).sum();
         let nl = layers.len();
+        let summaries = crate::prefix::attend::summarise(&ns.manifest, tokens, &layers);
         ns.blocks.insert(
             id,
             Block {
@@ -242,6 +243,7 @@ impl PrefixStore {
                 tokens,
                 layers,
                 locs: vec![None; nl],
+                summaries,
                 children: SmallVec::new(),
                 last_used: 0,
                 bytes,

@@ -14,6 +14,7 @@ use super::block_id::BlockId;
 use super::blockfile::{BlockFiles, Loc};
 use super::export::Exports;
 use super::manifest::{dtype_size, Layer, Manifest};
+use kernels::BlockSummary;
 
 mod disk;
 
@@ -46,6 +47,9 @@ pub struct Block {
     pub layers: Vec<LayerData>,
     /// Where each present layer is on disk (durable engines).
     pub locs: Vec<Option<Loc>>,
+    /// Per layer, the block's summary for the sparse selector (attention layers the
+    /// kernels read; computed when the block is stored or loaded, never logged).
+    pub summaries: Vec<Option<Arc<BlockSummary>>>,
     children: SmallVec<[BlockId; 2]>,
     last_used: u64,
     bytes: u64,
@@ -333,6 +337,7 @@ impl PrefixStore {
             ));
         }
         let new_layers = (0..layers.len()).filter(|&i| layers[i].is_some()).collect();
+        let summaries = super::attend::summarise(m, n, &layers);
         let ns = self.ns_mut(name)?;
         let nl = layers.len();
         ns.blocks.insert(
@@ -342,6 +347,7 @@ impl PrefixStore {
                 tokens: n,
                 layers,
                 locs: vec![None; nl],
+                summaries,
                 children: SmallVec::new(),
                 last_used: 0,
                 bytes,
@@ -441,6 +447,70 @@ impl PrefixStore {
         self.touch(ns_id, name, id);
         self.ns_mut(name)?.stats.fetches += 1;
         Ok((tokens, out))
+    }
+
+    /// Tokens covered by `ids` if they are stored blocks forming a prefix: the first
+    /// a sequence's first block, each the child of the one before, every layer
+    /// present, only the last partial.
+    pub fn chain_tokens(&self, name: &str, ids: &[BlockId]) -> Result<u64, PrefixError> {
+        let ns = self.ns(name)?;
+        let full = ns.manifest.block_tokens;
+        let mut parent = BlockId::ROOT;
+        let mut tokens = 0u64;
+        for (i, id) in ids.iter().enumerate() {
+            let Some(b) = ns.blocks.get(id) else {
+                return err(format!(
+                    "ERR block {} is not stored (evicted or never stored)",
+                    id.hex()
+                ));
+            };
+            if b.parent != parent {
+                return err(format!(
+                    "ERR block {} does not follow the block before it: the blocks must be a stored prefix, in order",
+                    id.hex()
+                ));
+            }
+            if !b.complete() || (b.tokens < full && i + 1 < ids.len()) {
+                return err(format!("ERR block {} cannot continue a prefix", id.hex()));
+            }
+            parent = *id;
+            tokens += u64::from(b.tokens);
+        }
+        Ok(tokens)
+    }
+
+    /// Layer `layer` of each of `ids` for attention: (tokens, stored bytes, summary),
+    /// shared with the store. Fails on a block no longer stored; a use for the LRU.
+    #[allow(clippy::type_complexity)]
+    pub fn attend_layer(
+        &mut self,
+        name: &str,
+        ids: &[BlockId],
+        layer: usize,
+    ) -> Result<Vec<(u32, Arc<[u8]>, Option<Arc<BlockSummary>>)>, PrefixError> {
+        let ns = self.ns(name)?;
+        let ns_id = ns.id;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(b) = ns.blocks.get(id) else {
+                return err(format!(
+                    "ERR block {} of the view is no longer stored (evicted or deleted): create the view again",
+                    id.hex()
+                ));
+            };
+            let Some(Some(data)) = b.layers.get(layer) else {
+                return err(format!(
+                    "ERR layer {layer} of block {} is not stored",
+                    id.hex()
+                ));
+            };
+            let summary = b.summaries.get(layer).cloned().flatten();
+            out.push((b.tokens, Arc::clone(data), summary));
+        }
+        for id in ids {
+            self.touch(ns_id, name, *id);
+        }
+        Ok(out)
     }
 
     /// Whether a block is stored.
