@@ -87,6 +87,32 @@ class PrefixOps:
         n, path = self.execute("KV.EXPORT", namespace, pack_tokens(tokens), "LAYOUT", layout)
         return n, (path.decode() if isinstance(path, bytes) else path)
 
+    def attend_view(self, namespace: str, view: str, block_ids: Sequence[str]) -> Tuple[int, int]:
+        """Names the stored prefix ``block_ids`` (in order, from a sequence's start) as
+        attention view ``view``: its tokens and blocks."""
+        tokens, blocks = self.execute("ATTEND.VIEW", namespace, view, "BLOCKS", *block_ids)
+        return tokens, blocks
+
+    def attend(
+        self, namespace: str, view: str, layer: int, queries: Any, positions: int, scale: float
+    ) -> Tuple[Any, Any]:
+        """Attention of ``queries`` (little-endian f32 ``[positions, q_heads, head_dim]``,
+        e.g. a numpy array) over the view's stored prefix for ``layer``: the output
+        (normalised over the prefix) and the log-sum-exp per row, as numpy f32 arrays
+        ``[positions * q_heads * head_dim]`` and ``[positions * q_heads]``."""
+        import numpy as np
+
+        reply = self.execute(
+            "ATTEND.QUERY", namespace, view, "LAYER", layer, "Q", _as_bytes(queries),
+            "POSITIONS", positions, "SCALE", repr(float(scale)),
+        )
+        out, lse = reply[0][0], reply[0][1]
+        return np.frombuffer(out, dtype="<f4"), np.frombuffer(lse, dtype="<f4")
+
+    def attend_drop(self, namespace: str, view: str) -> bool:
+        """Forgets an attention view; whether it existed."""
+        return bool(self.execute("ATTEND.DROP", namespace, view))
+
     def info(self, namespace: Optional[str] = None) -> Dict[str, int]:
         """Prompt-cache counters."""
         args = ["KV.INFO"] + ([namespace] if namespace else [])

@@ -181,6 +181,29 @@ class Client(PrefixOps):
             out.append((tokens, layer_data))
         return out
 
+    def attend(
+        self, namespace: str, view: str, layer: int, queries: Any, positions: int, scale: float
+    ) -> Tuple[Any, Any]:
+        """``ATTEND.QUERY`` over the binary lane (the queries' buffer sent as it is):
+        the output and the log-sum-exp per row, as numpy f32 arrays viewing the one
+        reply buffer."""
+        import numpy as np
+
+        ns, name = namespace.encode(), view.encode()
+        q = memoryview(queries).cast("B")
+        head = struct.pack("<H", len(ns)) + ns + struct.pack("<H", len(name)) + name
+        head += struct.pack("<IfII", positions, float(scale), 0, 1)
+        head += struct.pack("<II", layer, q.nbytes // 4)
+        data = self._lane_call(0x14, head, q)
+        (layers,) = struct.unpack_from("<I", data)
+        if layers != 1:
+            raise PionError(f"ATTEND answered {layers} layers, asked for 1")
+        rows, head_dim, _tokens, _blocks = struct.unpack_from("<IIQQ", data, 4)
+        at = 28
+        out = np.frombuffer(data, dtype="<f4", count=rows * head_dim, offset=at)
+        lse = np.frombuffer(data, dtype="<f4", count=rows, offset=at + 4 * rows * head_dim)
+        return out, lse
+
     def close(self) -> None:
         """Closes both connections."""
         for s in (self.sock, self.lane):

@@ -16,6 +16,7 @@
 //! | 0x11 | PUT | ns, parent:id, count:u32, tokens:u32*count, layers:u32, (len:u64 data)*layers |
 //! | 0x12 | FETCH | ns, id, nlayers:u32 (0: all), layer:u32*nlayers |
 //! | 0x13 | BATCH FETCH | ns, count:u32, id*count, nlayers:u32 (0: all), layer:u32*nlayers |
+//! | 0x14 | ATTEND | ns, view (len:u16 bytes), positions:u32, scale:f32 (NaN: 1/sqrt(head_dim)), budget:u32 (0: dense), nlayers:u32, (layer:u32 count:u32 f32*count)*nlayers |
 //!
 //! Replies carry the request's opcode with the high bit set (0x81, 0x82, 0x90 …), or
 //! 0xFF with a UTF-8 error message (Redis's wording where Redis has one):
@@ -28,6 +29,7 @@
 //! | 0x91 PUT | id (computed by the server: the same as the client's) |
 //! | 0x92 FETCH | block |
 //! | 0x93 BATCH FETCH | count:u32, block*count |
+//! | 0x94 ATTEND | nlayers:u32, (rows:u32 head_dim:u32 tokens:u64 blocks:u64 f32*(rows*head_dim) f32*rows)*nlayers |
 //!
 //! `block = tokens:u32 layers:u32 (present:u8 [len:u64 data])*layers`.
 
@@ -52,10 +54,12 @@ pub mod op {
     pub const FETCH: u8 = 0x12;
     /// Fetch several blocks.
     pub const BATCH_FETCH: u8 = 0x13;
+    /// Attend query heads over a view of a stored prefix (`ATTEND.QUERY`).
+    pub const ATTEND: u8 = 0x14;
 }
 
 /// A decoded request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Request {
     /// `PING`, with the body to echo.
     Ping(Vec<u8>),
@@ -90,6 +94,34 @@ pub enum Request {
         /// Sent as a batch (reply 0x93) or a single fetch (0x92).
         batch: bool,
     },
+    /// `ATTEND`.
+    Attend(Attend),
+}
+
+/// One layer's queries in an `ATTEND` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerQueries {
+    /// The layer.
+    pub layer: u32,
+    /// Its post-RoPE queries, `[positions, q_heads, head_dim]`.
+    pub queries: Vec<f32>,
+}
+
+/// An `ATTEND` request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attend {
+    /// Namespace.
+    pub ns: String,
+    /// The view's name.
+    pub view: Vec<u8>,
+    /// Positions per layer's queries.
+    pub positions: u32,
+    /// Softmax scale (`None`: the server's default).
+    pub scale: Option<f32>,
+    /// Sparse token budget (`None`: dense).
+    pub budget: Option<u32>,
+    /// Each layer's queries.
+    pub layers: Vec<LayerQueries>,
 }
 
 /// A frame header: opcode and body length.
@@ -263,6 +295,34 @@ pub fn parse_request(opcode: u8, body: &[u8]) -> Result<Request, String> {
                 batch: true,
             }
         }
+        op::ATTEND => {
+            let ns = b.ns()?;
+            let n = b.u16()? as usize;
+            let view = b.take(n)?.to_vec();
+            let positions = b.u32()?;
+            let scale = f32::from_bits(b.u32()?);
+            let budget = b.u32()?;
+            let nl = b.count(8)?;
+            let mut layers = Vec::with_capacity(nl);
+            for _ in 0..nl {
+                let layer = b.u32()?;
+                let count = b.count(4)?;
+                let raw = b.take(count * 4)?;
+                let queries = raw
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                layers.push(LayerQueries { layer, queries });
+            }
+            Request::Attend(Attend {
+                ns,
+                view,
+                positions,
+                scale: (!scale.is_nan()).then_some(scale),
+                budget: (budget > 0).then_some(budget),
+                layers,
+            })
+        }
         other => return Err(format!("ERR unknown binary-lane opcode 0x{other:02X}")),
     };
     b.done()?;
@@ -338,6 +398,23 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
                 op::FETCH
             }
         }
+        Request::Attend(a) => {
+            ns(&mut body, &a.ns);
+            body.extend_from_slice(&(a.view.len() as u16).to_le_bytes());
+            body.extend_from_slice(&a.view);
+            body.extend_from_slice(&a.positions.to_le_bytes());
+            body.extend_from_slice(&a.scale.unwrap_or(f32::NAN).to_bits().to_le_bytes());
+            body.extend_from_slice(&a.budget.unwrap_or(0).to_le_bytes());
+            body.extend_from_slice(&(a.layers.len() as u32).to_le_bytes());
+            for l in &a.layers {
+                body.extend_from_slice(&l.layer.to_le_bytes());
+                body.extend_from_slice(&(l.queries.len() as u32).to_le_bytes());
+                l.queries
+                    .iter()
+                    .for_each(|q| body.extend_from_slice(&q.to_le_bytes()));
+            }
+            op::ATTEND
+        }
     };
     let mut out = header(opcode, body.len()).to_vec();
     out.extend_from_slice(&body);
@@ -376,6 +453,31 @@ mod tests {
                 layers: None,
                 batch: true,
             },
+            Request::Attend(Attend {
+                ns: "m".into(),
+                view: b"v1".to_vec(),
+                positions: 2,
+                scale: Some(0.125),
+                budget: Some(512),
+                layers: vec![
+                    LayerQueries {
+                        layer: 3,
+                        queries: vec![0.5, -1.0],
+                    },
+                    LayerQueries {
+                        layer: 4,
+                        queries: vec![],
+                    },
+                ],
+            }),
+            Request::Attend(Attend {
+                ns: "m".into(),
+                view: vec![],
+                positions: 1,
+                scale: None,
+                budget: None,
+                layers: vec![],
+            }),
         ];
         for r in reqs {
             let frame = encode_request(&r);

@@ -4,7 +4,7 @@
 //!
 //! Lane connections are served by the same event loop as RESP ones, and every request
 //! is the command it stands for: `PING`, `AUTH`, `KV.MATCH`, `KV.PUT`, `KV.GET`,
-//! `KV.MGET`. So it passes the same admission (authentication, ACL command and key
+//! `KV.MGET`, `ATTEND.QUERY`. So it passes the same admission (authentication, ACL command and key
 //! checks with the namespace as the key, `CLIENT PAUSE`, `maxmemory`, a failing log),
 //! is counted in `INFO commandstats`, `SLOWLOG` and `MONITOR`, and its reply waits
 //! for the log like any other. Block ids cross the lane as 16 bytes, never as text;
@@ -38,6 +38,8 @@ pub enum Answer {
     Fetch,
     /// `0x93`: a count and the blocks.
     BatchFetch,
+    /// `0x94`: each layer's attention state.
+    Attend,
 }
 
 impl Answer {
@@ -49,6 +51,7 @@ impl Answer {
             Answer::Put => op::PUT,
             Answer::Fetch => op::FETCH,
             Answer::BatchFetch => op::BATCH_FETCH,
+            Answer::Attend => op::ATTEND,
         }
     }
 }
@@ -171,7 +174,53 @@ fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer) {
             };
             (argv, answer)
         }
+        Request::Attend(a) => {
+            let mut argv = vec![b"ATTEND.QUERY".to_vec(), a.ns.into_bytes(), a.view];
+            for l in a.layers {
+                argv.push(b"LAYER".to_vec());
+                argv.push(l.layer.to_string().into_bytes());
+                argv.push(b"Q".to_vec());
+                argv.push(l.queries.iter().flat_map(|q| q.to_le_bytes()).collect());
+            }
+            argv.push(b"POSITIONS".to_vec());
+            argv.push(a.positions.to_string().into_bytes());
+            if let Some(s) = a.scale {
+                argv.push(b"SCALE".to_vec());
+                argv.push(s.to_string().into_bytes());
+            }
+            if let Some(budget) = a.budget {
+                argv.push(b"SPARSE".to_vec());
+                argv.push(budget.to_string().into_bytes());
+            }
+            (argv, Answer::Attend)
+        }
     }
+}
+
+/// The `ATTEND` reply body from `ATTEND.QUERY`'s reply (per layer `[output, lse,
+/// tokens, blocks]`); `None` for any other shape.
+fn attend_body(reply: &Reply) -> Option<Vec<u8>> {
+    let Reply::Array(layers) = reply else {
+        return None;
+    };
+    let mut body = (layers.len() as u32).to_le_bytes().to_vec();
+    for l in layers {
+        let Reply::Array(parts) = l else { return None };
+        let [Reply::Bulk(out), Reply::Bulk(lse), Reply::Integer(tokens), Reply::Integer(blocks)] =
+            parts.as_slice()
+        else {
+            return None;
+        };
+        let rows = lse.len() / 4;
+        let head_dim = out.len().checked_div(lse.len())?;
+        body.extend_from_slice(&(rows as u32).to_le_bytes());
+        body.extend_from_slice(&(head_dim as u32).to_le_bytes());
+        body.extend_from_slice(&(*tokens as u64).to_le_bytes());
+        body.extend_from_slice(&(*blocks as u64).to_le_bytes());
+        body.extend_from_slice(out);
+        body.extend_from_slice(lse);
+    }
+    Some(body)
 }
 
 /// Appends an error frame.
@@ -199,6 +248,13 @@ pub fn write_reply(answer: Answer, reply: &Reply, outcome: Option<Outcome>, out:
             _ => frame(out, &[]),
         },
         (Answer::Auth, _) => frame(out, &[]),
+        (Answer::Attend, _) => match attend_body(reply) {
+            Some(body) => frame(out, &body),
+            None => write_error(
+                "ERR internal error: ATTEND.QUERY gave no attention state",
+                out,
+            ),
+        },
         (Answer::Match, Some(Outcome::Matched(m))) => {
             let mut body = Vec::with_capacity(12 + m.blocks.len() * 16);
             body.extend_from_slice(&m.tokens.to_le_bytes());

@@ -18,6 +18,12 @@ own packed layout, and returns ``QuantizedKVCache`` objects (group size 32), as
 mlx-lm's ``kv_bits`` option does. On the same machine as the server, a hit is read
 from an export file the server writes once per stored prefix (``KV.EXPORT``) instead
 of over TCP; elsewhere the binary lane carries the blocks.
+
+``attention="server"`` keeps the prefix on the server: the returned caches hold no
+prefix K/V, and every attention call sends the layer's queries to Pion, which attends
+them over the stored prefix (``ATTEND.QUERY``); the client merges that with its own
+suffix attention (see :mod:`pion.mlx.server_attention` for what is patched). It needs a
+model whose every layer is full attention (``KVCache``).
 """
 
 import time
@@ -91,6 +97,7 @@ class PionPromptCache:
         kv_bits: Optional[int] = None,
         prefill_step_size: int = 2048,
         export: Any = "auto",
+        attention: str = "local",
     ):
         if kv_bits not in (None, 4, 8):
             raise PionError(f"kv_bits must be None, 4 or 8, got {kv_bits!r}")
@@ -116,6 +123,18 @@ class PionPromptCache:
             self.store, self.via = connect(host, port, password, lane_port), "lane"
             self.export = (host in _LOOPBACK) if export == "auto" else bool(export)
         self.layout = mlx_lm_layout()
+        if attention not in ("local", "server"):
+            raise PionError(f"attention must be 'local' or 'server', got {attention!r}")
+        self.attention = attention
+        if attention == "server":
+            if any(s.kind != "attention" or s.path != (i,) for i, s in enumerate(self.slots)):
+                raise PionError(
+                    "attention='server' needs every layer to be full attention (KVCache); "
+                    "sliding-window and recurrent layers keep their state locally"
+                )
+            from . import server_attention
+
+            server_attention.install(model)
         self._namespaces: Dict[str, str] = {}
         self.last: Dict[str, Any] = {}
 
@@ -145,6 +164,8 @@ class PionPromptCache:
             self.last = {"route": "empty", "matched": 0, "prefilled": 0, "via": None, "seconds": 0.0}
             return make_prompt_cache(self.model)
         ns = self.namespace(namespace)
+        if self.attention == "server":
+            return self._server_caches(ns, tokens, t0)
         caches, matched, ids, via = self.fetch_prefix(ns, tokens)
         if caches is None:
             caches = make_prompt_cache(self.model)
@@ -156,6 +177,36 @@ class PionPromptCache:
             "matched": matched,
             "prefilled": n - matched,
             "via": via if matched else None,
+            "seconds": time.perf_counter() - t0,
+        }
+        return caches
+
+    def _server_caches(self, ns: str, tokens: List[int], t0: float) -> List[Any]:
+        """Caches whose prefix stays on the server: the prefix is made whole in the
+        store first (prefilled and stored where it is missing), then viewed."""
+        from . import server_attention
+
+        n = len(tokens)
+        matched, ids = self.store.match(ns, pack_tokens(tokens))
+        route = "hit" if matched == n else ("partial" if matched else "miss")
+        first = matched
+        if matched < n:
+            caches, got, got_ids, _ = self.fetch_prefix(ns, tokens)
+            if caches is None:
+                from mlx_lm.models.cache import make_prompt_cache
+
+                caches = make_prompt_cache(self.model)
+            self._prefill_and_store(ns, caches, tokens, got, got_ids)
+            del caches  # the prefix's K/V leaves this process
+            matched, ids = self.store.match(ns, pack_tokens(tokens))
+            if matched != n:
+                raise PionError(f"the store kept {matched} of {n} prefix tokens (kv-budget?)")
+        caches = server_attention.server_caches(self.model, self.store, ns, ids, n)
+        self.last = {
+            "route": route,
+            "matched": first,
+            "prefilled": n - first,
+            "via": "server",
             "seconds": time.perf_counter() - t0,
         }
         return caches

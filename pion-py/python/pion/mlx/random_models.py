@@ -51,8 +51,10 @@ def llama(
     dtype: Any = mx.float16,
     scale: float = 3.0,
     mlp_ratio: int = 2,
+    gqa: int = 2,
 ) -> nn.Module:
-    """A Llama-style model (every layer full attention: ``KVCache``)."""
+    """A Llama-style model (every layer full attention: ``KVCache``), ``gqa`` query
+    heads per KV head."""
     from mlx_lm.models import llama as arch
 
     args = arch.ModelArgs(
@@ -60,7 +62,7 @@ def llama(
         hidden_size=hidden,
         num_hidden_layers=layers,
         intermediate_size=hidden * mlp_ratio,
-        num_attention_heads=kv_heads * 2,
+        num_attention_heads=kv_heads * gqa,
         num_key_value_heads=kv_heads,
         head_dim=head_dim,
         rms_norm_eps=1e-5,
