@@ -337,18 +337,38 @@ fn find_bit(bytes: &[u8], want: bool, from: u64, to: u64) -> Option<u64> {
     (v != 0).then(|| found(last, v))
 }
 
-/// The first bit equal to `want` in `bytes`, eight bytes at a time.
+/// The first bit equal to `want` in `bytes`: 64-byte blocks that cannot hold it are
+/// skipped with one test each (eight words folded together), then the block that can
+/// is searched a word at a time.
 fn first_bit(bytes: &[u8], want: bool) -> Option<u64> {
     let skip = if want { 0 } else { u64::MAX };
-    let (words, tail) = bytes.as_chunks::<8>();
+    let (blocks, rest) = bytes.as_chunks::<64>();
+    let start = blocks
+        .iter()
+        .position(|block| {
+            let (words, _) = block.as_chunks::<8>();
+            let folded = words.iter().fold(skip, |acc, w| {
+                let w = u64::from_ne_bytes(*w);
+                if want {
+                    acc | w
+                } else {
+                    acc & w
+                }
+            });
+            folded != skip
+        })
+        .map_or(blocks.len() * 64, |i| i * 64);
+    let tail = bytes.get(start..).unwrap_or(rest);
+    let (words, tail) = tail.as_chunks::<8>();
+    let base = start as u64 * 8;
     for (i, w) in words.iter().enumerate() {
         let w = u64::from_be_bytes(*w);
         if w != skip {
             let w = if want { w } else { !w };
-            return Some(i as u64 * 64 + u64::from(w.leading_zeros()));
+            return Some(base + i as u64 * 64 + u64::from(w.leading_zeros()));
         }
     }
-    let base = words.len() as u64 * 64;
+    let base = base + words.len() as u64 * 64;
     tail.iter().enumerate().find_map(|(i, &b)| {
         let b = if want { b } else { !b };
         (b != 0).then(|| base + i as u64 * 8 + u64::from(b.leading_zeros()))
@@ -514,6 +534,22 @@ mod tests {
         let ones = vec![0xFFu8; 40];
         assert_eq!(find_bit(&ones, false, 0, 319), None);
         assert_eq!(find_bit(&ones, true, 9, 9), Some(9));
+    }
+
+    #[test]
+    fn one_odd_bit_is_found_past_skipped_blocks() {
+        for pos in [0u64, 7, 63, 64, 511, 512, 513, 4000, 7999] {
+            let mut zeros = vec![0u8; 1000];
+            zeros[(pos / 8) as usize] |= 0x80 >> (pos % 8);
+            let ones: Vec<u8> = zeros.iter().map(|b| !b).collect();
+            assert_eq!(first_bit(&zeros, true), Some(pos));
+            assert_eq!(first_bit(&ones, false), Some(pos));
+            assert_eq!(find_bit(&zeros, true, 0, 7999), Some(pos));
+            assert_eq!(find_bit(&ones, false, 3.min(pos), 7999), Some(pos));
+            assert_eq!(count_bit_range(&zeros, 0, 7999), 1);
+        }
+        assert_eq!(first_bit(&[0u8; 1000], true), None);
+        assert_eq!(first_bit(&[0xFFu8; 1000], false), None);
     }
 
     #[test]
