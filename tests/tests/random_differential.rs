@@ -150,7 +150,136 @@ fn gen_command(rng: &mut SmallRng) -> Vec<String> {
     }
 }
 
+/// Bitmap commands over a few keys, with the string and list writes that give them
+/// short, long, integer-encoded and wrong-typed values to work on. Offsets stay small
+/// so strings cross word boundaries without growing large.
+fn gen_bitmap_command(rng: &mut SmallRng) -> Vec<String> {
+    let k = |rng: &mut SmallRng| format!("k{}", rng.gen_range(0..4));
+    let bit_offset = |rng: &mut SmallRng| rng.gen_range(0..300).to_string();
+    let index = |rng: &mut SmallRng| rng.gen_range(-45i64..45).to_string();
+    let unit = |rng: &mut SmallRng| pick(rng, &["BYTE", "BIT", "bit"]).to_string();
+    let bit = |rng: &mut SmallRng| pick(rng, &["0", "1"]).to_string();
+    let ty = |rng: &mut SmallRng| {
+        let signed = rng.gen_bool(0.5);
+        let width = if signed {
+            rng.gen_range(1..=64)
+        } else {
+            rng.gen_range(1..=63)
+        };
+        format!("{}{width}", if signed { "i" } else { "u" })
+    };
+    let field_offset = |rng: &mut SmallRng| {
+        if rng.gen_bool(0.2) {
+            format!("#{}", rng.gen_range(0..6))
+        } else {
+            rng.gen_range(0..200).to_string()
+        }
+    };
+    let value = |rng: &mut SmallRng| match rng.gen_range(0..4) {
+        0 => pick(
+            rng,
+            &[
+                "9223372036854775807",
+                "-9223372036854775808",
+                "4611686018427387904",
+                "-1",
+                "0",
+            ],
+        )
+        .to_string(),
+        1 => rng.gen::<i64>().to_string(),
+        _ => rng.gen_range(-300i64..300).to_string(),
+    };
+    match rng.gen_range(0..14) {
+        0 | 1 => vec!["SETBIT".into(), k(rng), bit_offset(rng), bit(rng)],
+        2 => vec!["GETBIT".into(), k(rng), bit_offset(rng)],
+        3 => vec!["BITCOUNT".into(), k(rng)],
+        4 => {
+            let mut c = vec!["BITCOUNT".into(), k(rng), index(rng), index(rng)];
+            if rng.gen_bool(0.6) {
+                c.push(unit(rng));
+            }
+            c
+        }
+        5 | 6 => {
+            let mut c = vec!["BITPOS".into(), k(rng), bit(rng)];
+            let extra = rng.gen_range(0..4);
+            if extra >= 1 {
+                c.push(index(rng));
+            }
+            if extra >= 2 {
+                c.push(index(rng));
+            }
+            if extra >= 3 {
+                c.push(unit(rng));
+            }
+            c
+        }
+        7 => {
+            let op = pick(rng, &["AND", "OR", "XOR", "NOT"]);
+            let sources = if op == "NOT" { 1 } else { rng.gen_range(1..4) };
+            let mut c = vec!["BITOP".into(), op.into(), k(rng)];
+            c.extend((0..sources).map(|_| k(rng)));
+            c
+        }
+        8..=10 => {
+            let mut c = vec!["BITFIELD".into(), k(rng)];
+            for _ in 0..rng.gen_range(1..5) {
+                match rng.gen_range(0..4) {
+                    0 => c.extend(["GET".into(), ty(rng), field_offset(rng)]),
+                    1 => c.extend(["SET".into(), ty(rng), field_offset(rng), value(rng)]),
+                    2 => c.extend(["INCRBY".into(), ty(rng), field_offset(rng), value(rng)]),
+                    _ => c.extend([
+                        "OVERFLOW".into(),
+                        pick(rng, &["WRAP", "SAT", "FAIL"]).into(),
+                    ]),
+                }
+            }
+            c
+        }
+        11 => vec![
+            "BITFIELD_RO".into(),
+            k(rng),
+            "GET".into(),
+            ty(rng),
+            field_offset(rng),
+        ],
+        12 => match rng.gen_range(0..5) {
+            0 => vec![
+                "SET".into(),
+                k(rng),
+                rng.gen_range(-999i64..99999).to_string(),
+            ],
+            1 => vec!["APPEND".into(), k(rng), "\u{0}\u{7f}-ab\u{1}".into()],
+            2 => vec![
+                "SETRANGE".into(),
+                k(rng),
+                rng.gen_range(0..40).to_string(),
+                "xyz".into(),
+            ],
+            3 => vec!["DEL".into(), k(rng)],
+            _ => vec!["RPUSH".into(), k(rng), "x".into()],
+        },
+        _ => match rng.gen_range(0..4) {
+            0 => vec!["GET".into(), k(rng)],
+            1 => vec!["STRLEN".into(), k(rng)],
+            2 => vec!["TYPE".into(), k(rng)],
+            _ => vec!["OBJECT".into(), "ENCODING".into(), k(rng)],
+        },
+    }
+}
+
 fn run(seed: u64, commands: usize, threads: usize, redis: &RedisServer) {
+    run_with(seed, commands, threads, redis, gen_command);
+}
+
+fn run_with(
+    seed: u64,
+    commands: usize,
+    threads: usize,
+    redis: &RedisServer,
+    gen: fn(&mut SmallRng) -> Vec<String>,
+) {
     let pion = PionServer::start(threads);
     let mut r = Client::connect(redis.port).expect("redis");
     let mut p = Client::connect(pion.port).expect("pion");
@@ -158,7 +287,7 @@ fn run(seed: u64, commands: usize, threads: usize, redis: &RedisServer) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut history: Vec<Vec<String>> = Vec::new();
     for i in 0..commands {
-        let cmd = gen_command(&mut rng);
+        let cmd = gen(&mut rng);
         history.push(cmd.clone());
         let (rv, rraw) = r.call(&cmd).expect("redis reply");
         let (pv, praw) = p.call(&cmd).expect("pion reply");
@@ -190,10 +319,9 @@ fn run(seed: u64, commands: usize, threads: usize, redis: &RedisServer) {
     }
 }
 
-#[test]
-fn random_sequences_match_redis() {
-    let redis = RedisServer::start();
-    let seeds: Vec<u64> = match std::env::var("PION_DIFF_SEED") {
+/// The seeds to run: `PION_DIFF_SEED`'s alone, else three fixed ones and the clock's.
+fn seeds() -> Vec<u64> {
+    match std::env::var("PION_DIFF_SEED") {
         Ok(s) => vec![s.parse().expect("PION_DIFF_SEED must be a number")],
         Err(_) => {
             let base = std::time::SystemTime::now()
@@ -201,9 +329,24 @@ fn random_sequences_match_redis() {
                 .map_or(1, |d| d.as_secs());
             vec![1, 2, 3, base]
         }
-    };
-    for (i, seed) in seeds.into_iter().enumerate() {
+    }
+}
+
+#[test]
+fn random_sequences_match_redis() {
+    let redis = RedisServer::start();
+    for (i, seed) in seeds().into_iter().enumerate() {
         println!("random differential: seed {seed}");
         run(seed, 3000, if i % 2 == 0 { 1 } else { 4 }, &redis);
+    }
+}
+
+#[test]
+fn random_bitmap_sequences_match_redis() {
+    let redis = RedisServer::start();
+    for (i, seed) in seeds().into_iter().enumerate() {
+        println!("random bitmap differential: seed {seed}");
+        let threads = if i % 2 == 0 { 1 } else { 4 };
+        run_with(seed, 3000, threads, &redis, gen_bitmap_command);
     }
 }

@@ -4,7 +4,7 @@
 //! log written after it, or was killed right after a BGSAVE taken while writes ran. The
 //! data covers every type and encoding boundary, binary values, infinite and fractional
 //! scores, and the commands whose log entry must not be the command itself (SPOP,
-//! INCRBYFLOAT, relative expiry, SWAPDB, FLUSHDB). Also: a second server on the same data
+//! INCRBYFLOAT, relative expiry, SWAPDB, FLUSHDB), and in-place bitmap edits. Also: a second server on the same data
 //! directory is refused while the first runs.
 
 use std::collections::BTreeMap;
@@ -230,6 +230,30 @@ fn nondeterministic(client: &mut Client, db: usize, rng: &mut SmallRng) {
         batch.push(&["PERSIST", &format!("str:{}", i * 10)]);
         batch.push(&["DEL", &format!("int:{i}")]);
     }
+    // Bitmaps: in-place edits of new and existing strings, a BITFIELD whose only effect
+    // is to create its key, BITOP results and a BITOP that deletes its destination.
+    for i in 0..10 {
+        let bits = format!("bits:{i}");
+        batch.push(&["SETBIT", &bits, &(i * 37).to_string(), "1"]);
+        batch.push(&["SETBIT", &format!("str:{}", 80 + i), "3", "1"]);
+        batch.push(&[
+            "BITFIELD", &bits, "SET", "i12", "#3", "-100", "INCRBY", "u7", "50", "99",
+        ]);
+    }
+    batch.push(&[
+        "BITFIELD",
+        "bits:failed",
+        "OVERFLOW",
+        "FAIL",
+        "INCRBY",
+        "u2",
+        "100",
+        "9",
+    ]);
+    batch.push(&["BITOP", "XOR", "bits:xor", "bits:1", "bits:2", "str:85"]);
+    batch.push(&["BITOP", "NOT", "bits:not", "bits:3"]);
+    batch.push(&["SET", "bits:gone", "x"]);
+    batch.push(&["BITOP", "AND", "bits:gone", "no-such-key"]);
     batch.push(&["SET", "str:61", "kept-ttl", "KEEPTTL"]);
     batch.push(&["RENAME", "str:1", "renamed:1"]);
     batch.push(&["RENAME", "hash:big1", "renamed:hash"]);

@@ -121,9 +121,15 @@ fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usiz
         let has = |f: &str| flags.iter().any(|x| x.eq_ignore_ascii_case(f));
         let mut read = has("access");
         let write = has("insert") || has("update") || has("delete");
+        let mut write = write;
         if has("variable_flags") {
-            // SET reads its key only when asked to return the old value.
-            read = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+            if spec.name == "bitfield" {
+                // BITFIELD always reads; it writes only with SET or INCRBY.
+                write = crate::command::handlers::strings::bitfield_writes(argv);
+            } else {
+                // SET reads its key only when asked to return the old value.
+                read = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+            }
         }
         (read, write)
     };

@@ -70,6 +70,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         _ if !spec.categories.is_empty() => {}
         Group::Keyspace => on[idx("keyspace")] = true,
         Group::String => on[idx("string")] = true,
+        Group::Bitmap => on[idx("bitmap")] = true,
         Group::Hash => on[idx("hash")] = true,
         Group::List => on[idx("list")] = true,
         Group::Set => on[idx("set")] = true,
@@ -430,7 +431,8 @@ fn keys_with_flags(args: &[Vec<u8>]) -> OpResult<Vec<(usize, KeyFlags)>> {
 }
 
 /// The keys of a command whose key flags depend on its arguments, as its own finder
-/// reports them: `SET` reads its key only with `GET`.
+/// reports them: `SET` reads its key only with `GET`, `BITFIELD` writes it only with
+/// `SET` or `INCRBY`.
 fn variable_flag_keys(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize, KeyFlags)>> {
     match spec.name {
         "set" => {
@@ -439,6 +441,14 @@ fn variable_flag_keys(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize
                 &["RW", "access", "update"]
             } else {
                 &["OW", "update"]
+            };
+            Some(vec![(1, flags)])
+        }
+        "bitfield" => {
+            let flags: KeyFlags = if crate::command::handlers::strings::bitfield_writes(args) {
+                &["RW", "access", "update"]
+            } else {
+                &["RO", "access"]
             };
             Some(vec![(1, flags)])
         }

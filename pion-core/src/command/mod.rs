@@ -42,6 +42,9 @@ pub enum Group {
     Keyspace,
     /// String commands.
     String,
+    /// Bitmap commands (`SETBIT`, `BITCOUNT`, `BITFIELD` …): they work on string
+    /// values but Redis files them under their own `@bitmap` category and group.
+    Bitmap,
     /// Hash commands.
     Hash,
     /// List commands.
@@ -78,6 +81,7 @@ impl Group {
         match self {
             Group::Keyspace => "generic",
             Group::String => "string",
+            Group::Bitmap => "bitmap",
             Group::Hash => "hash",
             Group::List => "list",
             Group::Set => "set",

@@ -1,15 +1,22 @@
 //! String commands: Redis's string family (`GET`, `SET` and their variants, counters,
-//! ranges, `APPEND`, `LCS`).
+//! ranges, `APPEND`, `LCS`) and the bitmap commands that work on string values
+//! (`SETBIT`, `GETBIT`, `BITCOUNT`, `BITPOS`, `BITOP`, `BITFIELD`, `BITFIELD_RO`).
 //!
 //! The family is split by what the commands do: `get_set` reads and replaces whole
 //! values (with expiry options), `counter` does integer and float arithmetic,
-//! `range` edits or reads parts of a value, and `lcs` compares two values. This
-//! module holds the command table and the helpers they share.
+//! `range` edits or reads parts of a value, `lcs` compares two values, `bits` reads
+//! and edits single bits and bit ranges, and `bitfield` reads and writes integers at
+//! bit offsets. This module holds the command table and the helpers they share.
 
+mod bitfield;
+mod bits;
 mod counter;
 mod get_set;
 mod lcs;
 mod range;
+
+pub use bitfield::bitfield_writes;
+pub use bits::popcount;
 
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
@@ -205,6 +212,65 @@ pub static COMMANDS: &[CommandSpec] = &[
         .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 1, 1, 0)])
         .keys(1, 2, 1)
         .doc("Find longest common substring", "7.0.0"),
+    // Bitmaps: string values, but Redis's `@bitmap` category and `bitmap` group.
+    CommandSpec::new("setbit", 4, WRITE | DENYOOM, Group::Bitmap, bits::setbit)
+        .key_specs(&[KeySpecDoc::range(&["RW", "access", "update"], 1, 0, 1, 0)])
+        .keys(1, 1, 1)
+        .doc(
+            "Sets or clears the bit at offset in the string value stored at key",
+            "2.2.0",
+        ),
+    CommandSpec::new("getbit", 3, READONLY | FAST, Group::Bitmap, bits::getbit)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .keys(1, 1, 1)
+        .doc(
+            "Returns the bit value at offset in the string value stored at key",
+            "2.2.0",
+        ),
+    CommandSpec::new("bitcount", -2, READONLY, Group::Bitmap, bits::bitcount)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .keys(1, 1, 1)
+        .doc("Count set bits in a string", "2.6.0"),
+    CommandSpec::new("bitpos", -3, READONLY, Group::Bitmap, bits::bitpos)
+        .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+        .keys(1, 1, 1)
+        .doc("Find first bit set or clear in a string", "2.8.7"),
+    CommandSpec::new("bitop", -4, WRITE | DENYOOM, Group::Bitmap, bits::bitop)
+        .key_specs(&[
+            KeySpecDoc::range(&["OW", "update"], 2, 0, 1, 0),
+            KeySpecDoc::range(&["RO", "access"], 3, -1, 1, 0),
+        ])
+        .keys(2, -1, 1)
+        .doc("Perform bitwise operations between strings", "2.6.0"),
+    CommandSpec::new(
+        "bitfield",
+        -2,
+        WRITE | DENYOOM,
+        Group::Bitmap,
+        bitfield::bitfield,
+    )
+    .key_specs(&[
+        KeySpecDoc::range(&["RW", "access", "update", "variable_flags"], 1, 0, 1, 0)
+            .with_notes("This command allows both access and modification of the key"),
+    ])
+    .keys(1, 1, 1)
+    .doc(
+        "Perform arbitrary bitfield integer operations on strings",
+        "3.2.0",
+    ),
+    CommandSpec::new(
+        "bitfield_ro",
+        -2,
+        READONLY | FAST,
+        Group::Bitmap,
+        bitfield::bitfield_ro,
+    )
+    .key_specs(&[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)])
+    .keys(1, 1, 1)
+    .doc(
+        "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD",
+        "6.0.0",
+    ),
 ];
 
 /// Reads a string key: `Ok(None)` when missing, `WRONGTYPE` for other types.

@@ -2,6 +2,7 @@
 //! file holds the shared helpers and the whole-value commands; `edits` covers
 //! counters and partial edits, `lcs` the `LCS` command.
 
+mod bits;
 mod edits;
 mod lcs;
 
