@@ -130,3 +130,18 @@ def test_merge_of_prefix_and_suffix_equals_attention_over_both():
         all_k, all_v = full[0].update_and_fetch(k_new, v_new)
         want = mx.fast.scaled_dot_product_attention(q, all_k, all_v, scale=0.2, mask="causal")
         assert np.allclose(np.array(got), np.array(want), atol=2e-4)
+
+
+def test_sparse_budget_covering_the_prefix_is_dense_and_a_small_one_attends_less(case):
+    model, cold, _ = case
+    with pion.Engine() as engine:
+        whole = prompt_cache(model, engine=engine, sparse_budget=4096)
+        assert answer(model, whole.get_or_prefill(PREFIX)) == cold
+        small = prompt_cache(model, engine=engine, sparse_budget=128)
+        tokens = answer(model, small.get_or_prefill(PREFIX))
+        assert len(tokens) == TOKENS
+        info = engine.execute("INFO", "attention").decode()
+        sparse = int(info.split("attend_sparse_queries:")[1].split()[0])
+        assert sparse >= 2 * TOKENS * len(model.layers)
+        with pytest.raises(pion.PionError, match="sparse_budget"):
+            pion.mlx.PionPromptCache(model, engine=engine, sparse_budget=128)

@@ -94,17 +94,26 @@ class PrefixOps:
         return tokens, blocks
 
     def attend(
-        self, namespace: str, view: str, layer: int, queries: Any, positions: int, scale: float
+        self,
+        namespace: str,
+        view: str,
+        layer: int,
+        queries: Any,
+        positions: int,
+        scale: float,
+        budget: Optional[int] = None,
     ) -> Tuple[Any, Any]:
         """Attention of ``queries`` (little-endian f32 ``[positions, q_heads, head_dim]``,
-        e.g. a numpy array) over the view's stored prefix for ``layer``: the output
-        (normalised over the prefix) and the log-sum-exp per row, as numpy f32 arrays
-        ``[positions * q_heads * head_dim]`` and ``[positions * q_heads]``."""
+        e.g. a numpy array) over the view's stored prefix for ``layer`` (only the blocks
+        the selector keeps within ``budget`` tokens per KV head, when given): the output
+        (normalised over what was attended) and the log-sum-exp per row, as numpy f32
+        arrays ``[positions * q_heads * head_dim]`` and ``[positions * q_heads]``."""
         import numpy as np
 
+        sparse = ["SPARSE", budget] if budget else []
         reply = self.execute(
             "ATTEND.QUERY", namespace, view, "LAYER", layer, "Q", _as_bytes(queries),
-            "POSITIONS", positions, "SCALE", repr(float(scale)),
+            "POSITIONS", positions, "SCALE", repr(float(scale)), *sparse,
         )
         out, lse = reply[0][0], reply[0][1]
         return np.frombuffer(out, dtype="<f4"), np.frombuffer(lse, dtype="<f4")

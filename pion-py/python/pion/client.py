@@ -182,7 +182,14 @@ class Client(PrefixOps):
         return out
 
     def attend(
-        self, namespace: str, view: str, layer: int, queries: Any, positions: int, scale: float
+        self,
+        namespace: str,
+        view: str,
+        layer: int,
+        queries: Any,
+        positions: int,
+        scale: float,
+        budget: Optional[int] = None,
     ) -> Tuple[Any, Any]:
         """``ATTEND.QUERY`` over the binary lane (the queries' buffer sent as it is):
         the output and the log-sum-exp per row, as numpy f32 arrays viewing the one
@@ -192,7 +199,7 @@ class Client(PrefixOps):
         ns, name = namespace.encode(), view.encode()
         q = memoryview(queries).cast("B")
         head = struct.pack("<H", len(ns)) + ns + struct.pack("<H", len(name)) + name
-        head += struct.pack("<IfII", positions, float(scale), 0, 1)
+        head += struct.pack("<IfII", positions, float(scale), budget or 0, 1)
         head += struct.pack("<II", layer, q.nbytes // 4)
         data = self._lane_call(0x14, head, q)
         (layers,) = struct.unpack_from("<I", data)

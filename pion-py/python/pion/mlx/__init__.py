@@ -23,7 +23,8 @@ of over TCP; elsewhere the binary lane carries the blocks.
 prefix K/V, and every attention call sends the layer's queries to Pion, which attends
 them over the stored prefix (``ATTEND.QUERY``); the client merges that with its own
 suffix attention (see :mod:`pion.mlx.server_attention` for what is patched). It needs a
-model whose every layer is full attention (``KVCache``).
+model whose every layer is full attention (``KVCache``). ``sparse_budget=N`` has the
+server attend, per KV head, only the prefix blocks its selector keeps within N tokens.
 """
 
 import time
@@ -98,6 +99,7 @@ class PionPromptCache:
         prefill_step_size: int = 2048,
         export: Any = "auto",
         attention: str = "local",
+        sparse_budget: Optional[int] = None,
     ):
         if kv_bits not in (None, 4, 8):
             raise PionError(f"kv_bits must be None, 4 or 8, got {kv_bits!r}")
@@ -126,6 +128,9 @@ class PionPromptCache:
         if attention not in ("local", "server"):
             raise PionError(f"attention must be 'local' or 'server', got {attention!r}")
         self.attention = attention
+        if sparse_budget is not None and (attention != "server" or sparse_budget <= 0):
+            raise PionError("sparse_budget is a positive token count, with attention='server'")
+        self.sparse_budget = sparse_budget
         if attention == "server":
             if any(s.kind != "attention" or s.path != (i,) for i, s in enumerate(self.slots)):
                 raise PionError(
@@ -201,7 +206,7 @@ class PionPromptCache:
             matched, ids = self.store.match(ns, pack_tokens(tokens))
             if matched != n:
                 raise PionError(f"the store kept {matched} of {n} prefix tokens (kv-budget?)")
-        caches = server_attention.server_caches(self.model, self.store, ns, ids, n)
+        caches = server_attention.server_caches(self.model, self.store, ns, ids, n, self.sparse_budget)
         self.last = {
             "route": route,
             "matched": first,

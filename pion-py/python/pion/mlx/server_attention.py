@@ -35,8 +35,8 @@ class _View:
     """A server-side view of a stored prefix, dropped on the server once no cache
     refers to it."""
 
-    def __init__(self, store: Any, namespace: str, block_ids: List[str]):
-        self.store, self.namespace = store, namespace
+    def __init__(self, store: Any, namespace: str, block_ids: List[str], budget: Optional[int] = None):
+        self.store, self.namespace, self.budget = store, namespace, budget
         self.name = "pion-py-" + uuid.uuid4().hex
         self.tokens, self.blocks = store.attend_view(namespace, self.name, block_ids)
         weakref.finalize(self, _drop_view, store, namespace, self.name)
@@ -139,7 +139,7 @@ class ServerAttentionCache(_KVCache):  # type: ignore[misc, valid-type]
         # [L, H, D] rows for the server (position-major).
         rows = np.ascontiguousarray(np.array(q.reshape(H, L, D).transpose(1, 0, 2)), dtype="<f4")
         out, lse = self.view.store.attend(
-            self.view.namespace, self.view.name, self.layer, rows, L, scale
+            self.view.namespace, self.view.name, self.layer, rows, L, scale, self.view.budget
         )
         out_srv = mx.array(out).reshape(L, H, D).transpose(1, 0, 2).reshape(1, kv_heads, group, L, D)
         lse_srv = mx.array(lse).reshape(L, H).transpose(1, 0).reshape(1, kv_heads, group, L)
@@ -181,10 +181,13 @@ def install(model: Any) -> List[str]:
     return patched
 
 
-def server_caches(model: Any, store: Any, namespace: str, block_ids: List[str], tokens: int) -> List[Any]:
+def server_caches(
+    model: Any, store: Any, namespace: str, block_ids: List[str], tokens: int, budget: Optional[int] = None
+) -> List[Any]:
     """The model's cache list for a prefix of ``tokens`` stored as ``block_ids``, every
-    attention layer a :class:`ServerAttentionCache` of one shared view."""
-    view = _View(store, namespace, block_ids)
+    attention layer a :class:`ServerAttentionCache` of one shared view (attending only
+    the blocks the server's selector keeps within ``budget`` tokens, when given)."""
+    view = _View(store, namespace, block_ids, budget)
     if view.tokens != tokens:
         raise PionError(f"the view covers {view.tokens} tokens, expected {tokens}")
     return [ServerAttentionCache(view, i) for i in range(len(model.layers))]
