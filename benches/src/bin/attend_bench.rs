@@ -6,15 +6,17 @@
 //! with a 512-token budget, selector included, against dense.
 //!
 //! `cargo run --release -p pion-benches --bin attend_bench -- [--tokens 1024,65536]
-//! [--tiers f16,int8,q4] [--block 256] [--reps 20]`. doc/benchmarks.md has the method.
+//! [--tiers f16,int8,q4] [--block 256] [--reps 20] [--device cpu|gpu]`. With `--device
+//! gpu` the dense and sparse calls run on the machine's wgpu adapter (K/V uploaded per
+//! call, as the kernels do today). doc/benchmarks.md has the method.
 
 use std::time::{Duration, Instant};
 
 use half::f16;
 use kernels::quant::{self, DType, Role, Shape, Tier};
 use kernels::{
-    block_select, block_summary, decode_partial, sparse_partial, BlockKv, BlockSummary, KvLayout,
-    Queries, SelectOptions,
+    block_select, block_summary, BlockKv, BlockSummary, DevicePolicy, Kernels, KvLayout, Queries,
+    SelectOptions,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -29,6 +31,7 @@ struct Args {
     tiers: Vec<Tier>,
     block: usize,
     reps: usize,
+    gpu: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -37,6 +40,7 @@ fn parse_args() -> Result<Args, String> {
         tiers: vec![Tier::AsGiven, Tier::Int8, Tier::Q4],
         block: 256,
         reps: 20,
+        gpu: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,6 +54,13 @@ fn parse_args() -> Result<Args, String> {
             "--tokens" => args.tokens = list(&value)?,
             "--block" => args.block = value.parse().map_err(|_| "--block: a number")?,
             "--reps" => args.reps = value.parse().map_err(|_| "--reps: a number")?,
+            "--device" => {
+                args.gpu = match value.as_str() {
+                    "gpu" => true,
+                    "cpu" => false,
+                    other => return Err(format!("--device: cpu or gpu, not {other}")),
+                }
+            }
             "--tiers" => {
                 args.tiers = value
                     .split(',')
@@ -145,9 +156,21 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let kernels = if args.gpu {
+        match Kernels::open(DevicePolicy::Gpu) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("attend_bench: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        Kernels::cpu()
+    };
     let (copy, read) = memory_bandwidth();
     println!(
-        "threads {}  memory: copy {copy:.1} GB/s (read+write), read {read:.1} GB/s",
+        "device {}  threads {}  memory: copy {copy:.1} GB/s (read+write), read {read:.1} GB/s",
+        kernels.describe(),
         rayon::current_num_threads()
     );
     println!(
@@ -178,7 +201,9 @@ fn main() {
                 .filter_map(|l| layout.split(args.block, l).ok())
                 .collect();
             let bytes: usize = blocks.iter().map(|b| b.keys.len() + b.values.len()).sum();
-            let t = time(args.reps, || decode_partial(&layout, &blocks, &queries));
+            let t = time(args.reps, || {
+                kernels.decode_partial(&layout, &blocks, &queries)
+            });
             let gbs = bytes as f64 / t.as_secs_f64() / 1e9;
             println!(
                 "{tokens:>8} {:>9} {:>11.1} {gbs:>9.1} {:>7.0}%",
@@ -199,10 +224,12 @@ fn main() {
             .collect();
         let refs: Vec<&BlockSummary> = summaries.iter().collect();
         let options = SelectOptions::with_budget(512, args.block);
-        let dense = time(args.reps, || decode_partial(&layout, &blocks, &queries));
+        let dense = time(args.reps, || {
+            kernels.decode_partial(&layout, &blocks, &queries)
+        });
         let sparse = time(args.reps, || {
             block_select(&layout, &refs, &queries, &options)
-                .and_then(|s| sparse_partial(&layout, &blocks, &s, &queries))
+                .and_then(|s| kernels.sparse_partial(&layout, &blocks, &s, &queries))
         });
         println!(
             "sparse {tokens} tokens, budget 512, {}: {:.1} µs (selector included) vs dense {:.1} µs: {:.1}x",

@@ -24,12 +24,13 @@ const MAX_ROWS: usize = 32;
 const COMMON: &str = include_str!("shaders/common.wgsl");
 
 /// Each kernel's source (the shared declarations first) and entry point.
-pub(crate) const SHADERS: [(&str, &str); 5] = [
+pub(crate) const SHADERS: [(&str, &str); 6] = [
     (include_str!("shaders/attend.wgsl"), "attend"),
     (include_str!("shaders/merge.wgsl"), "merge"),
     (include_str!("shaders/summary.wgsl"), "summarise"),
     (include_str!("shaders/score.wgsl"), "score"),
     (include_str!("shaders/dequant.wgsl"), "dequantise"),
+    (include_str!("shaders/quant.wgsl"), "quantise"),
 ];
 
 /// A kernel's full WGSL source.
@@ -115,6 +116,7 @@ struct Pipelines {
     summarise: wgpu::ComputePipeline,
     score: wgpu::ComputePipeline,
     dequantise: wgpu::ComputePipeline,
+    quantise: wgpu::ComputePipeline,
 }
 
 /// An opened adapter with the kernels' pipelines.
@@ -218,7 +220,7 @@ impl Gpu {
                 cache: None,
             })
         };
-        let [attend, merge, summarise, score, dequantise] = SHADERS.map(pipeline);
+        let [attend, merge, summarise, score, dequantise, quantise] = SHADERS.map(pipeline);
         if let Some(e) = pollster::block_on(scope.pop()) {
             refuse!("the GPU refused the kernels: {e}");
         }
@@ -233,6 +235,7 @@ impl Gpu {
                 summarise,
                 score,
                 dequantise,
+                quantise,
             },
             uncaptured,
         }))
@@ -687,5 +690,76 @@ impl Gpu {
         )?;
         bytes.truncate(out_bytes as usize);
         Ok(bytes)
+    }
+
+    /// [`quant::encode`] of a tensor into the int8 or q4 tier, on the GPU: the codes
+    /// and the f32 scales and biases are computed by the shader, the parameters then
+    /// rounded to the dtype as the store rounds them. The bytes equal the store's
+    /// where the device divides and rounds in IEEE f32 (lavapipe does; WGSL allows a
+    /// division 2.5 ulp off, which can move a code by one).
+    pub fn quantise(
+        &self,
+        tier: Tier,
+        dtype: DType,
+        shape: Shape,
+        input: &[u8],
+    ) -> Result<Vec<u8>, KernelError> {
+        if !matches!(tier, Tier::Int8 | Tier::Q4) {
+            refuse!(
+                "the GPU quantises to the int8 and q4 tiers, not {}",
+                tier.name()
+            );
+        }
+        KvLayout::new(1, shape.head_dim, dtype, tier)?;
+        let rows = shape.heads * shape.tokens;
+        let elements = rows * shape.head_dim;
+        if input.len() != elements * dtype.size() {
+            refuse!(
+                "expected {} bytes of {} for shape {shape}, got {}",
+                elements * dtype.size(),
+                dtype.name(),
+                input.len()
+            );
+        }
+        if input.len() as u64 > self.max_binding {
+            refuse!("the tensor exceeds the GPU's binding");
+        }
+        if elements == 0 {
+            return Ok(Vec::new());
+        }
+        let groups = elements / 32;
+        let code_words = groups * if tier == Tier::Q4 { 4 } else { 8 };
+        let mut params = Params::for_layout(&KvLayout::new(1, shape.head_dim, dtype, tier)?);
+        params.tensor_rows = rows as u32;
+        let mut padded = input.to_vec();
+        padded.resize(input.len().div_ceil(4) * 4, 0);
+        let kv = self.storage("tensor", &padded);
+        let out_bytes = ((code_words + 2 * groups) * 4) as u64;
+        let out = self.output("quantised", out_bytes);
+        let uniform = self.uniform(&params);
+        let group = self.bind(
+            &self.pipelines.quantise,
+            &[(0, &kv), (5, &out), (7, &uniform)],
+        );
+        let bytes = self.run(
+            &[(
+                &self.pipelines.quantise,
+                &group,
+                [groups.div_ceil(64) as u32, 1, 1],
+            )],
+            &out,
+            out_bytes,
+        )?;
+        let floats = |at: usize| -> Vec<f32> {
+            bytes[at..at + 4 * groups]
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let (scales, biases) = (floats(code_words * 4), floats((code_words + groups) * 4));
+        let mut encoded = bytes[..code_words * 4].to_vec();
+        encoded.extend(quant::from_f32(dtype, &scales));
+        encoded.extend(quant::from_f32(dtype, &biases));
+        Ok(encoded)
     }
 }

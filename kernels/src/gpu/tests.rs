@@ -192,7 +192,7 @@ fn summaries_and_scores_on_the_gpu_match_the_cpu() {
 }
 
 #[test]
-fn dequantising_on_the_gpu_gives_the_stores_bytes() {
+fn quantising_and_dequantising_on_the_gpu_give_the_stores_bytes() {
     let Some(gpu) = gpu() else { return };
     let mut rng = SmallRng::seed_from_u64(43);
     for tier in [Tier::Int8, Tier::Q4] {
