@@ -33,16 +33,23 @@ fn every_shader_parses_and_validates() {
     }
 }
 
+/// Says `line` on the test process's stderr itself (past the harness's capture, so
+/// that a CI log shows which device the shaders ran on).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// The machine's adapter, opened once; `None` (said once) when there is none.
 fn gpu() -> Option<&'static Gpu> {
     static GPU: OnceLock<Option<Gpu>> = OnceLock::new();
     GPU.get_or_init(|| match Gpu::open() {
         Ok(Some(g)) => {
-            eprintln!("kernels: running the shaders on {}", g.describe());
+            say(&format!("kernels: running the shaders on {}", g.describe()));
             Some(g)
         }
         Ok(None) => {
-            eprintln!("kernels: no GPU adapter here: the shaders are validated, not run; the CPU paths are checked");
+            say("kernels: no GPU adapter here: the shaders are validated, not run; the CPU paths are checked");
             None
         }
         Err(e) => panic!("{e}"),
