@@ -9,7 +9,8 @@ K/V, one query position) over prefixes of 1K-64K tokens (``--tokens``):
 - ``lane``: the same over a pion-server's binary lane (``--server-bin``): one
   per-layer round trip as a client's server-side attention makes it;
 - ``mlx``: ``mx.fast.scaled_dot_product_attention`` over the same K/V already in mlx
-  arrays on the CPU (what local attention costs a client that holds the prefix);
+  arrays on the CPU (what local attention costs a client that holds the prefix), in f16
+  and, upcast, in f32 (mlx's CPU path is faster in f32);
 - ``sparse``: ATTEND.QUERY with ``SPARSE 512``, the selector included.
 
 Run: ``.venv/bin/python benches/attend_compare.py [--tokens 1024,4096,65536]
@@ -118,15 +119,22 @@ def main():
             mlx_us = median_us(
                 lambda: mx.eval(mx.fast.scaled_dot_product_attention(mq, mk, mv, scale=scale)), args.reps
             )
+            # mlx's CPU path is faster in f32 than in f16: the same values, upcast.
+            fq, fk, fv = (a.astype(mx.float32) for a in (mq, mk, mv))
+            mx.eval(fq, fk, fv)
+            mlx32_us = median_us(
+                lambda: mx.eval(mx.fast.scaled_dot_product_attention(fq, fk, fv, scale=scale)), args.reps
+            )
+            del fq, fk, fv
             gbs = (2 * k.nbytes) / (pion_us * 1e-6) / 1e9
             rows.append(
                 {"tokens": t, "pion_us": pion_us, "lane_us": lane_us, "mlx_us": mlx_us,
-                 "sparse_us": sparse_us, "pion_gbs": gbs}
+                 "mlx_f32_us": mlx32_us, "sparse_us": sparse_us, "pion_gbs": gbs}
             )
             lane = f"{lane_us:10.0f}" if lane_us is not None else f"{'-':>10}"
             print(
                 f"{t:>7} tokens: pion {pion_us:9.0f} µs ({gbs:5.1f} GB/s)  lane {lane} µs  "
-                f"mlx {mlx_us:9.0f} µs  mlx/pion {mlx_us / pion_us:5.2f}x  "
+                f"mlx {mlx_us:9.0f} µs (f32 {mlx32_us:8.0f})  mlx/pion {mlx_us / pion_us:5.2f}x  "
                 f"sparse-512 {sparse_us:7.0f} µs ({pion_us / sparse_us:5.1f}x dense)",
                 flush=True,
             )

@@ -201,16 +201,22 @@ fn head_part(
     let mut acc = vec![0f32; rows * d];
     let (mut keys, mut values, mut scores, mut params) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for &b in run {
+    for (i, &b) in run.iter().enumerate() {
         let block = &blocks[b];
         let t = block.tokens;
         if t == 0 {
             continue;
         }
+        // The next block's K streams in while this block is scored, its V while
+        // this block's values are accumulated.
+        let (next_k, next_v) = match run.get(i + 1) {
+            Some(&next) => layout.head_bytes(&blocks[next], head),
+            None => (&[][..], &[][..]),
+        };
         keys.resize(t * d, 0.0);
         layout.load_head(block.keys, t, head, &mut params, &mut keys);
         scores.resize(rows * t, 0.0);
-        simd::scores(queries, &keys, d, &mut scores);
+        simd::scores(queries, &keys, d, &mut scores, next_k);
         for r in 0..rows {
             let s = &mut scores[r * t..(r + 1) * t];
             let block_max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -227,7 +233,7 @@ fn head_part(
         }
         values.resize(t * d, 0.0);
         layout.load_head(block.values, t, head, &mut params, &mut values);
-        simd::accumulate(&scores, &values, d, &mut acc);
+        simd::accumulate(&scores, &values, d, &mut acc, next_v);
     }
     let mut state = AttnState::empty(rows, d);
     for r in 0..rows {

@@ -142,6 +142,20 @@ impl KvLayout {
         }
     }
 
+    /// The stored bytes of KV head `head`'s rows (codes only, for a quantised tier) of
+    /// a block's K and V: what a kernel is about to read.
+    pub(crate) fn head_bytes<'a>(&self, block: &BlockKv<'a>, head: usize) -> (&'a [u8], &'a [u8]) {
+        let row_bytes = match self.row_format() {
+            RowFormat::Plain(dtype) => self.head_dim * dtype.size(),
+            RowFormat::Affine { code_bytes, .. } => code_bytes,
+        };
+        let range = head * block.tokens * row_bytes..(head + 1) * block.tokens * row_bytes;
+        (
+            block.keys.get(range.clone()).unwrap_or_default(),
+            block.values.get(range).unwrap_or_default(),
+        )
+    }
+
     /// Decodes every row of KV head `head` of one stored tensor (checked by
     /// [`KvLayout::check`]) of `tokens` rows into `out` (`tokens * head_dim` floats).
     pub(crate) fn load_head(

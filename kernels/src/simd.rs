@@ -100,14 +100,16 @@ dispatched! {
 
 /// `scores[r * tokens + t] = queries[r] · keys[t]` for rows of `dim` elements:
 /// [`x86::scores`] where the CPU has AVX2 and `dim` is a multiple of 8, the plain
-/// loop otherwise.
-pub(crate) fn scores(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32]) {
+/// loop otherwise. `ahead` (the next bytes the caller will read) is prefetched a few
+/// lines per tile of tokens, so memory keeps streaming while this computes.
+pub(crate) fn scores(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32], ahead: &[u8]) {
     #[cfg(target_arch = "x86_64")]
     if fast() && x86::fits(queries, keys, dim, scores) {
         // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
-        unsafe { x86::scores(queries, keys, dim, scores) };
+        unsafe { x86::scores(queries, keys, dim, scores, ahead) };
         return;
     }
+    prefetch(ahead);
     scores_any(queries, keys, dim, scores)
 }
 
@@ -132,14 +134,22 @@ dispatched! {
 
 /// `out[r] += Σ_t weights[r * tokens + t] * values[t]`, rows of `dim` elements, in
 /// token order: [`x86::accumulate`] where the CPU has AVX2 and `dim` is a multiple of
-/// 8, the plain loop otherwise.
-pub(crate) fn accumulate(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32]) {
+/// 8, the plain loop otherwise. `ahead` is prefetched along the way, as for
+/// [`scores`].
+pub(crate) fn accumulate(
+    weights: &[f32],
+    values: &[f32],
+    dim: usize,
+    out: &mut [f32],
+    ahead: &[u8],
+) {
     #[cfg(target_arch = "x86_64")]
     if fast() && x86::fits(out, values, dim, weights) {
         // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
-        unsafe { x86::accumulate(weights, values, dim, out) };
+        unsafe { x86::accumulate(weights, values, dim, out, ahead) };
         return;
     }
+    prefetch(ahead);
     accumulate_any(weights, values, dim, out)
 }
 
@@ -180,12 +190,20 @@ mod x86 {
     /// # Safety
     /// The CPU has AVX2 and FMA, and [`fits`]`(queries, keys, dim, scores)` holds.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn scores(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32]) {
+    pub(super) unsafe fn scores(
+        queries: &[f32],
+        keys: &[f32],
+        dim: usize,
+        scores: &mut [f32],
+        ahead: &[u8],
+    ) {
         let tokens = keys.len() / dim;
         let rows = queries.len() / dim;
         let (q, k, s) = (queries.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
+        let mut lines = Ahead::new(ahead, tokens.div_ceil(8));
         let mut t = 0;
         while t + 8 <= tokens {
+            lines.step();
             for r in 0..rows {
                 let mut acc = [_mm256_setzero_ps(); 8];
                 let mut j = 0;
@@ -205,6 +223,7 @@ mod x86 {
             }
             t += 8;
         }
+        lines.rest();
         for t in t..tokens {
             for r in 0..rows {
                 let qr = &queries[r * dim..(r + 1) * dim];
@@ -219,10 +238,17 @@ mod x86 {
     /// # Safety
     /// The CPU has AVX2 and FMA, and [`fits`]`(out, values, dim, weights)` holds.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn accumulate(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32]) {
+    pub(super) unsafe fn accumulate(
+        weights: &[f32],
+        values: &[f32],
+        dim: usize,
+        out: &mut [f32],
+        ahead: &[u8],
+    ) {
         let tokens = values.len() / dim;
         let rows = out.len() / dim;
         let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+        let mut lines = Ahead::new(ahead, rows * dim.div_ceil(64) * tokens.div_ceil(8));
         for r in 0..rows {
             // 64 columns (8 registers) of the row at a time.
             let mut c0 = 0;
@@ -234,6 +260,9 @@ mod x86 {
                     *a = unsafe { _mm256_loadu_ps(o.add(r * dim + c0 + 8 * c)) };
                 }
                 for t in 0..tokens {
+                    if t % 8 == 0 {
+                        lines.step();
+                    }
                     // SAFETY: `weights` is rows × tokens; the value loads stay inside
                     // row `t < tokens` of `values` (`c0 + 8 * c + 8 <= dim`).
                     unsafe {
@@ -255,6 +284,48 @@ mod x86 {
                     unsafe { _mm256_storeu_ps(o.add(r * dim + c0 + 8 * c), *a) };
                 }
                 c0 += 8 * lanes;
+            }
+        }
+        lines.rest();
+    }
+
+    /// Prefetch hints for `bytes`, spread evenly over `steps` calls of [`Ahead::step`].
+    struct Ahead<'a> {
+        bytes: &'a [u8],
+        per_step: usize,
+        at: usize,
+    }
+
+    impl<'a> Ahead<'a> {
+        fn new(bytes: &'a [u8], steps: usize) -> Ahead<'a> {
+            let lines = bytes.len().div_ceil(64);
+            Ahead {
+                bytes,
+                per_step: lines.div_ceil(steps.max(1)),
+                at: 0,
+            }
+        }
+
+        /// The next few lines.
+        #[inline]
+        fn step(&mut self) {
+            for _ in 0..self.per_step {
+                if self.at >= self.bytes.len() {
+                    return;
+                }
+                // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
+                // that never faults (the address is inside `bytes` anyway).
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(self.bytes.as_ptr().add(self.at).cast::<i8>())
+                };
+                self.at += 64;
+            }
+        }
+
+        /// Whatever is left.
+        fn rest(&mut self) {
+            while self.at < self.bytes.len() {
+                self.step();
             }
         }
     }
@@ -379,6 +450,23 @@ dispatched! {
     softmax_weights => softmax_body(scores: &mut [f32], shift: f32, sum: &mut f32)
 }
 
+/// Asks the CPU to start loading `bytes` into its caches (one hint per 64-byte line),
+/// so that a block's K/V streams in from memory while the one before is computed on.
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+        for line in bytes.chunks(64) {
+            // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint: it
+            // never faults and reads nothing into the program (the address is inside
+            // `bytes` anyway).
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(line.as_ptr().cast::<i8>()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,7 +477,7 @@ mod tests {
         let q: Vec<f32> = (0..2 * dim).map(|i| (i as f32 * 0.37).sin()).collect();
         let k: Vec<f32> = (0..3 * dim).map(|i| (i as f32 * 0.11).cos()).collect();
         let mut s = vec![0f32; 6];
-        scores(&q, &k, dim, &mut s);
+        scores(&q, &k, dim, &mut s, &[1u8; 300]);
         for r in 0..2 {
             for t in 0..3 {
                 let want: f64 = (0..dim)
@@ -399,7 +487,7 @@ mod tests {
             }
         }
         let mut out = vec![1f32; 2 * dim];
-        accumulate(&s, &k, dim, &mut out);
+        accumulate(&s, &k, dim, &mut out, &[]);
         for r in 0..2 {
             for j in 0..dim {
                 let want: f64 = 1.0
