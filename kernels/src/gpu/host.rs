@@ -166,6 +166,17 @@ impl Gpu {
     /// Opens the best adapter wgpu finds (honouring `WGPU_BACKEND` and the other
     /// `WGPU_*` variables), `None` when there is none.
     pub fn open() -> Result<Option<Gpu>, KernelError> {
+        Gpu::open_adapter(true)
+    }
+
+    /// [`Gpu::open`] of a hardware adapter only: `None` when the best one is a
+    /// software rasteriser (lavapipe, WARP), which is never faster than the CPU paths,
+    /// before any device or pipeline is made for it.
+    pub fn open_hardware() -> Result<Option<Gpu>, KernelError> {
+        Gpu::open_adapter(false)
+    }
+
+    fn open_adapter(software: bool) -> Result<Option<Gpu>, KernelError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let options = wgpu::RequestAdapterOptions {
@@ -177,6 +188,9 @@ impl Gpu {
         let Ok(adapter) = pollster::block_on(instance.request_adapter(&options)) else {
             return Ok(None);
         };
+        if !software && adapter.get_info().device_type == wgpu::DeviceType::Cpu {
+            return Ok(None);
+        }
         let mut limits = adapter.limits();
         let max_binding = limits.max_storage_buffer_binding_size.min(BINDING_CAP);
         limits.max_storage_buffer_binding_size = max_binding;

@@ -85,7 +85,7 @@ impl Kernels {
     pub fn open(policy: DevicePolicy) -> Result<Kernels, KernelError> {
         let gpu = match policy {
             DevicePolicy::Cpu => None,
-            DevicePolicy::Auto => Gpu::open()?.filter(|g| !g.is_software()),
+            DevicePolicy::Auto => Gpu::open_hardware()?,
             DevicePolicy::Gpu => {
                 Some(Gpu::open()?.ok_or_else(|| KernelError::new("no GPU adapter"))?)
             }
