@@ -56,6 +56,31 @@ pub(crate) fn random_block(layout: &KvLayout, tokens: usize, rng: &mut SmallRng)
     stored_block(layout, tokens, &k, &v)
 }
 
+/// A stored layer of random K/V for each block size.
+pub(crate) fn random_blocks(
+    layout: &KvLayout,
+    sizes: &[usize],
+    rng: &mut SmallRng,
+) -> Vec<Vec<u8>> {
+    sizes
+        .iter()
+        .map(|&t| random_block(layout, t, rng))
+        .collect()
+}
+
+/// The blocks of `stored` (one per size) as the kernels read them.
+pub(crate) fn views<'a>(
+    layout: &KvLayout,
+    sizes: &[usize],
+    stored: &'a [Vec<u8>],
+) -> Vec<BlockKv<'a>> {
+    sizes
+        .iter()
+        .zip(stored)
+        .map(|(&t, s)| layout.split(t, s).expect("split"))
+        .collect()
+}
+
 fn layouts() -> Vec<KvLayout> {
     let mut out = Vec::new();
     for (dtype, tier) in [
@@ -104,15 +129,8 @@ fn decode_partial_matches_the_reference_on_every_tier_and_gqa_ratio() {
     for layout in layouts() {
         // Ragged: full blocks, a short last one, and an empty one in between.
         let sizes = [64usize, 64, 0, 64, 17];
-        let stored: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&t| random_block(&layout, t, &mut rng))
-            .collect();
-        let blocks: Vec<BlockKv<'_>> = sizes
-            .iter()
-            .zip(&stored)
-            .map(|(&t, s)| layout.split(t, s).expect("split"))
-            .collect();
+        let stored = random_blocks(&layout, &sizes, &mut rng);
+        let blocks = views(&layout, &sizes, &stored);
         for group in [1, 4] {
             for positions in [1, 3] {
                 let q_heads = layout.kv_heads * group;

@@ -134,6 +134,14 @@ fn u32_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
+/// Little-endian f32 values read back from a device buffer.
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
@@ -518,10 +526,7 @@ impl Gpu {
             &merged,
             merged_bytes,
         )?;
-        let floats: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let floats = f32s(&bytes);
         let split = out_rows as usize * d;
         Ok(AttnState {
             head_dim: d,
@@ -569,10 +574,7 @@ impl Gpu {
             &out,
             out_bytes,
         )?;
-        let floats: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let floats = f32s(&bytes);
         Ok(blocks
             .iter()
             .enumerate()
@@ -635,10 +637,7 @@ impl Gpu {
             &out,
             (n * 4) as u64,
         )?;
-        let floats: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let floats = f32s(&bytes);
         Ok(Some(
             floats[..n]
                 .chunks(summaries.len())
@@ -764,12 +763,7 @@ impl Gpu {
             &out,
             out_bytes,
         )?;
-        let floats = |at: usize| -> Vec<f32> {
-            bytes[at..at + 4 * groups]
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        };
+        let floats = |at: usize| f32s(&bytes[at..at + 4 * groups]);
         let (scales, biases) = (floats(code_words * 4), floats((code_words + groups) * 4));
         let mut encoded = bytes[..code_words * 4].to_vec();
         encoded.extend(quant::from_f32(dtype, &scales));

@@ -12,7 +12,7 @@ use crate::quant::{self, DType, Role, Shape, Tier};
 use crate::reference;
 use crate::select::Score;
 use crate::summary::block_summary;
-use crate::tests::random_block;
+use crate::tests::{random_block, random_blocks, views};
 
 #[test]
 fn every_shader_parses_and_validates() {
@@ -78,15 +78,8 @@ fn attention_on_the_gpu_matches_the_reference() {
     let mut rng = SmallRng::seed_from_u64(41);
     for layout in layouts() {
         let sizes = [64usize, 0, 100, 64, 7];
-        let stored: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&t| random_block(&layout, t, &mut rng))
-            .collect();
-        let blocks: Vec<BlockKv<'_>> = sizes
-            .iter()
-            .zip(&stored)
-            .map(|(&t, s)| layout.split(t, s).expect("split"))
-            .collect();
+        let stored = random_blocks(&layout, &sizes, &mut rng);
+        let blocks = views(&layout, &sizes, &stored);
         for (group, positions) in [(1, 1), (4, 2)] {
             let q_heads = layout.kv_heads * group;
             let q: Vec<f32> = (0..positions * q_heads * layout.head_dim)
@@ -150,15 +143,8 @@ fn summaries_and_scores_on_the_gpu_match_the_cpu() {
     let mut rng = SmallRng::seed_from_u64(42);
     for layout in layouts() {
         let sizes = [64usize, 0, 33, 64];
-        let stored: Vec<Vec<u8>> = sizes
-            .iter()
-            .map(|&t| random_block(&layout, t, &mut rng))
-            .collect();
-        let blocks: Vec<BlockKv<'_>> = sizes
-            .iter()
-            .zip(&stored)
-            .map(|(&t, s)| layout.split(t, s).expect("split"))
-            .collect();
+        let stored = random_blocks(&layout, &sizes, &mut rng);
+        let blocks = views(&layout, &sizes, &stored);
         let got = gpu.block_summaries(&layout, &blocks).expect("summaries");
         for (g, b) in got.iter().zip(&blocks) {
             let want = block_summary(&layout, b).expect("summary");

@@ -10,8 +10,9 @@ use kernels::Score;
 
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
+use crate::command::handlers::prefix::{kv, NS_READ};
 use crate::command::handlers::util::is_kw;
-use crate::command::{CommandSpec, Group, KeySpecDoc};
+use crate::command::CommandSpec;
 use crate::error::{OpError, OpResult};
 use crate::prefix::attend::{LayerQuery, Sparse};
 use crate::prefix::block_id::tokens_from_le;
@@ -19,37 +20,17 @@ use crate::prefix::ops;
 use crate::prefix::{BlockId, PrefixError};
 use crate::reply::Reply;
 
-/// The namespace, read.
-const NS_READ: &[KeySpecDoc] = &[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)];
-
-const fn attend(
-    name: &'static str,
-    arity: i32,
-    flags: u64,
-    handler: crate::command::Handler,
-) -> CommandSpec {
-    CommandSpec::new(
-        name,
-        arity,
-        flags | NAMESPACE_KEYS,
-        Group::PrefixCache,
-        handler,
-    )
-    .keys(1, 1, 1)
-    .key_specs(NS_READ)
-}
-
 /// This family's part of the command table.
 pub static COMMANDS: &[CommandSpec] = &[
-    attend("attend.view", -4, READONLY, view).doc(
+    kv("attend.view", -4, READONLY, view, NS_READ).doc(
         "Names a stored prefix of a namespace for attention: the longest stored prefix of a token sequence, or the block ids after BLOCKS; returns its tokens and blocks.",
         "0.1.0",
     ),
-    attend("attend.query", -7, READONLY, query).doc(
+    kv("attend.query", -7, READONLY, query, NS_READ).doc(
         "Attends query heads (LAYER l Q bytes, for one or more layers) over a view's stored K/V, densely or within a SPARSE token budget; returns each layer's output and log-sum-exp.",
         "0.1.0",
     ),
-    attend("attend.drop", 3, READONLY | FAST, drop_view)
+    kv("attend.drop", 3, READONLY | FAST, drop_view, NS_READ)
         .doc("Forgets an attention view.", "0.1.0"),
 ];
 

@@ -17,8 +17,8 @@ use crate::prefix::ops::{self, ChangeLog, Fetched, Outcome};
 use crate::prefix::{BlockId, PrefixError};
 use crate::reply::Reply;
 
-/// The namespace, read (`KV.GET`, `KV.MATCH` …).
-const NS_READ: &[KeySpecDoc] = &[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)];
+/// The namespace, read (`KV.GET`, `KV.MATCH` …, `ATTEND.*`).
+pub(super) const NS_READ: &[KeySpecDoc] = &[KeySpecDoc::range(&["RO", "access"], 1, 0, 1, 0)];
 /// The namespace, written to (`KV.PUT`, `KV.REGISTER`).
 const NS_WRITE: &[KeySpecDoc] = &[KeySpecDoc::range(&["RW", "insert"], 1, 0, 1, 0)];
 /// The namespace, deleted from (`KV.DEL`, `KV.DROP`, evictions).
@@ -26,8 +26,8 @@ const NS_DELETE: &[KeySpecDoc] = &[KeySpecDoc::range(&["RW", "delete"], 1, 0, 1,
 
 /// A prompt-cache command: its first argument names a namespace, which ACL key
 /// patterns (`~ns:*`) and slot routing treat as its key (it is not a keyspace key, so
-/// no shard is locked for it).
-const fn kv(
+/// no shard is locked for it). `ATTEND.*` is built the same way.
+pub(super) const fn kv(
     name: &'static str,
     arity: i32,
     flags: u64,
