@@ -6,6 +6,7 @@ pub mod corpus;
 pub mod crash_model;
 pub mod differential;
 pub mod dump;
+pub mod lane;
 pub mod process;
 pub mod resp;
 pub mod servers;
