@@ -12,21 +12,10 @@ use kernels::{
     block_select, block_summary, decode_partial, merge_states, sparse_partial, BlockKv,
     BlockSummary, KvLayout, Queries, SelectOptions,
 };
+use pion_benches::values;
 
 const BLOCK: usize = 256;
 const BLOCKS: usize = 16;
-
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
 
 fn layer(layout: &KvLayout, seed: u64) -> Vec<u8> {
     let shape = Shape {

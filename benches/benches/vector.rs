@@ -3,20 +3,8 @@
 #![allow(missing_docs)] // criterion_group! and criterion_main! generate undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use pion_benches::values;
 use pion_core::vector::{quant, Algorithm, IndexParams, Metric, SearchOptions, VectorIndex};
-
-/// Deterministic pseudo-random values in [-1, 1).
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
 
 fn kernels(c: &mut Criterion) {
     let (a, b) = (values(1, 384), values(2, 384));

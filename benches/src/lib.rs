@@ -10,6 +10,19 @@ pub mod resp;
 use std::net::TcpListener;
 use std::process::Child;
 
+/// Deterministic pseudo-random values in [-1, 1) (xorshift), for benchmark inputs.
+pub fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
 /// A free TCP port on 127.0.0.1 (bound and released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
