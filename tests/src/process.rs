@@ -5,7 +5,7 @@
 //! can do none of that, so this module runs the binary.
 
 use std::fs::File;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -189,6 +189,10 @@ impl PionProcess {
         let bin = server_bin();
         let log_file = config.and_then(config_log_file);
         let mut last = String::new();
+        // What the tries that lost their port printed: a try can get as far as
+        // recovering the log (and warning about it) before it fails to bind, and the
+        // tests read those lines from the server that did start.
+        let mut earlier = String::new();
         for _ in 0..5 {
             let config_log = log_file.as_ref().map(|path| {
                 let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -197,8 +201,10 @@ impl PionProcess {
             let port = free_port();
             let logs = temp_dir("log");
             let stderr_path = logs.path().join("server.log");
-            let log = File::create(&stderr_path)
+            let mut log = File::create(&stderr_path)
                 .map_err(|e| format!("create {}: {e}", stderr_path.display()))?;
+            log.write_all(earlier.as_bytes())
+                .map_err(|e| format!("write {}: {e}", stderr_path.display()))?;
             let log_out = log
                 .try_clone()
                 .map_err(|e| format!("clone log handle: {e}"))?;
@@ -224,7 +230,10 @@ impl PionProcess {
             };
             match process.wait_ready() {
                 Ok(()) => return Ok(process),
-                Err(NotReady::PortClash(text)) => last = text,
+                Err(NotReady::PortClash(text)) => {
+                    earlier = process.stderr_text();
+                    last = text;
+                }
                 Err(NotReady::Failed(text)) => return Err(text),
             }
         }
