@@ -31,48 +31,152 @@ fn test_only(rel: &str) -> bool {
         || matches!(name, "power_cut.rs" | "layering.rs" | "test_support.rs")
 }
 
-/// The code of a file without its comments and its test module.
+/// The code of a file without its comments and its test modules (every
+/// `#[cfg(test)] mod name { … }`, matched by braces; a `#[cfg(test)] mod name;`
+/// declaration names a file the walk skips on its own).
 fn code_of(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(at) => &text[..at],
-        None => text,
-    };
-    text.lines()
+    let code: String = text
+        .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        let item = after.trim_start();
+        let Some(module) = item.strip_prefix("mod ") else {
+            // A test-only item that is not a module (a function, an impl): kept, as
+            // it is rare and cheap to check.
+            out.push_str("#[cfg(test)]");
+            rest = after;
+            continue;
+        };
+        let body = module.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_' || c == ' ');
+        if let Some(tail) = body.strip_prefix(';') {
+            rest = tail;
+            continue;
+        }
+        let Some(inner) = body.strip_prefix('{') else {
+            rest = after;
+            continue;
+        };
+        let mut depth = 1;
+        let mut end = inner.len();
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &inner[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
-/// The top-level modules a piece of code names through `crate::`.
-fn referenced(code: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // `use crate::{a::b, c}`: the first segment of each item.
-            let end = group.find('}').unwrap_or(group.len());
-            for item in group[..end].split(',') {
-                let name: String = item
-                    .trim()
+/// The first segments of the items of a `{…}` use group (`a::{b, c}, d` → a, d),
+/// nested groups skipped by depth.
+fn group_heads(group: &str, out: &mut BTreeSet<String>) {
+    let mut depth = 0usize;
+    let mut at_item = true;
+    let mut chars = group.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return,
+            '}' => depth -= 1,
+            ',' if depth == 0 => at_item = true,
+            c if at_item && depth == 0 && (c.is_alphanumeric() || c == '_') => {
+                let name: String = group[i..]
                     .chars()
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
-                if !name.is_empty() {
-                    out.insert(name);
+                for _ in 1..name.chars().count() {
+                    chars.next();
                 }
+                out.insert(name);
+                at_item = false;
             }
+            c if c.is_whitespace() => {}
+            _ => at_item = false,
+        }
+    }
+}
+
+/// The leading identifier of `text`.
+fn ident(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The top-level modules a piece of code names through `crate::`, and through
+/// `super::` chains that climb to the crate root from `module` (the file's module
+/// path: `command/handlers/keys.rs` is `["command", "handlers", "keys"]`).
+fn referenced(code: &str, module: &[&str]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+            continue; // `$crate::` in a macro, or part of a longer name
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            group_heads(group, &mut out);
             continue;
         }
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
+        let name = ident(rest);
         if !name.is_empty() {
             out.insert(name);
         }
     }
+    let mut rest = code;
+    while let Some(at) = rest.find("super::") {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            rest = &rest["super::".len()..];
+            continue;
+        }
+        let mut ups = 0;
+        while let Some(tail) = rest.strip_prefix("super::") {
+            ups += 1;
+            rest = tail;
+        }
+        // From a file's own scope `super` is its parent; climbing every level of
+        // the module path reaches the crate root, where the next name is a
+        // top-level module.
+        if ups >= module.len() {
+            if let Some(group) = rest.strip_prefix('{') {
+                group_heads(group, &mut out);
+            } else {
+                let name = ident(rest);
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        }
+    }
     out
+}
+
+/// The module path of a source file relative to `src` (`a/mod.rs` is `a`).
+fn module_path(rel: &str) -> Vec<&str> {
+    let mut parts: Vec<&str> = rel.trim_end_matches(".rs").split('/').collect();
+    if parts.last() == Some(&"mod") {
+        parts.pop();
+    }
+    parts
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -142,7 +246,7 @@ fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
             .trim_end_matches(".rs")
             .to_string();
         let text = std::fs::read_to_string(&path).expect("source file");
-        for name in referenced(&code_of(&text)) {
+        for name in referenced(&code_of(&text), &module_path(&rel)) {
             let target = root_item(&name).map_or(name, str::to_string);
             if target != top {
                 edges
@@ -239,10 +343,28 @@ fn no_module_imports_from_a_layer_above_it_and_no_cycle_between_modules() {
 #[test]
 fn the_reader_finds_paths_groups_and_skips_comments() {
     let code = code_of(
-        "use crate::{a::b, c};\n// crate::commented\nfn f() { crate::d::e(); }\n#[cfg(test)]\nmod tests { crate::t }",
+        "use crate::{a::{b, c}, d};\n// crate::commented\nfn f() { crate::e::f(); }\n\
+         #[cfg(test)]\nmod tests { fn g() { crate::t::u(); } }\nfn h() { $crate::m::n(); }",
     );
-    let found: Vec<String> = referenced(&code).into_iter().collect();
-    assert_eq!(found, ["a", "c", "d"]);
+    let found: Vec<String> = referenced(&code, &["x"]).into_iter().collect();
+    assert_eq!(found, ["a", "d", "e"]);
+    // A `mod tests;` declaration hides nothing after it.
+    let code = code_of("#[cfg(test)]\nmod tests;\nuse crate::later;");
+    assert_eq!(
+        referenced(&code, &["x"]).into_iter().collect::<Vec<_>>(),
+        ["later"]
+    );
+    // `super::` chains count once they climb to the crate root.
+    let code = "use super::super::engine::Engine;\nuse super::sibling;\nuse super::super::{acl, config::X};";
+    assert_eq!(
+        referenced(code, &["command", "handlers"])
+            .into_iter()
+            .collect::<Vec<_>>(),
+        ["acl", "config", "engine"]
+    );
+    assert!(referenced(code, &["command", "handlers", "keys"]).is_empty());
+    assert_eq!(module_path("a/mod.rs"), ["a"]);
+    assert_eq!(module_path("a/b.rs"), ["a", "b"]);
     let mut g = BTreeMap::new();
     g.insert("x".to_string(), BTreeSet::from(["y".to_string()]));
     g.insert("y".to_string(), BTreeSet::from(["x".to_string()]));
