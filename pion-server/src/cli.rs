@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use pion_core::config::file::{self, Directive};
-use pion_core::config::{Config, ConfigValues};
+use pion_core::config::{Config, ConfigValues, DebugCommand};
 use pion_core::durability::{DurabilityOptions, FsyncPolicy, RecoverMode};
 
 /// What a flag sets.
@@ -381,12 +381,12 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                 .filter(|m| *m <= 0o777)
                 .map(|m| cfg.unixsocketperm = m)
                 .ok_or_else(|| "Invalid socket file permissions".to_string()),
-            "enable-debug-command" => match value.to_ascii_lowercase().as_str() {
-                v @ ("yes" | "no" | "local") => {
-                    cfg.enable_debug_command = v.to_string();
+            "enable-debug-command" => match DebugCommand::parse(&value) {
+                Some(v) => {
+                    cfg.enable_debug_command = v;
                     Ok(())
                 }
-                _ => Err("argument(s) must be one of the following: no, yes, local".into()),
+                None => Err("argument(s) must be one of the following: no, yes, local".into()),
             },
             "always-show-logo" => yes_no(&value)
                 .map(|on| show_logo = on)

@@ -19,7 +19,7 @@ fn replay_corpus(threads: usize) {
     let redis = RedisServer::start_with(&["--enable-debug-command", "yes"]);
     let mut options = EngineOptions::default();
     options.config.threads = threads;
-    options.config.enable_debug_command = "yes".into();
+    options.config.enable_debug_command = pion_core::config::DebugCommand::Yes;
     let pion = PionServer::start_with(threads, options);
     let mut failures = Vec::new();
     for file in &corpus_files("corpus_debug") {

@@ -59,6 +59,27 @@ pub enum DevicePolicy {
     Gpu,
 }
 
+impl DevicePolicy {
+    /// Every policy.
+    pub const ALL: [DevicePolicy; 3] = [DevicePolicy::Auto, DevicePolicy::Cpu, DevicePolicy::Gpu];
+
+    /// Its name, as a configuration takes it (`auto`, `cpu`, `gpu`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DevicePolicy::Cpu => "cpu",
+            DevicePolicy::Auto => "auto",
+            DevicePolicy::Gpu => "gpu",
+        }
+    }
+
+    /// The policy `name` names, in any case.
+    pub fn parse(name: &str) -> Option<DevicePolicy> {
+        DevicePolicy::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+}
+
 /// Calls reading fewer stored bytes than this run on the CPU under
 /// [`DevicePolicy::Auto`]: below it the upload and the round trip cost more than the
 /// CPU's whole computation.

@@ -17,6 +17,35 @@ mod params;
 
 pub use compat::{Compat, COMPAT};
 pub use eviction::MaxmemoryPolicy;
+
+/// `enable-debug-command`: who may run `DEBUG` (and `MODULE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugCommand {
+    /// Nobody.
+    No,
+    /// Every client.
+    Yes,
+    /// Loopback and Unix-socket clients only.
+    Local,
+}
+
+impl DebugCommand {
+    /// Its name in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            DebugCommand::No => "no",
+            DebugCommand::Yes => "yes",
+            DebugCommand::Local => "local",
+        }
+    }
+
+    /// The setting `value` names, in any case.
+    pub fn parse(value: &str) -> Option<DebugCommand> {
+        [DebugCommand::No, DebugCommand::Yes, DebugCommand::Local]
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(value))
+    }
+}
 pub use params::{parse_memory, percentile_label, PARAMS};
 
 /// `acllog-max-len`'s default: the most `ACL LOG` entries kept.
@@ -69,7 +98,7 @@ pub struct ConfigValues {
     pub kv_budget: u64,
     /// Where `ATTEND.*` runs its kernels: `auto` (a hardware GPU when there is one,
     /// for calls large enough), `cpu`, or `gpu` (any adapter, software ones too).
-    pub attend_device: String,
+    pub attend_device: kernels::DevicePolicy,
     /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a script runs
     /// before other clients are answered `-BUSY`.
     pub busy_reply_threshold: u64,
@@ -119,7 +148,7 @@ pub struct ConfigValues {
     pub unixsocketperm: u32,
     /// `enable-debug-command`: `no`, `yes`, or `local` (loopback and Unix-socket
     /// clients only).
-    pub enable_debug_command: String,
+    pub enable_debug_command: DebugCommand,
     /// Values of the compatibility directives that were set ([`compat`]).
     pub compat: BTreeMap<&'static str, String>,
 }
@@ -147,7 +176,7 @@ impl Default for ConfigValues {
             wal: false,
             appendfsync: crate::durability::FsyncPolicy::EverySec,
             kv_budget: 0,
-            attend_device: "auto".into(),
+            attend_device: kernels::DevicePolicy::Auto,
             busy_reply_threshold: 5000,
             maxmemory_samples: 5,
             lfu_log_factor: 10,
@@ -169,7 +198,7 @@ impl Default for ConfigValues {
             logfile: String::new(),
             unixsocket: String::new(),
             unixsocketperm: 0,
-            enable_debug_command: "no".into(),
+            enable_debug_command: DebugCommand::No,
             compat: BTreeMap::new(),
         }
     }

@@ -178,7 +178,7 @@ pub static PARAMS: &[Param] = &[
     Param {
         name: "enable-debug-command",
         aliases: &[],
-        get: |c| c.enable_debug_command.clone(),
+        get: |c| c.enable_debug_command.name().to_string(),
         set: None,
     },
     // The server always runs in the foreground, unsupervised (start-up refuses
@@ -298,14 +298,13 @@ pub static PARAMS: &[Param] = &[
     Param {
         name: "attend-device",
         aliases: &[],
-        get: |c| c.attend_device.clone(),
-        set: Some(|c, v| {
-            let v = v.to_ascii_lowercase();
-            if !["auto", "cpu", "gpu"].contains(&v.as_str()) {
-                return Err("argument(s) must be one of the following: auto, cpu, gpu".into());
+        get: |c| c.attend_device.name().to_string(),
+        set: Some(|c, v| match kernels::DevicePolicy::parse(v) {
+            Some(p) => {
+                c.attend_device = p;
+                Ok(())
             }
-            c.attend_device = v;
-            Ok(())
+            None => Err("argument(s) must be one of the following: auto, cpu, gpu".into()),
         }),
     },
     Param {

@@ -227,8 +227,7 @@ impl Engine {
 
     /// The device policy `attend-device` names.
     pub fn attend_policy(&self) -> kernels::DevicePolicy {
-        let name = self.inner.config.with(|c| c.attend_device.clone());
-        crate::prefix::attend::parse_policy(&name).unwrap_or(kernels::DevicePolicy::Auto)
+        self.inner.config.with(|c| c.attend_device)
     }
 
     /// The open `FT.AGGREGATE … WITHCURSOR` cursors.

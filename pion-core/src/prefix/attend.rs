@@ -157,22 +157,6 @@ pub struct Attention {
     pub stats: AttendStats,
 }
 
-/// A policy's name, as `attend-device` takes it.
-pub fn policy_name(p: DevicePolicy) -> &'static str {
-    match p {
-        DevicePolicy::Cpu => "cpu",
-        DevicePolicy::Auto => "auto",
-        DevicePolicy::Gpu => "gpu",
-    }
-}
-
-/// A policy from its name.
-pub fn parse_policy(s: &str) -> Option<DevicePolicy> {
-    [DevicePolicy::Cpu, DevicePolicy::Auto, DevicePolicy::Gpu]
-        .into_iter()
-        .find(|&p| policy_name(p).eq_ignore_ascii_case(s))
-}
-
 impl Attention {
     /// The kernels under `policy`, opened on first use (or when the policy changed).
     /// A GPU policy with no adapter runs on the CPU; INFO says which device is in use.

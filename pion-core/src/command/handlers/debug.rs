@@ -17,6 +17,7 @@ use sha1_smol::Sha1;
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
 use crate::command::{CommandSpec, Group};
+use crate::config::DebugCommand;
 use crate::error::{OpError, OpResult};
 use crate::keyspace::Entry;
 use crate::reply::Reply;
@@ -148,9 +149,9 @@ const SUBS: &[Sub] = &[
 const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
 fn debug(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let allowed = ctx.engine.config().with(|c| c.enable_debug_command.clone());
+    let allowed = ctx.engine.config().with(|c| c.enable_debug_command);
     let local = is_local(&ctx.client.shared.addr);
-    if !(allowed == "yes" || (allowed == "local" && local)) {
+    if !(allowed == DebugCommand::Yes || (allowed == DebugCommand::Local && local)) {
         return Err(OpError::custom(NOT_ALLOWED));
     }
     let name = String::from_utf8_lossy(&argv[1]).to_ascii_lowercase();

@@ -286,10 +286,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             line("attend_bytes_read", &n(&a.stats.bytes_read));
             line("attend_on_cpu", &n(&a.stats.on_cpu));
             line("attend_on_gpu", &n(&a.stats.on_gpu));
-            line(
-                "attend_device_policy",
-                &crate::prefix::attend::policy_name(e.attend_policy()),
-            );
+            line("attend_device_policy", &e.attend_policy().name());
             line("attend_device", &a.device());
         }
         "search" => {
