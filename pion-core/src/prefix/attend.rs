@@ -35,7 +35,7 @@ pub const MAX_VIEWS: usize = 65_536;
 pub const MAX_POSITIONS: usize = 4096;
 
 fn refuse<T>(text: impl Into<String>) -> Result<T, PrefixError> {
-    Err(PrefixError(text.into()))
+    Err(PrefixError::Refused(text.into()))
 }
 
 /// The kernels' layout of layer `layer` of a namespace, or why it cannot be attended.
@@ -58,7 +58,7 @@ pub fn layer_layout(m: &Manifest, layer: usize) -> Result<KvLayout, PrefixError>
     let dtype = DType::parse(&m.dtype).unwrap_or(DType::F16);
     let tier = Tier::parse(&m.tier).unwrap_or(Tier::AsGiven);
     KvLayout::new(kv_heads as usize, head_dim as usize, dtype, tier)
-        .map_err(|e| PrefixError(format!("ERR layer {layer} cannot be attended: {e}")))
+        .map_err(|e| PrefixError::Refused(format!("ERR layer {layer} cannot be attended: {e}")))
 }
 
 /// The summaries of a new block's attention layers (`None` for recurrent layers,
@@ -228,7 +228,7 @@ impl Attention {
             .get(&(ns.to_string(), name.to_vec()))
             .cloned()
             .ok_or_else(|| {
-                PrefixError(format!(
+                PrefixError::Refused(format!(
                     "ERR no attention view '{}' in namespace '{ns}'",
                     String::from_utf8_lossy(name)
                 ))
@@ -308,8 +308,10 @@ impl Attention {
             .iter()
             .map(|(tokens, data, _)| layout.split(*tokens as usize, data))
             .collect::<Result<Vec<BlockKv<'_>>, _>>()
-            .map_err(|e| PrefixError(format!("ERR stored block does not fit its layout: {e}")))?;
-        let err = |e: kernels::KernelError| PrefixError(format!("ERR {e}"));
+            .map_err(|e| {
+                PrefixError::Refused(format!("ERR stored block does not fit its layout: {e}"))
+            })?;
+        let err = |e: kernels::KernelError| PrefixError::Refused(format!("ERR {e}"));
         let (state, device, selection) = match q.sparse {
             None => {
                 let (state, device) = kernels
@@ -322,7 +324,9 @@ impl Attention {
                     .iter()
                     .map(|(_, _, s)| s.as_deref())
                     .collect::<Option<Vec<&BlockSummary>>>()
-                    .ok_or_else(|| PrefixError("ERR a block of the view has no summary".into()))?;
+                    .ok_or_else(|| {
+                        PrefixError::Refused("ERR a block of the view has no summary".into())
+                    })?;
                 let options = SelectOptions {
                     budget_tokens: sparse.budget,
                     sink_blocks: sparse.sink_blocks.unwrap_or(1),

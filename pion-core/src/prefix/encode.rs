@@ -47,10 +47,10 @@ pub fn to_stored(
     let dtype = dtype_of(m);
     let (k, v) = data.split_at(data.len() / 2);
     let mut out = quant::encode(tier, dtype, shape, Role::Keys, k)
-        .map_err(|e| PrefixError(format!("ERR {e}")))?;
+        .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?;
     out.extend(
         quant::encode(tier, dtype, shape, Role::Values, v)
-            .map_err(|e| PrefixError(format!("ERR {e}")))?,
+            .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?,
     );
     Ok(Some(Arc::from(out)))
 }
@@ -82,16 +82,16 @@ pub fn to_wire(
     let dtype = dtype_of(m);
     let k_len = quant::encoded_len(tier, dtype, shape, Role::Keys);
     if stored.len() < k_len {
-        return Err(PrefixError(
+        return Err(PrefixError::Refused(
             "ERR stored block is shorter than its tier says".into(),
         ));
     }
     let (k, v) = stored.split_at(k_len);
     let mut out = quant::decode(tier, dtype, shape, Role::Keys, k)
-        .map_err(|e| PrefixError(format!("ERR {e}")))?;
+        .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?;
     out.extend(
         quant::decode(tier, dtype, shape, Role::Values, v)
-            .map_err(|e| PrefixError(format!("ERR {e}")))?,
+            .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?,
     );
     Ok(out)
 }

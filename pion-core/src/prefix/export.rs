@@ -102,7 +102,7 @@ impl fmt::Display for ExportError {
             ExportError::InMemory => {
                 f.write_str("ERR KV.EXPORT needs a data directory (the engine runs in memory)")
             }
-            ExportError::Prefix(e) => f.write_str(&e.0),
+            ExportError::Prefix(e) => write!(f, "{e}"),
             ExportError::Corrupt(what) => write!(f, "ERR KV.EXPORT: {what}"),
             ExportError::Io { path, source } => {
                 write!(f, "ERR KV.EXPORT cannot write {}: {source}", path.display())

@@ -40,7 +40,7 @@ pub fn decode_layer(
     let l = manifest
         .layers
         .get(layer)
-        .ok_or_else(|| PrefixError(format!("ERR layer {layer} out of range")))?;
+        .ok_or_else(|| PrefixError::Refused(format!("ERR layer {layer} out of range")))?;
     encode::to_wire(manifest, l, tokens, stored)
 }
 

@@ -71,12 +71,10 @@ pub enum Outcome {
     Fetched(Vec<Fetched>),
 }
 
-/// Why a block file refused a payload, as the wire says it (the disk is failing:
-/// writes are refused until it is healed).
+/// Why a block file refused a payload (the disk is failing: writes are refused until
+/// it is healed).
 fn block_file_error(e: std::io::Error) -> PrefixError {
-    PrefixError(format!(
-        "MISCONF Errors writing to the write-ahead log: {e}"
-    ))
+    PrefixError::Disk(e.to_string())
 }
 
 /// Registers namespace `name` with the manifest given as JSON; returns whether it
@@ -88,9 +86,12 @@ pub fn register(
     manifest_json: &[u8],
 ) -> Result<(bool, u64), PrefixError> {
     if name.is_empty() || name.len() > 256 {
-        return Err(PrefixError("ERR namespace names are 1 to 256 bytes".into()));
+        return Err(PrefixError::Refused(
+            "ERR namespace names are 1 to 256 bytes".into(),
+        ));
     }
-    let manifest = Manifest::parse(manifest_json).map_err(|e| PrefixError(format!("ERR {e}")))?;
+    let manifest =
+        Manifest::parse(manifest_json).map_err(|e| PrefixError::Refused(format!("ERR {e}")))?;
     let mut store = store.lock();
     let created = store.register(name, manifest)?;
     // A re-registration of the same manifest changes nothing and logs nothing.
@@ -325,7 +326,7 @@ fn eviction_records(evicted: &[(String, BlockId)]) -> Vec<Vec<Vec<u8>>> {
 
 /// `(layer, location)` pairs of a `KV.PUTREF`/`KV.RELOC` record.
 fn refs_arg(arg: &[u8]) -> Result<Vec<(usize, Loc)>, PrefixError> {
-    let bad = || PrefixError("ERR malformed block-file references".into());
+    let bad = || PrefixError::Refused("ERR malformed block-file references".into());
     if !arg.len().is_multiple_of(4 + LOC_LEN) {
         return Err(bad());
     }
@@ -351,12 +352,12 @@ pub fn replay_put_ref(
     let files = store
         .files()
         .cloned()
-        .ok_or_else(|| PrefixError("ERR no block files".into()))?;
+        .ok_or_else(|| PrefixError::Refused("ERR no block files".into()))?;
     let mut layers = Vec::with_capacity(refs.len());
     for (i, loc) in refs {
         let data = files
             .read(loc)
-            .map_err(|e| PrefixError(format!("ERR {e}")))?;
+            .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?;
         layers.push((i, std::sync::Arc::from(data), loc));
     }
     store.replay_put(name, parent, tokens, layers)

@@ -139,7 +139,9 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
             .to_string();
         let manifest = Manifest::parse(r.bytes().map_err(|_| bad("truncated manifest"))?)
             .map_err(|e| bad(&e))?;
-        store.register(&name, manifest).map_err(|e| bad(&e.0))?;
+        store
+            .register(&name, manifest)
+            .map_err(|e| bad(&e.to_string()))?;
         let blocks = r.count(40).map_err(|_| bad("truncated"))?;
         for _ in 0..blocks {
             let u128_at = |r: &mut Reader<'_>| -> Result<u128, String> {
@@ -175,7 +177,7 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
             }
             store
                 .restore_block(&name, id, parent, tokens, layers)
-                .map_err(|e| bad(&e.0))?;
+                .map_err(|e| bad(&e.to_string()))?;
             for (i, loc) in locs.into_iter().enumerate() {
                 if let Some(loc) = loc {
                     store.set_loc_restored(&name, id, i, loc);

@@ -8,6 +8,7 @@
 use half::{bf16, f16};
 use kernels::Score;
 
+use super::prefix::prefix_err;
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
 use crate::command::handlers::prefix::{kv, NS_READ};
@@ -17,7 +18,7 @@ use crate::error::{OpError, OpResult};
 use crate::prefix::attend::{LayerQuery, Sparse};
 use crate::prefix::block_id::tokens_from_le;
 use crate::prefix::ops;
-use crate::prefix::{BlockId, PrefixError};
+use crate::prefix::BlockId;
 use crate::reply::Reply;
 
 /// This family's part of the command table.
@@ -33,10 +34,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     kv("attend.drop", 3, READONLY | FAST, drop_view, NS_READ)
         .doc("Forgets an attention view.", "0.1.0"),
 ];
-
-fn prefix_err(e: PrefixError) -> OpError {
-    OpError::Custom(e.0.into())
-}
 
 fn text(arg: &[u8]) -> OpResult<&str> {
     std::str::from_utf8(arg).map_err(|_| OpError::custom("ERR namespace names must be UTF-8"))

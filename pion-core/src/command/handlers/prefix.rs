@@ -101,8 +101,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-fn prefix_err(e: PrefixError) -> OpError {
-    OpError::Custom(e.0.into())
+/// The wire error for a refused prompt-cache operation.
+pub(super) fn prefix_err(e: PrefixError) -> OpError {
+    match e {
+        PrefixError::Refused(text) => OpError::Custom(text.into()),
+        PrefixError::Disk(failure) => {
+            OpError::DiskFailed(format!("block file write failed: {failure}"))
+        }
+    }
 }
 
 fn text(arg: &[u8]) -> OpResult<&str> {

@@ -18,18 +18,27 @@ use kernels::BlockSummary;
 
 mod disk;
 
-/// Why a prefix-store operation was refused (the text is the wire error).
+/// Why a prefix-store operation was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PrefixError(pub String);
+pub enum PrefixError {
+    /// The request was refused; the text is the wire error.
+    Refused(String),
+    /// A block file's write failed: the disk is failing, and writes are refused until
+    /// it is healed (the command layer answers it as every disk failure, MISCONF).
+    Disk(String),
+}
 
 impl std::fmt::Display for PrefixError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            PrefixError::Refused(text) => f.write_str(text),
+            PrefixError::Disk(failure) => write!(f, "block file write failed: {failure}"),
+        }
     }
 }
 
 fn err<T>(text: impl Into<String>) -> Result<T, PrefixError> {
-    Err(PrefixError(text.into()))
+    Err(PrefixError::Refused(text.into()))
 }
 
 /// One layer's stored bytes for a block: `None` for a recurrent layer whose state the
@@ -191,7 +200,7 @@ impl PrefixStore {
 
     fn ns(&self, name: &str) -> Result<&Namespace, PrefixError> {
         self.namespaces.get(name).ok_or_else(|| {
-            PrefixError(format!(
+            PrefixError::Refused(format!(
                 "ERR unknown namespace '{name}' (KV.REGISTER it first)"
             ))
         })
@@ -199,7 +208,7 @@ impl PrefixStore {
 
     fn ns_mut(&mut self, name: &str) -> Result<&mut Namespace, PrefixError> {
         self.namespaces.get_mut(name).ok_or_else(|| {
-            PrefixError(format!(
+            PrefixError::Refused(format!(
                 "ERR unknown namespace '{name}' (KV.REGISTER it first)"
             ))
         })
