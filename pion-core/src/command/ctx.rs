@@ -1,5 +1,11 @@
 //! The context a command handler runs in: the engine, the calling client, and the
 //! keyspace shards locked for this command.
+//!
+//! Handlers reach the engine's parts through the accessors here, each naming the
+//! subsystem it hands out; [`Ctx::engine`], the whole engine, is for the few that
+//! act on the server as a whole or run other commands (EXEC, scripts, DEBUG, INFO,
+//! the search commands' query plans), so a reader sees at the call which handlers
+//! do.
 
 use crate::clients::ClientState;
 use crate::engine::Engine;
@@ -8,8 +14,8 @@ use crate::value::EncodingLimits;
 
 /// Everything a handler may touch while it runs.
 pub struct Ctx<'a> {
-    /// The engine.
-    pub engine: &'a Engine,
+    /// The engine: handlers use the accessors below.
+    engine: &'a Engine,
     /// The calling client.
     pub client: &'a mut ClientState,
     /// The shards this command holds.
@@ -36,7 +42,89 @@ pub enum Effect {
     Nothing,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of a command `client` runs on `engine`, holding the shards `ks`.
+    pub fn new(engine: &'a Engine, client: &'a mut ClientState, ks: Locked<'a>) -> Ctx<'a> {
+        Ctx {
+            engine,
+            client,
+            ks,
+            effect: Effect::AsSent,
+            unmodified_keys: Vec::new(),
+        }
+    }
+
+    /// The whole engine, for handlers that act on the server as a whole or run other
+    /// commands; the rest use the accessors below.
+    pub fn engine(&self) -> &'a Engine {
+        self.engine
+    }
+
+    /// The prompt-cache store.
+    pub fn prefix(&self) -> &'a parking_lot::Mutex<crate::prefix::PrefixStore> {
+        self.engine.prefix()
+    }
+
+    /// Attention over stored prefixes.
+    pub fn attention(&self) -> &'a crate::prefix::attend::Attention {
+        self.engine.attention()
+    }
+
+    /// The keyspace (the shards this command did not lock are reached through it).
+    pub fn keyspace(&self) -> &'a crate::keyspace::Keyspace {
+        self.engine.keyspace()
+    }
+
+    /// Pub/Sub, keyspace notifications and client tracking.
+    pub fn pubsub(&self) -> &'a std::sync::Arc<crate::pubsub::Hub> {
+        self.engine.pubsub()
+    }
+
+    /// Users and their permissions.
+    pub fn acl(&self) -> &'a crate::acl::Acl {
+        self.engine.acl()
+    }
+
+    /// Lua: the script cache, the function libraries, the debugger.
+    pub fn scripting(&self) -> &'a crate::scripting::Scripting {
+        self.engine.scripting()
+    }
+
+    /// The operator's view: slow log, latency monitor, counters.
+    pub fn operator(&self) -> &'a crate::server::operator::Operator {
+        self.engine.operator()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &'a crate::config::Config {
+        self.engine.config()
+    }
+
+    /// The search indexes.
+    pub fn search(&self) -> &'a std::sync::Arc<crate::index::Indexes> {
+        self.engine.search()
+    }
+
+    /// The connected clients.
+    pub fn clients(&self) -> &'a crate::clients::ClientRegistry {
+        self.engine.clients()
+    }
+
+    /// The durable state (`None` for an in-memory engine).
+    pub fn durability(&self) -> Option<&'a crate::durability::Durability> {
+        self.engine.durability()
+    }
+
+    /// The keys clients `WATCH`.
+    pub fn watches(&self) -> &'a std::sync::Arc<crate::clients::watch::WatchRegistry> {
+        self.engine.watches()
+    }
+
+    /// Clients blocked on keys.
+    pub fn blocking(&self) -> &'a crate::clients::blocking::BlockingRegistry {
+        self.engine.blocking()
+    }
+
     /// Appends these commands to the write-ahead log now, as the effect of the running
     /// command (which then logs nothing more). For state outside the keyspace's
     /// shards (the prefix store): call it while holding that state's lock, so the log

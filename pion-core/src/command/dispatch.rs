@@ -425,13 +425,7 @@ fn run_resolved(
         .store(resolved.stat, Ordering::Relaxed);
     let now = engine.wall_ms_at(started);
     let result = {
-        let mut ctx = Ctx {
-            engine,
-            client,
-            ks: lock_keys(engine, spec, argv, &keys, now),
-            effect: Effect::AsSent,
-            unmodified_keys: Vec::new(),
-        };
+        let mut ctx = Ctx::new(engine, client, lock_keys(engine, spec, argv, &keys, now));
         // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
         let no_touch = ctx.client.no_touch && spec.name != "touch";
         ctx.ks.set_no_touch(no_touch);
@@ -513,7 +507,7 @@ fn run_handler(
         if ctx.client.retrying_block {
             ctx.client.block_request = Some(req);
         } else {
-            let waiter = ctx.engine.blocking().block(ctx.client, argv, req);
+            let waiter = ctx.blocking().block(ctx.client, argv, req);
             ctx.client.blocked = Some(waiter);
             ctx.client.shared.blocked.store(true, Ordering::Relaxed);
         }
@@ -551,7 +545,7 @@ fn log_effect(
         }
         return;
     }
-    let Some(wal) = ctx.engine.durability().map(|d| d.wal()) else {
+    let Some(wal) = ctx.durability().map(|d| d.wal()) else {
         return;
     };
     let seq = match &ctx.effect {
@@ -569,7 +563,7 @@ fn log_effect(
 /// failing, reads go on instead, and may show the writes that met the failure; the
 /// heal makes those durable.)
 fn hold_reply_for_log(ctx: &mut Ctx<'_>) {
-    if let Some(d) = ctx.engine.durability() {
+    if let Some(d) = ctx.durability() {
         let wal = d.wal();
         if wal.failure().is_none() {
             ctx.client.wal_seq = ctx.client.wal_seq.max(wal.appended_seq());
@@ -641,13 +635,7 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
     };
     let set = lock_set_for(spec, argv, &keys);
     let ks = engine.keyspace().lock(&set, now_ms);
-    let mut ctx = Ctx {
-        engine,
-        client,
-        ks,
-        effect: Effect::AsSent,
-        unmodified_keys: Vec::new(),
-    };
+    let mut ctx = Ctx::new(engine, client, ks);
     let result = (spec.handler)(&mut ctx, argv);
     settle_keys(&mut ctx, spec, argv, &keys);
     match result {
@@ -662,8 +650,8 @@ pub fn replay(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>], now_m
 /// still locked.
 fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) {
     let db = ctx.db();
-    let search = ctx.engine.search();
-    let blocking = ctx.engine.blocking();
+    let search = ctx.search();
+    let blocking = ctx.blocking();
     for &i in keys {
         // Settling only fails for keys outside the lock, which cannot happen here.
         let removed = matches!(ctx.ks.settle(db, &argv[i]), Ok(true));

@@ -53,19 +53,18 @@ pub(crate) fn key_settled(ctx: &mut Ctx<'_>, key: &[u8], removed: bool) {
     if removed {
         ctx.notify(notify::GENERIC, "del", key);
     }
-    let hub = ctx.engine.pubsub();
+    let hub = ctx.pubsub();
     if hub.tracking.active() {
         hub.tracking
-            .invalidate(ctx.engine.clients(), hub, key, ctx.client.id());
+            .invalidate(ctx.clients(), hub, key, ctx.client.id());
     }
 }
 
 /// `FLUSHDB` / `FLUSHALL` ran: tracking clients drop their whole cache, and the
 /// table forgets every key (those of clients that stopped tracking too), as in Redis.
 pub(crate) fn flushed(ctx: &Ctx<'_>) {
-    let hub = ctx.engine.pubsub();
-    hub.tracking
-        .flush(ctx.engine.clients(), hub, ctx.client.id());
+    let hub = ctx.pubsub();
+    hub.tracking.flush(ctx.clients(), hub, ctx.client.id());
 }
 
 /// After any command ran: the keys a tracking client read, and the `MONITOR` line.

@@ -12,7 +12,7 @@ use crate::command::CommandSpec;
 /// `FLUSHDB` the selected one, `SWAPDB` its two.
 fn replaced_dbs(ctx: &Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>]) -> Vec<usize> {
     match spec.name {
-        "flushall" => (0..ctx.engine.keyspace().databases()).collect(),
+        "flushall" => (0..ctx.keyspace().databases()).collect(),
         "swapdb" => argv[1..3]
             .iter()
             .filter_map(|a| crate::util::num::parse_i64(a))
@@ -33,7 +33,7 @@ pub(crate) fn existing_watched(
     argv: &[Vec<u8>],
     keys: &[usize],
 ) -> Vec<(usize, Vec<u8>, Presence)> {
-    let registry = ctx.engine.watches();
+    let registry = ctx.watches();
     if !registry.any() {
         return Vec::new();
     }
@@ -67,7 +67,7 @@ pub(crate) fn touch_written(
     keys: &[usize],
     before: &[(usize, Vec<u8>, Presence)],
 ) {
-    let registry = Arc::clone(ctx.engine.watches());
+    let registry = Arc::clone(ctx.watches());
     if !registry.any() {
         return;
     }

@@ -71,18 +71,15 @@ const NO_FILE: &str = "ERR This Redis instance is not configured to use an ACL f
 fn setuser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[2]);
     let ops: Vec<String> = argv[3..].iter().map(|a| text(a)).collect();
-    ctx.engine
-        .acl()
-        .set_user(&name, &ops)
-        .map_err(|e| e.error())?;
-    if let Some(user) = ctx.engine.acl().user(&name) {
-        crate::command::access::kill_revoked_subscribers(ctx.engine, &user, ctx.client);
+    ctx.acl().set_user(&name, &ops).map_err(|e| e.error())?;
+    if let Some(user) = ctx.acl().user(&name) {
+        crate::command::access::kill_revoked_subscribers(ctx.engine(), &user, ctx.client);
     }
     Ok(Reply::ok())
 }
 
 fn getuser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(match ctx.engine.acl().user(&text(&argv[2])) {
+    Ok(match ctx.acl().user(&text(&argv[2])) {
         Some(u) => describe::getuser(&u.rules()),
         None => Reply::Null,
     })
@@ -90,36 +87,26 @@ fn getuser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn deluser(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let names: Vec<String> = argv[2..].iter().map(|a| text(a)).collect();
-    let gone = ctx.engine.acl().delete(&names)?;
-    crate::command::access::disconnect(ctx.engine, &gone, ctx.client);
+    let gone = ctx.acl().delete(&names)?;
+    crate::command::access::disconnect(ctx.engine(), &gone, ctx.client);
     Ok(Reply::Integer(gone.len() as i64))
 }
 
 fn list(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Array(
-        ctx.engine
-            .acl()
-            .list()
-            .into_iter()
-            .map(Reply::bulk)
-            .collect(),
+        ctx.acl().list().into_iter().map(Reply::bulk).collect(),
     ))
 }
 
 fn users(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Array(
-        ctx.engine
-            .acl()
-            .names()
-            .into_iter()
-            .map(Reply::bulk)
-            .collect(),
+        ctx.acl().names().into_iter().map(Reply::bulk).collect(),
     ))
 }
 
 fn whoami(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::bulk(
-        crate::command::access::client_user(ctx.engine, ctx.client).name(),
+        crate::command::access::client_user(ctx.engine(), ctx.client).name(),
     ))
 }
 
@@ -147,18 +134,17 @@ fn log(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     match argv.get(2) {
         None => {}
         Some(a) if is_kw(a, "reset") && argv.len() == 3 => {
-            ctx.engine.acl().log_book().lock().reset();
+            ctx.acl().log_book().lock().reset();
             return Ok(Reply::ok());
         }
         Some(a) if argv.len() == 3 => count = int(a)?.max(0) as usize,
         Some(_) => return Err(OpError::Syntax),
     }
     Ok(ctx
-        .engine
         .acl()
         .log_book()
         .lock()
-        .reply(count, ctx.engine.now_ms()))
+        .reply(count, ctx.engine().now_ms()))
 }
 
 fn genpass(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
@@ -185,7 +171,6 @@ fn genpass(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn dryrun(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[2]);
     let user = ctx
-        .engine
         .acl()
         .user(&name)
         .ok_or_else(|| OpError::custom(format!("ERR User '{name}' not found")))?;
@@ -209,12 +194,8 @@ fn dryrun(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn save(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let path = ctx
-        .engine
-        .acl()
-        .file()
-        .ok_or_else(|| OpError::custom(NO_FILE))?;
-    file::save(ctx.engine.acl(), &path).map_err(|e| {
+    let path = ctx.acl().file().ok_or_else(|| OpError::custom(NO_FILE))?;
+    file::save(ctx.acl(), &path).map_err(|e| {
         crate::log_notice!("ACL SAVE to {}: {e}", path.display());
         OpError::custom(
             "ERR There was an error trying to save the ACLs. Please check the server logs for more information",
@@ -224,14 +205,9 @@ fn save(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn load(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let path = ctx
-        .engine
-        .acl()
-        .file()
-        .ok_or_else(|| OpError::custom(NO_FILE))?;
-    let replaced =
-        file::load(ctx.engine.acl(), &path).map_err(|e| OpError::custom(format!("ERR {e}")))?;
-    crate::command::access::disconnect(ctx.engine, &replaced, ctx.client);
+    let path = ctx.acl().file().ok_or_else(|| OpError::custom(NO_FILE))?;
+    let replaced = file::load(ctx.acl(), &path).map_err(|e| OpError::custom(format!("ERR {e}")))?;
+    crate::command::access::disconnect(ctx.engine(), &replaced, ctx.client);
     Ok(Reply::ok())
 }
 

@@ -76,14 +76,13 @@ fn view(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         } else {
             return Err(OpError::Syntax);
         };
-        ops::match_prefix(ctx.engine.prefix(), ns, &tokens)
+        ops::match_prefix(ctx.prefix(), ns, &tokens)
             .map_err(prefix_err)?
             .blocks
     };
     let v = ctx
-        .engine
         .attention()
-        .create_view(ctx.engine.prefix(), ns, name, blocks)
+        .create_view(ctx.prefix(), ns, name, blocks)
         .map_err(prefix_err)?;
     Ok(Reply::Array(vec![
         Reply::Integer(v.tokens as i64),
@@ -211,11 +210,10 @@ fn query(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             })
         })
         .collect::<OpResult<Vec<LayerQuery>>>()?;
-    let policy = ctx.engine.attend_policy();
+    let policy = ctx.engine().attend_policy();
     let answers = ctx
-        .engine
         .attention()
-        .query(ctx.engine.prefix(), policy, ns, name, &queries)
+        .query(ctx.prefix(), policy, ns, name, &queries)
         .map_err(prefix_err)?;
     let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
     Ok(Reply::Array(
@@ -237,6 +235,6 @@ fn query(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn drop_view(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let ns = text(&argv[1])?;
     Ok(Reply::Integer(i64::from(
-        ctx.engine.attention().drop_view(ns, &argv[2]),
+        ctx.attention().drop_view(ns, &argv[2]),
     )))
 }

@@ -185,7 +185,7 @@ fn echo(_: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn select(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = int(&argv[1])?;
-    if db < 0 || db as usize >= ctx.engine.keyspace().databases() {
+    if db < 0 || db as usize >= ctx.keyspace().databases() {
         return Err(OpError::DbIndexOutOfRange);
     }
     ctx.client.select(db as usize);
@@ -195,14 +195,14 @@ fn select(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// Authenticates the client as `user` if `pass` opens it; a failure is logged in
 /// `ACL LOG` and answered with `WRONGPASS`.
 fn login(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> OpResult<()> {
-    match ctx.engine.acl().authenticate(user, pass) {
+    match ctx.acl().authenticate(user, pass) {
         Some(u) => {
             crate::command::access::set_client_user(ctx.client, Some(u));
             ctx.client.authenticated = true;
             Ok(())
         }
         None => {
-            let info = client_line(&ctx.client.shared, ctx.engine.now_ms());
+            let info = client_line(&ctx.client.shared, ctx.engine().now_ms());
             let entry = crate::acl::log::Denied {
                 reason: crate::acl::Reason::Auth,
                 context: if ctx.client.nested.is_some() {
@@ -214,8 +214,8 @@ fn login(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> OpResult<()> {
                 username: text(user),
                 client_info: info,
             };
-            let max = ctx.engine.config().with(|c| c.acllog_max_len);
-            ctx.engine.acl().log(entry, max);
+            let max = ctx.config().with(|c| c.acllog_max_len);
+            ctx.acl().log(entry, max);
             Err(OpError::custom(WRONGPASS))
         }
     }
@@ -232,7 +232,7 @@ fn auth(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     } else {
         (&argv[1], &argv[2])
     };
-    if argv.len() == 2 && ctx.engine.acl().default_user().rules().nopass {
+    if argv.len() == 2 && ctx.acl().default_user().rules().nopass {
         return Err(OpError::custom(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         ));
@@ -303,12 +303,12 @@ fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    crate::command::pubsub::reset_client(ctx.engine, ctx.client);
+    crate::command::pubsub::reset_client(ctx.engine(), ctx.client);
     ctx.client.select(0);
     ctx.client.set_resp(2);
     ctx.client.no_evict = false;
     ctx.client.no_touch = false;
-    ctx.client.authenticated = !ctx.engine.requires_auth();
+    ctx.client.authenticated = !ctx.engine().requires_auth();
     crate::command::access::set_client_user(ctx.client, None);
     ctx.client.shared.text.lock().name.clear();
     ctx.client.multi = None;
@@ -417,15 +417,15 @@ fn client_unblock(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let Ok(id) = u64::try_from(id) else {
         return Ok(Reply::Integer(0));
     };
-    let blocking = ctx.engine.blocking();
+    let blocking = ctx.blocking();
     let command = blocking.blocked_command(id);
     let errs = matches!(how, crate::clients::blocking::Unblock::Error);
     let unblocked = blocking.unblock(id, how);
     if let (true, true, Some(command)) = (unblocked, errs, command) {
         // The blocked command ends with an error reply: counted as Redis counts it.
-        ctx.engine.count_error("UNBLOCKED");
+        ctx.engine().count_error("UNBLOCKED");
         if let Ok(resolved) = crate::command::resolve(&command) {
-            ctx.engine.command_stats().fail(resolved.stat);
+            ctx.engine().command_stats().fail(resolved.stat);
         }
     }
     Ok(Reply::Integer(i64::from(unblocked)))
@@ -454,7 +454,6 @@ fn client_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             // Pub/Sub: subscribers are the `pubsub` type, everyone else `normal`.
             let want = text(t).to_ascii_lowercase();
             let listed: Vec<u64> = ctx
-                .engine
                 .clients()
                 .snapshot()
                 .iter()
@@ -479,7 +478,7 @@ fn client_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     let now = ctx.now_ms();
     let mut out = String::new();
-    for c in ctx.engine.clients().snapshot() {
+    for c in ctx.clients().snapshot() {
         if ids.as_ref().is_some_and(|v| !v.contains(&c.id)) {
             continue;
         }
@@ -496,7 +495,7 @@ fn client_info(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let clients = ctx.engine.clients().snapshot();
+    let clients = ctx.clients().snapshot();
     if argv.len() == 3 {
         // Old form: CLIENT KILL addr:port.
         let target = text(&argv[2]);
@@ -526,7 +525,7 @@ fn client_kill(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             laddr = Some(text(value));
         } else if is_kw(opt, "user") {
             let name = text(value);
-            if ctx.engine.acl().user(&name).is_none() {
+            if ctx.acl().user(&name).is_none() {
                 return Err(OpError::custom(format!("ERR No such user '{name}'")));
             }
             user = Some(name);

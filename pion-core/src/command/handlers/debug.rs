@@ -149,7 +149,7 @@ const SUBS: &[Sub] = &[
 const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 
 fn debug(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let allowed = ctx.engine.config().with(|c| c.enable_debug_command);
+    let allowed = ctx.config().with(|c| c.enable_debug_command);
     let local = is_local(&ctx.client.shared.addr);
     if !(allowed == DebugCommand::Yes || (allowed == DebugCommand::Local && local)) {
         return Err(OpError::custom(NOT_ALLOWED));
@@ -206,14 +206,14 @@ fn switch(arg: &[u8]) -> bool {
 }
 
 fn set_active_expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    ctx.engine.set_active_expire(switch(&argv[2]));
+    ctx.engine().set_active_expire(switch(&argv[2]));
     Ok(Reply::ok())
 }
 
 /// `DEBUG SET-DISABLE-DENY-SCRIPTS 0|1`: scripts may call the commands normally
 /// denied to them (`DEBUG` …), for tests of what such commands reply.
 fn set_disable_deny_scripts(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    ctx.engine.set_scripts_deny_disabled(switch(&argv[2]));
+    ctx.engine().set_scripts_deny_disabled(switch(&argv[2]));
     Ok(Reply::ok())
 }
 
@@ -264,7 +264,7 @@ fn protocol(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// `DEBUG PAUSE-CRON 0|1`: the periodic tasks (active expiry, the tracking table's
 /// limit) stop or resume.
 fn pause_cron(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    ctx.engine.set_cron_paused(switch(&argv[2]));
+    ctx.engine().set_cron_paused(switch(&argv[2]));
     Ok(Reply::ok())
 }
 
@@ -279,7 +279,7 @@ fn object(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let now = ctx.now_ms();
     let key = &argv[2];
-    let mut locked = ctx.engine.keyspace().lock_keys(&[key], now);
+    let mut locked = ctx.keyspace().lock_keys(&[key], now);
     // What is stored, expired or not: Redis's DEBUG OBJECT reads the dictionary.
     let Some(entry) = locked.stored(db, key)? else {
         return Err(OpError::custom("ERR no such key"));
@@ -317,7 +317,12 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             ));
         }
     }
-    let result = reload(ctx.engine, options, ctx.now_ms(), &crate::command::REPLAYER);
+    let result = reload(
+        ctx.engine(),
+        options,
+        ctx.now_ms(),
+        &crate::command::REPLAYER,
+    );
     if options.flush && !matches!(result, Err(ReloadError::Save(_))) {
         // The server was emptied: tracking clients drop what they cached.
         crate::command::pubsub::flushed(ctx);
@@ -343,7 +348,7 @@ fn reload(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// [`crate::engine::persistence::reload::reload_from_log`]).
 fn loadaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     use crate::engine::persistence::reload::{reload_from_log, ReloadError};
-    let result = reload_from_log(ctx.engine, ctx.now_ms(), &crate::command::REPLAYER);
+    let result = reload_from_log(ctx.engine(), ctx.now_ms(), &crate::command::REPLAYER);
     if !matches!(result, Err(ReloadError::Save(_))) {
         crate::command::pubsub::flushed(ctx);
     }
@@ -371,7 +376,7 @@ fn loadaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 /// (sets, hashes) are combined order-independently.
 fn digest(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let now = ctx.now_ms();
-    let ks = ctx.engine.keyspace();
+    let ks = ctx.keyspace();
     let mut total = [0u8; 20];
     for db in 0..ks.databases() {
         let mut cursor = 0;
@@ -400,7 +405,7 @@ fn digest_value(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let now = ctx.now_ms();
     let keys = &argv[2..];
-    let mut locked = ctx.engine.keyspace().lock_keys(keys, now);
+    let mut locked = ctx.keyspace().lock_keys(keys, now);
     let mut out = Vec::with_capacity(keys.len());
     for key in keys {
         let d = match locked.peek(db, key)? {

@@ -63,7 +63,7 @@ pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
-    let e = ctx.engine;
+    let e = ctx.engine();
     let now = e.now_ms();
     let cfg = e.config().snapshot();
     let mut line = |k: &str, v: &dyn std::fmt::Display| {

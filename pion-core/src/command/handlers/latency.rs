@@ -88,7 +88,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         },
         _ => return Err(OpError::subcommand_syntax(argv)),
     };
-    let entries = ctx.engine.operator().slowlog.get(count);
+    let entries = ctx.operator().slowlog.get(count);
     Ok(Reply::Array(
         entries
             .into_iter()
@@ -107,11 +107,11 @@ fn slowlog_get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn slowlog_len(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(Reply::Integer(ctx.engine.operator().slowlog.len() as i64))
+    Ok(Reply::Integer(ctx.operator().slowlog.len() as i64))
 }
 
 fn slowlog_reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    ctx.engine.operator().slowlog.reset();
+    ctx.operator().slowlog.reset();
     Ok(Reply::ok())
 }
 
@@ -137,7 +137,7 @@ fn slowlog_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn latency_latest(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let latest = ctx.engine.operator().latency.latest();
+    let latest = ctx.operator().latency.latest();
     Ok(Reply::Array(
         latest
             .into_iter()
@@ -154,7 +154,7 @@ fn latency_latest(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn latency_history(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let samples = ctx.engine.operator().latency.history(&text(&argv[2]));
+    let samples = ctx.operator().latency.history(&text(&argv[2]));
     Ok(Reply::Array(
         samples
             .into_iter()
@@ -171,14 +171,12 @@ fn latency_history(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 fn latency_reset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let names: Vec<String> = argv[2..].iter().map(|a| text(a)).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    Ok(Reply::Integer(
-        ctx.engine.operator().latency.reset(&names) as i64
-    ))
+    Ok(Reply::Integer(ctx.operator().latency.reset(&names) as i64))
 }
 
 /// `LATENCY DOCTOR`: a plain summary of each event's samples.
 fn latency_doctor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let monitor = &ctx.engine.operator().latency;
+    let monitor = &ctx.operator().latency;
     let mut out = String::new();
     if !monitor.enabled() {
         out.push_str("Latency monitoring is disabled: set latency-monitor-threshold (milliseconds) with CONFIG SET to enable it.\n");
@@ -205,7 +203,7 @@ fn latency_doctor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 /// microsecond buckets. Names that are no command are skipped, as in Redis.
 fn latency_histogram(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let table = crate::command::table();
-    let stats = ctx.engine.command_stats();
+    let stats = ctx.engine().command_stats();
     let all: Vec<usize> = (0..table.stat_slots()).collect();
     let slots: Vec<usize> = if argv.len() == 2 {
         all

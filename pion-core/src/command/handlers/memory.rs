@@ -73,7 +73,7 @@ fn usage(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// `MEMORY STATS`: Redis's fields, with what Pion measures (keyspace estimate,
 /// resident set) where Redis reads its allocator.
 fn stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let e = ctx.engine;
+    let e = ctx.engine();
     let r = MemoryReport::read(e.keyspace(), &e.operator().peak);
     let int = |n: u64| Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX));
     let mut out: Vec<(Reply, Reply)> = Vec::new();
@@ -141,8 +141,8 @@ fn stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// `MEMORY DOCTOR`: a short report of what looks wrong.
 fn doctor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let r = MemoryReport::read(ctx.engine.keyspace(), &ctx.engine.operator().peak);
-    let limit = ctx.engine.maxmemory();
+    let r = MemoryReport::read(ctx.keyspace(), &ctx.operator().peak);
+    let limit = ctx.engine().maxmemory();
     let text = if r.keys == 0 || r.used < 5 * 1024 * 1024 {
         "This instance holds little or no data: there is nothing to diagnose yet.".to_string()
     } else if limit > 0 && r.used > limit {

@@ -25,24 +25,23 @@ pub(crate) fn client_pause(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Repl
             ))
         }
     };
-    let now = ctx.engine.now_ms();
+    let now = ctx.engine().now_ms();
     let until = ctx
-        .engine
         .operator()
         .pause
         .pause(now.saturating_add(timeout), all, now);
     // Keys do not expire while clients are paused (either mode), as in Redis: they
     // read as missing, and are removed once the pause ends.
-    ctx.engine.keyspace().hold_expiry_until(until);
+    ctx.keyspace().hold_expiry_until(until);
     Ok(Reply::ok())
 }
 
 /// `CLIENT UNPAUSE`: ends the pause and wakes every client, so held commands run now
 /// rather than at their worker's next timer tick.
 pub(crate) fn client_unpause(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    ctx.engine.operator().pause.unpause();
-    ctx.engine.keyspace().hold_expiry_until(0);
-    for client in ctx.engine.clients().snapshot() {
+    ctx.operator().pause.unpause();
+    ctx.keyspace().hold_expiry_until(0);
+    for client in ctx.clients().snapshot() {
         if let Some(wake) = client.waker.lock().as_ref() {
             wake();
         }

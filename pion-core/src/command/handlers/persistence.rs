@@ -60,7 +60,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// clients: the snapshot is taken at a cut like `BGSAVE`'s, the caller just waits. A
 /// running rewrite is waited for (Redis saves beside it); a running save refuses it.
 fn save(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    take_snapshot(ctx.engine, Waiting::ForRewrite)
+    take_snapshot(ctx.engine(), Waiting::ForRewrite)
         .map(|_| Reply::ok())
         .map_err(|e| OpError::custom(format!("ERR {e}")))
 }
@@ -76,9 +76,10 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     let in_exec = ctx.client.nested.is_some();
     let started = if schedule || in_exec {
-        start_or_schedule(ctx.engine, SnapshotKind::Save)
+        start_or_schedule(ctx.engine(), SnapshotKind::Save)
     } else {
-        start_background_snapshot(ctx.engine, SnapshotKind::Save).map(|()| BackgroundStart::Started)
+        start_background_snapshot(ctx.engine(), SnapshotKind::Save)
+            .map(|()| BackgroundStart::Started)
     };
     match started {
         Ok(BackgroundStart::Started) if !in_exec => {
@@ -94,12 +95,12 @@ fn bgsave(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn lastsave(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let at = match ctx.engine.durability() {
+    let at = match ctx.durability() {
         Some(d) => d
             .snapshots()
             .last_save_s
             .load(std::sync::atomic::Ordering::Relaxed),
-        None => ctx.engine.started_ms() / 1000,
+        None => ctx.engine().started_ms() / 1000,
     };
     Ok(Reply::Integer(at))
 }
@@ -108,7 +109,7 @@ fn lastsave(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 /// the rewrite kind. During a save (or inside `EXEC`) it is scheduled, as in Redis.
 fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let in_exec = ctx.client.nested.is_some();
-    match start_or_schedule(ctx.engine, SnapshotKind::Rewrite) {
+    match start_or_schedule(ctx.engine(), SnapshotKind::Rewrite) {
         Ok(BackgroundStart::Started) if !in_exec => Ok(Reply::Status(
             "Background append only file rewriting started".into(),
         )),

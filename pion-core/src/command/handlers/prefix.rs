@@ -151,7 +151,7 @@ fn tokens_in(rest: &[Vec<u8>]) -> OpResult<Vec<u32>> {
 impl Ctx<'_> {
     /// Where this command's prompt-cache changes are logged.
     fn prefix_log(&self) -> ChangeLog<'_> {
-        ChangeLog::new(self.engine.durability().map(|d| d.wal()), self.now_ms())
+        ChangeLog::new(self.durability().map(|d| d.wal()), self.now_ms())
     }
 
     /// The prompt cache logged this command's change itself as record `seq` (0:
@@ -174,26 +174,26 @@ impl Ctx<'_> {
 fn register(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let (_, seq) =
-        ops::register(ctx.engine.prefix(), ctx.prefix_log(), name, &argv[2]).map_err(prefix_err)?;
+        ops::register(ctx.prefix(), ctx.prefix_log(), name, &argv[2]).map_err(prefix_err)?;
     ctx.prefix_logged(seq);
     Ok(Reply::ok())
 }
 
 fn manifest(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let store = ctx.engine.prefix().lock();
+    let store = ctx.prefix().lock();
     let m = store.manifest(text(&argv[1])?).map_err(prefix_err)?;
     Ok(Reply::bulk(m.to_json()))
 }
 
 fn namespaces(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let store = ctx.engine.prefix().lock();
+    let store = ctx.prefix().lock();
     Ok(Reply::Array(
         store.names().into_iter().map(Reply::bulk).collect(),
     ))
 }
 
 fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let store = ctx.engine.prefix().lock();
+    let store = ctx.prefix().lock();
     let int = |n: u64| Reply::Integer(n as i64);
     let pairs = |s: crate::prefix::NamespaceStats| {
         vec![
@@ -250,7 +250,7 @@ fn put(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         OpError::custom("ERR tokens must be little-endian u32 bytes (a multiple of 4 bytes)")
     })?;
     let (id, seq) = ops::put(
-        ctx.engine.prefix(),
+        ctx.prefix(),
         ctx.prefix_log(),
         name,
         parent,
@@ -280,8 +280,8 @@ fn put_ref(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let parent = block_id(&argv[2])?;
     let tokens = tokens_from_le(&argv[3]).ok_or(OpError::Syntax)?;
-    let id = ops::replay_put_ref(ctx.engine.prefix(), name, parent, &tokens, &argv[4])
-        .map_err(prefix_err)?;
+    let id =
+        ops::replay_put_ref(ctx.prefix(), name, parent, &tokens, &argv[4]).map_err(prefix_err)?;
     Ok(Reply::bulk(id.hex()))
 }
 
@@ -290,14 +290,14 @@ fn reloc(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     replay_only(ctx, "KV.RELOC")?;
     let name = text(&argv[1])?;
     let id = block_id(&argv[2])?;
-    let n = ops::replay_reloc(ctx.engine.prefix(), name, id, &argv[3]).map_err(prefix_err)?;
+    let n = ops::replay_reloc(ctx.prefix(), name, id, &argv[3]).map_err(prefix_err)?;
     Ok(Reply::Integer(n as i64))
 }
 
 fn match_prefix(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let tokens = tokens_arg(argv, 2)?;
-    let m = ops::match_prefix(ctx.engine.prefix(), name, &tokens).map_err(prefix_err)?;
+    let m = ops::match_prefix(ctx.prefix(), name, &tokens).map_err(prefix_err)?;
     let reply = Reply::Array(vec![
         Reply::Integer(m.tokens as i64),
         Reply::Array(m.blocks.iter().map(|b| Reply::bulk(b.hex())).collect()),
@@ -322,7 +322,7 @@ fn export(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         _ => (&argv[2..], Layout::MlxLm),
     };
     let tokens = tokens_in(token_args)?;
-    match export::export(ctx.engine.prefix(), name, &tokens, layout) {
+    match export::export(ctx.prefix(), name, &tokens, layout) {
         Ok(Some((n, path))) => Ok(Reply::Array(vec![
             Reply::Integer(n as i64),
             Reply::bulk(path.as_os_str().as_bytes()),
@@ -336,7 +336,6 @@ fn block_ids(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let tokens = tokens_arg(argv, 2)?;
     let block_tokens = ctx
-        .engine
         .prefix()
         .lock()
         .manifest(name)
@@ -389,7 +388,7 @@ fn fetch_options(rest: &[Vec<u8>]) -> OpResult<FetchOptions> {
 /// typed caller, or each as a reply (`[tokens, layer…]`).
 fn fetch(ctx: &mut Ctx<'_>, name: &str, ids: &[BlockId], rest: &[Vec<u8>]) -> OpResult<Vec<Reply>> {
     let options = fetch_options(rest)?;
-    let store = ctx.engine.prefix();
+    let store = ctx.prefix();
     let blocks = ops::get(store, name, ids, options.layers.as_deref()).map_err(prefix_err)?;
     if !options.decode && ctx.client.wants_outcome {
         // The typed caller writes the store's buffers out itself; the reply only
@@ -453,15 +452,15 @@ fn del(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
     let id = block_id(&argv[2])?;
     let (removed, seq) =
-        ops::delete(ctx.engine.prefix(), ctx.prefix_log(), name, id).map_err(prefix_err)?;
+        ops::delete(ctx.prefix(), ctx.prefix_log(), name, id).map_err(prefix_err)?;
     ctx.prefix_logged(seq);
     Ok(Reply::Integer(removed as i64))
 }
 
 fn drop_namespace(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[1])?;
-    let (existed, seq) = ops::drop_namespace(ctx.engine.prefix(), ctx.prefix_log(), name);
-    ctx.engine.attention().drop_namespace(name);
+    let (existed, seq) = ops::drop_namespace(ctx.prefix(), ctx.prefix_log(), name);
+    ctx.attention().drop_namespace(name);
     ctx.prefix_logged(seq);
     Ok(Reply::Integer(i64::from(existed)))
 }
@@ -479,6 +478,6 @@ fn evict(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .map(|a| block_id(a))
         .collect::<OpResult<Vec<BlockId>>>()?;
     Ok(Reply::Integer(
-        ops::replay_evict(ctx.engine.prefix(), name, &ids) as i64,
+        ops::replay_evict(ctx.prefix(), name, &ids) as i64
     ))
 }

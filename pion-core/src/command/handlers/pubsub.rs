@@ -131,55 +131,47 @@ pub const CLIENT_TRACKING_SUBCOMMANDS: [CommandSpec; 4] = [
 
 fn subscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(ctx
-        .engine
         .pubsub()
         .subscribe(ctx.client, Kind::Channel, &argv[1..]))
 }
 
 fn psubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(ctx
-        .engine
         .pubsub()
         .subscribe(ctx.client, Kind::Pattern, &argv[1..]))
 }
 
 fn ssubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(ctx
-        .engine
-        .pubsub()
-        .subscribe(ctx.client, Kind::Shard, &argv[1..]))
+    Ok(ctx.pubsub().subscribe(ctx.client, Kind::Shard, &argv[1..]))
 }
 
 fn unsubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(ctx
-        .engine
         .pubsub()
         .unsubscribe(ctx.client, Kind::Channel, &argv[1..]))
 }
 
 fn punsubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(ctx
-        .engine
         .pubsub()
         .unsubscribe(ctx.client, Kind::Pattern, &argv[1..]))
 }
 
 fn sunsubscribe(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(ctx
-        .engine
         .pubsub()
         .unsubscribe(ctx.client, Kind::Shard, &argv[1..]))
 }
 
 fn publish(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(
-        ctx.engine.pubsub().publish(&argv[1], &argv[2]) as i64,
+        ctx.pubsub().publish(&argv[1], &argv[2]) as i64
     ))
 }
 
 fn spublish(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Integer(
-        ctx.engine.pubsub().spublish(&argv[1], &argv[2]) as i64,
+        ctx.pubsub().spublish(&argv[1], &argv[2]) as i64
     ))
 }
 
@@ -193,7 +185,6 @@ fn list_channels(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], kind: Kind) -> OpResult<Re
         return Err(wrong_args(argv));
     }
     let names = ctx
-        .engine
         .pubsub()
         .channel_names(kind, argv.get(2).map(Vec::as_slice));
     Ok(Reply::bulks(names))
@@ -208,7 +199,7 @@ fn shardchannels(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn count_subscribers(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], kind: Kind) -> OpResult<Reply> {
-    let hub = ctx.engine.pubsub();
+    let hub = ctx.pubsub();
     let mut out = Vec::with_capacity((argv.len() - 2) * 2);
     for c in &argv[2..] {
         out.push(Reply::bulk(c));
@@ -226,7 +217,7 @@ fn shardnumsub(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn numpat(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(Reply::Integer(ctx.engine.pubsub().pattern_count() as i64))
+    Ok(Reply::Integer(ctx.pubsub().pattern_count() as i64))
 }
 
 fn pubsub_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
@@ -254,7 +245,7 @@ fn pubsub_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn monitor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let hub = ctx.engine.pubsub();
+    let hub = ctx.pubsub();
     hub.attach(ctx.client);
     hub.monitors.add(&ctx.client.shared);
     Ok(Reply::ok())
@@ -274,7 +265,7 @@ fn client_tracking(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 ));
             }
             let id = crate::util::num::parse_i64(&argv[j]).ok_or(OpError::NotInteger)?;
-            if id <= 0 || ctx.engine.clients().get(id as u64).is_none() {
+            if id <= 0 || ctx.clients().get(id as u64).is_none() {
                 return Err(OpError::custom(
                     "ERR The client ID you want redirect to does not exist",
                 ));
@@ -296,7 +287,7 @@ fn client_tracking(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         j += 1;
     }
-    let hub = ctx.engine.pubsub();
+    let hub = ctx.pubsub();
     if is_kw(&argv[2], "off") {
         hub.tracking.forget_client(ctx.client.id());
         return Ok(Reply::ok());
@@ -368,7 +359,7 @@ fn overlapping_prefix(existing: &[Vec<u8>], given: &[Vec<u8>]) -> OpResult<()> {
 }
 
 fn client_trackinginfo(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let t = ctx.engine.pubsub().tracking.get(ctx.client.id());
+    let t = ctx.pubsub().tracking.get(ctx.client.id());
     let (flags, redirect, prefixes) = match &t {
         Some(t) => {
             // In Redis's order: its prefix table is sorted.
@@ -389,12 +380,12 @@ fn client_trackinginfo(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn client_getredir(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let t = ctx.engine.pubsub().tracking.get(ctx.client.id());
+    let t = ctx.pubsub().tracking.get(ctx.client.id());
     Ok(Reply::Integer(t.map_or(-1, |t| t.redirect as i64)))
 }
 
 fn client_caching(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    if ctx.engine.pubsub().tracking.get(ctx.client.id()).is_none() {
+    if ctx.pubsub().tracking.get(ctx.client.id()).is_none() {
         return Err(OpError::custom("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"));
     }
     let yes = if is_kw(&argv[2], "yes") {
@@ -404,8 +395,7 @@ fn client_caching(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     } else {
         return Err(OpError::Syntax);
     };
-    ctx.engine
-        .pubsub()
+    ctx.pubsub()
         .tracking
         .caching(ctx.client.id(), yes)
         .map_err(OpError::custom)?;

@@ -210,18 +210,18 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn run_script(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], by_sha: bool, ro: bool) -> OpResult<Reply> {
     // As in Redis, MONITOR shows the script before the commands it runs.
-    ctx.engine.pubsub().monitors.feed_now(ctx.client, argv);
-    crate::command::scripts::eval(ctx.engine, ctx.client, argv, by_sha, ro)
+    ctx.pubsub().monitors.feed_now(ctx.client, argv);
+    crate::command::scripts::eval(ctx.engine(), ctx.client, argv, by_sha, ro)
 }
 
 fn fcall(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     engine.pubsub().monitors.feed_now(ctx.client, argv);
     crate::command::scripts::fcall(engine, ctx.client, argv, false)
 }
 
 fn fcall_ro(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     engine.pubsub().monitors.feed_now(ctx.client, argv);
     crate::command::scripts::fcall(engine, ctx.client, argv, true)
 }
@@ -249,12 +249,12 @@ fn script_debug(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn script_load(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let sha = ctx.engine.scripting().script_load(&argv[2])?;
+    let sha = ctx.scripting().script_load(&argv[2])?;
     Ok(Reply::bulk(sha))
 }
 
 fn script_exists(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let found = ctx.engine.scripting().script_exists(&argv[2..]);
+    let found = ctx.scripting().script_exists(&argv[2..]);
     Ok(Reply::Array(
         found
             .into_iter()
@@ -274,13 +274,13 @@ fn flush_mode(argv: &[Vec<u8>], error: &'static str) -> OpResult<()> {
 
 fn script_flush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     flush_mode(argv, "ERR SCRIPT FLUSH only support SYNC|ASYNC option")?;
-    ctx.engine.scripting().script_flush();
+    ctx.scripting().script_flush();
     Ok(Reply::ok())
 }
 
 fn kill(ctx: &mut Ctx<'_>, function: bool) -> OpResult<Reply> {
     use crate::scripting::busy::KillRefused;
-    match ctx.engine.scripting().busy().request_kill(function) {
+    match ctx.scripting().busy().request_kill(function) {
         Ok(()) => Ok(Reply::ok()),
         Err(KillRefused::NotBusy) => Err(OpError::custom(
             "NOTBUSY No scripts in execution right now.",
@@ -289,7 +289,7 @@ fn kill(ctx: &mut Ctx<'_>, function: bool) -> OpResult<Reply> {
             "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
         )),
         // The -BUSY that names the kill command for what runs.
-        Err(KillRefused::OtherKind) => Err(OpError::custom(ctx.engine.gate().busy().refusal())),
+        Err(KillRefused::OtherKind) => Err(OpError::custom(ctx.engine().gate().busy().refusal())),
     }
 }
 
@@ -383,16 +383,13 @@ fn function_load(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             )))
         }
     };
-    let name = ctx
-        .engine
-        .scripting()
-        .functions(|f| f.load(code, replace))?;
+    let name = ctx.scripting().functions(|f| f.load(code, replace))?;
     Ok(Reply::bulk(name))
 }
 
 fn function_delete(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let name = text(&argv[2]);
-    let found = ctx.engine.scripting().functions(|f| Ok(f.remove(&name)))?;
+    let found = ctx.scripting().functions(|f| Ok(f.remove(&name)))?;
     if found {
         Ok(Reply::ok())
     } else {
@@ -406,7 +403,7 @@ fn function_flush(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(OpError::subcommand_syntax(argv));
     }
     flush_mode(argv, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
-    ctx.engine.scripting().functions_flush();
+    ctx.scripting().functions_flush();
     Ok(Reply::ok())
 }
 
@@ -432,7 +429,7 @@ fn function_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         i += 1;
     }
     let s = |t: &'static str| Reply::bulk(t);
-    ctx.engine.scripting().functions(|st| {
+    ctx.scripting().functions(|st| {
         let mut libs = Vec::new();
         for (name, lib) in &st.libs {
             if let Some(p) = pattern {
@@ -472,7 +469,7 @@ fn function_list(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn function_dump(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let payload = ctx.engine.scripting().functions(|f| Ok(f.dump()))?;
+    let payload = ctx.scripting().functions(|f| Ok(f.dump()))?;
     Ok(Reply::Bulk(payload))
 }
 
@@ -497,7 +494,7 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             )),
         };
     let libs = crate::scripting::functions::parse_dump(&argv[2])?;
-    let scripting = ctx.engine.scripting();
+    let scripting = ctx.scripting();
     let previous: Vec<Vec<u8>> =
         scripting.functions(|f| Ok(f.libs.values().map(|l| l.code.clone()).collect()))?;
     if policy == Policy::Flush {
@@ -533,7 +530,7 @@ fn function_restore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn function_stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let s = |t: &'static str| Reply::bulk(t);
-    let scripting = ctx.engine.scripting();
+    let scripting = ctx.scripting();
     let running = match scripting.busy().running() {
         Some(r) if r.is_function => Reply::Map(vec![
             (s("name"), Reply::bulk(&r.name)),

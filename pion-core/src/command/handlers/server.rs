@@ -142,9 +142,7 @@ static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
 
 /// `DBSIZE` counts shard by shard (like `SCAN`) instead of stopping every thread.
 fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(Reply::Integer(
-        ctx.engine.keyspace().db_size(ctx.db()) as i64
-    ))
+    Ok(Reply::Integer(ctx.keyspace().db_size(ctx.db()) as i64))
 }
 
 /// FLUSHDB/FLUSHALL accept one optional ASYNC or SYNC.
@@ -166,7 +164,7 @@ fn flushdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn flushall(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     flush_mode(argv)?;
-    for db in 0..ctx.engine.keyspace().databases() {
+    for db in 0..ctx.keyspace().databases() {
         ctx.ks.flush_db(db)?;
     }
     crate::command::pubsub::flushed(ctx);
@@ -178,7 +176,7 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .ok_or_else(|| OpError::custom("ERR invalid first DB index"))?;
     let b = crate::util::num::parse_i64(&argv[2])
         .ok_or_else(|| OpError::custom("ERR invalid second DB index"))?;
-    let n = ctx.engine.keyspace().databases() as i64;
+    let n = ctx.keyspace().databases() as i64;
     if a < 0 || a >= n || b < 0 || b >= n {
         return Err(OpError::DbIndexOutOfRange);
     }
@@ -188,7 +186,7 @@ fn swapdb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn time(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     // The engine's clock: the one its expiry and idle times follow.
-    let now_us = ctx.engine.clock().unix_us();
+    let now_us = ctx.engine().clock().unix_us();
     Ok(Reply::Array(vec![
         Reply::bulk(now_us.div_euclid(1_000_000).to_string()),
         Reply::bulk(now_us.rem_euclid(1_000_000).to_string()),
@@ -216,15 +214,15 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     // Past the busy threshold a script can only be stopped with what it did so far
     // thrown away: `SHUTDOWN NOSAVE` does that (killing even a script that wrote),
     // any other `SHUTDOWN` is refused as the other commands are.
-    if ctx.engine.script_busy() {
+    if ctx.engine().script_busy() {
         if !nosave || save {
-            return Err(OpError::custom(ctx.engine.gate().busy().refusal()));
+            return Err(OpError::custom(ctx.engine().gate().busy().refusal()));
         }
-        ctx.engine.scripting().busy().kill_for_shutdown();
+        ctx.scripting().busy().kill_for_shutdown();
     }
-    if save && ctx.engine.durability().is_some() {
+    if save && ctx.durability().is_some() {
         if let Err(e) = crate::engine::persistence::take_snapshot(
-            ctx.engine,
+            ctx.engine(),
             crate::durability::Waiting::ForAny,
         ) {
             crate::log_warning!("SHUTDOWN SAVE: the snapshot failed ({e}); not shutting down");
@@ -233,7 +231,7 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             ));
         }
     }
-    ctx.engine.request_shutdown();
+    ctx.engine().request_shutdown();
     ctx.client.close_after_reply = true;
     ctx.client.suppress_reply = true;
     Ok(Reply::ok())
@@ -241,7 +239,7 @@ fn shutdown(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 fn config_get(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let patterns: Vec<&[u8]> = argv[2..].iter().map(Vec::as_slice).collect();
-    let pairs = ctx.engine.config().get_matching(&patterns);
+    let pairs = ctx.config().get_matching(&patterns);
     Ok(Reply::Map(
         pairs
             .into_iter()
@@ -267,37 +265,36 @@ fn config_set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
-    ctx.engine.config().set_many(&pairs).map_err(|e| match e {
+    ctx.config().set_many(&pairs).map_err(|e| match e {
         ConfigError::Unknown(n) => OpError::custom(format!("ERR Unknown option or number of arguments for CONFIG SET - '{n}'")),
         ConfigError::Immutable(n) => {
             OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - can't set immutable config"))
         }
         ConfigError::Invalid(n, why) => OpError::custom(format!("ERR CONFIG SET failed (possibly related to argument '{n}') - {why}")),
     })?;
-    ctx.engine.config_changed();
+    ctx.engine().config_changed();
     // A lower maxmemory evicts now, as in Redis (not at the next command).
-    let _ = crate::command::eviction::before_command(ctx.engine, false);
+    let _ = crate::command::eviction::before_command(ctx.engine(), false);
     // `requirepass` is the default user's password (set only when named, so that
     // changing another parameter keeps what ACL SETUSER gave the default user).
     if let Some((_, pass)) = pairs
         .iter()
         .find(|(n, _)| crate::config::Config::param(n).is_some_and(|p| p.name == "requirepass"))
     {
-        ctx.engine.acl().set_default_password(pass);
+        ctx.acl().set_default_password(pass);
     }
     Ok(Reply::ok())
 }
 
 fn config_rewrite(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let file = ctx
-        .engine
+        .engine()
         .config_file()
         .ok_or_else(|| OpError::custom("ERR The server is running without a config file"))?;
-    let values = ctx.engine.config().snapshot();
+    let values = ctx.config().snapshot();
     // Without an ACL file the users live in the configuration file, as in Redis.
-    let users = ctx.engine.acl().file().is_none().then(|| {
-        ctx.engine
-            .acl()
+    let users = ctx.acl().file().is_none().then(|| {
+        ctx.acl()
             .list()
             .into_iter()
             .filter(|l| l != "user default on nopass ~* &* +@all")
@@ -311,7 +308,7 @@ fn config_rewrite(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    ctx.engine.reset_stats();
+    ctx.engine().reset_stats();
     Ok(Reply::ok())
 }
 
@@ -339,7 +336,7 @@ fn config_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 /// Parses a database index argument (`SELECT`, `MOVE`, `COPY … DB`).
 pub(crate) fn db_index(ctx: &Ctx<'_>, arg: &[u8]) -> OpResult<usize> {
     let db = int(arg)?;
-    if db < 0 || db as usize >= ctx.engine.keyspace().databases() {
+    if db < 0 || db as usize >= ctx.keyspace().databases() {
         return Err(OpError::DbIndexOutOfRange);
     }
     Ok(db as usize)

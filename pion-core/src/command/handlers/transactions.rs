@@ -87,7 +87,7 @@ fn watch(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(OpError::custom("ERR WATCH inside MULTI is not allowed"));
     }
     let db = ctx.db();
-    let registry = std::sync::Arc::clone(ctx.engine.watches());
+    let registry = std::sync::Arc::clone(ctx.watches());
     for key in &argv[1..] {
         // Looking the key up lets an expired key go first: its expiry is not a change
         // this watch should see.
@@ -120,7 +120,7 @@ fn exec(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     if dirty {
         return Ok(Reply::NullArray);
     }
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let replies = tx
         .queue
         .iter()
@@ -135,7 +135,7 @@ fn expire_watched(ctx: &mut Ctx<'_>) {
     let now = ctx.now_ms();
     let keys = ctx.client.watches.keys.clone();
     for (db, key) in keys {
-        let mut ks = ctx.engine.keyspace().lock_keys(&[&key], now);
+        let mut ks = ctx.keyspace().lock_keys(&[&key], now);
         let _ = ks.peek(db, &key);
     }
 }

@@ -75,7 +75,7 @@ struct Policy {
 }
 
 fn policy(ctx: &Ctx<'_>) -> Policy {
-    ctx.engine.config().with(|c| {
+    ctx.config().with(|c| {
         let p = c.maxmemory_policy;
         Policy {
             lfu: p.is_lfu(),
@@ -108,7 +108,7 @@ fn idletime(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 /// idle minute), under an LFU policy only.
 fn freq(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let lfu = policy(ctx).lfu;
-    let params = ctx.engine.keyspace().lfu_params();
+    let params = ctx.keyspace().lfu_params();
     with_entry(ctx, argv, |e, now| {
         if !lfu {
             return Err(OpError::custom(

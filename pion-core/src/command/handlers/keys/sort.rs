@@ -142,8 +142,10 @@ struct Item {
 /// `SORT` and `SORT_RO`.
 pub(super) fn sort(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let read_only = is_kw(&argv[0], "sort_ro");
-    let full_key_access =
-        crate::acl::reads_every_key(crate::command::access::client_user(ctx.engine, ctx.client));
+    let full_key_access = crate::acl::reads_every_key(crate::command::access::client_user(
+        ctx.engine(),
+        ctx.client,
+    ));
     let mut o = Options::parse(argv, read_only, full_key_access)?;
     let db = ctx.db();
     let (kind, elements) = load(ctx, db, &argv[1], &o)?;

@@ -49,7 +49,6 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let mut found = Vec::new();
     let next = ctx
-        .engine
         .keyspace()
         .scan(db, cursor, count, ctx.now_ms(), |key, entry| {
             let type_ok = type_name

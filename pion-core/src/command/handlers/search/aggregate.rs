@@ -430,7 +430,7 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
             "ERR wrong number of arguments for 'FT.AGGREGATE' command",
         ));
     }
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let Some(index) = engine.search().get(&argv[1]) else {
         return Err(super::no_such_index(&argv[1]));
     };

@@ -28,7 +28,7 @@ pub(super) fn cursor(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(err("Unknown subcommand"));
     }
     let id = parse_i64(&argv[3]).ok_or_else(|| err("Bad cursor ID"))?;
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let cursors = &engine.search_cursors();
     match sub.as_slice() {
         b"DEL" => {

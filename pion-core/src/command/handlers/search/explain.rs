@@ -32,7 +32,7 @@ fn render(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], name: &str) -> OpResult<String> {
             "ERR wrong number of arguments for '{name}' command"
         )));
     }
-    let Some(index) = ctx.engine.search().get(&argv[1]) else {
+    let Some(index) = ctx.search().get(&argv[1]) else {
         return Err(super::no_such_index(&argv[1]));
     };
     let opts = super::query::parse_options(argv)?;

@@ -113,7 +113,7 @@ fn errors(shape: &Shape, failures: u64, last: Option<&(String, Vec<u8>)>) -> Rep
 
 /// `FT.INFO index`.
 pub(super) fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let Some(index) = ctx.engine.search().get(&argv[1]) else {
+    let Some(index) = ctx.search().get(&argv[1]) else {
         return Err(OpError::custom("Unknown index name"));
     };
     let shape = Shape {

@@ -72,7 +72,7 @@ fn create(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     let def = schema::parse_create(argv)?;
     let skip_scan = def.skip_initial_scan;
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let index = engine
         .search()
         .create(def)
@@ -88,7 +88,7 @@ fn create(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn alter(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let Some(index) = ctx.engine.search().get(&argv[1]) else {
+    let Some(index) = ctx.search().get(&argv[1]) else {
         return Err(OpError::custom("Unknown index name"));
     };
     let mut at = 2;
@@ -123,7 +123,7 @@ fn alter(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     index.commands.lock().push(argv.to_vec());
     // Existing hashes gain the new fields: reindex them (RediSearch rescans too).
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     engine
         .search()
         .scan(engine.keyspace(), &index, ctx.now_ms());
@@ -136,7 +136,7 @@ fn drop_index(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         Some(a) if a.eq_ignore_ascii_case(b"DD") && argv.len() == 3 => true,
         Some(_) => return Err(OpError::Syntax),
     };
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let Some(index) = engine.search().drop_index(&argv[1]) else {
         return Err(OpError::custom("Unknown Index name"));
     };
@@ -165,7 +165,7 @@ fn drop_index(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn list(ctx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let names = ctx.engine.search().names();
+    let names = ctx.search().names();
     // RediSearch sends the names as simple strings, in a set under RESP3.
     let names = names
         .into_iter()
@@ -175,7 +175,7 @@ fn list(ctx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 fn optimize(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let Some(index) = ctx.engine.search().get(&argv[1]) else {
+    let Some(index) = ctx.search().get(&argv[1]) else {
         return Err(OpError::custom("Unknown index name"));
     };
     index.optimize();

@@ -220,7 +220,7 @@ struct Hit {
 
 /// `FT.SEARCH index query [options]`.
 pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let Some(index) = engine.search().get(&argv[1]) else {
         return Err(super::no_such_index(&argv[1]));
     };
@@ -491,7 +491,7 @@ fn load_and_reply(
     score_name: Option<&[u8]>,
 ) -> OpResult<Reply> {
     let resp3 = ctx.client.resp >= 3;
-    let engine = ctx.engine;
+    let engine = ctx.engine();
     let now = ctx.now_ms();
     let mut results = Vec::with_capacity(page.len());
     for hit in page {

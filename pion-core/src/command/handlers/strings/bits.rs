@@ -42,7 +42,7 @@ pub(super) fn bit_offset(ctx: &Ctx<'_>, arg: &[u8], hash_width: Option<u32>) -> 
         // product is then range-checked like any other offset.
         offset = offset.wrapping_mul(i64::from(w));
     }
-    let max = ctx.engine.config().with(|c| c.proto_max_bulk_len);
+    let max = ctx.config().with(|c| c.proto_max_bulk_len);
     let offset = u64::try_from(offset).map_err(|_| bad())?;
     if offset >> 3 >= max {
         return Err(bad());

@@ -145,7 +145,7 @@ pub(super) fn lcs(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let opts = parse_options(&argv[3..])?;
     // Redis refuses when the table of (alen+1)*(blen+1) 32-bit cells would exceed
     // proto-max-bulk-len.
-    let max = ctx.engine.config().with(|c| c.proto_max_bulk_len);
+    let max = ctx.config().with(|c| c.proto_max_bulk_len);
     let table_bytes = (a.len() as u128 + 1) * (b.len() as u128 + 1) * 4;
     if table_bytes > u128::from(max) {
         return Err(insufficient_memory());

@@ -344,7 +344,7 @@ fn expire_keyword(opt: &[u8]) -> Option<ExpireUnit> {
 /// The `proto-max-bulk-len` check that `APPEND` and `SETRANGE` make before growing a
 /// string to `total` bytes.
 fn check_string_length(ctx: &Ctx<'_>, total: u128) -> OpResult<()> {
-    let max = ctx.engine.config().with(|c| c.proto_max_bulk_len);
+    let max = ctx.config().with(|c| c.proto_max_bulk_len);
     if total > u128::from(max) {
         return Err(OpError::custom(
             "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
