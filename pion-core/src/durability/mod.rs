@@ -117,8 +117,8 @@ pub enum RecoveryError {
     SnapshotDamaged {
         /// The snapshot file.
         file: PathBuf,
-        /// What is wrong in it.
-        reason: String,
+        /// What is wrong in it, and where.
+        reason: crate::util::codec::DecodeError,
     },
     /// A snapshot with more databases than the server has.
     TooManyDatabases {
@@ -157,7 +157,7 @@ pub enum RecoveryError {
         /// The record's offset in it.
         offset: u64,
         /// Why.
-        reason: String,
+        reason: crate::util::codec::DecodeError,
     },
     /// A torn or corrupt record in the log; nothing after it was replayed.
     LogDamaged {

@@ -28,10 +28,14 @@ use std::sync::Arc;
 
 use crate::keyspace::dump::{decode_entry, LoadedKey};
 use crate::storage::{Open, SeqWriter, Storage};
-use crate::util::codec::{crc, crc_extend, put_i64, put_u32, put_u64, Malformed, Reader};
+use crate::util::codec::{
+    crc, crc_extend, put_i64, put_u32, put_u64, DecodeError, Malformed, Reader,
+};
 use crate::value::EncodingLimits;
 
 const MAGIC: &[u8; 8] = b"PIONSNP1";
+/// The format name in decoding errors.
+const FORMAT: &str = "snapshot";
 const HEADER_LEN: usize = 32;
 
 /// A section body written as it streams, with its length known first and its CRC32C
@@ -194,8 +198,8 @@ fn tagged_body(
     seen: bool,
     what: &str,
     at: usize,
-) -> Result<std::ops::Range<usize>, String> {
-    let bad = |msg: &str| format!("{what} section {msg} at offset {at}");
+) -> Result<std::ops::Range<usize>, DecodeError> {
+    let bad = |msg: &str| DecodeError::new(FORMAT, format!("{what} section {msg}")).at(at);
     let len = r.u64().map_err(|_| bad("truncated"))?;
     let start = r.position();
     let body = usize::try_from(len)
@@ -233,9 +237,9 @@ pub struct SnapshotContents {
 
 impl SnapshotContents {
     /// Checks a whole snapshot file (header, every section checksum, end marker).
-    pub fn parse(bytes: Vec<u8>) -> Result<SnapshotContents, String> {
+    pub fn parse(bytes: Vec<u8>) -> Result<SnapshotContents, DecodeError> {
         let mut r = Reader::new(&bytes);
-        let bad = |what: &str, at: usize| format!("{what} at offset {at}");
+        let bad = |what: &'static str, at: usize| DecodeError::new(FORMAT, what).at(at);
         let head = r.take(HEADER_LEN).map_err(|_| bad("truncated header", 0))?;
         if &head[..8] != MAGIC {
             return Err(bad("not a Pion snapshot (bad magic)", 0));
@@ -345,23 +349,26 @@ impl SnapshotContents {
         &self,
         limits: &EncodingLimits,
         mut each: impl FnMut(LoadedKey),
-    ) -> Result<(), String> {
+    ) -> Result<(), DecodeError> {
         for (n, range) in &self.sections {
             let mut r = Reader::new(&self.bytes[range.clone()]);
             for _ in 0..*n {
                 let key = decode_entry(&mut r, limits).map_err(|e| {
-                    format!("bad key in section at offset {}: {}", range.start, e.0)
+                    DecodeError::new(FORMAT, format!("bad key in section: {}", e.0))
+                        .at(range.start + r.position())
                 })?;
                 if key.db >= self.databases {
-                    return Err(format!("key in database {} of {}", key.db, self.databases));
+                    return Err(DecodeError::new(
+                        FORMAT,
+                        format!("key in database {} of {}", key.db, self.databases),
+                    )
+                    .at(range.start + r.position()));
                 }
                 each(key);
             }
             if r.remaining() != 0 {
-                return Err(format!(
-                    "trailing bytes in section at offset {}",
-                    range.start
-                ));
+                return Err(DecodeError::new(FORMAT, "trailing bytes in section")
+                    .at(range.start + r.position()));
             }
         }
         Ok(())

@@ -23,7 +23,10 @@ use std::sync::Arc;
 
 use super::{schema, FieldIndex, Indexes, SearchIndex};
 use crate::keyspace::Keyspace;
-use crate::util::codec::{put_bytes, put_u32, put_u64, Malformed, Reader};
+use crate::util::codec::{put_bytes, put_u32, put_u64, DecodeError, Malformed, Reader};
+
+/// The format name in decoding errors.
+const FORMAT: &str = "search-index section";
 use crate::value::Value;
 use crate::vector::VectorIndex;
 
@@ -137,8 +140,12 @@ fn decode(body: &[u8]) -> Result<Vec<Saved>, Malformed> {
 
 /// Recreates the indexes of a snapshot over the keys just loaded; returns how many
 /// indexes there were. Errors name what is damaged.
-pub fn restore(indexes: &Arc<Indexes>, keyspace: &Keyspace, body: &[u8]) -> Result<usize, String> {
-    let saved = decode(body).map_err(|e| format!("search-index section: {e:?}"))?;
+pub fn restore(
+    indexes: &Arc<Indexes>,
+    keyspace: &Keyspace,
+    body: &[u8],
+) -> Result<usize, DecodeError> {
+    let saved = decode(body).map_err(|e| e.in_format(FORMAT))?;
     let count = saved.len();
     for s in saved {
         let index = define(indexes, &s.commands)?;
@@ -157,8 +164,8 @@ pub fn restore_missing(
     indexes: &Arc<Indexes>,
     keyspace: &Keyspace,
     body: &[u8],
-) -> Result<usize, String> {
-    let saved = decode(body).map_err(|e| format!("search-index section: {e:?}"))?;
+) -> Result<usize, DecodeError> {
+    let saved = decode(body).map_err(|e| e.in_format(FORMAT))?;
     let mut created = 0;
     for s in saved {
         // `FT.CREATE name …`: the name is its first argument.
@@ -177,14 +184,17 @@ pub fn restore_missing(
 }
 
 /// Creates an index from its `FT.CREATE` and `FT.ALTER` commands, without scanning.
-fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchIndex>, String> {
-    let refused =
-        |e: crate::error::OpError| format!("search index definition refused: {}", e.wire_text());
+fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchIndex>, DecodeError> {
+    let refused = |e: crate::error::OpError| {
+        DecodeError::new(FORMAT, format!("definition refused: {}", e.wire_text()))
+    };
     let (create, alters) = commands
         .split_first()
-        .ok_or("search index without a definition")?;
+        .ok_or_else(|| DecodeError::new(FORMAT, "an index without a definition"))?;
     let def = schema::parse_create(create).map_err(refused)?;
-    let index = indexes.create(def).map_err(|e| e.0.to_string())?;
+    let index = indexes
+        .create(def)
+        .map_err(|e| DecodeError::new(FORMAT, e.0.to_string()))?;
     index.commands.lock().push(create.clone());
     for argv in alters {
         let at = argv

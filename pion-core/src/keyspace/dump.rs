@@ -3,7 +3,7 @@
 //! (durability) frames sections of these; the keyspace's cut writes them as it
 //! captures a shard, and `DEBUG`'s digests reuse them.
 
-use crate::util::codec::{put_bytes, put_i64, put_u32, put_u64, Malformed, Reader};
+use crate::util::codec::{put_bytes, put_i64, put_u32, put_u64, DecodeError, Malformed, Reader};
 use crate::value::vset::{Element, Stored, VQuant};
 use crate::value::{
     EncodingLimits, HashValue, ListValue, SetValue, Value, VectorSetValue, ZSetValue,
@@ -254,10 +254,11 @@ pub fn decode_body(
     body: &[u8],
     limits: &EncodingLimits,
     mut each: impl FnMut(LoadedKey),
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     let mut r = Reader::new(body);
     while r.remaining() > 0 {
-        each(decode_entry(&mut r, limits).map_err(|e| e.0.to_string())?);
+        let at = r.position();
+        each(decode_entry(&mut r, limits).map_err(|e| e.in_format("key").at(at))?);
     }
     Ok(())
 }

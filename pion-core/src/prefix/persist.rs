@@ -17,7 +17,7 @@ use super::block_id::BlockId;
 use super::blockfile::{Loc, LOC_LEN};
 use super::manifest::Manifest;
 use super::store::PrefixStore;
-use crate::util::codec::Reader;
+use crate::util::codec::{DecodeError, Reader};
 
 /// One block as exported: cheap to take under the store's lock (payloads are shared).
 pub struct ExportBlock {
@@ -128,8 +128,8 @@ impl Export {
 }
 
 /// Loads a `P` section body into `store` (empty at recovery).
-pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
-    let bad = |what: &str| format!("prompt-cache section: {what}");
+pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, DecodeError> {
+    let bad = |what: &str| DecodeError::new("prompt-cache section", what.to_string());
     let mut r = Reader::new(body);
     let n = r.count(12).map_err(|_| bad("truncated"))?;
     let mut loaded = 0u64;
@@ -144,7 +144,7 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
             .map_err(|e| bad(&e.to_string()))?;
         let blocks = r.count(40).map_err(|_| bad("truncated"))?;
         for _ in 0..blocks {
-            let u128_at = |r: &mut Reader<'_>| -> Result<u128, String> {
+            let u128_at = |r: &mut Reader<'_>| -> Result<u128, DecodeError> {
                 let b = r.take(16).map_err(|_| bad("truncated block"))?;
                 let mut a = [0u8; 16];
                 a.copy_from_slice(b);
@@ -167,7 +167,7 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, String> {
                         let files = store
                             .files()
                             .ok_or_else(|| bad("no block files to read payloads from"))?;
-                        let data = files.read(loc)?;
+                        let data = files.read(loc).map_err(|e| bad(&e))?;
                         files.retain(loc);
                         layers.push(Some(Arc::from(data)));
                         locs.push(Some(loc));

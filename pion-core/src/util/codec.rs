@@ -36,6 +36,60 @@ pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed(pub &'static str);
 
+impl Malformed {
+    /// As a [`DecodeError`] of `format`.
+    pub fn in_format(self, format: &'static str) -> DecodeError {
+        DecodeError::new(format, self.0)
+    }
+}
+
+/// Why stored bytes do not decode: the format being read, what is wrong, and where
+/// when that is known. Every decoder of a durable format (snapshot sections, keys,
+/// log records, search and vector indexes, the prompt cache's state) returns it, and
+/// recovery hands it to the operator with the file's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// The format or part of it (`snapshot`, `key`, `vector index`, …).
+    pub format: &'static str,
+    /// What is wrong.
+    pub what: std::borrow::Cow<'static, str>,
+    /// The byte offset in the input being read, where known.
+    pub offset: Option<u64>,
+}
+
+impl DecodeError {
+    /// `what` is wrong in `format`.
+    pub fn new(
+        format: &'static str,
+        what: impl Into<std::borrow::Cow<'static, str>>,
+    ) -> DecodeError {
+        DecodeError {
+            format,
+            what: what.into(),
+            offset: None,
+        }
+    }
+
+    /// The same, found at byte `offset` (kept if one is set already: the innermost
+    /// place is the most precise).
+    pub fn at(mut self, offset: usize) -> DecodeError {
+        self.offset.get_or_insert(offset as u64);
+        self
+    }
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.format, self.what)?;
+        if let Some(at) = self.offset {
+            write!(f, " at offset {at}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 /// A cursor over untrusted bytes.
 #[derive(Debug, Clone)]
 pub struct Reader<'a> {

@@ -441,7 +441,7 @@ impl VectorIndex {
 
     /// Loads an index written by [`VectorIndex::write_to`] without rebuilding the graph.
     /// Truncated, corrupt or unknown-version input is an error, never a panic.
-    pub fn read_from(bytes: &[u8]) -> Result<VectorIndex, String> {
+    pub fn read_from(bytes: &[u8]) -> Result<VectorIndex, crate::util::codec::DecodeError> {
         persist::read(bytes)
     }
 }

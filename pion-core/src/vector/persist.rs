@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::graph::{Codes, Graph, DEAD, FREE, IN_FLIGHT};
 use super::hnsw::{Hnsw, Pending};
 use super::{quant, Algorithm, IndexParams, Inner, Metric, Quantization, VectorIndex};
+use crate::util::codec::DecodeError;
 
 const MAGIC: &[u8; 8] = b"PIONVIX1";
 const VERSION: u32 = 1;
@@ -135,6 +136,11 @@ fn write_hnsw(h: &Hnsw, out: &mut Vec<u8>) {
     }
 }
 
+/// A decoding error in the vector index format.
+fn bad(what: impl Into<std::borrow::Cow<'static, str>>) -> DecodeError {
+    DecodeError::new("vector index", what)
+}
+
 /// A bounds-checked cursor.
 struct Reader<'a> {
     b: &'a [u8],
@@ -142,12 +148,12 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self
             .pos
             .checked_add(n)
             .filter(|&e| e <= self.b.len())
-            .ok_or("vector index: truncated")?;
+            .ok_or_else(|| bad("truncated").at(self.pos))?;
         let s = &self.b[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -157,40 +163,43 @@ impl<'a> Reader<'a> {
         self.b.len() - self.pos
     }
 
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, DecodeError> {
         let mut a = [0u8; 4];
         a.copy_from_slice(self.take(4)?);
         Ok(u32::from_le_bytes(a))
     }
 
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64, DecodeError> {
         let mut a = [0u8; 8];
         a.copy_from_slice(self.take(8)?);
         Ok(u64::from_le_bytes(a))
     }
 
-    fn f32(&mut self) -> Result<f32, String> {
+    fn f32(&mut self) -> Result<f32, DecodeError> {
         Ok(f32::from_bits(self.u32()?))
     }
 
     /// A count whose items need at least `min_size` bytes each.
-    fn count(&mut self, min_size: usize) -> Result<usize, String> {
+    fn count(&mut self, min_size: usize) -> Result<usize, DecodeError> {
         let n = self.u64()?;
-        let n = usize::try_from(n).map_err(|_| "vector index: bad count")?;
+        let n = usize::try_from(n).map_err(|_| bad("bad count").at(self.pos))?;
         if n.checked_mul(min_size.max(1))
             .is_none_or(|b| b > self.left())
         {
-            return Err("vector index: count larger than the input".into());
+            return Err(bad("count larger than the input").at(self.pos));
         }
         Ok(n)
     }
 
-    fn f32s(&mut self, n: usize) -> Result<Vec<f32>, String> {
-        let raw = self.take(n.checked_mul(4).ok_or("vector index: bad size")?)?;
+    fn f32s(&mut self, n: usize) -> Result<Vec<f32>, DecodeError> {
+        let raw = self.take(
+            n.checked_mul(4)
+                .ok_or_else(|| bad("bad size").at(self.pos))?,
+        )?;
         Ok(raw
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -199,44 +208,44 @@ impl<'a> Reader<'a> {
 }
 
 /// Parses what `write` produced.
-pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, String> {
+pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
     if bytes.len() < MAGIC.len() + 8 || &bytes[..MAGIC.len()] != MAGIC {
-        return Err("vector index: bad magic".into());
+        return Err(bad("bad magic"));
     }
     let (body, tail) = bytes.split_at(bytes.len() - 4);
     let crc = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
     if crc32c::crc32c(body) != crc {
-        return Err("vector index: checksum mismatch".into());
+        return Err(bad("checksum mismatch"));
     }
     let mut r = Reader { b: body, pos: 8 };
     let version = r.u32()?;
     if version != VERSION {
-        return Err(format!("vector index: unknown version {version}"));
+        return Err(bad(format!("unknown version {version}")));
     }
     let dim = r.u32()? as usize;
     if dim == 0 || dim > MAX_DIM {
-        return Err("vector index: bad dimension".into());
+        return Err(bad("bad dimension"));
     }
     let metric = match r.u8()? {
         0 => Metric::L2,
         1 => Metric::Cosine,
         2 => Metric::Ip,
-        _ => return Err("vector index: bad metric".into()),
+        _ => return Err(bad("bad metric")),
     };
     let algorithm = match r.u8()? {
         0 => Algorithm::Flat,
         1 => Algorithm::Hnsw,
-        _ => return Err("vector index: bad algorithm".into()),
+        _ => return Err(bad("bad algorithm")),
     };
     let quantization = match r.u8()? {
         0 => Quantization::None,
         1 => Quantization::Int8,
         2 => Quantization::Binary,
-        _ => return Err("vector index: bad quantization".into()),
+        _ => return Err(bad("bad quantization")),
     };
     let m = r.u32()? as usize;
     if !(2..=255).contains(&m) {
-        return Err("vector index: bad M".into());
+        return Err(bad("bad M"));
     }
     let params = IndexParams {
         dim,
@@ -279,12 +288,12 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, String> {
         }
     };
     if r.left() != 0 {
-        return Err("vector index: trailing bytes".into());
+        return Err(bad("trailing bytes"));
     }
     Ok(idx)
 }
 
-fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, String> {
+fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError> {
     let dim = p.dim;
     let words = quant::binary_words(dim);
     let row = match p.quantization {
@@ -294,7 +303,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, String> {
     };
     let slots = r.count(8 + 1 + 1 + 4 + row + 4)?;
     if slots > u32::MAX as usize / 2 {
-        return Err("vector index: too many slots".into());
+        return Err(bad("too many slots"));
     }
     let entry = r.u64()?;
     let mut g = Graph::new(dim, p.metric, p.quantization, p.m, p.ef_construction, slots);
@@ -314,11 +323,11 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, String> {
         let label = r.u64()?;
         let flags = r.u8()?;
         if flags & !(DEAD | FREE) != 0 {
-            return Err("vector index: bad slot flags".into());
+            return Err(bad("bad slot flags"));
         }
         let level = r.u8()? as usize;
         if level > MAX_LEVEL {
-            return Err("vector index: bad level".into());
+            return Err(bad("bad level"));
         }
         let norm = r.f32()?;
         let mut s = Slot {
@@ -346,7 +355,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, String> {
         for l in 0..=level {
             let n = r.u32()? as usize;
             if n > if l == 0 { m0 } else { m } {
-                return Err("vector index: list too long".into());
+                return Err(bad("list too long"));
             }
             let mut ids = Vec::with_capacity(n);
             for _ in 0..n {
@@ -362,7 +371,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, String> {
                 .iter()
                 .any(|&x| x as usize >= slots || all[x as usize].level < l)
             {
-                return Err("vector index: bad link".into());
+                return Err(bad("bad link"));
             }
         }
     }
@@ -371,7 +380,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, String> {
     } else {
         let (s, l) = ((entry >> 8) as usize, (entry & 0xff) as usize);
         if s >= slots || all[s].level != l {
-            return Err("vector index: bad entry point".into());
+            return Err(bad("bad entry point"));
         }
         Some((s as u32, l))
     };

@@ -17,6 +17,7 @@ use super::{DurabilityOptions, OpenError, RecoverMode, Replayer};
 use crate::clients::ClientState;
 use crate::durability::{RecoveryError, RecoveryReport};
 use crate::storage::{Open, Storage};
+use crate::util::codec::DecodeError;
 use crate::Engine;
 
 /// Loads what a restart would recover (the newest snapshot, then the log after it)
@@ -156,7 +157,7 @@ fn load_snapshot(
     replayer: &Replayer,
 ) -> Result<u64, OpenError> {
     let bytes = storage.read(path).map_err(|e| io_err(path, e))?;
-    let damaged = |reason: String| {
+    let damaged = |reason: DecodeError| {
         OpenError::Damaged(RecoveryError::SnapshotDamaged {
             file: path.to_path_buf(),
             reason,
@@ -185,7 +186,12 @@ fn load_snapshot(
         progress.tick(1);
     })
     .map_err(damaged)?;
-    result.map_err(|e| damaged(format!("{e:?}")))?;
+    result.map_err(|e| {
+        damaged(DecodeError::new(
+            "snapshot",
+            format!("a key refused: {}", e.wire_text()),
+        ))
+    })?;
     if let (Some(body), Prefix::Load) = (snap.prefix_body(), prefix) {
         let blocks =
             crate::prefix::persist::load(&mut engine.prefix().lock(), body).map_err(damaged)?;
@@ -208,7 +214,10 @@ fn load_snapshot(
         if let crate::Reply::Error(e) =
             (replayer.replay)(engine, &mut client, &argv, snap.created_ms)
         {
-            return Err(damaged(format!("function libraries: {e}")));
+            return Err(damaged(DecodeError::new(
+                "function libraries",
+                e.to_string(),
+            )));
         }
     }
     if progress.started.elapsed() >= Duration::from_secs(1) {
@@ -406,18 +415,19 @@ fn apply(
     mode: Mode,
     report: &mut RecoveryReport,
     replayer: &Replayer,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
+    let bad = |what: String| DecodeError::new("log record", what);
     let Payload::Commands { time_ms, commands } =
-        decode_payload(payload).map_err(|e| format!("malformed record: {}", e.0))?;
+        decode_payload(payload).map_err(|e| bad(format!("malformed record: {}", e.0)))?;
     let databases = engine.keyspace().databases();
     for c in commands {
         let db = c.db as usize;
         if db >= databases {
-            return Err(format!(
+            return Err(bad(format!(
                 "a record writes to database {db} but the server has {databases}; start \
                  with --databases {}",
                 db + 1
-            ));
+            )));
         }
         if mode == Mode::InPlace && (replayer.is_prefix_cache_command)(&c.argv) {
             continue;
@@ -428,7 +438,7 @@ fn apply(
             // A logged store whose payload cannot be read back is damage, not a
             // command that failed when it ran.
             if c.argv[0].eq_ignore_ascii_case(b"KV.PUTREF") {
-                return Err(format!("prompt-cache block unreadable: {e}"));
+                return Err(bad(format!("prompt-cache block unreadable: {e}")));
             }
             report.command_errors += 1;
         }

@@ -126,7 +126,7 @@ pub fn reload(
         } else {
             crate::index::persist::restore_missing(engine.search(), engine.keyspace(), body)
         };
-        restored.map_err(ReloadError::Load)?;
+        restored.map_err(|e| ReloadError::Load(e.to_string()))?;
     }
     let resaved = !(options.save && options.flush);
     if resaved {
@@ -201,7 +201,7 @@ fn refuse_duplicate_keys(
             }
         }
     })
-    .map_err(ReloadError::Load)?;
+    .map_err(|e| ReloadError::Load(e.to_string()))?;
     match duplicate {
         Some((db, key)) => Err(ReloadError::Load(format!(
             "the snapshot has the key '{}' in database {db}, which exists (MERGE replaces it)",
@@ -255,7 +255,7 @@ fn load_keys(
             Err(e) => failed = Some(format!("key '{}': {e:?}", String::from_utf8_lossy(&k.key))),
         }
     })
-    .map_err(ReloadError::Load)?;
+    .map_err(|e| ReloadError::Load(e.to_string()))?;
     match failed {
         Some(e) => Err(ReloadError::Load(e)),
         None => Ok(loaded),
