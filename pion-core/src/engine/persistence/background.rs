@@ -5,7 +5,7 @@
 //! they end when it is dropped.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::sync_signal::SyncSignal;
 use super::wal::FsyncPolicy;
@@ -49,10 +49,14 @@ pub(crate) fn spawn_syncer(engine: WeakEngine, signal: Arc<SyncSignal>) {
 
 /// Starts the keeper (every 50 ms).
 pub(crate) fn spawn_keeper(engine: WeakEngine) {
+    // When `everysec` last synced, on the engine's clock (a test's manual clock decides
+    // when a second has passed): from now, not from whenever the thread first runs.
+    let Some(mut last_sync) = engine.upgrade().map(|e| e.clock().now()) else {
+        return;
+    };
     let spawned = std::thread::Builder::new()
         .name("pion-log".into())
         .spawn(move || {
-            let mut last_sync = Instant::now();
             let mut spare_failing = false;
             loop {
                 std::thread::sleep(Duration::from_millis(50));
@@ -70,11 +74,12 @@ pub(crate) fn spawn_keeper(engine: WeakEngine) {
                     continue;
                 }
                 // Failures below are recorded in the disk's state (INFO shows them).
+                let now = engine.clock().now();
                 if wal.policy() == FsyncPolicy::EverySec
-                    && last_sync.elapsed() >= Duration::from_secs(1)
+                    && now.saturating_duration_since(last_sync) >= Duration::from_secs(1)
                 {
                     let _ = wal.sync_all();
-                    last_sync = Instant::now();
+                    last_sync = now;
                 }
                 let _ = wal.finish_rolled();
                 match wal.prepare_spare() {
