@@ -168,3 +168,95 @@ fn cache_bits() {
 fn selftest_passes() {
     super::selftest::run(3000, 7).expect("self test");
 }
+
+/// Runs a command on an engine.
+fn exec(e: &crate::Engine, args: &[&[u8]]) -> crate::Reply {
+    e.execute(0, args)
+}
+
+#[test]
+fn commands_on_damaged_values_answer_redis_errors() {
+    use rand::{Rng, SeedableRng};
+    let e = crate::Engine::in_memory(crate::EngineOptions::default());
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(9);
+    exec(&e, &[b"PFADD", b"src", b"a", b"b", b"c", b"d"]);
+    let crate::Reply::Bulk(good) = exec(&e, &[b"GET", b"src"]) else {
+        panic!("no value");
+    };
+    for round in 0..300 {
+        let mut value = good.clone();
+        let at = rng.gen_range(4..value.len() + 2);
+        if at < value.len() {
+            value[at] = rng.gen();
+        } else {
+            value.extend((0..rng.gen_range(1..4)).map(|_| rng.gen::<u8>()));
+        }
+        if round % 3 == 0 {
+            value.truncate(rng.gen_range(0..value.len()));
+        }
+        let limit = if round % 2 == 0 { "3000" } else { "20" };
+        exec(
+            &e,
+            &[b"CONFIG", b"SET", b"hll-sparse-max-bytes", limit.as_bytes()],
+        );
+        exec(&e, &[b"SET", b"h", &value]);
+        for cmd in [
+            &[&b"PFCOUNT"[..], b"h"][..],
+            &[b"PFCOUNT", b"h", b"src"],
+            &[b"PFADD", b"h", b"x", b"y", b"z"],
+            &[b"PFMERGE", b"m", b"h", b"src"],
+            &[b"PFMERGE", b"h", b"src"],
+            &[b"PFDEBUG", b"DECODE", b"h"],
+            &[b"PFDEBUG", b"GETREG", b"h"],
+            &[b"PFCOUNT", b"h"],
+        ] {
+            if let crate::Reply::Error(err) = exec(&e, cmd) {
+                let text = err.to_string();
+                assert!(
+                    text == "WRONGTYPE Key is not a valid HyperLogLog string value."
+                        || text == "INVALIDOBJ Corrupted HLL object detected"
+                        || text == "ERR HLL encoding is not sparse",
+                    "{text}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_types_and_missing_keys() {
+    let e = crate::Engine::in_memory(crate::EngineOptions::default());
+    exec(&e, &[b"RPUSH", b"l", b"x"]);
+    exec(&e, &[b"SET", b"s", b"hello"]);
+    let err = |r: crate::Reply| match r {
+        crate::Reply::Error(t) => t.to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert!(err(exec(&e, &[b"PFADD", b"l", b"a"])).starts_with("WRONGTYPE Operation"));
+    assert_eq!(
+        err(exec(&e, &[b"PFCOUNT", b"s"])),
+        "WRONGTYPE Key is not a valid HyperLogLog string value."
+    );
+    assert_eq!(
+        err(exec(&e, &[b"PFDEBUG", b"GETREG", b"nokey"])),
+        "ERR The specified key does not exist"
+    );
+    exec(&e, &[b"PFADD", b"h", b"a"]);
+    assert_eq!(
+        err(exec(&e, &[b"PFDEBUG", b"x\ny", b"h"])),
+        "ERR Unknown PFDEBUG subcommand 'x y'"
+    );
+    assert_eq!(exec(&e, &[b"PFCOUNT", b"h"]), crate::Reply::Integer(1));
+    assert_eq!(exec(&e, &[b"PFCOUNT", b"nokey"]), crate::Reply::Integer(0));
+}
+
+#[test]
+fn promotion_for_a_register_over_32() {
+    let mut s = sketch::empty();
+    assert_eq!(sketch::set_register(&mut s, 100, 32, 3000), Ok(true));
+    assert_eq!(sketch::check(&s), Ok(Encoding::Sparse));
+    assert_eq!(sketch::set_register(&mut s, 200, 33, 3000), Ok(true));
+    assert_eq!(sketch::check(&s), Ok(Encoding::Dense));
+    assert_eq!(sketch::dense_get(&s[HDR..], 100), 32);
+    assert_eq!(sketch::dense_get(&s[HDR..], 200), 33);
+}
