@@ -75,8 +75,12 @@ pub(super) fn pfadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         match sketch::add(bytes, element, max) {
             Ok(c) => changed |= c,
             // Redis replies with the error and signals nothing, but the registers
-            // already raised stay raised: the same command replays to the same bytes.
-            Err(e) if changed => return Ok(Reply::from(OpError::from(e))),
+            // already raised stay raised: the command is logged (it replays to the
+            // same bytes), with no event, WATCH or tracking message.
+            Err(e) if changed => {
+                ctx.unmodified_keys.push(1);
+                return Ok(Reply::from(OpError::from(e)));
+            }
             Err(e) => {
                 ctx.effect = Effect::Nothing;
                 return Err(e.into());
