@@ -45,6 +45,12 @@ pub enum OpError {
         /// The container command, upper-case.
         command: String,
     },
+    /// A string that is not a HyperLogLog where a `PF*` command needs one (Redis
+    /// answers it as a wrong type).
+    NotHyperLogLog,
+    /// A HyperLogLog whose registers cannot be read (sparse opcodes that do not
+    /// cover exactly its registers).
+    CorruptHyperLogLog,
     /// The disk refused the log (or did before, and the engine has not healed): the
     /// failure, as `durability` describes it.
     DiskFailed(String),
@@ -69,6 +75,14 @@ impl OpError {
         OpError::Custom(text.into())
     }
 
+    /// An error whose text quotes what a client sent, made as Redis's
+    /// `addReplyErrorFormat` makes it: the quoted bytes stop at a NUL byte and line
+    /// breaks become spaces.
+    pub fn quoting(before: &str, quoted: &[u8], after: &str) -> OpError {
+        let quoted = String::from_utf8_lossy(clip_bytes(quoted, usize::MAX));
+        OpError::Custom(Cow::Owned(sanitize(format!("{before}{quoted}{after}"))))
+    }
+
     /// The exact text Redis sends for this error (without the leading `-`).
     pub fn wire_text(&self) -> Cow<'static, str> {
         match self {
@@ -84,6 +98,12 @@ impl OpError {
             OpError::DbIndexOutOfRange => Cow::Borrowed("ERR DB index is out of range"),
             OpError::SameObject => Cow::Borrowed("ERR source and destination objects are the same"),
             OpError::NanOrInfinity => Cow::Borrowed("ERR increment would produce NaN or Infinity"),
+            OpError::NotHyperLogLog => {
+                Cow::Borrowed("WRONGTYPE Key is not a valid HyperLogLog string value.")
+            }
+            OpError::CorruptHyperLogLog => {
+                Cow::Borrowed("INVALIDOBJ Corrupted HLL object detected")
+            }
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),

@@ -254,11 +254,38 @@ fn nondeterministic(client: &mut Client, db: usize, rng: &mut SmallRng) {
     batch.push(&["BITOP", "NOT", "bits:not", "bits:3"]);
     batch.push(&["SET", "bits:gone", "x"]);
     batch.push(&["BITOP", "AND", "bits:gone", "no-such-key"]);
+    // HyperLogLogs: sparse and dense values, a PFCOUNT that caches its estimate in the
+    // value (logged though it is a read), merges, PFDEBUG's conversion, and a PFADD
+    // that edits a corrupt value before it fails.
+    for i in 0..6 {
+        let hll = format!("hll:{i}");
+        let elements: Vec<String> = (0..(i * i * 60)).map(|e| format!("e{e}")).collect();
+        let mut pfadd = vec!["PFADD", hll.as_str()];
+        pfadd.extend(elements.iter().map(String::as_str));
+        batch.push(&pfadd);
+        if i % 2 == 0 {
+            batch.push(&["PFCOUNT", &hll]);
+        }
+    }
+    batch.push(&["PFMERGE", "hll:merged", "hll:1", "hll:2"]);
+    batch.push(&["PFMERGE", "hll:dense", "hll:1", "hll:5"]);
+    batch.push(&["PFCOUNT", "hll:merged", "hll:dense"]);
+    batch.push(&["PFDEBUG", "TODENSE", "hll:2"]);
     batch.push(&["SET", "str:61", "kept-ttl", "KEEPTTL"]);
     batch.push(&["RENAME", "str:1", "renamed:1"]);
     batch.push(&["RENAME", "hash:big1", "renamed:hash"]);
     batch.push(&["RENAMENX", "zset:inf", "renamed:zset"]);
     batch.run(client);
+    // Registers 0 to 9999 covered: "hello" is added, then "a" fails (the reply is an
+    // error, and the edit before it must still come back).
+    let part: &[&[u8]] = &[
+        b"SET",
+        b"hll:part",
+        b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\x80\x67\x0f",
+    ];
+    client.cmd(part);
+    let failed = client.cmd(&["PFADD", "hll:part", "hello", "a"]);
+    assert!(failed.is_error(), "{}", failed.render());
 }
 
 /// Uses databases 2–4 as scratch space for SWAPDB and FLUSHDB.

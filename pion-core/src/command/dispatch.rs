@@ -431,7 +431,7 @@ fn run_resolved(
         ctx.ks.set_no_touch(no_touch);
         ctx.ks.set_lfu(engine.lfu_policy());
         let result = run_handler(&mut ctx, spec, argv, &keys);
-        if spec.has(super::flags::WRITE) {
+        if spec.has(super::flags::WRITE | super::flags::MAY_MODIFY) {
             log_effect(&mut ctx, spec, argv, &result, now);
         }
         hold_reply_for_log(&mut ctx);
@@ -492,7 +492,7 @@ fn run_handler(
     argv: &[Vec<u8>],
     keys: &[usize],
 ) -> OpResult<Reply> {
-    let write = spec.has(super::flags::WRITE);
+    let write = spec.has(super::flags::WRITE | super::flags::MAY_MODIFY);
     let watched_before = if write {
         super::watch::existing_watched(ctx, spec, argv, keys)
     } else {

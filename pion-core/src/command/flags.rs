@@ -63,6 +63,11 @@ pub const NOOP_ON_ZERO: u64 = 1 << 46;
 /// key patterns and slot routing apply to them, but no shard is locked for them and
 /// nothing of the keyspace (watches, client-side caching, search) follows them.
 pub const NAMESPACE_KEYS: u64 = 1 << 47;
+/// Internal: a read-only command that may still change a stored value (`PFCOUNT`
+/// caches its estimate in the HyperLogLog's header). Its keys are settled, watchers
+/// told and the command logged as a write's are, unless its effect says it changed
+/// nothing; everything else (scripts, pauses, `COMMAND INFO`) sees a read.
+pub const MAY_MODIFY: u64 = 1 << 48;
 
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[

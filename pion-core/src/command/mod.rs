@@ -45,6 +45,9 @@ pub enum Group {
     /// Bitmap commands (`SETBIT`, `BITCOUNT`, `BITFIELD` …): they work on string
     /// values but Redis files them under their own `@bitmap` category and group.
     Bitmap,
+    /// HyperLogLog commands (`PFADD`, `PFCOUNT` …): string values, filed by Redis
+    /// under their own `@hyperloglog` category and group.
+    HyperLogLog,
     /// Hash commands.
     Hash,
     /// List commands.
@@ -82,6 +85,7 @@ impl Group {
             Group::Keyspace => "generic",
             Group::String => "string",
             Group::Bitmap => "bitmap",
+            Group::HyperLogLog => "hyperloglog",
             Group::Hash => "hash",
             Group::List => "list",
             Group::Set => "set",
@@ -423,6 +427,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
     use crate::command::handlers::*;
     vec![
         strings::COMMANDS,
+        hll::COMMANDS,
         keys::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,

@@ -86,6 +86,9 @@ pub struct ConfigValues {
     pub list_compress_depth: i64,
     /// Compact-encoding thresholds.
     pub limits: EncodingLimits,
+    /// `hll-sparse-max-bytes`: the longest a sparse HyperLogLog grows before it turns
+    /// dense.
+    pub hll_sparse_max_bytes: u64,
     /// `threads` (immutable; Pion's executing threads).
     pub threads: usize,
     /// `appendonly`: as set at start-up (the log's state) or since by `CONFIG SET`.
@@ -171,6 +174,7 @@ impl Default for ConfigValues {
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             limits: EncodingLimits::default(),
+            hll_sparse_max_bytes: 3000,
             threads: 1,
             appendonly: false,
             wal: false,

@@ -377,6 +377,22 @@ pub static PARAMS: &[Param] = &[
         0,
         i64::MAX as usize
     ),
+    Param {
+        name: "hll-sparse-max-bytes",
+        aliases: &[],
+        get: |c| c.hll_sparse_max_bytes.to_string(),
+        set: Some(|c, v| {
+            let n = parse_mem_arg(v)?;
+            if n > i64::MAX as u64 {
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.hll_sparse_max_bytes = n;
+            Ok(())
+        }),
+    },
     int_param!(
         "maxmemory-samples",
         &[],

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod connection;
 pub mod debug;
 pub mod hashes;
+pub mod hll;
 pub mod info;
 pub mod keys;
 pub mod latency;
