@@ -17,7 +17,7 @@ use crate::value::{StrValue, Value};
 
 /// `hll-sparse-max-bytes` now.
 fn sparse_max(ctx: &Ctx<'_>) -> u64 {
-    ctx.engine.config().with(|c| c.hll_sparse_max_bytes)
+    ctx.config().with(|c| c.hll_sparse_max_bytes)
 }
 
 /// A HyperLogLog's bytes for editing in place (the value becomes `raw`), looked up

@@ -22,7 +22,7 @@ const ELEMENTS: u64 = 10_000_000;
 
 /// `PFSELFTEST`: `OK`, or the first failure as a `TESTFAILED` error.
 pub(super) fn pfselftest(ctx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let sparse_max = ctx.engine.config().with(|c| c.hll_sparse_max_bytes);
+    let sparse_max = ctx.config().with(|c| c.hll_sparse_max_bytes);
     run(sparse_max, rand::random())?;
     Ok(Reply::ok())
 }
