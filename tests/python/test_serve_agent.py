@@ -15,7 +15,8 @@ import pytest
 
 from pion.serve import anthropic_api
 from pion.serve.cache import common_prefix
-from serve_support import BLOCK, Scripted, health, model_folder, start_server
+from pion.serve.testmodel import CHAT_TEMPLATE
+from serve_support import BLOCK, Scripted, health, model_folder, settled, start_server
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 TOOLS_OPENAI = [{"type": "function", "function": {
@@ -25,6 +26,20 @@ TOOLS_ANTHROPIC = [{"name": "get_weather", "description": "Weather of a city",
                     "input_schema": TOOLS_OPENAI[0]["function"]["parameters"]}]
 TOOLS_RESPONSES = [{"type": "function", "name": "get_weather", "description": "Weather of a city",
                     "parameters": TOOLS_OPENAI[0]["function"]["parameters"]}]
+
+
+# A template that refuses to render a conversation ending on an assistant turn without
+# a generation prompt: the cache cannot re-render a reply with it.
+REFUSES_FINAL_REPLY = ("{%- if not add_generation_prompt and messages[-1].role == 'assistant' %}"
+                       "{{ raise_exception('no final assistant turn without a generation prompt') }}{%- endif %}"
+                       + CHAT_TEMPLATE)
+# Qwen3's way: an assistant turn's reasoning is rendered only after the last user
+# message, so the next request rewrites the previous reply without it.
+QWEN3_STYLE = ("{%- set ns = namespace(last_user=-1) %}{%- for m in messages %}{%- if m.role == 'user' %}"
+               "{%- set ns.last_user = loop.index0 %}{%- endif %}{%- endfor %}"
+               + CHAT_TEMPLATE.replace("{% if message.reasoning_content %}",
+                                       "{% if message.reasoning_content and loop.index0 > ns.last_user %}"))
+assert QWEN3_STYLE.count("ns.last_user") == 2  # the replacement took place
 
 
 @pytest.fixture(scope="module")
@@ -330,3 +345,83 @@ def test_slow_prefill_is_kept_alive(server, gen, path, body, keepalive):
     assert sum(1 for _, l in lines if l == keepalive) >= 4
     gaps = [b[0] - a[0] for a, b in zip([(t0, "")] + lines, lines)]
     assert max(gaps) < 0.45
+
+
+THINK = {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_a_reply_the_template_cannot_render_keeps_the_prompt(tmp_path_factory, tmp_path, free_port):
+    folder = model_folder(tmp_path_factory.mktemp("models"), template=REFUSES_FINAL_REPLY, tag="refuses")
+    gen = Scripted()
+    srv = start_server(folder, tmp_path / "refuses", free_port(), gen)
+    system = "You are a coding agent working in a repository. " * 3
+    try:
+        first = [{"role": "user", "content": "Read main.py please."}]
+        gen.scripts = ["It prints hello."]
+        ant(srv.url).messages.create(model="any", system=system, messages=first, max_tokens=50)
+        h = settled(srv.url)
+        last = h["last"]
+        assert "raise_exception" not in last["rerender_error"] and "generation prompt" in last["rerender_error"]
+        # The prompt is kept, in memory and in Pion, though the reply is not.
+        assert last["kept_tokens"] >= last["prompt_tokens"] > BLOCK and h["prompt_cache"]["stored_blocks"] > 0
+        second = first + [{"role": "assistant", "content": "It prints hello."},
+                          {"role": "user", "content": "Rename it."}]
+        gen.scripts = ["Done."]
+        m = ant(srv.url).messages.create(model="any", system=system, messages=second, max_tokens=50)
+        h2 = settled(srv.url)["last"]
+        assert h2["source"] == "memory" and m.usage.cache_read_input_tokens == last["prompt_tokens"]
+        assert h2["prefilled_tokens"] == h2["prompt_tokens"] - last["prompt_tokens"]
+    finally:
+        srv.stop()
+
+
+def test_a_rerender_that_drops_the_prompts_thinking_keeps_the_prompt(server, gen):
+    """The generation prompt opens a thinking block; a reply without thinking
+    re-renders without it, so the re-render differs inside the prompt."""
+    body = {"system": "Think before you answer. " * 4, "max_tokens": 1100, "thinking": THINK,
+            "messages": [{"role": "user", "content": "Which file holds main()?"}]}
+    prompt = _prompt_ids(server, body)
+    assert server.service.tokenizer.decode(prompt[-2:]) == "<think>\n"
+    gen.scripts = ["</think>\n\nmain.py."]
+    m = ant(server.url).messages.create(model="any", **body)
+    assert [b.type for b in m.content] == ["text"]
+    last = settled(server.url)["last"]
+    assert last["prompt_tokens"] == len(prompt) and last["kept_tokens"] >= len(prompt)
+    # The same request again starts from the whole prompt (but its last token).
+    gen.scripts = ["</think>\n\nmain.py."]
+    m = ant(server.url).messages.create(model="any", **body)
+    assert m.usage.cache_read_input_tokens == len(prompt) - 1
+    assert settled(server.url)["last"]["source"] == "memory"
+
+
+def test_a_template_that_rewrites_earlier_turns(tmp_path_factory, tmp_path, free_port):
+    """Qwen3-style: the previous reply's reasoning is gone from the next request, so
+    the next turn reuses the longest common prefix of what the cache holds."""
+    folder = model_folder(tmp_path_factory.mktemp("models"), template=QWEN3_STYLE, tag="qwen3-style")
+    gen = Scripted()
+    srv = start_server(folder, tmp_path / "rewrites", free_port(), gen)
+    system = "You are a coding agent working in a repository. " * 3
+    try:
+        body = {"system": system, "max_tokens": 1100, "thinking": THINK,
+                "messages": [{"role": "user", "content": "Read main.py please."}]}
+        p1 = _prompt_ids(srv, body)
+        gen.scripts = ["Look at it.</think>\n\nIt prints hello."]
+        m = ant(srv.url).messages.create(model="any", **body)
+        assert [b.type for b in m.content] == ["thinking", "text"]
+        kept = settled(srv.url)["last"]["kept_tokens"]
+        # The re-rendered reply keeps its reasoning (it is the last turn).
+        assert kept > len(p1)
+        body["messages"] = body["messages"] + [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]},
+            {"role": "user", "content": "Rename it."}]
+        p2 = _prompt_ids(srv, body)
+        shared = common_prefix(p1, p2)
+        assert "Look at it" not in srv.service.tokenizer.decode(p2) and shared < len(p1)
+        gen.scripts = ["</think>\n\nDone."]
+        m = ant(srv.url).messages.create(model="any", **body)
+        last = settled(srv.url)["last"]
+        # The session cache is trimmed back to where the two renderings part.
+        assert last["source"] == "memory" and m.usage.cache_read_input_tokens == shared
+        assert last["prefilled_tokens"] == len(p2) - shared
+    finally:
+        srv.stop()
