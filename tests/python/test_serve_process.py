@@ -128,7 +128,8 @@ def test_second_process_and_restart_share_the_cache(folder, pion_server, free_po
         c = ServeProcess(folder, free_port(), *args).start()
         m3 = _turn(c.url, second)
         assert m3.usage.cache_read_input_tokens >= stored
-        assert health(c.url)["last"]["source"] == "pion"
+        last = health(c.url)["last"]
+        assert last["source"] == "pion" and last["prefilled_tokens"] == p2 - m3.usage.cache_read_input_tokens
         assert [x.model_dump() for x in m3.content] == [x.model_dump() for x in m2.content]
         # The first process answers the same turn the same way (its own memory).
         m4 = _turn(a.url, second)
