@@ -18,12 +18,19 @@ after one warm-up request on an unrelated prompt:
   next turn;
 - **mlx_lm.server**: mlx-lm's server on the same folder, the first turn and a next turn.
 
-    python benches/serve_ttft.py --server target/release/pion-server --system-tokens 4096
+``--repeat N`` runs it all N times and reports each route's median (and every run's
+figure). Each repetition starts fresh ``pion serve`` processes on the same
+pion-server and sends a system prompt of its own (the same length, a different
+first line), so nothing an earlier repetition stored or kept in memory matches: its
+cold turn is cold, and its other routes reuse only its own first turn.
+
+    python benches/serve_ttft.py --server target/release/pion-server --system-tokens 4096 [--repeat 3]
 """
 
 import argparse
 import json
 import os
+import statistics
 import shutil
 import socket
 import subprocess
@@ -50,12 +57,15 @@ QUESTIONS = ["Which function builds the cache, and where is it tested?",
              "Which file holds the benchmark, and what does it measure?"]
 
 
-def system_prompt(tokens):
+def system_prompt(tokens, run=0):
+    """``tokens`` bytes (one token each) of words; runs after the first start with a
+    line of their own, so that no two runs share a prefix."""
     out, i = [], 0
     while sum(len(w) + 1 for w in out) < tokens:
         out.append(WORDS[(i * 7 + i // 5) % len(WORDS)])
         i += 1
-    return " ".join(out)[:tokens]
+    head = f"Run {run}.\n" if run else ""
+    return (head + " ".join(out))[:tokens]
 
 
 def free_port():
@@ -104,26 +114,10 @@ def turn(system, question, reply=None, first=None):
     return msgs
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--server", default=os.environ.get("PION_SERVER_BIN", "target/release/pion-server"))
-    ap.add_argument("--system-tokens", type=int, default=4096)
-    ap.add_argument("--skip-mlx-lm", action="store_true")
-    args = ap.parse_args()
-
-    from pion.serve.testmodel import build_model_folder
-
-    tmp = tempfile.mkdtemp(prefix="pion-serve-bench-")
-    folder = build_model_folder(os.path.join(tmp, "model"), "llama_1b_layout", seed=5)
-    system = system_prompt(args.system_tokens)
-    sport, lane = free_port(), free_port()
-    pion_server = subprocess.Popen([args.server, "--port", str(sport), "--kvcache-port", str(lane),
-                                    "--dir", os.path.join(tmp, "server")],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    procs = []
-    rows = []
+def pion_routes(folder, system, sport, lane):
+    """(route, seconds, usage) for the four pion serve routes on fresh processes."""
+    procs, rows = [], []
     try:
-        wait_port(sport, pion_server)
         a_port = free_port()
         procs.append(serve(folder, a_port, sport, lane))
         t, r = chat(a_port, turn(system, QUESTIONS[0]))
@@ -145,34 +139,81 @@ def main():
             p.terminate()
             p.wait()
         procs = []
-        if not args.skip_mlx_lm:
-            m_port = free_port()
-            m = subprocess.Popen([sys.executable, "-m", "mlx_lm.server", "--model", folder, "--port", str(m_port)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            procs.append(m)
-            wait_port(m_port, m)
-            chat(m_port, [{"role": "user", "content": "warm up"}], folder)
-            t, r = chat(m_port, turn(system, QUESTIONS[0]), folder)
-            rows.append(("mlx_lm.server cold", t, r.get("usage", {})))
-            t, r = chat(m_port, turn(system, QUESTIONS[1], r["choices"][0]["message"]["content"] or "", QUESTIONS[0]),
-                        folder)
-            rows.append(("mlx_lm.server next turn", t, r.get("usage", {})))
     finally:
         for p in procs:
             p.kill()
             p.wait()
+    return rows
+
+
+def mlx_lm_routes(port, folder, system):
+    """(route, seconds, usage) for mlx_lm.server's first turn and next turn."""
+    rows = []
+    t, r = chat(port, turn(system, QUESTIONS[0]), folder)
+    rows.append(("mlx_lm.server cold", t, r.get("usage", {})))
+    t, r = chat(port, turn(system, QUESTIONS[1], r["choices"][0]["message"]["content"] or "", QUESTIONS[0]), folder)
+    rows.append(("mlx_lm.server next turn", t, r.get("usage", {})))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", default=os.environ.get("PION_SERVER_BIN", "target/release/pion-server"))
+    ap.add_argument("--system-tokens", type=int, default=4096)
+    ap.add_argument("--skip-mlx-lm", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of every route; the median is reported")
+    args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+
+    from pion.serve.testmodel import build_model_folder
+
+    tmp = tempfile.mkdtemp(prefix="pion-serve-bench-")
+    folder = build_model_folder(os.path.join(tmp, "model"), "llama_1b_layout", seed=5)
+    sport, lane = free_port(), free_port()
+    pion_server = subprocess.Popen([args.server, "--port", str(sport), "--kvcache-port", str(lane),
+                                    "--dir", os.path.join(tmp, "server")],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = []  # per repetition: [(route, seconds, usage), ...]
+    mlx_server = None
+    try:
+        wait_port(sport, pion_server)
+        for run in range(args.repeat):
+            runs.append(pion_routes(folder, system_prompt(args.system_tokens, run), sport, lane))
+        if not args.skip_mlx_lm:
+            m_port = free_port()
+            mlx_server = subprocess.Popen([sys.executable, "-m", "mlx_lm.server", "--model", folder,
+                                           "--port", str(m_port)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_port(m_port, mlx_server)
+            chat(m_port, [{"role": "user", "content": "warm up"}], folder)
+            for run in range(args.repeat):
+                runs[run] += mlx_lm_routes(m_port, folder, system_prompt(args.system_tokens, run))
+    finally:
+        if mlx_server is not None:
+            mlx_server.kill()
+            mlx_server.wait()
         pion_server.terminate()
         pion_server.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    cold = rows[0][1]
-    same = rows[1][1]
-    print(f"system prompt {args.system_tokens} tokens + 3 tools; prompt {rows[0][2].get('prompt_tokens')} tokens")
-    print(f"{'route':<28} {'TTFT ms':>10} {'vs cold':>8} {'vs next turn':>13} {'cached':>7} {'prompt':>7}")
-    for name, t, usage in rows:
+    names = [name for name, _, _ in runs[0]]
+    times = {name: [run[i][1] for run in runs] for i, name in enumerate(names)}
+    median = {name: statistics.median(ts) for name, ts in times.items()}
+    usages = {name: usage for name, _, usage in runs[-1]}
+    cold, same = median["cold"], median["next turn, same process"]
+    print(f"system prompt {args.system_tokens} tokens + 3 tools; prompt {usages['cold'].get('prompt_tokens')} tokens"
+          + (f"; median of {args.repeat} runs" if args.repeat > 1 else ""))
+    head = f"{'route':<28} {'TTFT ms':>10} {'vs cold':>8} {'vs next turn':>13} {'cached':>7} {'prompt':>7}"
+    print(head + ("  runs (ms)" if args.repeat > 1 else ""))
+    for name in names:
+        t, usage = median[name], usages[name]
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", "")
-        print(f"{name:<28} {t * 1000:>10,.0f} {t / cold:>8.3f} {t / same:>13.2f} {cached!s:>7} "
-              f"{usage.get('prompt_tokens', '')!s:>7}")
+        line = (f"{name:<28} {t * 1000:>10,.0f} {t / cold:>8.3f} {t / same:>13.2f} {cached!s:>7} "
+                f"{usage.get('prompt_tokens', '')!s:>7}")
+        if args.repeat > 1:
+            line += "  " + " ".join(f"{x * 1000:,.0f}" for x in times[name])
+        print(line)
 
 
 if __name__ == "__main__":

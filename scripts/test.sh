@@ -2,9 +2,10 @@
 # Runs Pion's whole test suite, installing what the tests need when it is missing:
 # the real redis-server (the differential oracle) and redis-cli, Tcl (Redis's own test
 # harness, whose units scripts/redis-tcl-units.sh runs), Mesa's Vulkan drivers (wgpu
-# on CPU), and a Python venv with maturin, pytest, numpy, mlx[cpu], mlx-lm, redis, the
-# client libraries the search tests drive (redisvl, langchain-redis), and what pion serve
-# and its tests need (starlette, uvicorn, tokenizers; the openai and anthropic SDKs).
+# on CPU), and a Python venv with maturin, pytest, numpy, redis, the client libraries the
+# search tests drive (redisvl, langchain-redis), the SDKs the pion serve tests drive
+# (openai, anthropic), and pion-py with its serve extra (mlx[cpu], mlx-lm, starlette,
+# uvicorn, tokenizers: what `pip install './pion-py[serve]'` installs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,13 +32,12 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "== creating $VENV"
   python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, mlx, mlx_lm, redisvl, langchain_redis, openai, anthropic, starlette, uvicorn, tokenizers" >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, redisvl, langchain_redis, openai, anthropic" >/dev/null 2>&1; then
   echo "== installing Python test dependencies"
   "$VENV/bin/pip" install -q --upgrade pip
-  # openai and anthropic: the SDKs the pion serve tests drive; starlette, uvicorn and
-  # tokenizers: pion serve itself (the pion-py[serve] extra).
-  "$VENV/bin/pip" install -q maturin pytest numpy "mlx[cpu]" mlx-lm redis redisvl langchain-redis \
-    openai anthropic starlette uvicorn tokenizers
+  # openai and anthropic: the SDKs the pion serve tests drive. What pion serve itself
+  # needs comes with pion-py below, through its serve extra.
+  "$VENV/bin/pip" install -q maturin pytest numpy redis redisvl langchain-redis openai anthropic
 fi
 # mlx-lm before 0.32.2 wrote another prompt-cache file layout; its cache module (from
 # the 0.31.3 wheel) lets the tests check that layout of the export lane too.
@@ -104,8 +104,9 @@ if command -v cargo-fuzz >/dev/null 2>&1; then
       -max_total_time="${PION_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 2>&1 | tail -n 1)
   done
 fi
-echo "== pion-py (the Python package, built and installed into $VENV)"
-VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop -q -m pion-py/Cargo.toml >/dev/null
+echo "== pion-py (the Python package with its serve extra, built and installed into $VENV)"
+# The extra's requirements go through pip, which contacts no index once they are met.
+VIRTUAL_ENV="$PWD/$VENV" "$VENV/bin/maturin" develop -q -E serve -m pion-py/Cargo.toml >/dev/null
 echo "== pytest"
 PION_SERVER_BIN="$CARGO_TARGET_DIR/debug/pion-server" PION_LEGACY_MLX_LM="$LEGACY_MLX_LM" \
   "$VENV/bin/python" -m pytest -q tests/python

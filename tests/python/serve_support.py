@@ -17,13 +17,14 @@ BLOCK = 16
 STEP = 64
 
 
-def model_folder(root, arch="llama", seed=7):
-    """A test model folder (built once per path)."""
+def model_folder(root, arch="llama", seed=7, template=None, tag=""):
+    """A test model folder (built once per path); ``template`` replaces the chat
+    template (``tag`` names such a folder apart)."""
     from pion.serve.testmodel import build_model_folder
 
-    path = os.path.join(str(root), f"{arch}-{seed}")
+    path = os.path.join(str(root), f"{arch}-{seed}{'-' + tag if tag else ''}")
     if not os.path.exists(os.path.join(path, "tokenizer.json")):
-        build_model_folder(path, arch, seed=seed)
+        build_model_folder(path, arch, seed=seed, chat_template=template)
     return path
 
 
@@ -96,6 +97,17 @@ def stream_lines(url, body):
 
 def health(url):
     return request("GET", url + "/health")[1]
+
+
+def settled(url, timeout=15):
+    """``/health`` once the worker is idle: the last request's cache update (after
+    its reply went out) is done, and ``last`` has its ``kept_tokens``."""
+    deadline = time.time() + timeout
+    while True:
+        h = health(url)
+        if (not h["busy"] and h["queued"] == 0) or time.time() > deadline:
+            return h
+        time.sleep(0.02)
 
 
 class ServeProcess:

@@ -6,6 +6,7 @@ prefill."""
 
 import http.client
 import json
+import threading
 import time
 import urllib.parse
 
@@ -15,7 +16,8 @@ import pytest
 
 from pion.serve import anthropic_api
 from pion.serve.cache import common_prefix
-from serve_support import BLOCK, Scripted, health, model_folder, start_server
+from pion.serve.testmodel import CHAT_TEMPLATE
+from serve_support import BLOCK, Scripted, health, model_folder, settled, start_server
 
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 TOOLS_OPENAI = [{"type": "function", "function": {
@@ -25,6 +27,20 @@ TOOLS_ANTHROPIC = [{"name": "get_weather", "description": "Weather of a city",
                     "input_schema": TOOLS_OPENAI[0]["function"]["parameters"]}]
 TOOLS_RESPONSES = [{"type": "function", "name": "get_weather", "description": "Weather of a city",
                     "parameters": TOOLS_OPENAI[0]["function"]["parameters"]}]
+
+
+# A template that refuses to render a conversation ending on an assistant turn without
+# a generation prompt: the cache cannot re-render a reply with it.
+REFUSES_FINAL_REPLY = ("{%- if not add_generation_prompt and messages[-1].role == 'assistant' %}"
+                       "{{ raise_exception('no final assistant turn without a generation prompt') }}{%- endif %}"
+                       + CHAT_TEMPLATE)
+# Qwen3's way: an assistant turn's reasoning is rendered only after the last user
+# message, so the next request rewrites the previous reply without it.
+QWEN3_STYLE = ("{%- set ns = namespace(last_user=-1) %}{%- for m in messages %}{%- if m.role == 'user' %}"
+               "{%- set ns.last_user = loop.index0 %}{%- endif %}{%- endfor %}"
+               + CHAT_TEMPLATE.replace("{% if message.reasoning_content %}",
+                                       "{% if message.reasoning_content and loop.index0 > ns.last_user %}"))
+assert QWEN3_STYLE.count("ns.last_user") == 2  # the replacement took place
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +123,15 @@ def test_responses_function_call_events(server, gen):
     assert json.loads(call.arguments) == {"city": "Paris"}
     assert final.usage.input_tokens_details.cached_tokens >= 0
 
+    # Not streamed: the same two output items.
+    gen.scripts = ["Checking." + CALL]
+    r = c.responses.create(model="any", input="Weather in Paris?", tools=TOOLS_RESPONSES, max_output_tokens=200)
+    assert r.status == "completed" and [o.type for o in r.output] == ["message", "function_call"]
+    assert r.output[0].content[0].text == "Checking."
+    nc = r.output[1]
+    assert nc.name == "get_weather" and nc.call_id.startswith("call_") and nc.status == "completed"
+    assert json.loads(nc.arguments) == {"city": "Paris"}
+
     # Codex sends the call and its output back as input items.
     gen.scripts = ["Sunny."]
     r = c.responses.create(model="any", tools=TOOLS_RESPONSES, max_output_tokens=50, input=[
@@ -131,6 +156,12 @@ def test_anthropic_tool_use_and_thinking(server, gen):
     assert use.type == "tool_use" and use.name == "get_weather" and use.input == {"city": "Paris"}
     assert use.id.startswith("toolu_")
     assert "input_json" in events
+    # Not streamed: the same blocks and stop reason.
+    gen.scripts = ["I will look it up." + CALL]
+    m = a.messages.create(model="any", max_tokens=200, tools=TOOLS_ANTHROPIC, messages=ASK)
+    assert m.stop_reason == "tool_use" and [b.type for b in m.content] == ["text", "tool_use"]
+    assert m.content[0].text == "I will look it up."
+    assert m.content[1].name == "get_weather" and m.content[1].input == {"city": "Paris"}
 
     # Thinking on: the template opens a thinking block, which comes back as one.
     gen.scripts = ["The user wants weather.</think>\n\nIt is sunny."]
@@ -219,7 +250,8 @@ def test_multi_turn_prefills_only_new_tokens(server, gen, folder, tmp_path, free
         srv.stop()
 
 
-def test_disconnect_cancels_generation(server, gen):
+@pytest.mark.parametrize("route", ["chat", "completions", "responses"])
+def test_disconnect_cancels_generation(server, gen, route):
     gen.token_delay = 0.05
     # A scripted reply longer than max_tokens: the random model could end its reply
     # at any token (its end-of-turn token), and the job would then finish, not be
@@ -228,8 +260,14 @@ def test_disconnect_cancels_generation(server, gen):
     try:
         before = health(server.url)["stats"]["cancelled"]
         c = oai(server.url)
-        stream = c.chat.completions.create(model="any", messages=[{"role": "user", "content": "go on forever"}],
-                                           max_tokens=400, stream=True)
+        if route == "chat":
+            stream = c.chat.completions.create(model="any", messages=[{"role": "user", "content": "go on forever"}],
+                                               max_tokens=400, stream=True)
+        elif route == "completions":
+            stream = c.completions.create(model="any", prompt="Go on forever:", max_tokens=400, stream=True)
+        else:
+            stream = c.responses.create(model="any", input="go on forever", max_output_tokens=400, stream=True)
+        # Four chunks or events in, the reply's text is streaming.
         for i, _ in enumerate(stream):
             if i == 3:
                 break
@@ -311,6 +349,7 @@ def _timed_lines(url, body):
     ("/v1/messages", {"max_tokens": 2, "stream": True}, "event: ping"),
     ("/v1/responses", {"max_output_tokens": 2, "stream": True}, "event: response.in_progress"),
     ("/v1/chat/completions", {"max_tokens": 2, "stream": True}, ": keep-alive"),
+    ("/v1/completions", {"max_tokens": 2, "stream": True}, ": keep-alive"),
 ])
 def test_slow_prefill_is_kept_alive(server, gen, path, body, keepalive):
     gen.prefill_delay = 0.4
@@ -319,6 +358,8 @@ def test_slow_prefill_is_kept_alive(server, gen, path, body, keepalive):
         text = f"A long prompt for a slow prefill at {path}. " * 8  # several prefill chunks, never cached
         if path == "/v1/responses":
             body = dict(body, input=text)
+        elif path == "/v1/completions":
+            body = dict(body, prompt=text)
         else:
             body = dict(body, messages=[{"role": "user", "content": text}])
         t0 = time.monotonic()
@@ -330,3 +371,147 @@ def test_slow_prefill_is_kept_alive(server, gen, path, body, keepalive):
     assert sum(1 for _, l in lines if l == keepalive) >= 4
     gaps = [b[0] - a[0] for a, b in zip([(t0, "")] + lines, lines)]
     assert max(gaps) < 0.45
+
+
+THINK = {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_a_reply_the_template_cannot_render_keeps_the_prompt(tmp_path_factory, tmp_path, free_port):
+    folder = model_folder(tmp_path_factory.mktemp("models"), template=REFUSES_FINAL_REPLY, tag="refuses")
+    gen = Scripted()
+    srv = start_server(folder, tmp_path / "refuses", free_port(), gen)
+    system = "You are a coding agent working in a repository. " * 3
+    try:
+        first = [{"role": "user", "content": "Read main.py please."}]
+        gen.scripts = ["It prints hello."]
+        ant(srv.url).messages.create(model="any", system=system, messages=first, max_tokens=50)
+        h = settled(srv.url)
+        last = h["last"]
+        assert "raise_exception" not in last["rerender_error"] and "generation prompt" in last["rerender_error"]
+        # The prompt is kept, in memory and in Pion, though the reply is not.
+        assert last["kept_tokens"] >= last["prompt_tokens"] > BLOCK and h["prompt_cache"]["stored_blocks"] > 0
+        second = first + [{"role": "assistant", "content": "It prints hello."},
+                          {"role": "user", "content": "Rename it."}]
+        gen.scripts = ["Done."]
+        m = ant(srv.url).messages.create(model="any", system=system, messages=second, max_tokens=50)
+        h2 = settled(srv.url)["last"]
+        assert h2["source"] == "memory" and m.usage.cache_read_input_tokens == last["prompt_tokens"]
+        assert h2["prefilled_tokens"] == h2["prompt_tokens"] - last["prompt_tokens"]
+    finally:
+        srv.stop()
+
+
+def test_a_rerender_that_drops_the_prompts_thinking_keeps_the_prompt(server, gen):
+    """The generation prompt opens a thinking block; a reply without thinking
+    re-renders without it, so the re-render differs inside the prompt."""
+    body = {"system": "Think before you answer. " * 4, "max_tokens": 1100, "thinking": THINK,
+            "messages": [{"role": "user", "content": "Which file holds main()?"}]}
+    prompt = _prompt_ids(server, body)
+    assert server.service.tokenizer.decode(prompt[-2:]) == "<think>\n"
+    gen.scripts = ["</think>\n\nmain.py."]
+    m = ant(server.url).messages.create(model="any", **body)
+    assert [b.type for b in m.content] == ["text"]
+    last = settled(server.url)["last"]
+    assert last["prompt_tokens"] == len(prompt) and last["kept_tokens"] >= len(prompt)
+    # The same request again starts from the whole prompt (but its last token).
+    gen.scripts = ["</think>\n\nmain.py."]
+    m = ant(server.url).messages.create(model="any", **body)
+    assert m.usage.cache_read_input_tokens == len(prompt) - 1
+    assert settled(server.url)["last"]["source"] == "memory"
+
+
+def test_a_template_that_rewrites_earlier_turns(tmp_path_factory, tmp_path, free_port):
+    """Qwen3-style: the previous reply's reasoning is gone from the next request, so
+    the next turn reuses the longest common prefix of what the cache holds."""
+    folder = model_folder(tmp_path_factory.mktemp("models"), template=QWEN3_STYLE, tag="qwen3-style")
+    gen = Scripted()
+    srv = start_server(folder, tmp_path / "rewrites", free_port(), gen)
+    system = "You are a coding agent working in a repository. " * 3
+    try:
+        body = {"system": system, "max_tokens": 1100, "thinking": THINK,
+                "messages": [{"role": "user", "content": "Read main.py please."}]}
+        p1 = _prompt_ids(srv, body)
+        gen.scripts = ["Look at it.</think>\n\nIt prints hello."]
+        m = ant(srv.url).messages.create(model="any", **body)
+        assert [b.type for b in m.content] == ["thinking", "text"]
+        kept = settled(srv.url)["last"]["kept_tokens"]
+        # The re-rendered reply keeps its reasoning (it is the last turn).
+        assert kept > len(p1)
+        body["messages"] = body["messages"] + [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]},
+            {"role": "user", "content": "Rename it."}]
+        p2 = _prompt_ids(srv, body)
+        shared = common_prefix(p1, p2)
+        assert "Look at it" not in srv.service.tokenizer.decode(p2) and shared < len(p1)
+        gen.scripts = ["</think>\n\nDone."]
+        m = ant(srv.url).messages.create(model="any", **body)
+        last = settled(srv.url)["last"]
+        # The session cache is trimmed back to where the two renderings part.
+        assert last["source"] == "memory" and m.usage.cache_read_input_tokens == shared
+        assert last["prefilled_tokens"] == len(p2) - shared
+    finally:
+        srv.stop()
+
+
+def test_requests_queue_in_arrival_order(server, gen):
+    """Three requests at once: each waits for the ones that came before it, and
+    /health counts those waiting."""
+    gen.token_delay = 0.06
+    gen.scripts = ["first reply", "second reply", "third reply"]  # taken in the order the jobs run
+    replies, finished, queued = {}, [], []
+    lock = threading.Lock()
+
+    def ask(i):
+        r = oai(server.url).chat.completions.create(
+            model="any", messages=[{"role": "user", "content": f"Question number {i}."}], max_tokens=50)
+        with lock:
+            replies[i] = r.choices[0].message.content
+            finished.append(i)
+
+    threads = []
+    try:
+        for i in range(3):
+            threads.append(threading.Thread(target=ask, args=(i,)))
+            threads[-1].start()
+            # In before the next one is sent: the first running, the others waiting.
+            deadline = time.time() + 10
+            while True:
+                h = health(server.url)
+                if (h["busy"] and h["queued"] == i) or time.time() > deadline:
+                    break
+                time.sleep(0.01)
+            queued.append(h["queued"])
+        for t in threads:
+            t.join(30)
+    finally:
+        gen.token_delay = 0.0
+        gen.scripts = []
+    assert queued == [0, 1, 2]
+    assert finished == [0, 1, 2]
+    assert replies == {0: "first reply", 1: "second reply", 2: "third reply"}
+
+
+def test_disconnect_during_a_slow_prefill_cancels_it(server, gen):
+    gen.prefill_delay = 0.3
+    text = "A long prompt the client gives up on while it is prefilled. " * 10  # ten prefill chunks
+    try:
+        before = health(server.url)["stats"]["cancelled"]
+        u = urllib.parse.urlsplit(server.url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        conn.request("POST", "/v1/messages", body=json.dumps({
+            "model": "any", "max_tokens": 5, "stream": True,
+            "messages": [{"role": "user", "content": text}]}).encode(), headers={"content-type": "application/json"})
+        r = conn.getresponse()
+        assert r.readline().decode().strip() == "event: message_start"  # the job has started
+        conn.close()
+        deadline = time.time() + 15
+        while time.time() < deadline and health(server.url)["stats"]["cancelled"] == before:
+            time.sleep(0.05)
+        h = health(server.url)
+    finally:
+        gen.prefill_delay = 0.0
+    last = h["last"]
+    assert h["stats"]["cancelled"] == before + 1 and last["finish"] == "cancelled"
+    # Stopped between two prefill chunks: nothing generated, most of the prompt not
+    # prefilled.
+    assert last["completion_tokens"] == 0 and last["prefilled_tokens"] < last["prompt_tokens"] // 2

@@ -221,10 +221,14 @@ def test_sampling_parameters_are_honoured(server):
     # Same seed, same tokens; the seed changes them; max_tokens bounds the reply.
     a, b = once(temperature=1.0, seed=11), once(temperature=1.0, seed=11)
     assert a == b
-    assert any(once(temperature=1.0, seed=s) != a for s in (12, 13, 14))
+    sampled = [once(temperature=1.0, seed=s) for s in (12, 13, 14)]
+    assert any(x != a for x in sampled)
     r = c.chat.completions.create(model="any", messages=msgs, max_tokens=3, temperature=0)
     assert r.usage.completion_tokens == 3 and r.choices[0].finish_reason == "length"
     greedy = once(temperature=0)
+    # top_p: a nucleus this small holds the most likely token alone, whatever the seed.
+    assert any(x != greedy for x in sampled)
+    assert [once(temperature=1.0, top_p=1e-6, seed=s) for s in (12, 13, 14)] == [greedy] * 3
     stop = greedy[4:6]
     r = c.chat.completions.create(model="any", messages=msgs, max_tokens=12, temperature=0, stop=[stop])
     assert r.choices[0].finish_reason == "stop"
@@ -233,6 +237,17 @@ def test_sampling_parameters_are_honoured(server):
                                         extra_body={"temperature": 0})
     assert m.stop_reason == "stop_sequence" and m.stop_sequence == stop
     assert m.content[0].text == greedy[: greedy.index(stop)]
+
+    # /v1/completions too, streamed and not.
+    prompt = "Stop sequences end a completion early:"
+    full = c.completions.create(model="any", prompt=prompt, max_tokens=12, temperature=0).choices[0].text
+    stop = full[4:6]
+    r = c.completions.create(model="any", prompt=prompt, max_tokens=12, temperature=0, stop=[stop])
+    assert r.choices[0].finish_reason == "stop" and r.choices[0].text == full[: full.index(stop)]
+    chunks = list(c.completions.create(model="any", prompt=prompt, max_tokens=12, temperature=0, stop=stop,
+                                       stream=True))
+    assert "".join(ch.choices[0].text for ch in chunks) == full[: full.index(stop)]
+    assert chunks[-1].choices[0].finish_reason == "stop"
 
 
 def test_errors_come_in_each_apis_format(server):

@@ -4,13 +4,17 @@ SIGKILL, answer a conversation's next turn from the stored block-aligned prefix.
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
 import anthropic
 import pytest
 
+import pion
+
 from pion.serve.chat import Conversation
+from pion.serve.server import StartupError
 from serve_support import BLOCK, ServeProcess, health, model_folder
 
 
@@ -19,9 +23,14 @@ def folder(tmp_path_factory):
     return model_folder(tmp_path_factory.mktemp("models"))
 
 
-def _run(*args):
+def _run(*args, env=None):
     return subprocess.run([sys.executable, "-m", "pion.serve.cli", "serve", *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=None if env is None else dict(os.environ, **env))
+
+
+def _one_line_error(out, text):
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0 and text in out.stderr, out.stderr
 
 
 def test_console_script_and_help():
@@ -43,6 +52,32 @@ def test_startup_errors_are_one_line(folder, tmp_path, free_port):
     out = _run("--model", folder, "--server", f"127.0.0.1:{port}")
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.strip().count("\n") == 0 and f"cannot reach pion-server at 127.0.0.1:{port}" in out.stderr
+
+    # A repository name that is no model (offline: nothing is downloaded). The Hub's
+    # errors run over several lines; the model is loaded after the engine is opened,
+    # which must be closed again for the process to exit with status 1.
+    out = _run("--model", "no-such-org/no-such-model", "--data", str(tmp_path / "hub"), "--port", str(free_port()),
+               env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home")})
+    _one_line_error(out, "cannot load the model no-such-org/no-such-model")
+    # Online, the Hub's error texts run over several lines: the first one is shown.
+    assert str(StartupError("cannot load the model x: Repository Not Found\n\nCheck the name.")) == \
+        "cannot load the model x: Repository Not Found"
+
+    # A data directory another process holds (here: this one, through the engine).
+    held = pion.Engine(str(tmp_path / "held"))
+    try:
+        out = _run("--model", folder, "--data", str(tmp_path / "held"), "--port", str(free_port()))
+        _one_line_error(out, f"cannot open the embedded engine in {tmp_path / 'held'}")
+    finally:
+        held.close()
+
+    # A port something else listens on.
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        out = _run("--model", folder, "--data", str(tmp_path / "d2"), "--port", str(taken))
+        _one_line_error(out, f"cannot listen on 127.0.0.1:{taken}")
 
 
 def _turn(url, messages):
@@ -93,7 +128,8 @@ def test_second_process_and_restart_share_the_cache(folder, pion_server, free_po
         c = ServeProcess(folder, free_port(), *args).start()
         m3 = _turn(c.url, second)
         assert m3.usage.cache_read_input_tokens >= stored
-        assert health(c.url)["last"]["source"] == "pion"
+        last = health(c.url)["last"]
+        assert last["source"] == "pion" and last["prefilled_tokens"] == p2 - m3.usage.cache_read_input_tokens
         assert [x.model_dump() for x in m3.content] == [x.model_dump() for x in m2.content]
         # The first process answers the same turn the same way (its own memory).
         m4 = _turn(a.url, second)

@@ -123,11 +123,9 @@ class Conversation:
 
     def rerender(self, tokenizer: Any, prompt_text: str, reply: str) -> List[int]:
         """Token ids of the conversation with ``reply`` (the model's raw text) as its
-        last assistant message, without a generation prompt."""
+        last assistant message, without a generation prompt. A template that refuses
+        to render it raises :class:`RequestError` (the cache then keeps the prompt)."""
         parser = self.parser(tokenizer, prompt_text)
         segments = parser.feed(reply) + parser.close()
-        try:
-            text = self.text(tokenizer, add_generation_prompt=False, extra=assistant_message(segments))
-        except RequestError:
-            return []
+        text = self.text(tokenizer, add_generation_prompt=False, extra=assistant_message(segments))
         return tokenizer.encode(text, add_special_tokens=False)

@@ -22,7 +22,13 @@ __all__ = ["Options", "StartupError", "build", "Server"]
 
 
 class StartupError(Exception):
-    """Why the server cannot start (one line, shown without a traceback)."""
+    """Why the server cannot start, shown without a traceback: one line, the first
+    non-empty line of the message it is given (a library's error text may run over
+    several, as the Hugging Face Hub's do)."""
+
+    def __init__(self, message: str):
+        lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+        super().__init__(lines[0] if lines else "unknown error")
 
 
 @dataclasses.dataclass
@@ -100,9 +106,13 @@ def build(opts: Options, generator: Optional[Generator] = None) -> Service:
     path = _model_path(opts.model)
     store_kw, where = _store(opts)
 
-    def load() -> Any:
-        from mlx_lm import load as mlx_load
+    # mlx-lm (and the Hugging Face libraries under it) imported here, on the main
+    # thread: imported first on the worker thread, a failed load often ends with the
+    # interpreter aborting at exit ("terminate called without an active exception")
+    # instead of the command's exit status 1.
+    from mlx_lm import load as mlx_load
 
+    def load() -> Any:
         from ..mlx import PionPromptCache
 
         try:
@@ -118,7 +128,14 @@ def build(opts: Options, generator: Optional[Generator] = None) -> Service:
         return model, tokenizer, cache
 
     worker = Worker(load, generator, prefill_step=opts.prefill_step, kv_bits=opts.kv_bits)
-    worker.start()
+    try:
+        worker.start()
+    except BaseException:
+        # The data directory is free again for whoever tries next.
+        engine = store_kw.get("engine")
+        if engine is not None:
+            engine.close()
+        raise
     name = opts.name or os.path.basename(os.path.normpath(opts.model))
     return Service(worker, name, keepalive=opts.keepalive, max_tokens=opts.max_tokens,
                    api_key=opts.api_key, cache_where=where)

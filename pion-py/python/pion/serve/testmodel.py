@@ -14,7 +14,7 @@ the way Qwen-family models do. mlx-lm infers its JSON tool parser and the
 import dataclasses
 import json
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 __all__ = ["CHAT_TEMPLATE", "SPECIAL_TOKENS", "MARKER_TOKENS", "build_model_folder", "byte_tokenizer"]
 
@@ -112,14 +112,17 @@ def _model(arch: str, seed: int, vocab: int, options: Dict[str, Any]) -> Any:
     return random_models.BUILDERS[arch](seed=seed, vocab=vocab, **options)
 
 
-def build_model_folder(path: str, arch: str = "llama", seed: int = 0, **options: Any) -> str:
+def build_model_folder(path: str, arch: str = "llama", seed: int = 0, chat_template: Optional[str] = None,
+                       **options: Any) -> str:
     """Writes a loadable model folder at ``path`` (created if missing) and returns it.
 
     ``arch`` is one of :data:`pion.mlx.random_models.BUILDERS` (``llama``,
     ``gemma3``, ``qwen3_next``, ``falcon_h1``, ``llama_1b_layout``); ``options`` go to
-    that builder (``layers``, ``hidden`` …). The vocabulary is the tokenizer's, so every
-    token the model can produce decodes. The same arguments give the same folder,
-    byte for byte, so two processes can build it and load the same weights.
+    that builder (``layers``, ``hidden`` …). ``chat_template`` replaces
+    :data:`CHAT_TEMPLATE` (a template that renders conversations another way, as
+    some model families' do). The vocabulary is the tokenizer's, so every token the
+    model can produce decodes. The same arguments give the same folder, byte for byte,
+    so two processes can build it and load the same weights.
     """
     import mlx.core as mx
     from mlx.utils import tree_flatten
@@ -160,7 +163,7 @@ def build_model_folder(path: str, arch: str = "llama", seed: int = 0, **options:
         "unk_token": None,
         "model_max_length": 131072,
         "clean_up_tokenization_spaces": False,
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": CHAT_TEMPLATE if chat_template is None else chat_template,
         "tool_parser_type": "json_tools",
     }
     with open(os.path.join(path, "tokenizer_config.json"), "w") as f:

@@ -66,7 +66,8 @@ class Job:
     """One request: the prompt's token ids, its sampling, where events go
     (``emit``, called from the worker thread) and, for the cache, ``rerender``:
     given the reply's text, the token ids of the conversation with that reply as the
-    next request would send it (None: keep everything the cache holds)."""
+    next request would send it, raising when it cannot be rendered (None: keep
+    everything the cache holds)."""
 
     prompt: List[int]
     sampling: Sampling
@@ -280,20 +281,28 @@ class Worker:
         # The reply is complete: the client has it before the cache is updated (the
         # next job waits for that, in order).
         job.emit(Event("done", reason=reason, stop_sequence=stop_seq, completion_tokens=n_gen))
-        keep = len(live.tokens)
+        keep, after = len(live.tokens), {}
         if job.rerender is not None and reason != "cancelled":
             from .cache import common_prefix
 
+            # The prompt itself is always kept (a retry, or another tool sending the
+            # same request, starts from it), and the reply as far as the conversation
+            # re-rendered with it agrees with what the model processed. The re-render
+            # may differ inside the prompt (a generation prompt that opens a thinking
+            # block the re-rendered reply has none of) or fail (a template that
+            # refuses to render the reply).
+            keep = min(len(live.tokens), len(prompt))
             try:
-                keep = common_prefix(live.tokens, job.rerender(text))
-            except Exception:  # a template that cannot render the reply: keep the prompt
-                keep = min(len(live.tokens), len(prompt))
+                keep = max(keep, common_prefix(live.tokens, job.rerender(text)))
+            except Exception as e:
+                after["rerender_error"] = f"{type(e).__name__}: {e}"
         try:
             self.cache.finish(live, keep)
         except BaseException:
             self.cache.discard(live)
             raise
-        self.last["kept_tokens"] = keep
+        # A new dict, so that /health (another thread) never reads one being changed.
+        self.last = dict(self.last, kept_tokens=keep, **after)
 
     def _decode(self, job: Job, live: Any, prefilled: bool):
         """The decode loop; returns (reason, stop sequence, tokens, reply text)."""
