@@ -6,10 +6,12 @@
 //! members and scores, and a sorted set written by redis-server's `GEOADD` answers
 //! the same searches here. The family is split by concern: `hash` is the geohash
 //! arithmetic (encoding, cells, neighbours, distances), `commands` the point
-//! commands and shared argument readers, `search` the radius and box searches.
+//! commands and shared argument readers, `search` the radius and box searches,
+//! `pqsort` Redis's partial sort of results cut by `COUNT`.
 
 mod commands;
 pub mod hash;
+mod pqsort;
 pub mod search;
 
 use crate::command::ctx::Ctx;

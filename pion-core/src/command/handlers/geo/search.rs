@@ -6,8 +6,11 @@
 //! [`hash::Search::cells`] picks, each as a score range of the sorted set, in
 //! Redis's order; without sorting, results come back in that order.
 
+use std::cmp::Ordering;
+
 use super::commands::{distance_reply, lon_lat, unit};
 use super::hash::{self, Search, Shape};
+use super::pqsort::pqsort;
 use crate::command::ctx::{Ctx, Effect};
 use crate::command::handlers::util::{int, is_kw};
 use crate::command::handlers::zsets::{parse::parse_double, read_zset};
@@ -326,15 +329,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], kind: Kind) -> OpResult<R
             }
         };
     };
-    // A stable sort: equal distances keep the order they were found in.
-    match req.sort {
-        Sort::None => {}
-        Sort::Asc => found.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-        Sort::Desc => found.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
+    let returned = match usize::try_from(req.count) {
+        Ok(0) | Err(_) => found.len(),
+        Ok(c) => c.min(found.len()),
+    };
+    let cmp = |a: &Found, b: &Found| match req.sort {
+        Sort::Desc => b.dist.partial_cmp(&a.dist).unwrap_or(Ordering::Equal),
+        _ => a.dist.partial_cmp(&b.dist).unwrap_or(Ordering::Equal),
+    };
+    if req.sort != Sort::None {
+        if returned == found.len() {
+            // Redis's qsort: stable, equal distances keep the order they were found in.
+            found.sort_by(cmp);
+        } else {
+            pqsort(&mut found, &cmp, 0, returned - 1);
+        }
     }
-    if req.count != 0 {
-        found.truncate(usize::try_from(req.count).unwrap_or(usize::MAX));
-    }
+    found.truncate(returned);
     for f in &mut found {
         f.dist /= req.conversion;
     }
