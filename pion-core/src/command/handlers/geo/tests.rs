@@ -77,3 +77,104 @@ fn odd_scores_never_panic() {
         }
     }
 }
+
+#[test]
+fn random_arguments_never_panic_and_ro_agrees() {
+    const WORDS: &[&str] = &[
+        "FROMMEMBER",
+        "FROMLONLAT",
+        "BYRADIUS",
+        "BYBOX",
+        "ASC",
+        "DESC",
+        "COUNT",
+        "ANY",
+        "WITHDIST",
+        "WITHCOORD",
+        "WITHHASH",
+        "STORE",
+        "STOREDIST",
+        "NX",
+        "XX",
+        "CH",
+        "m",
+        "KM",
+        "yd",
+        "0",
+        "-1",
+        "180",
+        "-180",
+        "85.05112878",
+        "90",
+        "1e308",
+        "inf",
+        "nan",
+        "5000",
+        "m0",
+        "m1",
+        "m9",
+        "k0",
+        "k1",
+        "",
+        "abc",
+        "3",
+    ];
+    let e = crate::Engine::in_memory(crate::EngineOptions::default());
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    e.execute(
+        0,
+        &[
+            "GEOADD",
+            "k0",
+            "180",
+            "85.05112878",
+            "m0",
+            "-180",
+            "-85.05112878",
+            "m1",
+        ],
+    );
+    e.execute(
+        0,
+        &[
+            "GEOADD", "k0", "0", "0", "m2", "13.36", "38.11", "m3", "179.99", "-85", "m4",
+        ],
+    );
+    e.execute(0, &["ZADD", "k1", "1e300", "m0", "-5", "m1"]);
+    for _ in 0..4000 {
+        let args: Vec<&str> = (0..next(12)).map(|_| WORDS[next(WORDS.len())]).collect();
+        let key = ["k0", "k1", "k2"][next(3)];
+        for cmd in [
+            "GEOADD",
+            "GEOPOS",
+            "GEODIST",
+            "GEOHASH",
+            "GEORADIUSBYMEMBER",
+            "GEOSEARCH",
+        ] {
+            let mut argv = vec![cmd, key];
+            argv.extend(&args);
+            let _ = e.execute(0, &argv);
+        }
+        let mut store = vec!["GEOSEARCHSTORE", "dst", key];
+        store.extend(&args);
+        let _ = e.execute(0, &store);
+        let mut rw = vec!["GEORADIUS", key];
+        rw.extend(&args);
+        let reply = e.execute(0, &rw);
+        // Past the arity check, the two parse and search alike.
+        let stores = args
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case("store") || a.eq_ignore_ascii_case("storedist"));
+        if args.len() >= 4 && !stores {
+            rw[0] = "GEORADIUS_RO";
+            assert_eq!(reply, e.execute(0, &rw), "{rw:?}");
+        }
+    }
+}
