@@ -350,6 +350,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], kind: Kind) -> OpResult<R
         f.dist /= req.conversion;
     }
     if let Some((dst, storedist)) = req.store {
+        // Only the destination is written: the source's watchers and trackers are
+        // not told (unless it is the destination too).
+        if argv[dst] != argv[src] {
+            ctx.unmodified_keys.push(src);
+        }
         return store(ctx, &argv[dst], found, storedist, kind);
     }
     ctx.effect = Effect::Nothing;
