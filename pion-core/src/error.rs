@@ -51,11 +51,81 @@ pub enum OpError {
     /// A HyperLogLog whose registers cannot be read (sparse opcodes that do not
     /// cover exactly its registers).
     CorruptHyperLogLog,
+    /// A geo command's argument error (Redis's texts in [`GeoError::text`]).
+    Geo(GeoError),
     /// The disk refused the log (or did before, and the engine has not healed): the
     /// failure, as `durability` describes it.
     DiskFailed(String),
     /// Any other error, with its complete wire text (prefix included).
     Custom(Cow<'static, str>),
+}
+
+/// Why a geo command's arguments were refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GeoError {
+    /// A longitude or latitude outside the stored points' limits: the pair as
+    /// C's `%f,%f` prints it.
+    InvalidLonLat(String),
+    /// A distance unit other than m, km, ft or mi.
+    UnsupportedUnit,
+    /// The member a search starts from is not in the sorted set.
+    UndecodableMember,
+    /// A radius, width or height that is not a number: which one.
+    NotNumeric(&'static str),
+    /// A negative radius.
+    NegativeRadius,
+    /// A negative box side.
+    NegativeBox,
+    /// `COUNT` of zero or less.
+    CountNotPositive,
+    /// `ANY` without `COUNT`.
+    AnyWithoutCount,
+    /// A store together with `WITHDIST`, `WITHHASH` or `WITHCOORD`: the command's
+    /// wording (`GEOSEARCHSTORE` or `STORE option in GEORADIUS`).
+    StoreWithReplyOptions(&'static str),
+    /// No `FROMMEMBER` or `FROMLONLAT`: the command name as sent.
+    NoOrigin(String),
+    /// No `BYRADIUS` or `BYBOX`: the command name as sent.
+    NoShape(String),
+}
+
+impl GeoError {
+    /// Redis's text for this error.
+    pub fn text(&self) -> Cow<'static, str> {
+        match self {
+            GeoError::InvalidLonLat(pair) => {
+                Cow::Owned(format!("ERR invalid longitude,latitude pair {pair}"))
+            }
+            GeoError::UnsupportedUnit => {
+                Cow::Borrowed("ERR unsupported unit provided. please use M, KM, FT, MI")
+            }
+            GeoError::UndecodableMember => {
+                Cow::Borrowed("ERR could not decode requested zset member")
+            }
+            GeoError::NotNumeric(what) => Cow::Owned(format!("ERR need numeric {what}")),
+            GeoError::NegativeRadius => Cow::Borrowed("ERR radius cannot be negative"),
+            GeoError::NegativeBox => Cow::Borrowed("ERR height or width cannot be negative"),
+            GeoError::CountNotPositive => Cow::Borrowed("ERR COUNT must be > 0"),
+            GeoError::AnyWithoutCount => {
+                Cow::Borrowed("ERR the ANY argument requires COUNT argument")
+            }
+            GeoError::StoreWithReplyOptions(what) => Cow::Owned(format!(
+                "ERR {what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
+            )),
+            GeoError::NoOrigin(cmd) => Cow::Owned(sanitize(format!(
+                "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {cmd}"
+            ))),
+            GeoError::NoShape(cmd) => Cow::Owned(sanitize(format!(
+                "ERR exactly one of BYRADIUS and BYBOX can be specified for {cmd}"
+            ))),
+        }
+    }
+}
+
+impl From<GeoError> for OpError {
+    fn from(e: GeoError) -> OpError {
+        OpError::Geo(e)
+    }
 }
 
 impl OpError {
@@ -104,6 +174,7 @@ impl OpError {
             OpError::CorruptHyperLogLog => {
                 Cow::Borrowed("INVALIDOBJ Corrupted HLL object detected")
             }
+            OpError::Geo(e) => e.text(),
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),

@@ -35,6 +35,10 @@ pub enum Reply {
     /// A double in its shortest round-trip form (RESP3 `,`; RESP2 a bulk string), as
     /// Redis modules reply with doubles (vector-set scores and components).
     ShortDouble(f64),
+    /// A double as Redis's `addReplyHumanLongDouble` sends it (geo coordinates):
+    /// `%.17Lf` without trailing zeros (see [`crate::util::num::fmt_human`]), RESP3
+    /// `,`, RESP2 a bulk string.
+    HumanDouble(f64),
     /// A boolean (RESP3 `#`); RESP2 sends the integer 1 or 0.
     Bool(bool),
     /// Verbatim text (RESP3 `=` with a three-letter format); RESP2 sends a bulk string.

@@ -271,6 +271,76 @@ fn nondeterministic(client: &mut Client, db: usize, rng: &mut SmallRng) {
     batch.push(&["PFMERGE", "hll:dense", "hll:1", "hll:5"]);
     batch.push(&["PFCOUNT", "hll:merged", "hll:dense"]);
     batch.push(&["PFDEBUG", "TODENSE", "hll:2"]);
+    // Geo indexes: GEOADD's scores, and the stores of the GEORADIUS family and of
+    // GEOSEARCHSTORE (scores and distances), a store that deletes its destination.
+    batch.push(&[
+        "GEOADD",
+        "geo:1",
+        "13.361389",
+        "38.115556",
+        "Palermo",
+        "15.087269",
+        "37.502669",
+        "Catania",
+    ]);
+    batch.push(&[
+        "GEOADD",
+        "geo:1",
+        "CH",
+        "180",
+        "85.05112878",
+        "ne",
+        "-180",
+        "-85.05112878",
+        "sw",
+    ]);
+    batch.push(&[
+        "GEORADIUS",
+        "geo:1",
+        "15",
+        "37",
+        "200",
+        "km",
+        "STORE",
+        "geo:store",
+    ]);
+    batch.push(&[
+        "GEORADIUSBYMEMBER",
+        "geo:1",
+        "Palermo",
+        "300",
+        "km",
+        "COUNT",
+        "1",
+        "DESC",
+        "STOREDIST",
+        "geo:dist",
+    ]);
+    batch.push(&[
+        "GEOSEARCHSTORE",
+        "geo:box",
+        "geo:1",
+        "FROMLONLAT",
+        "15",
+        "37",
+        "BYBOX",
+        "400",
+        "400",
+        "mi",
+        "STOREDIST",
+    ]);
+    batch.push(&["SET", "geo:gone", "x"]);
+    batch.push(&[
+        "GEOSEARCHSTORE",
+        "geo:gone",
+        "geo:1",
+        "FROMLONLAT",
+        "0",
+        "0",
+        "BYRADIUS",
+        "1",
+        "m",
+    ]);
     batch.push(&["SET", "str:61", "kept-ttl", "KEEPTTL"]);
     batch.push(&["RENAME", "str:1", "renamed:1"]);
     batch.push(&["RENAME", "hash:big1", "renamed:hash"]);

@@ -154,7 +154,7 @@ impl Engine {
     /// `ZSCORE key member`.
     pub fn zscore(&self, db: usize, key: &[u8], member: &[u8]) -> OpResult<Option<f64>> {
         match check(self.execute(db, &[&b"ZSCORE"[..], key, member]))? {
-            Reply::Double(d) | Reply::ShortDouble(d) => Ok(Some(d)),
+            Reply::Double(d) | Reply::ShortDouble(d) | Reply::HumanDouble(d) => Ok(Some(d)),
             Reply::Null => Ok(None),
             other => Err(OpError::custom(format!("ERR unexpected reply {other:?}"))),
         }

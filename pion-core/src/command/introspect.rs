@@ -72,6 +72,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::String => on[idx("string")] = true,
         Group::Bitmap => on[idx("bitmap")] = true,
         Group::HyperLogLog => on[idx("hyperloglog")] = true,
+        Group::Geo => on[idx("geo")] = true,
         Group::Hash => on[idx("hash")] = true,
         Group::List => on[idx("list")] = true,
         Group::Set => on[idx("set")] = true,

@@ -48,6 +48,9 @@ pub enum Group {
     /// HyperLogLog commands (`PFADD`, `PFCOUNT` …): string values, filed by Redis
     /// under their own `@hyperloglog` category and group.
     HyperLogLog,
+    /// Geo commands (`GEOADD`, `GEOSEARCH` …): sorted-set values, filed by Redis
+    /// under their own `@geo` category and group.
+    Geo,
     /// Hash commands.
     Hash,
     /// List commands.
@@ -86,6 +89,7 @@ impl Group {
             Group::String => "string",
             Group::Bitmap => "bitmap",
             Group::HyperLogLog => "hyperloglog",
+            Group::Geo => "geo",
             Group::Hash => "hash",
             Group::List => "list",
             Group::Set => "set",
@@ -240,6 +244,25 @@ impl KeySpecDoc {
                 keynumidx,
                 firstkey,
                 keystep,
+            },
+        }
+    }
+
+    /// A spec for the key right after `keyword`, searched forward from `startfrom`
+    /// (`GEORADIUS … STORE key`).
+    pub const fn after_keyword(
+        flags: &'static [&'static str],
+        keyword: &'static str,
+        startfrom: i32,
+    ) -> KeySpecDoc {
+        KeySpecDoc {
+            notes: "",
+            flags,
+            begin: BeginSearch::Keyword(keyword, startfrom),
+            find: FindKeys::Range {
+                lastkey: 0,
+                keystep: 1,
+                limit: 0,
             },
         }
     }
@@ -428,6 +451,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
     vec![
         strings::COMMANDS,
         hll::COMMANDS,
+        geo::COMMANDS,
         keys::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,

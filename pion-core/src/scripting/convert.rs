@@ -74,16 +74,16 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
                 array(lua, pairs.iter().flat_map(|(k, v)| [k, v]), resp)?
             }
         }
-        Reply::Double(d) | Reply::ShortDouble(d) => {
+        Reply::Double(d) | Reply::ShortDouble(d) | Reply::HumanDouble(d) => {
             if resp3 {
                 let t = lua.create_table()?;
                 t.raw_set("double", *d)?;
                 Value::Table(t)
             } else {
-                let text = if matches!(reply, Reply::Double(_)) {
-                    fmt_g17(*d)
-                } else {
-                    fmt_shortest(*d)
+                let text = match reply {
+                    Reply::Double(_) => fmt_g17(*d),
+                    Reply::HumanDouble(_) => crate::util::num::fmt_human(*d),
+                    _ => fmt_shortest(*d),
                 };
                 Value::String(lua.create_string(text)?)
             }

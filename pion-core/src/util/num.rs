@@ -99,6 +99,32 @@ pub fn fmt_shortest(v: f64) -> String {
     crate::util::dtoa::dtoa(v)
 }
 
+/// Formats a double as Redis's human-friendly long double form: C's `%.17Lf` (the
+/// double's exact value rounded to 17 decimals), trailing zeros and a trailing dot
+/// removed, `-0` written `0`.
+///
+/// ```
+/// use pion_core::util::num::fmt_human;
+/// assert_eq!(fmt_human(13.361389338970184), "13.36138933897018433");
+/// assert_eq!(fmt_human(180.0), "180");
+/// assert_eq!(fmt_human(-0.0), "0");
+/// ```
+pub fn fmt_human(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let s = format!("{v:.17}");
+    let t = strip_fraction_zeros(&s);
+    if t == "-0" {
+        "0".into()
+    } else {
+        t.to_string()
+    }
+}
+
 /// Formats a double like C's `printf("%.{precision}g")`.
 pub fn fmt_g(v: f64, precision: usize) -> String {
     if v.is_nan() {

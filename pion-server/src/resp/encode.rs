@@ -76,6 +76,14 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
                 bulk(out, text.as_bytes());
             }
         }
+        Reply::HumanDouble(d) => {
+            let text = pion_core::util::num::fmt_human(*d);
+            if resp3 {
+                line(out, b',', text.as_bytes());
+            } else {
+                bulk(out, text.as_bytes());
+            }
+        }
         Reply::ShortDouble(d) => {
             let text = pion_core::util::num::fmt_shortest(*d);
             if resp3 {

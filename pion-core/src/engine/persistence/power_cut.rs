@@ -317,7 +317,7 @@ fn render(r: &Reply) -> String {
         Reply::Status(s) => s.to_string(),
         Reply::Error(e) => format!("-{e}"),
         Reply::Integer(n) => n.to_string(),
-        Reply::Double(d) | Reply::ShortDouble(d) => d.to_string(),
+        Reply::Double(d) | Reply::ShortDouble(d) | Reply::HumanDouble(d) => d.to_string(),
         Reply::Null | Reply::NullArray => "nil".into(),
         Reply::Array(v) => list(v, false),
         Reply::Set(v) => list(v, true),

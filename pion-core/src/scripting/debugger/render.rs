@@ -140,6 +140,11 @@ pub fn reply(out: &mut String, r: &Reply, resp: u8) {
             out.push_str(&crate::util::num::fmt_shortest(*d));
         }
         Reply::ShortDouble(d) => repr(out, crate::util::num::fmt_shortest(*d).as_bytes()),
+        Reply::HumanDouble(d) if resp3 => {
+            out.push_str("(double) ");
+            out.push_str(&crate::util::num::fmt_human(*d));
+        }
+        Reply::HumanDouble(d) => repr(out, crate::util::num::fmt_human(*d).as_bytes()),
         Reply::Bool(b) if resp3 => out.push_str(if *b { "#true" } else { "#false" }),
         Reply::Bool(b) => out.push_str(if *b { "1" } else { "0" }),
         Reply::Attributed(_, inner) => reply(out, inner, resp),

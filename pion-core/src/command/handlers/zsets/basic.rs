@@ -73,7 +73,7 @@ fn add_one(
 }
 
 /// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`.
-pub(super) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+pub(crate) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let mut f = AddFlags::default();
     let mut j = 2;
     while let Some(opt) = argv.get(j) {

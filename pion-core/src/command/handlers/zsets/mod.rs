@@ -5,7 +5,7 @@
 //! `ZRANGE` family and range removals, `pop` the pops, and `store` the multi-key
 //! algebra (`ZUNION`, `ZINTER`, `ZDIFF`, their `STORE` forms and `ZINTERCARD`).
 
-mod basic;
+pub(crate) mod basic;
 mod blocking;
 pub(crate) mod parse;
 mod pop;

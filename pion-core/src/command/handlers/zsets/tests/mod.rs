@@ -49,6 +49,7 @@ fn show(r: &Reply) -> String {
         ),
         Reply::Double(d) => format!(",{}", crate::util::num::fmt_g17(*d)),
         Reply::ShortDouble(d) => format!(",{}", crate::util::num::fmt_shortest(*d)),
+        Reply::HumanDouble(d) => format!(",{}", crate::util::num::fmt_human(*d)),
         Reply::Bool(b) => format!("#{b}"),
     }
 }
