@@ -171,6 +171,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_decode_error_names_its_format_and_keeps_the_innermost_offset() {
+        let e = Malformed("truncated").in_format("key").at(17).at(3);
+        assert_eq!(e.offset, Some(17));
+        assert_eq!(e.to_string(), "key: truncated at offset 17");
+        assert_eq!(
+            DecodeError::new("snapshot", "bad magic").to_string(),
+            "snapshot: bad magic"
+        );
+    }
+
+    #[test]
     fn reader_refuses_short_input_and_huge_counts() {
         let mut out = Vec::new();
         put_u32(&mut out, 7);

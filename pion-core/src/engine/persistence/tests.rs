@@ -261,8 +261,23 @@ fn a_damaged_snapshot_is_named() {
     let n = bytes.len();
     bytes[n / 2] ^= 1;
     std::fs::write(&path, bytes).expect("write");
-    let text = open(&dir).err().expect("damaged snapshot").to_string();
+    let err = open(&dir).err().expect("damaged snapshot");
+    let text = err.to_string();
     assert!(text.contains(&path.display().to_string()), "{text}");
+    // The typed error says which format and where: the section holding the flipped
+    // byte starts at or before it.
+    let crate::durability::OpenError::Damaged(crate::durability::RecoveryError::SnapshotDamaged {
+        reason,
+        ..
+    }) = err
+    else {
+        panic!("not a damaged snapshot: {text}");
+    };
+    assert_eq!(reason.format, "snapshot", "{text}");
+    assert!(
+        reason.offset.is_some_and(|at| at <= (n / 2) as u64),
+        "{text}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
