@@ -17,7 +17,9 @@ fn to_py(py: Python<'_>, reply: Reply) -> PyResult<PyObject> {
         Reply::Status(s) => s.into_pyobject(py)?.into_any().unbind(),
         Reply::Error(e) => return Err(PionError::new_err(e.to_string())),
         Reply::Integer(n) => n.into_pyobject(py)?.into_any().unbind(),
-        Reply::Double(d) | Reply::ShortDouble(d) | Reply::HumanDouble(d) => d.into_pyobject(py)?.into_any().unbind(),
+        Reply::Double(d) | Reply::ShortDouble(d) | Reply::HumanDouble(d) => {
+            d.into_pyobject(py)?.into_any().unbind()
+        }
         Reply::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
         Reply::Bulk(b) | Reply::Verbatim(_, b) => PyBytes::new(py, &b).into_any().unbind(),
         // A big number becomes a Python int (arbitrary precision) when it parses.
