@@ -4,9 +4,9 @@
 //! Work is split into items of one KV head and a run of consecutive blocks of about
 //! [`CHUNK_TOKENS`] tokens; rayon spreads the items over every core. Within an item the
 //! head's query rows (every position × every query head of its GQA group) share each
-//! K/V load: a block's keys for that head are decoded once into a small f32 buffer,
-//! scored against all rows, and its values accumulated into all rows, with an online
-//! softmax in f32. The items' states are merged per head in block order, so the result
+//! K/V load: a block's keys for that head are decoded a tile of tokens at a time into
+//! an f32 buffer that stays in the L1 cache, scored against all rows, and its values
+//! likewise accumulated into all rows, with an online softmax in f32 per block. The items' states are merged per head in block order, so the result
 //! depends on the inputs alone, never on how many threads ran them.
 
 use rayon::prelude::*;
@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::error::{refuse, KernelError};
 use crate::layout::{BlockKv, KvLayout};
 use crate::select::Selection;
-use crate::simd;
+use crate::simd::{self, Columns};
 use crate::state::AttnState;
 
 /// Tokens per work item (a run of whole blocks reaching at least this many).
@@ -186,6 +186,20 @@ fn work_items(blocks: &[BlockKv<'_>], lists: &[&[usize]]) -> Vec<(usize, std::op
     items
 }
 
+/// Tokens per tile: a block's keys and values are decoded into f32 a tile at a time,
+/// into a buffer of about 8 KiB that stays in the L1 cache while every query row of
+/// the head reads it (a multiple of 8 tokens, the scoring kernel's width).
+fn tile_tokens(head_dim: usize) -> usize {
+    (8192 / (4 * head_dim.max(1)) / 8 * 8).max(8)
+}
+
+/// Part `n` of `parts` nearly equal parts of `bytes` (empty past the end).
+fn share(bytes: &[u8], parts: usize, n: usize) -> &[u8] {
+    let each = bytes.len().div_ceil(parts.max(1));
+    let start = (n * each).min(bytes.len());
+    &bytes[start..(start + each).min(bytes.len())]
+}
+
 /// One KV head's rows over a run of blocks, with an online softmax.
 fn head_part(
     layout: &KvLayout,
@@ -196,31 +210,48 @@ fn head_part(
     rows: usize,
 ) -> AttnState {
     let d = layout.head_dim;
+    let tile = tile_tokens(d);
     let mut max = vec![f32::NEG_INFINITY; rows];
     let mut sum = vec![0f32; rows];
     let mut acc = vec![0f32; rows * d];
-    let (mut keys, mut values, mut scores, mut params) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut decoded = vec![0f32; tile * d];
+    let (mut scores, mut params) = (Vec::new(), Vec::new());
     for (i, &b) in run.iter().enumerate() {
         let block = &blocks[b];
         let t = block.tokens;
         if t == 0 {
             continue;
         }
-        // The next block's K streams in while this block is scored, its V while
-        // this block's values are accumulated.
-        let (next_k, next_v) = match run.get(i + 1) {
-            Some(&next) => layout.head_bytes(&blocks[next], head),
-            None => (&[][..], &[][..]),
+        // Memory streams one phase ahead, a share per tile: this block's V while its
+        // K is scored, the next block's K while this V is accumulated.
+        let ahead_v = layout.head_bytes(block, head).1;
+        let ahead_k = match run.get(i + 1) {
+            Some(&next) => layout.head_bytes(&blocks[next], head).0,
+            None => &[][..],
         };
-        keys.resize(t * d, 0.0);
-        layout.load_head(block.keys, t, head, &mut params, &mut keys);
+        let tiles = t.div_ceil(tile);
         scores.resize(rows * t, 0.0);
-        simd::scores(queries, &keys, d, &mut scores, next_k);
+        for n in 0..tiles {
+            let span = n * tile..((n + 1) * tile).min(t);
+            let cols = Columns {
+                stride: t,
+                at: span.start,
+            };
+            let keys = &mut decoded[..span.len() * d];
+            layout.load_rows(block.keys, t, head, span, &mut params, keys);
+            simd::scores(
+                queries,
+                keys,
+                d,
+                &mut scores,
+                cols,
+                share(ahead_v, tiles, n),
+            );
+        }
         for r in 0..rows {
             let s = &mut scores[r * t..(r + 1) * t];
-            let block_max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let new_max = max[r].max(block_max);
+            let mut new_max = max[r];
+            simd::raise_max(s, &mut new_max);
             let mut block_sum = 0.0;
             simd::softmax_weights(s, new_max, &mut block_sum);
             if max[r] != new_max && max[r] != f32::NEG_INFINITY {
@@ -231,9 +262,16 @@ fn head_part(
             max[r] = new_max;
             sum[r] += block_sum;
         }
-        values.resize(t * d, 0.0);
-        layout.load_head(block.values, t, head, &mut params, &mut values);
-        simd::accumulate(&scores, &values, d, &mut acc, next_v);
+        for n in 0..tiles {
+            let span = n * tile..((n + 1) * tile).min(t);
+            let cols = Columns {
+                stride: t,
+                at: span.start,
+            };
+            let values = &mut decoded[..span.len() * d];
+            layout.load_rows(block.values, t, head, span, &mut params, values);
+            simd::accumulate(&scores, cols, values, d, &mut acc, share(ahead_k, tiles, n));
+        }
     }
     let mut state = AttnState::empty(rows, d);
     for r in 0..rows {

@@ -7,7 +7,7 @@
 //!   of 32 along `head_dim`, low bits first), then every row's scales, then every
 //!   row's biases, in the dtype (see [`crate::quant`]).
 //!
-//! [`KvLayout::load_head`] turns the rows of one head of one block into f32 as a kernel
+//! [`KvLayout::load_rows`] turns rows of one head of one block into f32 as a kernel
 //! loads them: the prefix is never decoded as a whole.
 
 use crate::error::{refuse, KernelError};
@@ -166,8 +166,24 @@ impl KvLayout {
         params: &mut Vec<f32>,
         out: &mut [f32],
     ) {
+        self.load_rows(tensor, tokens, head, 0..tokens, params, out);
+    }
+
+    /// Decodes rows `rows` (token indices within the block) of KV head `head` of one
+    /// stored tensor (checked by [`KvLayout::check`]) of `tokens` rows into `out`
+    /// (`rows.len() * head_dim` floats): the kernels load a block a tile at a time,
+    /// so the f32 copy stays in the L1 cache.
+    pub(crate) fn load_rows(
+        &self,
+        tensor: &[u8],
+        tokens: usize,
+        head: usize,
+        rows: std::ops::Range<usize>,
+        params: &mut Vec<f32>,
+        out: &mut [f32],
+    ) {
         let d = self.head_dim;
-        let rows = head * tokens..(head + 1) * tokens;
+        let rows = head * tokens + rows.start..head * tokens + rows.end;
         match self.row_format() {
             RowFormat::Plain(dtype) => {
                 let size = dtype.size();
@@ -184,7 +200,7 @@ impl KvLayout {
                 let codes = &tensor[rows.start * code_bytes..rows.end * code_bytes];
                 let scales_at = all_rows * code_bytes;
                 let biases_at = scales_at + all_rows * param_bytes;
-                let groups = tokens * d / 32;
+                let groups = rows.len() * d / 32;
                 params.resize(2 * groups, 0.0);
                 let (scales, biases) = params.split_at_mut(groups);
                 let section =

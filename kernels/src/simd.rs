@@ -82,42 +82,72 @@ fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     acc[0]
 }
 
+/// Where a tile of tokens sits in a rows × `stride` matrix of scores or weights: row
+/// `r`'s entry for the tile's token `u` is at `r * stride + at + u`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Columns {
+    /// The matrix's row length (the block's tokens).
+    pub stride: usize,
+    /// The tile's first column.
+    pub at: usize,
+}
+
 #[inline(always)]
-fn scores_body<const FMA: bool>(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32]) {
-    let tokens = keys.len() / dim;
+fn scores_body<const FMA: bool>(
+    queries: &[f32],
+    keys: &[f32],
+    dim: usize,
+    scores: &mut [f32],
+    cols: Columns,
+) {
     for (t, k) in keys.chunks_exact(dim).enumerate() {
         for (r, q) in queries.chunks_exact(dim).enumerate() {
-            scores[r * tokens + t] = dot::<FMA>(q, k);
+            scores[r * cols.stride + cols.at + t] = dot::<FMA>(q, k);
         }
     }
 }
 
 dispatched! {
-    /// `scores[r * tokens + t] = queries[r] · keys[t]` for rows of `dim` elements
-    /// (`scores` holds rows × tokens), the loop every copy compiles.
-    scores_any => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32])
+    /// `scores[r * stride + at + t] = queries[r] · keys[t]` for rows of `dim` elements,
+    /// the loop every copy compiles.
+    scores_any => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32], cols: Columns)
 }
 
-/// `scores[r * tokens + t] = queries[r] · keys[t]` for rows of `dim` elements:
-/// [`x86::scores`] where the CPU has AVX2 and `dim` is a multiple of 8, the plain
-/// loop otherwise. `ahead` (the next bytes the caller will read) is prefetched a few
-/// lines per tile of tokens, so memory keeps streaming while this computes.
-pub(crate) fn scores(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32], ahead: &[u8]) {
+/// `scores[r * stride + at + t] = queries[r] · keys[t]` for rows of `dim` elements (a
+/// tile of keys, its columns `cols` of the rows × stride `scores`): [`x86::scores`]
+/// where the CPU has AVX2 and `dim` is a multiple of 8, the plain loop otherwise.
+/// `ahead` (the next bytes the caller will read) is prefetched a few lines per group
+/// of tokens, so memory keeps streaming while this computes.
+pub(crate) fn scores(
+    queries: &[f32],
+    keys: &[f32],
+    dim: usize,
+    scores: &mut [f32],
+    cols: Columns,
+    ahead: &[u8],
+) {
     #[cfg(target_arch = "x86_64")]
-    if fast() && x86::fits(queries, keys, dim, scores) {
+    if fast() && x86::fits(queries, keys, dim, scores, cols) {
         // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
-        unsafe { x86::scores(queries, keys, dim, scores, ahead) };
+        unsafe { x86::scores(queries, keys, dim, scores, cols, ahead) };
         return;
     }
     prefetch(ahead);
-    scores_any(queries, keys, dim, scores)
+    scores_any(queries, keys, dim, scores, cols)
 }
 
 #[inline(always)]
-fn accumulate_body<const FMA: bool>(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32]) {
+fn accumulate_body<const FMA: bool>(
+    weights: &[f32],
+    cols: Columns,
+    values: &[f32],
+    dim: usize,
+    out: &mut [f32],
+) {
     let tokens = values.len() / dim;
     for (r, acc) in out.chunks_exact_mut(dim).enumerate() {
-        let w = &weights[r * tokens..(r + 1) * tokens];
+        let first = r * cols.stride + cols.at;
+        let w = &weights[first..first + tokens];
         for (&p, v) in w.iter().zip(values.chunks_exact(dim)) {
             for (a, &x) in acc.iter_mut().zip(v) {
                 *a = madd::<FMA>(p, x, *a);
@@ -127,47 +157,83 @@ fn accumulate_body<const FMA: bool>(weights: &[f32], values: &[f32], dim: usize,
 }
 
 dispatched! {
-    /// `out[r] += Σ_t weights[r * tokens + t] * values[t]`, rows of `dim` elements, in
-    /// token order, the loop every copy compiles.
-    accumulate_any => accumulate_body(weights: &[f32], values: &[f32], dim: usize, out: &mut [f32])
+    /// `out[r] += Σ_t weights[r * stride + at + t] * values[t]`, rows of `dim`
+    /// elements, in token order, the loop every copy compiles.
+    accumulate_any => accumulate_body(weights: &[f32], cols: Columns, values: &[f32], dim: usize, out: &mut [f32])
 }
 
-/// `out[r] += Σ_t weights[r * tokens + t] * values[t]`, rows of `dim` elements, in
-/// token order: [`x86::accumulate`] where the CPU has AVX2 and `dim` is a multiple of
-/// 8, the plain loop otherwise. `ahead` is prefetched along the way, as for
-/// [`scores`].
+/// `out[r] += Σ_t weights[r * stride + at + t] * values[t]`, rows of `dim` elements
+/// (a tile of values, its columns `cols` of the rows × stride `weights`), in token
+/// order: [`x86::accumulate`] where the CPU has AVX2 and `dim` is a multiple of 8,
+/// the plain loop otherwise. `ahead` is prefetched along the way, as for [`scores`].
 pub(crate) fn accumulate(
     weights: &[f32],
+    cols: Columns,
     values: &[f32],
     dim: usize,
     out: &mut [f32],
     ahead: &[u8],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if fast() && x86::fits(out, values, dim, weights) {
+    if fast() && x86::fits(out, values, dim, weights, cols) {
         // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
-        unsafe { x86::accumulate(weights, values, dim, out, ahead) };
+        unsafe { x86::accumulate(weights, cols, values, dim, out, ahead) };
         return;
     }
     prefetch(ahead);
-    accumulate_any(weights, values, dim, out)
+    accumulate_any(weights, cols, values, dim, out)
 }
 
-/// The two hot loops written with AVX2 intrinsics: scoring eight tokens at once
-/// against a query row with one accumulator per token and a single transposing
-/// reduction, and accumulating values into a query row held in registers.
+#[inline(always)]
+fn max_body<const FAST: bool>(values: &[f32], max: &mut f32) {
+    // Eight lanes with a comparison the compiler turns into `maxps` (no NaN
+    // propagation rules to keep), folded in a fixed order.
+    let mut lanes = [f32::NEG_INFINITY; 8];
+    let mut chunks = values.chunks_exact(8);
+    for c in &mut chunks {
+        for j in 0..8 {
+            lanes[j] = if c[j] > lanes[j] { c[j] } else { lanes[j] };
+        }
+    }
+    for (j, &x) in chunks.remainder().iter().enumerate() {
+        lanes[j] = if x > lanes[j] { x } else { lanes[j] };
+    }
+    *max = lanes
+        .iter()
+        .copied()
+        .fold(*max, |m, x| if x > m { x } else { m });
+}
+
+dispatched! {
+    /// `max` raised to the largest of `values` (NaNs are passed over).
+    raise_max => max_body(values: &[f32], max: &mut f32)
+}
+
+/// The two hot loops written with AVX2 intrinsics: scoring pairs of query rows
+/// against four tokens at once with a single transposing reduction, and accumulating
+/// values into up to four query rows held in registers.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// Whether `rows` (R × dim), `tokens` (T × dim) and `matrix` (R × T) have the
-    /// shapes these kernels need, with `dim` a non-zero multiple of 8.
-    pub(super) fn fits(rows: &[f32], tokens: &[f32], dim: usize, matrix: &[f32]) -> bool {
+    use super::Columns;
+
+    /// Whether `rows` (R × dim), `tokens` (T × dim) and `matrix` (R × stride, the
+    /// tile in columns `at..at + T`) have the shapes these kernels need, with `dim` a
+    /// non-zero multiple of 8.
+    pub(super) fn fits(
+        rows: &[f32],
+        tokens: &[f32],
+        dim: usize,
+        matrix: &[f32],
+        cols: Columns,
+    ) -> bool {
         dim > 0
             && dim.is_multiple_of(8)
             && rows.len().is_multiple_of(dim)
             && tokens.len().is_multiple_of(dim)
-            && matrix.len() == (rows.len() / dim) * (tokens.len() / dim)
+            && cols.at + tokens.len() / dim <= cols.stride
+            && Some(matrix.len()) == (rows.len() / dim).checked_mul(cols.stride)
     }
 
     /// The sums of eight vectors, as one vector: lane `u` is the sum of `acc[u]`.
@@ -185,61 +251,90 @@ mod x86 {
         _mm256_add_ps(lo, hi)
     }
 
-    /// See [`super::scores`].
+    /// See [`super::scores`]. Query rows are taken two at a time against four tokens
+    /// at a time: eight accumulators, and each 8-float load of a key or a query
+    /// serves two or four multiply-adds; one transposing reduction turns the eight
+    /// into the block's eight scores.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA, and [`fits`]`(queries, keys, dim, scores)` holds.
+    /// The CPU has AVX2 and FMA, and [`fits`]`(queries, keys, dim, scores, cols)`
+    /// holds.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn scores(
         queries: &[f32],
         keys: &[f32],
         dim: usize,
         scores: &mut [f32],
+        cols: Columns,
         ahead: &[u8],
     ) {
         let tokens = keys.len() / dim;
         let rows = queries.len() / dim;
+        let Columns { stride, at } = cols;
         let (q, k, s) = (queries.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
-        let mut lines = Ahead::new(ahead, tokens.div_ceil(8));
+        let mut lines = Ahead::new(ahead, tokens.div_ceil(4));
         let mut t = 0;
-        while t + 8 <= tokens {
+        while t + 4 <= tokens {
             lines.step();
-            for r in 0..rows {
+            let mut r = 0;
+            while r < rows {
+                // The second row of the pair, or the first again when `rows` is odd
+                // (its sums are then not stored).
+                let r2 = if r + 1 < rows { r + 1 } else { r };
                 let mut acc = [_mm256_setzero_ps(); 8];
                 let mut j = 0;
                 while j < dim {
-                    // SAFETY: `r < rows`, `t + u < tokens` and `j + 8 <= dim` keep every
-                    // 8-float load inside its slice (`fits` checked the lengths).
+                    // SAFETY: `r, r2 < rows`, `t + 3 < tokens` and `j + 8 <= dim` keep
+                    // every 8-float load inside its slice (`fits` checked the lengths).
                     unsafe {
-                        let qv = _mm256_loadu_ps(q.add(r * dim + j));
-                        for (u, a) in acc.iter_mut().enumerate() {
-                            *a = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k.add((t + u) * dim + j)), *a);
+                        let qa = _mm256_loadu_ps(q.add(r * dim + j));
+                        let qb = _mm256_loadu_ps(q.add(r2 * dim + j));
+                        for u in 0..4 {
+                            let kv = _mm256_loadu_ps(k.add((t + u) * dim + j));
+                            acc[u] = _mm256_fmadd_ps(qa, kv, acc[u]);
+                            acc[4 + u] = _mm256_fmadd_ps(qb, kv, acc[4 + u]);
                         }
                     }
                     j += 8;
                 }
-                // SAFETY: `scores` is rows × tokens and `t + 8 <= tokens`.
-                unsafe { _mm256_storeu_ps(s.add(r * tokens + t), hsum8(acc)) };
+                let sums = hsum8(acc);
+                // SAFETY: `scores` is rows × stride and `at + t + 4 <= at + tokens <=
+                // stride`, for row `r` and (when it is a second row) `r2`.
+                unsafe {
+                    _mm_storeu_ps(s.add(r * stride + at + t), _mm256_castps256_ps128(sums));
+                    if r2 != r {
+                        _mm_storeu_ps(
+                            s.add(r2 * stride + at + t),
+                            _mm256_extractf128_ps::<1>(sums),
+                        );
+                    }
+                }
+                r += 2;
             }
-            t += 8;
+            t += 4;
         }
         lines.rest();
         for t in t..tokens {
             for r in 0..rows {
                 let qr = &queries[r * dim..(r + 1) * dim];
                 let kt = &keys[t * dim..(t + 1) * dim];
-                scores[r * tokens + t] = qr.iter().zip(kt).fold(0.0, |a, (x, y)| x.mul_add(*y, a));
+                scores[r * stride + at + t] =
+                    qr.iter().zip(kt).fold(0.0, |a, (x, y)| x.mul_add(*y, a));
             }
         }
     }
 
-    /// See [`super::accumulate`].
+    /// See [`super::accumulate`]. Sixteen columns at a time, for up to four query rows
+    /// at once: eight accumulators in registers, each value load serving every row of
+    /// the group.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA, and [`fits`]`(out, values, dim, weights)` holds.
+    /// The CPU has AVX2 and FMA, and [`fits`]`(out, values, dim, weights, cols)`
+    /// holds.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn accumulate(
         weights: &[f32],
+        cols: Columns,
         values: &[f32],
         dim: usize,
         out: &mut [f32],
@@ -247,46 +342,88 @@ mod x86 {
     ) {
         let tokens = values.len() / dim;
         let rows = out.len() / dim;
-        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
-        let mut lines = Ahead::new(ahead, rows * dim.div_ceil(64) * tokens.div_ceil(8));
-        for r in 0..rows {
-            // 64 columns (8 registers) of the row at a time.
-            let mut c0 = 0;
-            while c0 < dim {
-                let lanes = ((dim - c0) / 8).min(8);
-                let mut acc = [_mm256_setzero_ps(); 8];
-                for (c, a) in acc.iter_mut().enumerate().take(lanes) {
-                    // SAFETY: `c0 + 8 * c + 8 <= dim` inside row `r < rows` of `out`.
-                    *a = unsafe { _mm256_loadu_ps(o.add(r * dim + c0 + 8 * c)) };
-                }
-                for t in 0..tokens {
-                    if t % 8 == 0 {
-                        lines.step();
-                    }
-                    // SAFETY: `weights` is rows × tokens; the value loads stay inside
-                    // row `t < tokens` of `values` (`c0 + 8 * c + 8 <= dim`).
-                    unsafe {
-                        let p = _mm256_set1_ps(*w.add(r * tokens + t));
-                        let row = v.add(t * dim + c0);
-                        if lanes == 8 {
-                            for (c, a) in acc.iter_mut().enumerate() {
-                                *a = _mm256_fmadd_ps(p, _mm256_loadu_ps(row.add(8 * c)), *a);
-                            }
-                        } else {
-                            for (c, a) in acc.iter_mut().enumerate().take(lanes) {
-                                *a = _mm256_fmadd_ps(p, _mm256_loadu_ps(row.add(8 * c)), *a);
-                            }
+        let mut lines = Ahead::new(ahead, rows.div_ceil(4) * dim.div_ceil(16));
+        let mut r = 0;
+        while r < rows {
+            let group = (rows - r).min(4);
+            let mut c = 0;
+            while c < dim {
+                lines.step();
+                // SAFETY: rows `r..r + group` are inside `out` and `weights` (rows ×
+                // stride), columns `c..c + 16` (or `c..c + 8` at an odd last 8) inside
+                // `dim`, tokens inside `values`.
+                unsafe {
+                    if c + 16 <= dim {
+                        match group {
+                            4 => columns::<4, 2>(weights, cols, values, dim, out, r, c, tokens),
+                            3 => columns::<3, 2>(weights, cols, values, dim, out, r, c, tokens),
+                            2 => columns::<2, 2>(weights, cols, values, dim, out, r, c, tokens),
+                            _ => columns::<1, 2>(weights, cols, values, dim, out, r, c, tokens),
+                        }
+                    } else {
+                        match group {
+                            4 => columns::<4, 1>(weights, cols, values, dim, out, r, c, tokens),
+                            3 => columns::<3, 1>(weights, cols, values, dim, out, r, c, tokens),
+                            2 => columns::<2, 1>(weights, cols, values, dim, out, r, c, tokens),
+                            _ => columns::<1, 1>(weights, cols, values, dim, out, r, c, tokens),
                         }
                     }
                 }
-                for (c, a) in acc.iter().enumerate().take(lanes) {
-                    // SAFETY: as for the loads above.
-                    unsafe { _mm256_storeu_ps(o.add(r * dim + c0 + 8 * c), *a) };
-                }
-                c0 += 8 * lanes;
+                c += if c + 16 <= dim { 16 } else { 8 };
             }
+            r += group;
         }
         lines.rest();
+    }
+
+    /// Rows `r..r + ROWS`, columns `c..c + 8 * VECS` of `out`, accumulated over every
+    /// token of `values` in token order.
+    ///
+    /// # Safety
+    /// AVX2 and FMA; the rows, columns and tokens are inside the slices as
+    /// [`accumulate`] checks before calling.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn columns<const ROWS: usize, const VECS: usize>(
+        weights: &[f32],
+        cols: Columns,
+        values: &[f32],
+        dim: usize,
+        out: &mut [f32],
+        r: usize,
+        c: usize,
+        tokens: usize,
+    ) {
+        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
+        let mut acc = [[_mm256_setzero_ps(); VECS]; ROWS];
+        for (g, row) in acc.iter_mut().enumerate() {
+            for (x, a) in row.iter_mut().enumerate() {
+                // SAFETY: row `r + g` and columns `c + 8x..c + 8x + 8` are inside `out`.
+                *a = unsafe { _mm256_loadu_ps(o.add((r + g) * dim + c + 8 * x)) };
+            }
+        }
+        for t in 0..tokens {
+            let mut vs = [_mm256_setzero_ps(); VECS];
+            for (x, vx) in vs.iter_mut().enumerate() {
+                // SAFETY: token `t < tokens`, columns inside `dim`.
+                *vx = unsafe { _mm256_loadu_ps(v.add(t * dim + c + 8 * x)) };
+            }
+            for (g, row) in acc.iter_mut().enumerate() {
+                // SAFETY: `weights` is rows × stride and `at + t < stride`.
+                let p =
+                    unsafe { _mm256_broadcast_ss(&*w.add((r + g) * cols.stride + cols.at + t)) };
+                for (a, vx) in row.iter_mut().zip(vs) {
+                    *a = _mm256_fmadd_ps(p, vx, *a);
+                }
+            }
+        }
+        for (g, row) in acc.iter().enumerate() {
+            for (x, a) in row.iter().enumerate() {
+                // SAFETY: as for the loads above.
+                unsafe { _mm256_storeu_ps(o.add((r + g) * dim + c + 8 * x), *a) };
+            }
+        }
     }
 
     /// Prefetch hints for `bytes`, spread evenly over `steps` calls of [`Ahead::step`].
@@ -316,7 +453,7 @@ mod x86 {
                 // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
                 // that never faults (the address is inside `bytes` anyway).
                 unsafe {
-                    _mm_prefetch::<_MM_HINT_T0>(self.bytes.as_ptr().add(self.at).cast::<i8>())
+                    _mm_prefetch::<_MM_HINT_T1>(self.bytes.as_ptr().add(self.at).cast::<i8>())
                 };
                 self.at += 64;
             }
@@ -417,14 +554,18 @@ fn exp_neg(x: f32) -> f32 {
     const LN2_LO: f32 = 1.428_606_8e-6;
     const ROUND: f32 = 12_582_912.0;
     let x = x.max(-87.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let shifted = x * LOG2E + ROUND;
+    let n = shifted - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let p = 1.0
         + r * (1.0
             + r * (0.5
                 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    // `n` is in -126..=0 here, so the exponent field is a normal one.
-    p * f32::from_bits(((n as i32 + 127) << 23) as u32)
+    // `shifted` is 1.5·2²³ + n exactly, so its bits are ROUND's plus `n` (in -126..=0
+    // here): integer arithmetic on them gives 2ⁿ's exponent field (a normal one)
+    // without a float-to-int conversion, which would not vectorise.
+    let n_bits = shifted.to_bits().wrapping_sub(ROUND.to_bits());
+    p * f32::from_bits(n_bits.wrapping_add(127) << 23)
 }
 
 #[inline(always)]
@@ -477,7 +618,8 @@ mod tests {
         let q: Vec<f32> = (0..2 * dim).map(|i| (i as f32 * 0.37).sin()).collect();
         let k: Vec<f32> = (0..3 * dim).map(|i| (i as f32 * 0.11).cos()).collect();
         let mut s = vec![0f32; 6];
-        scores(&q, &k, dim, &mut s, &[1u8; 300]);
+        let cols = Columns { stride: 3, at: 0 };
+        scores(&q, &k, dim, &mut s, cols, &[1u8; 300]);
         for r in 0..2 {
             for t in 0..3 {
                 let want: f64 = (0..dim)
@@ -487,7 +629,7 @@ mod tests {
             }
         }
         let mut out = vec![1f32; 2 * dim];
-        accumulate(&s, &k, dim, &mut out, &[]);
+        accumulate(&s, cols, &k, dim, &mut out, &[]);
         for r in 0..2 {
             for j in 0..dim {
                 let want: f64 = 1.0

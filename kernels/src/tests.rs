@@ -131,7 +131,9 @@ fn decode_partial_matches_the_reference_on_every_tier_and_gqa_ratio() {
         let sizes = [64usize, 64, 0, 64, 17];
         let stored = random_blocks(&layout, &sizes, &mut rng);
         let blocks = views(&layout, &sizes, &stored);
-        for group in [1, 4] {
+        // Query rows per KV head from 1 to 15: whole and partial groups of the SIMD
+        // loops' row blocking.
+        for group in [1, 4, 5] {
             for positions in [1, 3] {
                 let q_heads = layout.kv_heads * group;
                 let q = queries(&mut rng, positions * q_heads * layout.head_dim);

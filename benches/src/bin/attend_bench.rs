@@ -2,13 +2,15 @@
 //! Llama-3.2-1B layout (8 KV heads, 32 query heads, head_dim 64) over 1K–128K prefix
 //! tokens per storage tier, in microseconds and achieved GB/s (bytes of stored K/V
 //! read / time), beside the machine's memory bandwidth measured in the same run (a
-//! STREAM-like copy and a read-only sum over every core); then the sparse path at 64K
+//! STREAM-like copy, and a read-only sum over every core interleaved with the
+//! kernel's own repetitions, medians of both); then the sparse path at 64K
 //! with a 512-token budget, selector included, against dense.
 //!
 //! `cargo run --release -p pion-benches --bin attend_bench -- [--tokens 1024,65536]
-//! [--tiers f16,int8,q4] [--block 256] [--reps 20] [--device cpu|gpu]`. With `--device
+//! [--tiers f16,int8,q4] [--block 256] [--reps 20] [--device cpu|gpu] [--warm]`. With `--device
 //! gpu` the dense and sparse calls run on the machine's wgpu adapter (K/V uploaded per
-//! call, as the kernels do today). doc/benchmarks.md has the method.
+//! call, as the kernels do today). `--warm` runs the repetitions back to back, without
+//! the reads between them, so K/V that fits stays cached. doc/benchmarks.md has the method.
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +34,9 @@ struct Args {
     block: usize,
     reps: usize,
     gpu: bool,
+    /// Repetitions back to back, no reads between them: the K/V stays in the caches
+    /// where it fits (for profiling the kernels' arithmetic).
+    warm: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -41,9 +46,14 @@ fn parse_args() -> Result<Args, String> {
         block: 256,
         reps: 20,
         gpu: false,
+        warm: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--warm" {
+            args.warm = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         let list = |v: &str| -> Result<Vec<usize>, String> {
             v.split(',')
@@ -76,24 +86,45 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// GB/s of a STREAM-like copy (bytes read + written) and of a read-only sum, both over
-/// every core, on 512 MiB buffers: the best of 5.
-fn memory_bandwidth() -> (f64, f64) {
-    let n = 64 << 20; // f64s: 512 MiB
-    let src: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let mut dst = vec![0f64; n];
-    let chunk = n / rayon::current_num_threads().max(1) / 4;
-    let mut copy = f64::MAX;
-    let mut read = f64::MAX;
-    for _ in 0..5 {
+/// Buffers for measuring memory bandwidth over every core: 512 MiB, far past any
+/// cache.
+struct Memory {
+    src: Vec<f64>,
+    dst: Vec<f64>,
+    chunk: usize,
+}
+
+impl Memory {
+    fn new() -> Memory {
+        let n = 64 << 20; // f64s: 512 MiB
+        Memory {
+            src: (0..n).map(|i| i as f64).collect(),
+            dst: vec![0f64; n],
+            chunk: n / rayon::current_num_threads().max(1) / 4,
+        }
+    }
+
+    fn bytes(&self) -> f64 {
+        (self.src.len() * 8) as f64
+    }
+
+    /// One STREAM-like copy: its time.
+    fn copy(&mut self) -> Duration {
         let t = Instant::now();
-        dst.par_chunks_mut(chunk)
-            .zip(src.par_chunks(chunk))
+        self.dst
+            .par_chunks_mut(self.chunk)
+            .zip(self.src.par_chunks(self.chunk))
             .for_each(|(d, s)| d.copy_from_slice(s));
-        copy = copy.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(&self.dst);
+        t.elapsed()
+    }
+
+    /// One read-only sum over every core: its time.
+    fn read(&self) -> Duration {
         let t = Instant::now();
-        let sum: f64 = src
-            .par_chunks(chunk)
+        let sum: f64 = self
+            .src
+            .par_chunks(self.chunk)
             .map(|s| {
                 let mut acc = [0f64; 8];
                 for c in s.chunks_exact(8) {
@@ -104,11 +135,9 @@ fn memory_bandwidth() -> (f64, f64) {
                 acc.iter().sum::<f64>()
             })
             .sum();
-        read = read.min(t.elapsed().as_secs_f64());
-        std::hint::black_box((sum, &dst));
+        std::hint::black_box(sum);
+        t.elapsed()
     }
-    let bytes = (n * 8) as f64;
-    (2.0 * bytes / copy / 1e9, bytes / read / 1e9)
 }
 
 fn stored_layer(layout: &KvLayout, tokens: usize, rng: &mut SmallRng) -> Vec<u8> {
@@ -133,6 +162,30 @@ fn stored_layer(layout: &KvLayout, tokens: usize, rng: &mut SmallRng) -> Vec<u8>
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
+}
+
+/// The median time of `f` over `reps` runs, and the median read bandwidth of reads
+/// interleaved with them (one before each run), so the two are measured over the
+/// same stretch of the machine's time: on a shared machine the bandwidth drifts, and
+/// a ratio of figures taken minutes apart would measure the drift.
+fn time_beside_memory<T>(
+    reps: usize,
+    memory: &Memory,
+    mut f: impl FnMut() -> T,
+) -> (Duration, f64) {
+    std::hint::black_box(f());
+    let mut runs = Vec::with_capacity(reps);
+    let mut reads = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        reads.push(memory.read());
+        let t = Instant::now();
+        std::hint::black_box(f());
+        runs.push(t.elapsed());
+    }
+    (
+        median(runs),
+        memory.bytes() / median(reads).as_secs_f64() / 1e9,
+    )
 }
 
 fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> Duration {
@@ -167,15 +220,17 @@ fn main() {
     } else {
         Kernels::cpu()
     };
-    let (copy, read) = memory_bandwidth();
+    let mut memory = Memory::new();
+    let copy = (0..5).map(|_| memory.copy()).min().unwrap_or_default();
     println!(
-        "device {}  threads {}  memory: copy {copy:.1} GB/s (read+write), read {read:.1} GB/s",
+        "device {}  threads {}  memory: copy {:.1} GB/s (read+write, best of 5)",
         kernels.describe(),
-        rayon::current_num_threads()
+        rayon::current_num_threads(),
+        2.0 * memory.bytes() / copy.as_secs_f64() / 1e9
     );
     println!(
-        "{:>8} {:>9} {:>11} {:>9} {:>8}",
-        "tokens", "tier", "µs", "GB/s", "of read"
+        "{:>8} {:>9} {:>11} {:>9} {:>9} {:>8}",
+        "tokens", "tier", "µs", "GB/s", "read GB/s", "of read"
     );
     let mut rng = SmallRng::seed_from_u64(1);
     let q: Vec<f32> = (0..Q_HEADS * HEAD_DIM)
@@ -201,12 +256,15 @@ fn main() {
                 .filter_map(|l| layout.split(args.block, l).ok())
                 .collect();
             let bytes: usize = blocks.iter().map(|b| b.keys.len() + b.values.len()).sum();
-            let t = time(args.reps, || {
-                kernels.decode_partial(&layout, &blocks, &queries)
-            });
+            let run = || kernels.decode_partial(&layout, &blocks, &queries);
+            let (t, read) = if args.warm {
+                (time(args.reps, run), f64::NAN)
+            } else {
+                time_beside_memory(args.reps, &memory, run)
+            };
             let gbs = bytes as f64 / t.as_secs_f64() / 1e9;
             println!(
-                "{tokens:>8} {:>9} {:>11.1} {gbs:>9.1} {:>7.0}%",
+                "{tokens:>8} {:>9} {:>11.1} {gbs:>9.1} {read:>9.1} {:>7.0}%",
                 tier.name(),
                 t.as_secs_f64() * 1e6,
                 100.0 * gbs / read
