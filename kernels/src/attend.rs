@@ -14,7 +14,9 @@ use rayon::prelude::*;
 use crate::error::{refuse, KernelError};
 use crate::layout::{BlockKv, KvLayout};
 use crate::select::Selection;
-use crate::simd::{self, Columns};
+use std::ops::Range;
+
+use crate::simd::{self, Columns, Tile};
 use crate::state::AttnState;
 
 /// Tokens per work item (a run of whole blocks reaching at least this many).
@@ -200,6 +202,28 @@ fn share(bytes: &[u8], parts: usize, n: usize) -> &[u8] {
     &bytes[start..(start + each).min(bytes.len())]
 }
 
+/// Rows `span` of KV head `head` of a stored tensor of `tokens` rows as the kernels
+/// read them: the stored f16 itself where they convert it in registers, else decoded
+/// into `decoded`.
+fn tile_of<'t>(
+    layout: &KvLayout,
+    tensor: &'t [u8],
+    tokens: usize,
+    head: usize,
+    span: Range<usize>,
+    decoded: &'t mut [f32],
+    params: &mut Vec<f32>,
+) -> Tile<'t> {
+    if simd::reads_f16_in_place(layout.head_dim) {
+        if let Some(bytes) = layout.stored_f16_rows(tensor, tokens, head, span.clone()) {
+            return Tile::F16(bytes);
+        }
+    }
+    let out = &mut decoded[..span.len() * layout.head_dim];
+    layout.load_rows(tensor, tokens, head, span, params, out);
+    Tile::F32(out)
+}
+
 /// One KV head's rows over a run of blocks, with an online softmax.
 fn head_part(
     layout: &KvLayout,
@@ -237,8 +261,7 @@ fn head_part(
                 stride: t,
                 at: span.start,
             };
-            let keys = &mut decoded[..span.len() * d];
-            layout.load_rows(block.keys, t, head, span, &mut params, keys);
+            let keys = tile_of(layout, block.keys, t, head, span, &mut decoded, &mut params);
             simd::scores(
                 queries,
                 keys,
@@ -268,8 +291,15 @@ fn head_part(
                 stride: t,
                 at: span.start,
             };
-            let values = &mut decoded[..span.len() * d];
-            layout.load_rows(block.values, t, head, span, &mut params, values);
+            let values = tile_of(
+                layout,
+                block.values,
+                t,
+                head,
+                span,
+                &mut decoded,
+                &mut params,
+            );
             simd::accumulate(&scores, cols, values, d, &mut acc, share(ahead_k, tiles, n));
         }
     }

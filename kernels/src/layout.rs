@@ -169,6 +169,23 @@ impl KvLayout {
         self.load_rows(tensor, tokens, head, 0..tokens, params, out);
     }
 
+    /// The stored bytes of rows `rows` (token indices within the block) of KV head
+    /// `head` of a stored tensor of `tokens` rows, when the layout stores plain f16
+    /// (which the kernels can read without decoding).
+    pub(crate) fn stored_f16_rows<'a>(
+        &self,
+        tensor: &'a [u8],
+        tokens: usize,
+        head: usize,
+        rows: std::ops::Range<usize>,
+    ) -> Option<&'a [u8]> {
+        if self.row_format() != RowFormat::Plain(DType::F16) {
+            return None;
+        }
+        let row_bytes = 2 * self.head_dim;
+        tensor.get((head * tokens + rows.start) * row_bytes..(head * tokens + rows.end) * row_bytes)
+    }
+
     /// Decodes rows `rows` (token indices within the block) of KV head `head` of one
     /// stored tensor (checked by [`KvLayout::check`]) of `tokens` rows into `out`
     /// (`rows.len() * head_dim` floats): the kernels load a block a tile at a time,

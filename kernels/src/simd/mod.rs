@@ -113,6 +113,55 @@ dispatched! {
     scores_any => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32], cols: Columns)
 }
 
+/// A tile of K or V rows as the kernels read it: decoded into f32, or the stored
+/// little-endian f16 itself, which the AVX2 copies convert in registers (one pass over
+/// each stored byte, no f32 copy).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tile<'a> {
+    /// Rows decoded into f32.
+    F32(&'a [f32]),
+    /// Rows of little-endian f16 as stored.
+    F16(&'a [u8]),
+}
+
+impl Tile<'_> {
+    /// Whole rows of `dim` elements in the tile, or `None` when its length is not a
+    /// whole number of them.
+    fn rows(&self, dim: usize) -> Option<usize> {
+        let (len, per_row) = match self {
+            Tile::F32(x) => (x.len(), dim),
+            Tile::F16(x) => (x.len(), 2 * dim),
+        };
+        (per_row > 0 && len.is_multiple_of(per_row)).then(|| len / per_row)
+    }
+}
+
+/// Whether the AVX2 copies read f16 tiles in place for rows of `dim` elements (else a
+/// caller decodes them into f32 first).
+pub(crate) fn reads_f16_in_place(dim: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        fast() && dim > 0 && dim.is_multiple_of(8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = dim;
+        false
+    }
+}
+
+/// Runs `f` over `tile` as f32 rows, converting an f16 tile into a scratch buffer.
+fn with_f32<R>(tile: Tile<'_>, f: impl FnOnce(&[f32]) -> R) -> R {
+    match tile {
+        Tile::F32(x) => f(x),
+        Tile::F16(bytes) => {
+            let mut decoded = vec![0f32; bytes.len() / 2];
+            f16_to_f32(bytes, &mut decoded);
+            f(&decoded)
+        }
+    }
+}
+
 /// `scores[r * stride + at + t] = queries[r] · keys[t]` for rows of `dim` elements (a
 /// tile of keys, its columns `cols` of the rows × stride `scores`): [`x86::scores`]
 /// where the CPU has AVX2 and `dim` is a multiple of 8, the plain loop otherwise.
@@ -120,20 +169,23 @@ dispatched! {
 /// of tokens, so memory keeps streaming while this computes.
 pub(crate) fn scores(
     queries: &[f32],
-    keys: &[f32],
+    keys: Tile<'_>,
     dim: usize,
     scores: &mut [f32],
     cols: Columns,
     ahead: &[u8],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if fast() && x86::fits(queries, keys, dim, scores, cols) {
-        // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
-        unsafe { x86::scores(queries, keys, dim, scores, cols, ahead) };
-        return;
+    if let Some(tokens) = keys.rows(dim) {
+        if fast() && x86::fits(queries, tokens, dim, scores, cols) {
+            // SAFETY: `fast()` checked the CPU's features, `rows` the tile's length
+            // and `fits` the other slices' shapes.
+            unsafe { x86::scores(queries, keys, tokens, dim, scores, cols, ahead) };
+            return;
+        }
     }
     prefetch(ahead);
-    scores_any(queries, keys, dim, scores, cols)
+    with_f32(keys, |keys| scores_any(queries, keys, dim, scores, cols))
 }
 
 #[inline(always)]
@@ -169,19 +221,24 @@ dispatched! {
 pub(crate) fn accumulate(
     weights: &[f32],
     cols: Columns,
-    values: &[f32],
+    values: Tile<'_>,
     dim: usize,
     out: &mut [f32],
     ahead: &[u8],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if fast() && x86::fits(out, values, dim, weights, cols) {
-        // SAFETY: `fast()` checked the CPU's features and `fits` the slices' shapes.
-        unsafe { x86::accumulate(weights, cols, values, dim, out, ahead) };
-        return;
+    if let Some(tokens) = values.rows(dim) {
+        if fast() && x86::fits(out, tokens, dim, weights, cols) {
+            // SAFETY: `fast()` checked the CPU's features, `rows` the tile's length
+            // and `fits` the other slices' shapes.
+            unsafe { x86::accumulate(weights, cols, values, tokens, dim, out, ahead) };
+            return;
+        }
     }
     prefetch(ahead);
-    accumulate_any(weights, cols, values, dim, out)
+    with_f32(values, |values| {
+        accumulate_any(weights, cols, values, dim, out)
+    })
 }
 
 #[inline(always)]
@@ -209,264 +266,8 @@ dispatched! {
     raise_max => max_body(values: &[f32], max: &mut f32)
 }
 
-/// The two hot loops written with AVX2 intrinsics: scoring pairs of query rows
-/// against four tokens at once with a single transposing reduction, and accumulating
-/// values into up to four query rows held in registers.
 #[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    use super::Columns;
-
-    /// Whether `rows` (R × dim), `tokens` (T × dim) and `matrix` (R × stride, the
-    /// tile in columns `at..at + T`) have the shapes these kernels need, with `dim` a
-    /// non-zero multiple of 8.
-    pub(super) fn fits(
-        rows: &[f32],
-        tokens: &[f32],
-        dim: usize,
-        matrix: &[f32],
-        cols: Columns,
-    ) -> bool {
-        dim > 0
-            && dim.is_multiple_of(8)
-            && rows.len().is_multiple_of(dim)
-            && tokens.len().is_multiple_of(dim)
-            && cols.at + tokens.len() / dim <= cols.stride
-            && Some(matrix.len()) == (rows.len() / dim).checked_mul(cols.stride)
-    }
-
-    /// The sums of eight vectors, as one vector: lane `u` is the sum of `acc[u]`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn hsum8(acc: [__m256; 8]) -> __m256 {
-        let a = _mm256_hadd_ps(acc[0], acc[1]);
-        let b = _mm256_hadd_ps(acc[2], acc[3]);
-        let c = _mm256_hadd_ps(acc[4], acc[5]);
-        let d = _mm256_hadd_ps(acc[6], acc[7]);
-        let ab = _mm256_hadd_ps(a, b);
-        let cd = _mm256_hadd_ps(c, d);
-        let lo = _mm256_permute2f128_ps::<0x20>(ab, cd);
-        let hi = _mm256_permute2f128_ps::<0x31>(ab, cd);
-        _mm256_add_ps(lo, hi)
-    }
-
-    /// See [`super::scores`]. Query rows are taken two at a time against four tokens
-    /// at a time: eight accumulators, and each 8-float load of a key or a query
-    /// serves two or four multiply-adds; one transposing reduction turns the eight
-    /// into the block's eight scores.
-    ///
-    /// # Safety
-    /// The CPU has AVX2 and FMA, and [`fits`]`(queries, keys, dim, scores, cols)`
-    /// holds.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn scores(
-        queries: &[f32],
-        keys: &[f32],
-        dim: usize,
-        scores: &mut [f32],
-        cols: Columns,
-        ahead: &[u8],
-    ) {
-        let tokens = keys.len() / dim;
-        let rows = queries.len() / dim;
-        let Columns { stride, at } = cols;
-        let (q, k, s) = (queries.as_ptr(), keys.as_ptr(), scores.as_mut_ptr());
-        let mut lines = Ahead::new(ahead, tokens.div_ceil(4));
-        let mut t = 0;
-        while t + 4 <= tokens {
-            lines.step();
-            let mut r = 0;
-            while r < rows {
-                // The second row of the pair, or the first again when `rows` is odd
-                // (its sums are then not stored).
-                let r2 = if r + 1 < rows { r + 1 } else { r };
-                let mut acc = [_mm256_setzero_ps(); 8];
-                let mut j = 0;
-                while j < dim {
-                    // SAFETY: `r, r2 < rows`, `t + 3 < tokens` and `j + 8 <= dim` keep
-                    // every 8-float load inside its slice (`fits` checked the lengths).
-                    unsafe {
-                        let qa = _mm256_loadu_ps(q.add(r * dim + j));
-                        let qb = _mm256_loadu_ps(q.add(r2 * dim + j));
-                        for u in 0..4 {
-                            let kv = _mm256_loadu_ps(k.add((t + u) * dim + j));
-                            acc[u] = _mm256_fmadd_ps(qa, kv, acc[u]);
-                            acc[4 + u] = _mm256_fmadd_ps(qb, kv, acc[4 + u]);
-                        }
-                    }
-                    j += 8;
-                }
-                let sums = hsum8(acc);
-                // SAFETY: `scores` is rows × stride and `at + t + 4 <= at + tokens <=
-                // stride`, for row `r` and (when it is a second row) `r2`.
-                unsafe {
-                    _mm_storeu_ps(s.add(r * stride + at + t), _mm256_castps256_ps128(sums));
-                    if r2 != r {
-                        _mm_storeu_ps(
-                            s.add(r2 * stride + at + t),
-                            _mm256_extractf128_ps::<1>(sums),
-                        );
-                    }
-                }
-                r += 2;
-            }
-            t += 4;
-        }
-        lines.rest();
-        for t in t..tokens {
-            for r in 0..rows {
-                let qr = &queries[r * dim..(r + 1) * dim];
-                let kt = &keys[t * dim..(t + 1) * dim];
-                scores[r * stride + at + t] =
-                    qr.iter().zip(kt).fold(0.0, |a, (x, y)| x.mul_add(*y, a));
-            }
-        }
-    }
-
-    /// See [`super::accumulate`]. Sixteen columns at a time, for up to four query rows
-    /// at once: eight accumulators in registers, each value load serving every row of
-    /// the group.
-    ///
-    /// # Safety
-    /// The CPU has AVX2 and FMA, and [`fits`]`(out, values, dim, weights, cols)`
-    /// holds.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn accumulate(
-        weights: &[f32],
-        cols: Columns,
-        values: &[f32],
-        dim: usize,
-        out: &mut [f32],
-        ahead: &[u8],
-    ) {
-        let tokens = values.len() / dim;
-        let rows = out.len() / dim;
-        let mut lines = Ahead::new(ahead, rows.div_ceil(4) * dim.div_ceil(16));
-        let mut r = 0;
-        while r < rows {
-            let group = (rows - r).min(4);
-            let mut c = 0;
-            while c < dim {
-                lines.step();
-                // SAFETY: rows `r..r + group` are inside `out` and `weights` (rows ×
-                // stride), columns `c..c + 16` (or `c..c + 8` at an odd last 8) inside
-                // `dim`, tokens inside `values`.
-                unsafe {
-                    if c + 16 <= dim {
-                        match group {
-                            4 => columns::<4, 2>(weights, cols, values, dim, out, r, c, tokens),
-                            3 => columns::<3, 2>(weights, cols, values, dim, out, r, c, tokens),
-                            2 => columns::<2, 2>(weights, cols, values, dim, out, r, c, tokens),
-                            _ => columns::<1, 2>(weights, cols, values, dim, out, r, c, tokens),
-                        }
-                    } else {
-                        match group {
-                            4 => columns::<4, 1>(weights, cols, values, dim, out, r, c, tokens),
-                            3 => columns::<3, 1>(weights, cols, values, dim, out, r, c, tokens),
-                            2 => columns::<2, 1>(weights, cols, values, dim, out, r, c, tokens),
-                            _ => columns::<1, 1>(weights, cols, values, dim, out, r, c, tokens),
-                        }
-                    }
-                }
-                c += if c + 16 <= dim { 16 } else { 8 };
-            }
-            r += group;
-        }
-        lines.rest();
-    }
-
-    /// Rows `r..r + ROWS`, columns `c..c + 8 * VECS` of `out`, accumulated over every
-    /// token of `values` in token order.
-    ///
-    /// # Safety
-    /// AVX2 and FMA; the rows, columns and tokens are inside the slices as
-    /// [`accumulate`] checks before calling.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn columns<const ROWS: usize, const VECS: usize>(
-        weights: &[f32],
-        cols: Columns,
-        values: &[f32],
-        dim: usize,
-        out: &mut [f32],
-        r: usize,
-        c: usize,
-        tokens: usize,
-    ) {
-        let (w, v, o) = (weights.as_ptr(), values.as_ptr(), out.as_mut_ptr());
-        let mut acc = [[_mm256_setzero_ps(); VECS]; ROWS];
-        for (g, row) in acc.iter_mut().enumerate() {
-            for (x, a) in row.iter_mut().enumerate() {
-                // SAFETY: row `r + g` and columns `c + 8x..c + 8x + 8` are inside `out`.
-                *a = unsafe { _mm256_loadu_ps(o.add((r + g) * dim + c + 8 * x)) };
-            }
-        }
-        for t in 0..tokens {
-            let mut vs = [_mm256_setzero_ps(); VECS];
-            for (x, vx) in vs.iter_mut().enumerate() {
-                // SAFETY: token `t < tokens`, columns inside `dim`.
-                *vx = unsafe { _mm256_loadu_ps(v.add(t * dim + c + 8 * x)) };
-            }
-            for (g, row) in acc.iter_mut().enumerate() {
-                // SAFETY: `weights` is rows × stride and `at + t < stride`.
-                let p =
-                    unsafe { _mm256_broadcast_ss(&*w.add((r + g) * cols.stride + cols.at + t)) };
-                for (a, vx) in row.iter_mut().zip(vs) {
-                    *a = _mm256_fmadd_ps(p, vx, *a);
-                }
-            }
-        }
-        for (g, row) in acc.iter().enumerate() {
-            for (x, a) in row.iter().enumerate() {
-                // SAFETY: as for the loads above.
-                unsafe { _mm256_storeu_ps(o.add((r + g) * dim + c + 8 * x), *a) };
-            }
-        }
-    }
-
-    /// Prefetch hints for `bytes`, spread evenly over `steps` calls of [`Ahead::step`].
-    struct Ahead<'a> {
-        bytes: &'a [u8],
-        per_step: usize,
-        at: usize,
-    }
-
-    impl<'a> Ahead<'a> {
-        fn new(bytes: &'a [u8], steps: usize) -> Ahead<'a> {
-            let lines = bytes.len().div_ceil(64);
-            Ahead {
-                bytes,
-                per_step: lines.div_ceil(steps.max(1)),
-                at: 0,
-            }
-        }
-
-        /// The next few lines.
-        #[inline]
-        fn step(&mut self) {
-            for _ in 0..self.per_step {
-                if self.at >= self.bytes.len() {
-                    return;
-                }
-                // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
-                // that never faults (the address is inside `bytes` anyway).
-                unsafe {
-                    _mm_prefetch::<_MM_HINT_T1>(self.bytes.as_ptr().add(self.at).cast::<i8>())
-                };
-                self.at += 64;
-            }
-        }
-
-        /// Whatever is left.
-        fn rest(&mut self) {
-            while self.at < self.bytes.len() {
-                self.step();
-            }
-        }
-    }
-}
+mod x86;
 
 #[inline(always)]
 fn f16_body<const FAST: bool>(src: &[u8], dst: &mut [f32]) {
@@ -619,7 +420,7 @@ mod tests {
         let k: Vec<f32> = (0..3 * dim).map(|i| (i as f32 * 0.11).cos()).collect();
         let mut s = vec![0f32; 6];
         let cols = Columns { stride: 3, at: 0 };
-        scores(&q, &k, dim, &mut s, cols, &[1u8; 300]);
+        scores(&q, Tile::F32(&k), dim, &mut s, cols, &[1u8; 300]);
         for r in 0..2 {
             for t in 0..3 {
                 let want: f64 = (0..dim)
@@ -629,7 +430,7 @@ mod tests {
             }
         }
         let mut out = vec![1f32; 2 * dim];
-        accumulate(&s, cols, &k, dim, &mut out, &[]);
+        accumulate(&s, cols, Tile::F32(&k), dim, &mut out, &[]);
         for r in 0..2 {
             for j in 0..dim {
                 let want: f64 = 1.0
@@ -643,6 +444,41 @@ mod tests {
         // FMA rounding; both are deterministic.
         assert_eq!(dot::<false>(&q, &q), dot::<false>(&q, &q));
         assert!((dot::<true>(&q, &q) - dot::<false>(&q, &q)).abs() < 1e-4);
+    }
+
+    #[test]
+    fn f16_tiles_read_in_place_give_what_decoded_tiles_give() {
+        let dim = 40; // five 8-float vectors: the odd last 8 of the 16-column loop
+        let tokens = 7; // not a multiple of the token blocking
+        let rows = 5; // a group of four rows and one of one
+        let k: Vec<f16> = (0..tokens * dim)
+            .map(|i| f16::from_f32((i as f32 * 0.13).sin()))
+            .collect();
+        let bytes: Vec<u8> = k.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let decoded: Vec<f32> = k.iter().map(|v| v.to_f32()).collect();
+        let q: Vec<f32> = (0..rows * dim).map(|i| (i as f32 * 0.29).cos()).collect();
+        let cols = Columns {
+            stride: tokens + 3,
+            at: 2,
+        };
+        let mut from_f16 = vec![0f32; rows * cols.stride];
+        let mut from_f32 = vec![0f32; rows * cols.stride];
+        let mut baseline = vec![0f32; rows * cols.stride];
+        scores(&q, Tile::F16(&bytes), dim, &mut from_f16, cols, &[]);
+        scores(&q, Tile::F32(&decoded), dim, &mut from_f32, cols, &[]);
+        with_f32(Tile::F16(&bytes), |k| {
+            scores_body::<false>(&q, k, dim, &mut baseline, cols)
+        });
+        assert_eq!(from_f16, from_f32);
+        for (a, b) in from_f16.iter().zip(&baseline) {
+            assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+        }
+        // The columns outside the tile are left alone.
+        assert!(from_f16.iter().step_by(cols.stride).all(|&x| x == 0.0));
+        let (mut out16, mut out32) = (vec![0.5f32; rows * dim], vec![0.5f32; rows * dim]);
+        accumulate(&from_f32, cols, Tile::F16(&bytes), dim, &mut out16, &[]);
+        accumulate(&from_f32, cols, Tile::F32(&decoded), dim, &mut out32, &[]);
+        assert_eq!(out16, out32);
     }
 
     #[test]
