@@ -203,8 +203,9 @@ fn share(bytes: &[u8], parts: usize, n: usize) -> &[u8] {
 }
 
 /// Rows `span` of KV head `head` of a stored tensor of `tokens` rows as the kernels
-/// read them: the stored f16 itself where they convert it in registers, else decoded
-/// into `decoded`.
+/// read them: the stored f16 or affine codes themselves where they convert them in
+/// registers (a code group's scale and bias decoded into `params`), else decoded into
+/// `decoded`.
 fn tile_of<'t>(
     layout: &KvLayout,
     tensor: &'t [u8],
@@ -212,11 +213,21 @@ fn tile_of<'t>(
     head: usize,
     span: Range<usize>,
     decoded: &'t mut [f32],
-    params: &mut Vec<f32>,
+    params: &'t mut Vec<f32>,
 ) -> Tile<'t> {
-    if simd::reads_f16_in_place(layout.head_dim) {
+    if simd::reads_in_place(layout.head_dim) {
         if let Some(bytes) = layout.stored_f16_rows(tensor, tokens, head, span.clone()) {
             return Tile::F16(bytes);
+        }
+        if let Some((codes, bits)) = layout.stored_codes(tensor, tokens, head, span.clone(), params)
+        {
+            let (scales, biases) = params.split_at(params.len() / 2);
+            return Tile::Affine {
+                codes,
+                bits,
+                scales,
+                biases,
+            };
         }
     }
     let out = &mut decoded[..span.len() * layout.head_dim];

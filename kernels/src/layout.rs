@@ -186,6 +186,43 @@ impl KvLayout {
         tensor.get((head * tokens + rows.start) * row_bytes..(head * tokens + rows.end) * row_bytes)
     }
 
+    /// The stored codes of rows `rows` of KV head `head` of a stored tensor of `tokens`
+    /// rows and their bits, when the layout stores affine codes; each group's scale
+    /// then bias are decoded into `params` (scales in its first half, biases in its
+    /// second).
+    pub(crate) fn stored_codes<'a>(
+        &self,
+        tensor: &'a [u8],
+        tokens: usize,
+        head: usize,
+        rows: std::ops::Range<usize>,
+        params: &mut Vec<f32>,
+    ) -> Option<(&'a [u8], u32)> {
+        let RowFormat::Affine {
+            bits,
+            code_bytes,
+            param_bytes,
+            param_dtype,
+        } = self.row_format()
+        else {
+            return None;
+        };
+        let rows = head * tokens + rows.start..head * tokens + rows.end;
+        let all_rows = self.kv_heads * tokens;
+        let codes = tensor.get(rows.start * code_bytes..rows.end * code_bytes)?;
+        let scales_at = all_rows * code_bytes;
+        let biases_at = scales_at + all_rows * param_bytes;
+        let section =
+            |at: usize| tensor.get(at + rows.start * param_bytes..at + rows.end * param_bytes);
+        let (scales, biases) = (section(scales_at)?, section(biases_at)?);
+        let groups = rows.len() * self.head_dim / 32;
+        params.resize(2 * groups, 0.0);
+        let (s, b) = params.split_at_mut(groups);
+        convert(param_dtype, scales, s);
+        convert(param_dtype, biases, b);
+        Some((codes, bits))
+    }
+
     /// Decodes rows `rows` (token indices within the block) of KV head `head` of one
     /// stored tensor (checked by [`KvLayout::check`]) of `tokens` rows into `out`
     /// (`rows.len() * head_dim` floats): the kernels load a block a tile at a time,

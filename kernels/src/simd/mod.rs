@@ -122,23 +122,47 @@ pub(crate) enum Tile<'a> {
     F32(&'a [f32]),
     /// Rows of little-endian f16 as stored.
     F16(&'a [u8]),
+    /// Rows of affine codes as stored (8 or 4 bits, groups of 32 elements, low
+    /// nibble first), with each group's scale and bias decoded: element `i` is
+    /// `scales[i / 32] * code_i + biases[i / 32]`.
+    Affine {
+        codes: &'a [u8],
+        bits: u32,
+        scales: &'a [f32],
+        biases: &'a [f32],
+    },
 }
 
 impl Tile<'_> {
     /// Whole rows of `dim` elements in the tile, or `None` when its length is not a
     /// whole number of them.
     fn rows(&self, dim: usize) -> Option<usize> {
-        let (len, per_row) = match self {
-            Tile::F32(x) => (x.len(), dim),
-            Tile::F16(x) => (x.len(), 2 * dim),
+        let whole = |len: usize, per_row: usize| {
+            (per_row > 0 && len.is_multiple_of(per_row)).then(|| len / per_row)
         };
-        (per_row > 0 && len.is_multiple_of(per_row)).then(|| len / per_row)
+        match *self {
+            Tile::F32(x) => whole(x.len(), dim),
+            Tile::F16(x) => whole(x.len(), 2 * dim),
+            Tile::Affine {
+                codes,
+                bits,
+                scales,
+                biases,
+            } => {
+                if !matches!(bits, 4 | 8) || !dim.is_multiple_of(32) {
+                    return None;
+                }
+                let rows = whole(codes.len(), dim * bits as usize / 8)?;
+                let groups = rows * dim / 32;
+                (scales.len() == groups && biases.len() == groups).then_some(rows)
+            }
+        }
     }
 }
 
-/// Whether the AVX2 copies read f16 tiles in place for rows of `dim` elements (else a
-/// caller decodes them into f32 first).
-pub(crate) fn reads_f16_in_place(dim: usize) -> bool {
+/// Whether the AVX2 copies read f16 and affine tiles in place for rows of `dim`
+/// elements (else a caller decodes them into f32 first).
+pub(crate) fn reads_in_place(dim: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         fast() && dim > 0 && dim.is_multiple_of(8)
@@ -157,6 +181,16 @@ fn with_f32<R>(tile: Tile<'_>, f: impl FnOnce(&[f32]) -> R) -> R {
         Tile::F16(bytes) => {
             let mut decoded = vec![0f32; bytes.len() / 2];
             f16_to_f32(bytes, &mut decoded);
+            f(&decoded)
+        }
+        Tile::Affine {
+            codes,
+            bits,
+            scales,
+            biases,
+        } => {
+            let mut decoded = vec![0f32; scales.len() * 32];
+            affine_to_f32(codes, bits, scales, biases, &mut decoded);
             f(&decoded)
         }
     }

@@ -2,7 +2,8 @@
 //! (up to four rows against two tokens at once, or fewer rows against more tokens,
 //! eight accumulators and one transposing reduction), and accumulating values into up
 //! to four query rows held in registers. Both read a tile of f32 rows or the stored
-//! f16 rows themselves, converted in registers as they are loaded.
+//! rows themselves (f16, or int8 and 4-bit affine codes), converted in registers as
+//! they are loaded.
 
 use std::arch::x86_64::*;
 
@@ -19,28 +20,79 @@ pub(super) fn fits(rows: &[f32], tokens: usize, dim: usize, matrix: &[f32], cols
         && Some(matrix.len()) == (rows.len() / dim).checked_mul(cols.stride)
 }
 
-/// A tile's first byte and whether its elements are f16 (else f32).
-fn source(tile: Tile<'_>) -> (*const u8, bool) {
+/// Where a tile's elements are and how they are stored (`FMT` of [`load8`]).
+#[derive(Clone, Copy)]
+struct Source {
+    /// The first element (or code).
+    base: *const u8,
+    /// Per group of 32 elements, for affine codes.
+    scales: *const f32,
+    biases: *const f32,
+}
+
+/// `FMT` values: the element formats [`load8`] reads.
+const F32: u8 = 0;
+const F16: u8 = 1;
+const INT8: u8 = 2;
+const Q4: u8 = 3;
+
+/// A tile's [`Source`] and format.
+fn source(tile: Tile<'_>) -> (Source, u8) {
+    let plain = |base: *const u8| Source {
+        base,
+        scales: std::ptr::null(),
+        biases: std::ptr::null(),
+    };
     match tile {
-        Tile::F32(x) => (x.as_ptr().cast::<u8>(), false),
-        Tile::F16(x) => (x.as_ptr(), true),
+        Tile::F32(x) => (plain(x.as_ptr().cast::<u8>()), F32),
+        Tile::F16(x) => (plain(x.as_ptr()), F16),
+        Tile::Affine {
+            codes,
+            bits,
+            scales,
+            biases,
+        } => (
+            Source {
+                base: codes.as_ptr(),
+                scales: scales.as_ptr(),
+                biases: biases.as_ptr(),
+            },
+            if bits == 8 { INT8 } else { Q4 },
+        ),
     }
 }
 
-/// Eight elements from element `index` of a tile, as f32.
+/// Eight elements from element `index` (a multiple of 8) of a tile, as f32. Affine
+/// codes become `scale * q + bias`, not fused: the value the store decodes.
 ///
 /// # Safety
-/// AVX2 and F16C; elements `index..index + 8` are inside the tile `base` starts.
+/// AVX2 and F16C; elements `index..index + 8` are inside the tile `src` describes
+/// (and, for codes, their group's scale and bias).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn load8<const HALF: bool>(base: *const u8, index: usize) -> __m256 {
-    // SAFETY: the caller keeps the eight elements inside the tile; both loads are
-    // unaligned ones.
+unsafe fn load8<const FMT: u8>(src: Source, index: usize) -> __m256 {
+    // SAFETY: the caller keeps the eight elements, and for codes group `index / 32`'s
+    // parameters, inside the tile; every load is an unaligned one.
     unsafe {
-        if HALF {
-            _mm256_cvtph_ps(_mm_loadu_si128(base.add(2 * index).cast::<__m128i>()))
-        } else {
-            _mm256_loadu_ps(base.cast::<f32>().add(index))
+        let affine = |codes: __m128i| {
+            let q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes));
+            let g = index / 32;
+            let scaled = _mm256_mul_ps(q, _mm256_set1_ps(*src.scales.add(g)));
+            _mm256_add_ps(scaled, _mm256_set1_ps(*src.biases.add(g)))
+        };
+        match FMT {
+            F16 => _mm256_cvtph_ps(_mm_loadu_si128(src.base.add(2 * index).cast::<__m128i>())),
+            INT8 => affine(_mm_loadl_epi64(src.base.add(index).cast::<__m128i>())),
+            Q4 => {
+                // Four bytes, low nibble first: spread into eight bytes in order.
+                let packed = src.base.add(index / 2).cast::<i32>().read_unaligned();
+                let v = _mm_cvtsi32_si128(packed);
+                let mask = _mm_set1_epi8(0x0f);
+                let low = _mm_and_si128(v, mask);
+                let high = _mm_and_si128(_mm_srli_epi16::<4>(v), mask);
+                affine(_mm_unpacklo_epi8(low, high))
+            }
+            _ => _mm256_loadu_ps(src.base.cast::<f32>().add(index)),
         }
     }
 }
@@ -75,7 +127,7 @@ pub(super) unsafe fn scores(
     cols: Columns,
     ahead: &[u8],
 ) {
-    let (k, half) = source(keys);
+    let (k, format) = source(keys);
     let job = ScoreJob {
         q: queries.as_ptr(),
         k,
@@ -91,15 +143,11 @@ pub(super) unsafe fn scores(
         // SAFETY: rows `r..r + group` are inside `queries` and `scores`, and every
         // block's tokens inside the tile (`score_rows` keeps `t + T <= tokens`).
         unsafe {
-            match (group, half) {
-                (4, true) => job.rows::<true, 4, 2>(r, tokens, &mut lines),
-                (3, true) => job.rows::<true, 3, 2>(r, tokens, &mut lines),
-                (2, true) => job.rows::<true, 2, 4>(r, tokens, &mut lines),
-                (_, true) => job.rows::<true, 1, 8>(r, tokens, &mut lines),
-                (4, false) => job.rows::<false, 4, 2>(r, tokens, &mut lines),
-                (3, false) => job.rows::<false, 3, 2>(r, tokens, &mut lines),
-                (2, false) => job.rows::<false, 2, 4>(r, tokens, &mut lines),
-                (_, false) => job.rows::<false, 1, 8>(r, tokens, &mut lines),
+            match format {
+                F16 => job.group::<F16>(group, r, tokens, &mut lines),
+                INT8 => job.group::<INT8>(group, r, tokens, &mut lines),
+                Q4 => job.group::<Q4>(group, r, tokens, &mut lines),
+                _ => job.group::<F32>(group, r, tokens, &mut lines),
             }
         }
         r += group;
@@ -110,13 +158,38 @@ pub(super) unsafe fn scores(
 /// The pointers and shape one [`scores`] call works on.
 struct ScoreJob {
     q: *const f32,
-    k: *const u8,
+    k: Source,
     s: *mut f32,
     dim: usize,
     cols: Columns,
 }
 
 impl ScoreJob {
+    /// [`ScoreJob::rows`] for a group of `group` (1..=4) rows, blocked to fit eight
+    /// accumulators.
+    ///
+    /// # Safety
+    /// As for [`ScoreJob::rows`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn group<const FMT: u8>(
+        &self,
+        group: usize,
+        r: usize,
+        tokens: usize,
+        lines: &mut Ahead<'_>,
+    ) {
+        // SAFETY: passed on from the caller.
+        unsafe {
+            match group {
+                4 => self.rows::<FMT, 4, 2>(r, tokens, lines),
+                3 => self.rows::<FMT, 3, 2>(r, tokens, lines),
+                2 => self.rows::<FMT, 2, 4>(r, tokens, lines),
+                _ => self.rows::<FMT, 1, 8>(r, tokens, lines),
+            }
+        }
+    }
+
     /// Rows `r..r + R` against every token, `T` tokens at a time, the last few one at
     /// a time.
     ///
@@ -125,7 +198,7 @@ impl ScoreJob {
     /// checked.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn rows<const HALF: bool, const R: usize, const T: usize>(
+    unsafe fn rows<const FMT: u8, const R: usize, const T: usize>(
         &self,
         r: usize,
         tokens: usize,
@@ -135,12 +208,12 @@ impl ScoreJob {
         while t + T <= tokens {
             lines.step();
             // SAFETY: as the caller promised, with `t + T <= tokens`.
-            unsafe { self.block::<HALF, R, T>(r, t) };
+            unsafe { self.block::<FMT, R, T>(r, t) };
             t += T;
         }
         while t < tokens {
             // SAFETY: as above, with `t < tokens`.
-            unsafe { self.block::<HALF, R, 1>(r, t) };
+            unsafe { self.block::<FMT, R, 1>(r, t) };
             t += 1;
         }
     }
@@ -151,7 +224,7 @@ impl ScoreJob {
     /// AVX2, FMA and F16C; those rows and tokens are inside the slices.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn block<const HALF: bool, const R: usize, const T: usize>(&self, r: usize, t: usize) {
+    unsafe fn block<const FMT: u8, const R: usize, const T: usize>(&self, r: usize, t: usize) {
         let dim = self.dim;
         let mut acc = [_mm256_setzero_ps(); 8];
         let mut j = 0;
@@ -159,7 +232,7 @@ impl ScoreJob {
             let mut ks = [_mm256_setzero_ps(); T];
             for (u, kv) in ks.iter_mut().enumerate() {
                 // SAFETY: token `t + u` of the tile, elements `j..j + 8` of its row.
-                *kv = unsafe { load8::<HALF>(self.k, (t + u) * dim + j) };
+                *kv = unsafe { load8::<FMT>(self.k, (t + u) * dim + j) };
             }
             for g in 0..R {
                 // SAFETY: row `r + g` of `queries`, elements `j..j + 8`.
@@ -201,7 +274,7 @@ pub(super) unsafe fn accumulate(
     out: &mut [f32],
     ahead: &[u8],
 ) {
-    let (v, half) = source(values);
+    let (v, format) = source(values);
     let job = AccumulateJob {
         w: weights.as_ptr(),
         v,
@@ -223,23 +296,11 @@ pub(super) unsafe fn accumulate(
             // stride), columns `c..c + 16` (or `c..c + 8` at an odd last 8) inside
             // `dim`, tokens inside the tile.
             unsafe {
-                match (group, wide, half) {
-                    (4, true, true) => job.columns::<true, 4, 2>(r, c),
-                    (3, true, true) => job.columns::<true, 3, 2>(r, c),
-                    (2, true, true) => job.columns::<true, 2, 2>(r, c),
-                    (_, true, true) => job.columns::<true, 1, 2>(r, c),
-                    (4, false, true) => job.columns::<true, 4, 1>(r, c),
-                    (3, false, true) => job.columns::<true, 3, 1>(r, c),
-                    (2, false, true) => job.columns::<true, 2, 1>(r, c),
-                    (_, false, true) => job.columns::<true, 1, 1>(r, c),
-                    (4, true, false) => job.columns::<false, 4, 2>(r, c),
-                    (3, true, false) => job.columns::<false, 3, 2>(r, c),
-                    (2, true, false) => job.columns::<false, 2, 2>(r, c),
-                    (_, true, false) => job.columns::<false, 1, 2>(r, c),
-                    (4, false, false) => job.columns::<false, 4, 1>(r, c),
-                    (3, false, false) => job.columns::<false, 3, 1>(r, c),
-                    (2, false, false) => job.columns::<false, 2, 1>(r, c),
-                    (_, false, false) => job.columns::<false, 1, 1>(r, c),
+                match format {
+                    F16 => job.group::<F16>(group, wide, r, c),
+                    INT8 => job.group::<INT8>(group, wide, r, c),
+                    Q4 => job.group::<Q4>(group, wide, r, c),
+                    _ => job.group::<F32>(group, wide, r, c),
                 }
             }
             c += if wide { 16 } else { 8 };
@@ -252,7 +313,7 @@ pub(super) unsafe fn accumulate(
 /// The pointers and shape one [`accumulate`] call works on.
 struct AccumulateJob {
     w: *const f32,
-    v: *const u8,
+    v: Source,
     o: *mut f32,
     dim: usize,
     cols: Columns,
@@ -260,6 +321,29 @@ struct AccumulateJob {
 }
 
 impl AccumulateJob {
+    /// [`AccumulateJob::columns`] for a group of `group` (1..=4) rows, sixteen columns
+    /// (`wide`) or eight.
+    ///
+    /// # Safety
+    /// As for [`AccumulateJob::columns`].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn group<const FMT: u8>(&self, group: usize, wide: bool, r: usize, c: usize) {
+        // SAFETY: passed on from the caller.
+        unsafe {
+            match (group, wide) {
+                (4, true) => self.columns::<FMT, 4, 2>(r, c),
+                (3, true) => self.columns::<FMT, 3, 2>(r, c),
+                (2, true) => self.columns::<FMT, 2, 2>(r, c),
+                (_, true) => self.columns::<FMT, 1, 2>(r, c),
+                (4, false) => self.columns::<FMT, 4, 1>(r, c),
+                (3, false) => self.columns::<FMT, 3, 1>(r, c),
+                (2, false) => self.columns::<FMT, 2, 1>(r, c),
+                (_, false) => self.columns::<FMT, 1, 1>(r, c),
+            }
+        }
+    }
+
     /// Rows `r..r + ROWS`, columns `c..c + 8 * VECS` of `out`, accumulated over every
     /// token of the tile in token order.
     ///
@@ -268,7 +352,7 @@ impl AccumulateJob {
     /// [`accumulate`] checked.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn columns<const HALF: bool, const ROWS: usize, const VECS: usize>(
+    unsafe fn columns<const FMT: u8, const ROWS: usize, const VECS: usize>(
         &self,
         r: usize,
         c: usize,
@@ -285,7 +369,7 @@ impl AccumulateJob {
             let mut vs = [_mm256_setzero_ps(); VECS];
             for (x, vx) in vs.iter_mut().enumerate() {
                 // SAFETY: token `t < tokens` of the tile, columns inside `dim`.
-                *vx = unsafe { load8::<HALF>(self.v, t * dim + c + 8 * x) };
+                *vx = unsafe { load8::<FMT>(self.v, t * dim + c + 8 * x) };
             }
             for (g, row) in acc.iter_mut().enumerate() {
                 // SAFETY: `weights` is rows × stride and `at + t < stride`.
