@@ -48,6 +48,8 @@ pub enum OpError {
     /// A string that is not a HyperLogLog where a `PF*` command needs one (Redis
     /// answers it as a wrong type).
     NotHyperLogLog,
+    /// `LATENCY GRAPH` of an event with no samples (the event's name).
+    NoLatencySamples(String),
     /// A HyperLogLog whose registers cannot be read (sparse opcodes that do not
     /// cover exactly its registers).
     CorruptHyperLogLog,
@@ -178,9 +180,9 @@ impl OpError {
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),
-            OpError::UnknownCommand { .. } | OpError::UnknownSubcommand { .. } => {
-                self.error_text().into()
-            }
+            OpError::UnknownCommand { .. }
+            | OpError::UnknownSubcommand { .. }
+            | OpError::NoLatencySamples(_) => self.error_text().into(),
             OpError::DiskFailed(failure) => Cow::Owned(sanitize(format!(
                 "MISCONF Errors writing to the write-ahead log: {failure}"
             ))),
@@ -209,6 +211,10 @@ impl OpError {
                 text.extend_from_slice(b"', with args beginning with: ");
                 text.extend_from_slice(&quoted);
                 ErrorText::from_bytes(sanitize_bytes(text))
+            }
+            OpError::NoLatencySamples(event) => {
+                let text = format!("ERR No samples available for event '{event}'");
+                ErrorText::from_bytes(sanitize_bytes(text.into_bytes()))
             }
             OpError::UnknownSubcommand { sub, command } => {
                 let mut text = b"ERR unknown subcommand '".to_vec();

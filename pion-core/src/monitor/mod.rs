@@ -4,6 +4,7 @@
 
 pub mod command_stats;
 pub mod latency;
+pub mod latency_graph;
 pub mod latency_histogram;
 pub mod memstats;
 pub mod slowlog;

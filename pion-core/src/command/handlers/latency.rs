@@ -47,6 +47,9 @@ pub static LATENCY: &[CommandSpec] = &[
     CommandSpec::new("history", 3, LATENCY_FLAGS, Group::Server, latency_history)
         .tips(SPECIAL)
         .doc("Returns timestamp-latency samples for an event.", "2.8.13"),
+    CommandSpec::new("graph", 3, LATENCY_FLAGS, Group::Server, latency_graph)
+        .tips(SPECIAL)
+        .doc("Returns a latency graph for an event.", "2.8.13"),
     CommandSpec::new("reset", -2, LATENCY_FLAGS, Group::Server, latency_reset)
         .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
         .doc("Resets the latency data for one or more events.", "2.8.13"),
@@ -168,6 +171,25 @@ fn latency_history(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     ))
 }
 
+/// `LATENCY GRAPH event`: the event's samples drawn as a chart.
+fn latency_graph(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let event = text(&argv[2]);
+    let monitor = &ctx.operator().latency;
+    let samples = monitor.history(&event);
+    let Some(max_ms) = monitor
+        .latest()
+        .into_iter()
+        .find(|l| l.0 == event)
+        .map(|l| l.3)
+        .filter(|_| !samples.is_empty())
+    else {
+        return Err(OpError::NoLatencySamples(event));
+    };
+    let now_s = crate::util::clock::system_unix_ms() / 1000;
+    let graph = crate::monitor::latency_graph::render(&event, &samples, max_ms, now_s);
+    Ok(Reply::Verbatim("txt", graph.into_bytes()))
+}
+
 fn latency_reset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let names: Vec<String> = argv[2..].iter().map(|a| text(a)).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -252,6 +274,8 @@ fn latency_help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
         "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "DOCTOR",
         "    Return a human readable latency analysis report.",
+        "GRAPH <event>",
+        "    Return an ASCII latency graph for the <event> class.",
         "HISTORY <event>",
         "    Return time-latency samples for the <event> class.",
         "LATEST",
