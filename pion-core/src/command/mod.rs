@@ -460,6 +460,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         connection::COMMANDS,
         transactions::COMMANDS,
         server::COMMANDS,
+        lolwut::COMMANDS,
         persistence::COMMANDS,
         prefix::COMMANDS,
         attend::COMMANDS,

@@ -13,6 +13,7 @@ pub mod info;
 pub mod keys;
 pub mod latency;
 pub mod lists;
+pub mod lolwut;
 pub mod memory;
 pub(crate) mod pause;
 pub mod persistence;
