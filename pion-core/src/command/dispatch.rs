@@ -586,9 +586,17 @@ fn count_call(
     // A call failed when its reply is an error, returned or built by the command (a
     // script's error reply), as Redis counts failed calls.
     let failed = matches!(result, Err(_) | Ok(Reply::Error(_)));
-    engine
-        .command_stats()
-        .record(resolved.stat, elapsed, failed);
+    if client.retrying_block {
+        // A blocked command is one call, counted when it first ran; the run that
+        // ends its wait only adds its failure, as Redis counts it.
+        if failed {
+            engine.command_stats().fail(resolved.stat);
+        }
+    } else {
+        engine
+            .command_stats()
+            .record(resolved.stat, elapsed, failed);
+    }
     let spec = resolved.spec;
     engine.operator().after_command(
         client,
