@@ -4,7 +4,7 @@
 //! propagates, so a replay lands on the same pending lists.
 
 use super::parse::{interval_id, strict_id};
-use super::{entry_reply, log_xclaim, read_stream, write_stream};
+use super::{entry_reply, log_xclaim, read_stream, write_stream, Delivery, Target};
 use crate::command::ctx::Ctx;
 use crate::command::handlers::util::is_kw;
 use crate::error::{OpError, OpResult, StreamError};
@@ -95,6 +95,11 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         _ => now,
     };
     let (key, group, name) = (&argv[1], &argv[2], &argv[3]);
+    let t = Target {
+        key,
+        group,
+        consumer: name,
+    };
     let Some(s) = write_stream(ctx, key)? else {
         return Ok(Reply::Array(Vec::new()));
     };
@@ -125,12 +130,12 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             if g.ack(id) {
                 log_xclaim(
                     &mut logged,
-                    key,
-                    group,
-                    name,
-                    id,
-                    now,
-                    0,
+                    t,
+                    Delivery {
+                        id,
+                        time: now,
+                        count: 0,
+                    },
                     true,
                     Some(g.last_id),
                 );
@@ -170,12 +175,12 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         out.push(reply.unwrap_or_else(|| Reply::Bulk(id.to_bytes())));
         log_xclaim(
             &mut logged,
-            key,
-            group,
-            name,
-            id,
-            delivery_time,
-            count,
+            t,
+            Delivery {
+                id,
+                time: delivery_time,
+                count,
+            },
             true,
             Some(g.last_id),
         );
@@ -226,18 +231,18 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply>
         return Ok(Reply::Array(Vec::new()));
     };
     let mut logged = Vec::new();
-    let (claimed, deleted, end, created) = auto_claim(
-        s,
+    let t = Target {
         key,
         group,
-        name,
+        consumer: name,
+    };
+    let walk = AutoClaim {
         min_idle,
         start,
         count,
         justid,
-        now,
-        &mut logged,
-    );
+    };
+    let (claimed, deleted, end, created) = auto_claim(s, t, walk, now, &mut logged);
     if created {
         ctx.notify(super::STREAM, "xgroup-createconsumer", key);
     }
@@ -254,22 +259,33 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply>
     ]))
 }
 
+/// `XAUTOCLAIM`'s walk: the least idle time, where it starts, how many entries
+/// it may claim, and whether it replies ids only.
+#[derive(Clone, Copy)]
+struct AutoClaim {
+    min_idle: i64,
+    start: StreamId,
+    count: i64,
+    justid: bool,
+}
+
 /// Walks the group's PEL from `start` as Redis's `xautoclaimCommand` does: claims,
 /// the ids dropped for deleted entries, the id to continue from (0-0: done), and
 /// whether the consumer was created.
-#[allow(clippy::too_many_arguments)]
 fn auto_claim(
     s: &mut StreamValue,
-    key: &[u8],
-    group: &[u8],
-    name: &[u8],
-    min_idle: i64,
-    start: StreamId,
-    mut count: i64,
-    justid: bool,
+    t: Target<'_>,
+    walk: AutoClaim,
     now: i64,
     logged: &mut Vec<Vec<Vec<u8>>>,
 ) -> (Vec<Reply>, Vec<StreamId>, StreamId, bool) {
+    let (group, name) = (t.group, t.consumer);
+    let AutoClaim {
+        min_idle,
+        start,
+        mut count,
+        justid,
+    } = walk;
     let mut created = false;
     let mut attempts = count.saturating_mul(10);
     let mut claimed = Vec::new();
@@ -302,7 +318,17 @@ fn auto_claim(
         };
         if !exists {
             g.ack(id);
-            log_xclaim(logged, key, group, name, id, now, 0, true, Some(g.last_id));
+            log_xclaim(
+                logged,
+                t,
+                Delivery {
+                    id,
+                    time: now,
+                    count: 0,
+                },
+                true,
+                Some(g.last_id),
+            );
             deleted.push(id);
             count -= 1;
             continue;
@@ -326,7 +352,17 @@ fn auto_claim(
         let n = p.delivery_count;
         claimed.push(body.unwrap_or_else(|| Reply::Bulk(id.to_bytes())));
         count -= 1;
-        log_xclaim(logged, key, group, name, id, now, n, true, Some(g.last_id));
+        log_xclaim(
+            logged,
+            t,
+            Delivery {
+                id,
+                time: now,
+                count: n,
+            },
+            true,
+            Some(g.last_id),
+        );
     };
     (claimed, deleted, end, created)
 }

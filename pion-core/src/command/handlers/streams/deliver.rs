@@ -3,28 +3,31 @@
 //! own history (any other id), which re-delivers what it already owns.
 
 use super::read::advance_read_counter;
-use super::{entry_reply, log_xclaim, write_stream, STREAM};
+use super::{entry_reply, log_xclaim, write_stream, Delivery, Target, STREAM};
 use crate::command::ctx::Ctx;
 use crate::error::OpResult;
 use crate::reply::Reply;
 use crate::value::stream::StreamId;
 
-/// Serves `key` for `group`/`consumer`: `new` for `>` (entries after the group's
-/// last id), otherwise the consumer's pending entries after `after`. `None` when
+/// Serves the target's key for its group and consumer: `None` for `>` (entries
+/// after the group's last id), otherwise the consumer's pending entries after
+/// the id. `None` when
 /// there is nothing new to serve (the read may block). Appends what it changed to
 /// `logged`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn serve_group(
     ctx: &mut Ctx<'_>,
-    key: &[u8],
-    group: &[u8],
-    consumer: &[u8],
-    new: bool,
-    after: StreamId,
+    t: Target<'_>,
+    want: Option<StreamId>,
     count: usize,
     noack: bool,
     logged: &mut Vec<Vec<Vec<u8>>>,
 ) -> OpResult<Option<Reply>> {
+    let Target {
+        key,
+        group,
+        consumer,
+    } = t;
+    let (new, after) = (want.is_none(), want.unwrap_or(StreamId::MAX));
     let now = ctx.now_ms();
     let Some(s) = write_stream(ctx, key)? else {
         return Ok(None);
@@ -63,7 +66,7 @@ pub(super) fn serve_group(
         ]);
     }
     if !new {
-        let reply = history(s, key, group, consumer, after, limit, now, logged);
+        let reply = history(s, t, after, limit, now, logged);
         if created {
             ctx.notify(STREAM, "xgroup-createconsumer", key);
         }
@@ -89,7 +92,17 @@ pub(super) fn serve_group(
         g.last_id = id;
         if !noack {
             g.deliver(id, consumer, now);
-            log_xclaim(logged, key, group, consumer, id, now, 1, true, Some(id));
+            log_xclaim(
+                logged,
+                t,
+                Delivery {
+                    id,
+                    time: now,
+                    count: 1,
+                },
+                true,
+                Some(id),
+            );
         }
     }
     if let Some(&last) = counters.last() {
@@ -112,17 +125,15 @@ pub(super) fn serve_group(
 
 /// The consumer's pending entries after `after`, re-delivered (time and count
 /// updated); a deleted entry is its id with a nil body.
-#[allow(clippy::too_many_arguments)]
 fn history(
     s: &mut crate::value::StreamValue,
-    key: &[u8],
-    group: &[u8],
-    consumer: &[u8],
+    t: Target<'_>,
     after: StreamId,
     limit: usize,
     now: i64,
     logged: &mut Vec<Vec<Vec<u8>>>,
 ) -> Reply {
+    let (group, consumer) = (t.group, t.consumer);
     let Some(start) = after.next() else {
         return Reply::Array(Vec::new());
     };
@@ -153,12 +164,12 @@ fn history(
                 p.delivery_count += 1;
                 log_xclaim(
                     logged,
-                    key,
-                    group,
-                    consumer,
-                    id,
-                    now,
-                    p.delivery_count,
+                    t,
+                    Delivery {
+                        id,
+                        time: now,
+                        count: p.delivery_count,
+                    },
                     false,
                     None,
                 );

@@ -203,25 +203,37 @@ fn help_reply(lines: &[&'static str]) -> Reply {
     Reply::Array(out)
 }
 
-/// Appends the `XCLAIM` that sets a pending entry's state on replay (Redis's
-/// `streamPropagateXCLAIM`, `FORCE` and `LASTID` optional).
-#[allow(clippy::too_many_arguments)]
-fn log_xclaim(
-    logged: &mut Vec<Vec<Vec<u8>>>,
-    key: &[u8],
-    group: &[u8],
-    consumer: &[u8],
+/// The pending list a command works on: a stream's key, a group and a consumer.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    key: &'a [u8],
+    group: &'a [u8],
+    consumer: &'a [u8],
+}
+
+/// A pending entry's state for the `XCLAIM` that restores it.
+#[derive(Clone, Copy)]
+struct Delivery {
     id: StreamId,
     time: i64,
     count: u64,
+}
+
+/// Appends the `XCLAIM` that sets a pending entry's state on replay (Redis's
+/// `streamPropagateXCLAIM`, `FORCE` and `LASTID` optional).
+fn log_xclaim(
+    logged: &mut Vec<Vec<Vec<u8>>>,
+    t: Target<'_>,
+    d: Delivery,
     force: bool,
     last_id: Option<StreamId>,
 ) {
+    let Delivery { id, time, count } = d;
     let mut cmd = vec![
         b"XCLAIM".to_vec(),
-        key.to_vec(),
-        group.to_vec(),
-        consumer.to_vec(),
+        t.key.to_vec(),
+        t.group.to_vec(),
+        t.consumer.to_vec(),
         b"0".to_vec(),
         id.to_bytes(),
         b"TIME".to_vec(),

@@ -245,13 +245,14 @@ fn read(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], xreadgroup: bool) -> OpResult<Reply
         let reply = match &args.group {
             Some((group, consumer)) => super::deliver::serve_group(
                 ctx,
-                key,
-                group,
-                consumer,
-                *want == Want::New,
+                super::Target {
+                    key,
+                    group,
+                    consumer,
+                },
                 match want {
-                    Want::After(id) => *id,
-                    Want::New => StreamId::MAX,
+                    Want::After(id) => Some(*id),
+                    Want::New => None,
                 },
                 args.count,
                 args.noack,
