@@ -8,7 +8,7 @@
 //! |---|---|
 //! | last id, first id, max deleted id | 2 × u64 each |
 //! | entries added | u64 |
-//! | nodes | u32 count, then per node: key id, last id, u32 deleted, u32 entries, per entry: id, u32 field count, `bytes` each |
+//! | nodes | u32 count, then per node: key id, last id, u32 deleted, u64 size estimate, u32 entries, per entry: id, u32 field count, `bytes` each |
 //! | groups | u32 count, then per group: `bytes` name, last id, i64 entries read, u32 pending, per pending: id, `bytes` consumer, i64 delivery time, u64 delivery count; u32 consumers, per consumer: `bytes` name, i64 seen time |
 //!
 //! A consumer's own pending list is rebuilt from the group's, which names the owner.
@@ -32,12 +32,13 @@ pub(super) fn encode_stream(s: &StreamValue, out: &mut Vec<u8>) {
     put_id(out, s.max_deleted);
     put_u64(out, s.entries_added);
     put_u32(out, s.node_count() as u32);
-    for (key, entries, deleted, last) in s.nodes() {
-        put_id(out, key);
-        put_id(out, last);
-        put_u32(out, deleted as u32);
-        put_u32(out, entries.len() as u32);
-        for (eid, fields) in entries {
+    for node in s.nodes() {
+        put_id(out, node.key);
+        put_id(out, node.last);
+        put_u32(out, node.deleted as u32);
+        put_u64(out, node.bytes as u64);
+        put_u32(out, node.entries.len() as u32);
+        for (eid, fields) in node.entries {
             put_id(out, *eid);
             put_u32(out, fields.len() as u32);
             for f in fields.iter() {
@@ -73,11 +74,12 @@ pub(super) fn decode_stream(r: &mut Reader<'_>) -> Result<StreamValue, Malformed
     s.first_id = id(r)?;
     s.max_deleted = id(r)?;
     s.entries_added = r.u64()?;
-    let nodes = r.count(40)?;
+    let nodes = r.count(48)?;
     for _ in 0..nodes {
         let key = id(r)?;
         let last = id(r)?;
         let deleted = r.u32()? as usize;
+        let bytes = usize::try_from(r.u64()?).map_err(|_| Malformed("bad stream node size"))?;
         let n = r.count(20)?;
         let mut entries = Vec::with_capacity(n);
         for _ in 0..n {
@@ -92,7 +94,7 @@ pub(super) fn decode_stream(r: &mut Reader<'_>) -> Result<StreamValue, Malformed
                 .into_boxed_slice();
             entries.push((eid, fields));
         }
-        if !s.restore_node(key, entries, deleted, last) {
+        if !s.restore_node(key, entries, deleted, last, bytes) {
             return Err(Malformed("stream nodes out of order"));
         }
     }

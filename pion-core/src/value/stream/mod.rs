@@ -70,6 +70,21 @@ fn entry_bytes(fields: &[Vec<u8>]) -> usize {
     fields.iter().map(|f| f.len() + 2).sum::<usize>() + 8
 }
 
+/// One node as a snapshot stores it.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeView<'a> {
+    /// The id the node is keyed by (the first it ever held).
+    pub key: StreamId,
+    /// Its live entries.
+    pub entries: &'a [(StreamId, Fields)],
+    /// Its deleted entries.
+    pub deleted: usize,
+    /// The last id it ever held.
+    pub last: StreamId,
+    /// Its estimated size, which decides when the next node opens.
+    pub bytes: usize,
+}
+
 /// How a trim is bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrimStrategy {
@@ -360,13 +375,15 @@ impl StreamValue {
         64 + self.nodes.len() * 64 + entries + groups
     }
 
-    /// Every node's key, entries and deleted count, for snapshots.
-    pub fn nodes(
-        &self,
-    ) -> impl Iterator<Item = (StreamId, &[(StreamId, Fields)], usize, StreamId)> {
-        self.nodes
-            .iter()
-            .map(|(k, n)| (*k, n.entries.as_slice(), n.deleted, n.last))
+    /// Every node, for snapshots.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeView<'_>> {
+        self.nodes.iter().map(|(k, n)| NodeView {
+            key: *k,
+            entries: &n.entries,
+            deleted: n.deleted,
+            last: n.last,
+            bytes: n.bytes,
+        })
     }
 
     /// Restores a node read from a snapshot; returns false when it does not follow
@@ -377,6 +394,7 @@ impl StreamValue {
         entries: Vec<(StreamId, Fields)>,
         deleted: usize,
         last: StreamId,
+        bytes: usize,
     ) -> bool {
         let ordered = entries.windows(2).all(|w| w[0].0 < w[1].0)
             && entries.first().is_none_or(|e| e.0 >= key)
@@ -385,7 +403,6 @@ impl StreamValue {
         if !ordered || entries.is_empty() {
             return false;
         }
-        let bytes = entries.iter().map(|(_, f)| entry_bytes(f)).sum::<usize>() + 16;
         self.length += entries.len() as u64;
         self.nodes.insert(
             key,

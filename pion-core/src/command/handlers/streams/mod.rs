@@ -264,3 +264,6 @@ fn setid_command(key: &[u8], group: &[u8], g: &ConsumerGroup) -> Vec<Vec<u8>> {
         g.entries_read.to_string().into_bytes(),
     ]
 }
+
+#[cfg(test)]
+mod tests;
