@@ -6,7 +6,7 @@
 # the same Redis version as the differential oracle, fetched once into a cache outside
 # the clone. tests/redis-tcl/units.txt names the units; tests/redis-tcl/skip.txt names
 # the tests that cannot pass here, each under a comment saying why. Whole groups are
-# left out by the harness's tags: replication (Pion has none) and streams (likewise).
+# left out by the harness's tags: replication (Pion has none).
 #
 # Usage: scripts/redis-tcl-units.sh [path/to/pion-server] [extra harness options...]
 # (PION_TCL_UNITS="unit/multi unit/pubsub" runs other units than units.txt's.)
@@ -75,7 +75,7 @@ trap 'rm -rf "${work:-}"; pkill -9 -f "^src/redis-server ./tests/tmp/" 2>/dev/nu
 echo "== Redis $version Tcl units against pion-server: ${names[*]}"
 set +e
 tclsh tests/test_helper.tcl --clients 2 --timeout 600 "${units[@]}" \
-  --tags -repl --tags -needs:repl --tags -masterauth --tags -stream --skipfile "$run/skip.txt" "$@" \
+  --tags -repl --tags -needs:repl --tags -masterauth --skipfile "$run/skip.txt" "$@" \
   > "$run/output.log" 2>&1
 status=$?
 set -e

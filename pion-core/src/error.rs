@@ -55,6 +55,8 @@ pub enum OpError {
     CorruptHyperLogLog,
     /// A geo command's argument error (Redis's texts in [`GeoError::text`]).
     Geo(GeoError),
+    /// A stream command's error (Redis's texts in [`StreamError::text`]).
+    Stream(StreamError),
     /// The disk refused the log (or did before, and the engine has not healed): the
     /// failure, as `durability` describes it.
     DiskFailed(String),
@@ -124,6 +126,151 @@ impl GeoError {
     }
 }
 
+/// Why a stream command failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamError {
+    /// An id that does not parse.
+    InvalidId,
+    /// Both `MAXLEN` and `MINID`.
+    MaxlenAndMinid,
+    /// A negative `MAXLEN`.
+    MaxlenNegative,
+    /// A negative `LIMIT`.
+    LimitNegative,
+    /// `LIMIT` without `MAXLEN` or `MINID`.
+    LimitWithoutStrategy,
+    /// `LIMIT` with an exact trim.
+    LimitWithoutApprox,
+    /// `XTRIM` without `MAXLEN` or `MINID`.
+    XtrimWithoutStrategy,
+    /// `XADD … 0-0`.
+    IdZero,
+    /// An `XADD` id not above the stream's last id.
+    IdTooSmall,
+    /// The stream's last id is the largest possible.
+    Exhausted,
+    /// An entry's fields exceed what one node may hold.
+    TooLarge,
+    /// An exclusive start at the largest id.
+    InvalidStart,
+    /// An exclusive end at the smallest id.
+    InvalidEnd,
+    /// `XREAD`'s keys and ids do not pair up.
+    Unbalanced,
+    /// `GROUP` given to `XREAD`.
+    GroupInXread,
+    /// `NOACK` given to `XREAD`.
+    NoackInXread,
+    /// `XREADGROUP` without `GROUP`.
+    MissingGroup,
+    /// `$` given to `XREADGROUP`.
+    DollarInXreadgroup,
+    /// `>` given to `XREAD`.
+    GreaterInXread,
+    /// `BLOCK` in a script: the command name as sent.
+    BlockInScript(Vec<u8>),
+    /// `XREADGROUP`'s key or group is missing: key, group.
+    NoGroupRead(Vec<u8>, Vec<u8>),
+    /// Another command's key or group is missing: key, group.
+    NoKeyOrGroup(Vec<u8>, Vec<u8>),
+    /// The group is missing from an existing key: group, key.
+    NoGroup(Vec<u8>, Vec<u8>),
+    /// A blocked `XREADGROUP`'s group went away.
+    GroupGone,
+    /// A blocked `XREADGROUP`'s key went away or changed type.
+    KeyGone,
+    /// `ENTRIESREAD` below -1.
+    EntriesReadNegative,
+    /// An `XGROUP` subcommand on a missing key.
+    XgroupNeedsKey,
+    /// `XGROUP CREATE` of an existing group.
+    BusyGroup,
+    /// A negative `ENTRIESADDED`.
+    EntriesAddedNegative,
+    /// `XSETID` below its own `MAXDELETEDID`.
+    SetidBelowMaxDeleted,
+    /// `XSETID` below the stream's last entry.
+    SetidBelowTop,
+    /// `ENTRIESADDED` below the stream's length.
+    EntriesAddedBelowLength,
+    /// A bad numeric argument of `XCLAIM`/`XAUTOCLAIM`: the text after `ERR `.
+    BadArgument(&'static str),
+    /// An unknown `XCLAIM` option, as sent.
+    UnknownXclaimOption(Vec<u8>),
+}
+
+/// What C's `%s` prints of bytes: up to the first NUL, lossily.
+fn c_str(b: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(&[]))
+}
+
+impl StreamError {
+    /// Redis's text for the error.
+    pub fn text(&self) -> Cow<'static, str> {
+        let b = Cow::Borrowed;
+        match self {
+            StreamError::InvalidId => b("ERR Invalid stream ID specified as stream command argument"),
+            StreamError::MaxlenAndMinid => b("ERR syntax error, MAXLEN and MINID options at the same time are not compatible"),
+            StreamError::MaxlenNegative => b("ERR The MAXLEN argument must be >= 0."),
+            StreamError::LimitNegative => b("ERR The LIMIT argument must be >= 0."),
+            StreamError::LimitWithoutStrategy => b("ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"),
+            StreamError::LimitWithoutApprox => b("ERR syntax error, LIMIT cannot be used without the special ~ option"),
+            StreamError::XtrimWithoutStrategy => b("ERR syntax error, XTRIM must be called with a trimming strategy"),
+            StreamError::IdZero => b("ERR The ID specified in XADD must be greater than 0-0"),
+            StreamError::IdTooSmall => b("ERR The ID specified in XADD is equal or smaller than the target stream top item"),
+            StreamError::Exhausted => b("ERR The stream has exhausted the last possible ID, unable to add more items"),
+            StreamError::TooLarge => b("ERR Elements are too large to be stored"),
+            StreamError::InvalidStart => b("ERR invalid start ID for the interval"),
+            StreamError::InvalidEnd => b("ERR invalid end ID for the interval"),
+            StreamError::Unbalanced => b("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."),
+            StreamError::GroupInXread => b("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."),
+            StreamError::NoackInXread => b("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."),
+            StreamError::MissingGroup => b("ERR Missing GROUP option for XREADGROUP"),
+            StreamError::DollarInXreadgroup => b("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."),
+            StreamError::GreaterInXread => b("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."),
+            StreamError::BlockInScript(cmd) => Cow::Owned(sanitize(format!(
+                "ERR {} command is not allowed with BLOCK option from scripts",
+                c_str(cmd)
+            ))),
+            StreamError::NoGroupRead(key, group) => Cow::Owned(sanitize(format!(
+                "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                c_str(key),
+                c_str(group)
+            ))),
+            StreamError::NoKeyOrGroup(key, group) => Cow::Owned(sanitize(format!(
+                "NOGROUP No such key '{}' or consumer group '{}'",
+                c_str(key),
+                c_str(group)
+            ))),
+            StreamError::NoGroup(group, key) => Cow::Owned(sanitize(format!(
+                "NOGROUP No such consumer group '{}' for key name '{}'",
+                c_str(group),
+                c_str(key)
+            ))),
+            StreamError::GroupGone => b("NOGROUP the consumer group this client was blocked on no longer exists"),
+            StreamError::KeyGone => b("UNBLOCKED the stream key no longer exists"),
+            StreamError::EntriesReadNegative => b("ERR value for ENTRIESREAD must be positive or -1"),
+            StreamError::XgroupNeedsKey => b("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."),
+            StreamError::BusyGroup => b("BUSYGROUP Consumer Group name already exists"),
+            StreamError::EntriesAddedNegative => b("ERR entries_added must be positive"),
+            StreamError::SetidBelowMaxDeleted => b("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"),
+            StreamError::SetidBelowTop => b("ERR The ID specified in XSETID is smaller than the target stream top item"),
+            StreamError::EntriesAddedBelowLength => b("ERR The entries_added specified in XSETID is smaller than the target stream length"),
+            StreamError::BadArgument(text) => Cow::Owned(format!("ERR {text}")),
+            StreamError::UnknownXclaimOption(opt) => Cow::Owned(sanitize(format!(
+                "ERR Unrecognized XCLAIM option '{}'",
+                c_str(opt)
+            ))),
+        }
+    }
+}
+
+impl From<StreamError> for OpError {
+    fn from(e: StreamError) -> OpError {
+        OpError::Stream(e)
+    }
+}
+
 impl From<GeoError> for OpError {
     fn from(e: GeoError) -> OpError {
         OpError::Geo(e)
@@ -177,6 +324,7 @@ impl OpError {
                 Cow::Borrowed("INVALIDOBJ Corrupted HLL object detected")
             }
             OpError::Geo(e) => e.text(),
+            OpError::Stream(e) => e.text(),
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),

@@ -28,6 +28,8 @@ pub enum Reply {
     /// Pairs that RESP3 sends as an array of two-element arrays and RESP2 flattens
     /// (`ZRANGE … WITHSCORES`, `HRANDFIELD … WITHVALUES`).
     Pairs(Vec<(Reply, Reply)>),
+    /// A map that RESP2 sends as an array of two-element arrays (`XREAD`'s streams).
+    PairsMap(Vec<(Reply, Reply)>),
     /// A set (RESP3 `~`); RESP2 sends an array.
     Set(Vec<Reply>),
     /// A double (RESP3 `,`); RESP2 sends it as a bulk string formatted like `%.17g`.

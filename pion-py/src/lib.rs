@@ -36,7 +36,7 @@ fn to_py(py: Python<'_>, reply: Reply) -> PyResult<PyObject> {
             }
             list.into_any().unbind()
         }
-        Reply::Map(pairs) | Reply::Pairs(pairs) => {
+        Reply::Map(pairs) | Reply::Pairs(pairs) | Reply::PairsMap(pairs) => {
             let d = PyDict::new(py);
             for (k, v) in pairs {
                 d.set_item(to_py(py, k)?, to_py(py, v)?)?;

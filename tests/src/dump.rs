@@ -23,6 +23,9 @@ pub enum Content {
     Hash(Vec<(Vec<u8>, Vec<u8>)>),
     /// A sorted set: member/score pairs in ZRANGE order, scores as printed.
     ZSet(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A stream: `XINFO STREAM … FULL COUNT 0` rendered (entries, ids, counters,
+    /// groups with their pending entries and consumers, times included).
+    Stream(String),
 }
 
 /// A key as a client sees it.
@@ -191,6 +194,14 @@ pub fn dump(client: &mut Client) -> Dump {
                     b"-1".to_vec(),
                     b"WITHSCORES".to_vec(),
                 ],
+                b"stream" => vec![
+                    b"XINFO".to_vec(),
+                    b"STREAM".to_vec(),
+                    k,
+                    b"FULL".to_vec(),
+                    b"COUNT".to_vec(),
+                    b"0".to_vec(),
+                ],
                 other => panic!(
                     "db {db} key {:?}: unexpected TYPE {}",
                     String::from_utf8_lossy(key),
@@ -216,6 +227,7 @@ pub fn dump(client: &mut Client) -> Dump {
                     p.sort();
                     Content::Hash(p)
                 }
+                b"XINFO" => Content::Stream(content.render()),
                 _ => Content::ZSet(pairs(items(content))),
             };
             out.insert(
@@ -260,6 +272,7 @@ pub fn describe(d: Option<&Dumped>) -> String {
                         .map(|(f, v)| (show(f), show(v)))
                         .collect::<Vec<_>>()
                 ),
+                Content::Stream(s) => format!("stream {s}"),
                 Content::ZSet(z) => format!(
                     "zset {:?}",
                     z.iter()

@@ -341,6 +341,86 @@ fn nondeterministic(client: &mut Client, db: usize, rng: &mut SmallRng) {
         "1",
         "m",
     ]);
+    // Streams with consumer groups: generated ids, trims, deletions, pending
+    // entries delivered, re-delivered, claimed and acknowledged, read counters.
+    batch.push(&["XADD", "stream:1", "5-*", "f", "1"]);
+    batch.push(&["XADD", "stream:1", "5-*", "f", "2"]);
+    batch.push(&[
+        "XADD", "stream:1", "MAXLEN", "~", "1", "*", "f", "3", "g", "4",
+    ]);
+    for i in 0..150 {
+        batch.push(&[
+            "XADD",
+            "stream:2",
+            "MAXLEN",
+            "~",
+            "120",
+            "*",
+            "n",
+            &i.to_string(),
+        ]);
+    }
+    batch.push(&["XTRIM", "stream:2", "MINID", "~", "0-1"]);
+    batch.push(&["XGROUP", "CREATE", "stream:2", "g1", "0"]);
+    batch.push(&[
+        "XGROUP",
+        "CREATE",
+        "stream:2",
+        "g2",
+        "$",
+        "ENTRIESREAD",
+        "3",
+    ]);
+    batch.push(&["XGROUP", "CREATECONSUMER", "stream:2", "g2", "idle"]);
+    batch.push(&[
+        "XREADGROUP",
+        "GROUP",
+        "g1",
+        "alice",
+        "COUNT",
+        "30",
+        "STREAMS",
+        "stream:2",
+        ">",
+    ]);
+    batch.push(&[
+        "XREADGROUP",
+        "GROUP",
+        "g1",
+        "bob",
+        "COUNT",
+        "5",
+        "NOACK",
+        "STREAMS",
+        "stream:2",
+        ">",
+    ]);
+    batch.push(&[
+        "XREADGROUP",
+        "GROUP",
+        "g1",
+        "alice",
+        "COUNT",
+        "3",
+        "STREAMS",
+        "stream:2",
+        "0",
+    ]);
+    batch.push(&[
+        "XAUTOCLAIM",
+        "stream:2",
+        "g1",
+        "carol",
+        "0",
+        "0",
+        "COUNT",
+        "4",
+    ]);
+    batch.push(&["XACK", "stream:2", "g1", "0-1"]);
+    batch.push(&["XGROUP", "CREATE", "stream:3", "g", "$", "MKSTREAM"]);
+    batch.push(&["XSETID", "stream:3", "1-1"]);
+    batch.push(&["XADD", "stream:3", "7-7", "a", "b"]);
+    batch.push(&["XDEL", "stream:3", "7-7"]);
     batch.push(&["SET", "str:61", "kept-ttl", "KEEPTTL"]);
     batch.push(&["RENAME", "str:1", "renamed:1"]);
     batch.push(&["RENAME", "hash:big1", "renamed:hash"]);

@@ -41,6 +41,9 @@ pub struct BlockRequest {
     pub deadline: Option<Instant>,
     /// The reply when the wait times out.
     pub timeout_reply: Reply,
+    /// The command to run again when a key is ready, if not the one that blocked
+    /// (`XREAD … $` waits with `$` resolved to the id it meant).
+    pub argv: Option<Vec<Vec<u8>>>,
 }
 
 /// Where a wait stands.
@@ -160,7 +163,7 @@ impl BlockingRegistry {
             client_id: client.id(),
             db: req.db,
             keys: req.keys,
-            argv: argv.to_vec(),
+            argv: req.argv.unwrap_or_else(|| argv.to_vec()),
             deadline: req.deadline,
             timeout_reply: req.timeout_reply,
             stand_in: Mutex::new(client.stand_in()),
@@ -411,6 +414,37 @@ fn narrowed(argv: &[Vec<u8>], key: &[u8]) -> Vec<Vec<u8>> {
                 None => argv.to_vec(),
             }
         }
+        // `… STREAMS key… id…`: the ready key and its id.
+        b"xread" | b"xreadgroup" => {
+            let mut i = 1;
+            let mut at = None;
+            while i < argv.len() {
+                let a = argv[i].to_ascii_lowercase();
+                match a.as_slice() {
+                    b"block" | b"count" => i += 2,
+                    b"group" => i += 3,
+                    b"noack" => i += 1,
+                    b"streams" => {
+                        at = Some(i + 1);
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            let Some(at) = at.filter(|&at| (argv.len() - at).is_multiple_of(2)) else {
+                return argv.to_vec();
+            };
+            let n = (argv.len() - at) / 2;
+            match argv[at..at + n].iter().position(|k| k.as_slice() == key) {
+                Some(i) => {
+                    let mut out = argv[..at].to_vec();
+                    out.push(key.to_vec());
+                    out.push(argv[at + n + i].clone());
+                    out
+                }
+                None => argv.to_vec(),
+            }
+        }
         _ => argv.to_vec(),
     }
 }
@@ -454,6 +488,7 @@ mod tests {
             keys: vec![b"a".to_vec(), b"a".to_vec(), b"b".to_vec()],
             deadline: None,
             timeout_reply: Reply::NullArray,
+            argv: None,
         };
         let argv = vec![
             b"BLPOP".to_vec(),

@@ -30,17 +30,20 @@ pub(crate) fn serve_ready(engine: &Engine, gate_slot: usize) {
 }
 
 /// Whether `key` holds a value of another type than the waiter's command takes (sorted sets
-/// for the sorted-set commands, lists for the others).
+/// for the sorted-set commands, streams for `XREAD`, lists for the others). A group
+/// read is always run: a key that is no longer a stream ends its wait with an error.
 fn holds_other_type(engine: &Engine, db: usize, argv: &[Vec<u8>], key: &[u8]) -> bool {
-    let wants_zset = argv
-        .first()
-        .and_then(|name| super::table().get(name))
-        .is_some_and(|spec| spec.group == super::Group::SortedSet);
+    let spec = argv.first().and_then(|name| super::table().get(name));
+    let group = spec.map(|s| s.group);
+    if spec.is_some_and(|s| s.name == "xreadgroup") {
+        return false;
+    }
     let mut ks = engine.keyspace().lock_keys(&[key], engine.now_ms());
     match ks.peek(db, key) {
         Ok(Some(entry)) => match &entry.value {
-            Value::List(_) => wants_zset,
-            Value::ZSet(_) => !wants_zset,
+            Value::List(_) => group != Some(super::Group::List),
+            Value::ZSet(_) => group != Some(super::Group::SortedSet),
+            Value::Stream(_) => group != Some(super::Group::Stream),
             _ => true,
         },
         _ => false,
@@ -65,8 +68,25 @@ impl Ctx<'_> {
                 keys: keys.to_vec(),
                 deadline,
                 timeout_reply: timeout_reply.clone(),
+                argv: None,
             });
         }
         Ok(timeout_reply)
+    }
+
+    /// [`wait_for_keys`](Self::wait_for_keys), running `again` instead of the
+    /// command when a key is ready.
+    pub fn wait_for_keys_as(
+        &mut self,
+        keys: &[Vec<u8>],
+        timeout: Option<Duration>,
+        timeout_reply: Reply,
+        again: Vec<Vec<u8>>,
+    ) -> OpResult<Reply> {
+        let reply = self.wait_for_keys(keys, timeout, timeout_reply)?;
+        if let Some(req) = self.client.block_request.as_mut() {
+            req.argv = Some(again);
+        }
+        Ok(reply)
     }
 }

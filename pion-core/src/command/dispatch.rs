@@ -586,9 +586,17 @@ fn count_call(
     // A call failed when its reply is an error, returned or built by the command (a
     // script's error reply), as Redis counts failed calls.
     let failed = matches!(result, Err(_) | Ok(Reply::Error(_)));
-    engine
-        .command_stats()
-        .record(resolved.stat, elapsed, failed);
+    if client.retrying_block {
+        // A blocked command is one call, counted when it first ran; the run that
+        // ends its wait only adds its failure, as Redis counts it.
+        if failed {
+            engine.command_stats().fail(resolved.stat);
+        }
+    } else {
+        engine
+            .command_stats()
+            .record(resolved.stat, elapsed, failed);
+    }
     let spec = resolved.spec;
     engine.operator().after_command(
         client,
@@ -662,8 +670,10 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
         }
         search.key_written(&mut ctx.ks, db, &argv[i]);
         // Only a key that holds something can serve a waiter (a blocking pop that
-        // found nothing must not wake itself).
-        if blocking.blocked_clients() > 0 && matches!(ctx.ks.peek(db, &argv[i]), Ok(Some(_))) {
+        // found nothing must not wake itself); a key a write deleted is signalled too,
+        // as a group read waiting on it ends with an error.
+        let present = matches!(ctx.ks.peek(db, &argv[i]), Ok(Some(_)));
+        if blocking.blocked_clients() > 0 && (present || ctx.effect != Effect::Nothing) {
             if ctx.client.retrying_block {
                 ctx.client.written_for_waiters.push((db, argv[i].clone()));
             } else {
@@ -676,20 +686,31 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
     // from what database 0 now holds.
     if spec.whole_keyspace {
         match spec.name {
-            "flushall" | "flushdb" => search.clear(),
+            "flushall" | "flushdb" => {
+                search.clear();
+                // Group reads waiting on a flushed key end with an error, as in Redis.
+                let dbs: Vec<usize> = if spec.name == "flushall" {
+                    (0..ctx.keyspace().databases()).collect()
+                } else {
+                    vec![db]
+                };
+                for db in dbs {
+                    for key in blocking.waited_keys(db) {
+                        blocking.key_written(db, &key);
+                    }
+                }
+            }
             "swapdb" => {
                 search.keyspace_replaced(&mut ctx.ks);
-                // Clients blocked on a key the swap brought data to are served, as
-                // in Redis.
+                // Clients blocked on a key the swap changed are served, as in Redis
+                // (a key that went away ends a group read's wait).
                 for db in argv[1..3]
                     .iter()
                     .filter_map(|a| crate::util::num::parse_i64(a))
                 {
                     let db = db as usize;
                     for key in blocking.waited_keys(db) {
-                        if matches!(ctx.ks.peek(db, &key), Ok(Some(_))) {
-                            blocking.key_written(db, &key);
-                        }
+                        blocking.key_written(db, &key);
                     }
                 }
             }

@@ -73,6 +73,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Bitmap => on[idx("bitmap")] = true,
         Group::HyperLogLog => on[idx("hyperloglog")] = true,
         Group::Geo => on[idx("geo")] = true,
+        Group::Stream => on[idx("stream")] = true,
         Group::Hash => on[idx("hash")] = true,
         Group::List => on[idx("list")] = true,
         Group::Set => on[idx("set")] = true,

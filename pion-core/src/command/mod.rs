@@ -51,6 +51,8 @@ pub enum Group {
     /// Geo commands (`GEOADD`, `GEOSEARCH` …): sorted-set values, filed by Redis
     /// under their own `@geo` category and group.
     Geo,
+    /// Stream commands (`XADD`, `XREAD`, consumer groups …).
+    Stream,
     /// Hash commands.
     Hash,
     /// List commands.
@@ -90,6 +92,7 @@ impl Group {
             Group::Bitmap => "bitmap",
             Group::HyperLogLog => "hyperloglog",
             Group::Geo => "geo",
+            Group::Stream => "stream",
             Group::Hash => "hash",
             Group::List => "list",
             Group::Set => "set",
@@ -457,6 +460,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         lists::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
+        streams::COMMANDS,
         connection::COMMANDS,
         transactions::COMMANDS,
         server::COMMANDS,

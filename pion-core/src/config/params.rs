@@ -377,6 +377,30 @@ pub static PARAMS: &[Param] = &[
         0,
         i64::MAX as usize
     ),
+    int_param!(
+        "stream-node-max-entries",
+        &[],
+        limits.stream_node_max_entries,
+        usize,
+        0,
+        i64::MAX as usize
+    ),
+    Param {
+        name: "stream-node-max-bytes",
+        aliases: &[],
+        get: |c| c.limits.stream_node_max_bytes.to_string(),
+        set: Some(|c, v| {
+            let n = parse_mem_arg(v)?;
+            if n > i64::MAX as u64 {
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.limits.stream_node_max_bytes = n as usize;
+            Ok(())
+        }),
+    },
     Param {
         name: "hll-sparse-max-bytes",
         aliases: &[],

@@ -11,6 +11,7 @@
 
 mod cut;
 pub mod dump;
+mod dump_stream;
 mod evict;
 mod key;
 mod locked;

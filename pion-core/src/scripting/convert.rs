@@ -60,6 +60,26 @@ pub fn reply_to_lua(lua: &Lua, reply: &Reply, resp: u8) -> mlua::Result<Value> {
                 array(lua, pairs.iter().flat_map(|(k, v)| [k, v]), resp)?
             }
         }
+        Reply::PairsMap(pairs) => {
+            if resp3 {
+                let inner = lua.create_table()?;
+                for (k, v) in pairs {
+                    inner.raw_set(reply_to_lua(lua, k, resp)?, reply_to_lua(lua, v, resp)?)?;
+                }
+                let t = lua.create_table()?;
+                t.raw_set("map", inner)?;
+                Value::Table(t)
+            } else {
+                let t = lua.create_table()?;
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    let pair = lua.create_table()?;
+                    pair.raw_set(1, reply_to_lua(lua, k, resp)?)?;
+                    pair.raw_set(2, reply_to_lua(lua, v, resp)?)?;
+                    t.raw_set(i + 1, pair)?;
+                }
+                Value::Table(t)
+            }
+        }
         Reply::Pairs(pairs) => {
             if resp3 {
                 let t = lua.create_table()?;

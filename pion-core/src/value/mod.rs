@@ -1,4 +1,4 @@
-//! Redis values: the five core types and vector sets, their encodings and their memory estimate.
+//! Redis values: the five core types, streams and vector sets, their encodings and their memory estimate.
 //!
 //! Small collections keep Redis's compact encodings (insertion-ordered `listpack`,
 //! sorted `intset`) because clients observe them: `HGETALL` on a small hash returns
@@ -8,6 +8,7 @@
 pub mod hash;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod vset;
 pub mod zset;
@@ -15,6 +16,7 @@ pub mod zset;
 pub use hash::HashValue;
 pub use list::ListValue;
 pub use set::SetValue;
+pub use stream::StreamValue;
 pub use string::StrValue;
 pub use vset::VectorSetValue;
 pub use zset::ZSetValue;
@@ -35,6 +37,20 @@ pub struct EncodingLimits {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`.
     pub zset_max_listpack_value: usize,
+    /// `stream-node-max-bytes`.
+    pub stream_node_max_bytes: usize,
+    /// `stream-node-max-entries`.
+    pub stream_node_max_entries: usize,
+}
+
+impl EncodingLimits {
+    /// The node limits of streams.
+    pub fn stream_nodes(&self) -> stream::NodeLimits {
+        stream::NodeLimits {
+            max_entries: self.stream_node_max_entries,
+            max_bytes: self.stream_node_max_bytes,
+        }
+    }
 }
 
 impl Default for EncodingLimits {
@@ -45,6 +61,8 @@ impl Default for EncodingLimits {
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
         }
     }
 }
@@ -64,6 +82,8 @@ pub enum Value {
     ZSet(Box<ZSetValue>),
     /// A Redis 8 vector set (boxed, like hashes).
     VectorSet(Box<VectorSetValue>),
+    /// A stream with its consumer groups (boxed, like hashes).
+    Stream(Box<StreamValue>),
 }
 
 /// Elements sampled by the memory estimate unless asked otherwise (Redis's default).
@@ -87,6 +107,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::VectorSet(_) => "vectorset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -100,6 +121,7 @@ impl Value {
             Value::ZSet(z) => z.encoding(),
             // Redis reports module types as `raw`.
             Value::VectorSet(_) => "raw",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -112,6 +134,8 @@ impl Value {
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
             Value::VectorSet(v) => v.is_empty(),
+            // An empty stream stays: its last id and groups still matter.
+            Value::Stream(_) => false,
         }
     }
 
@@ -132,6 +156,7 @@ impl Value {
                 Value::Set(s) => s.mem_usage(samples),
                 Value::ZSet(z) => z.mem_usage(samples),
                 Value::VectorSet(v) => v.mem_usage(),
+                Value::Stream(s) => s.mem_usage(samples),
             }
     }
 
@@ -211,6 +236,22 @@ impl Value {
     pub fn as_vset_mut(&mut self) -> OpResult<&mut VectorSetValue> {
         match self {
             Value::VectorSet(v) => Ok(v),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The stream inside, or `WRONGTYPE`.
+    pub fn as_stream(&self) -> OpResult<&StreamValue> {
+        match self {
+            Value::Stream(s) => Ok(s),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The stream inside, mutably, or `WRONGTYPE`.
+    pub fn as_stream_mut(&mut self) -> OpResult<&mut StreamValue> {
+        match self {
+            Value::Stream(s) => Ok(s),
             _ => Err(OpError::WrongType),
         }
     }

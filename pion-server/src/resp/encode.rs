@@ -54,6 +54,16 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
                 encode(v, resp, out);
             }
         }
+        Reply::PairsMap(pairs) => {
+            header(out, if resp3 { b'%' } else { b'*' }, pairs.len());
+            for (k, v) in pairs {
+                if !resp3 {
+                    header(out, b'*', 2);
+                }
+                encode(k, resp, out);
+                encode(v, resp, out);
+            }
+        }
         Reply::Pairs(pairs) => {
             if resp3 {
                 header(out, b'*', pairs.len());

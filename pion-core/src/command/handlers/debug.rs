@@ -472,8 +472,8 @@ fn value_digest(entry: &Entry) -> [u8; 20] {
             }
             h.update(&acc);
         }
-        Value::VectorSet(_) => {
-            h.update(b"vectorset");
+        Value::VectorSet(_) | Value::Stream(_) => {
+            h.update(entry.value.type_name().as_bytes());
             let mut record = Vec::new();
             crate::keyspace::dump::encode_entry(0, b"", entry, &mut record);
             h.update(&record);

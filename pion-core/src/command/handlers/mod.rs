@@ -23,6 +23,7 @@ pub mod scripting;
 pub mod search;
 pub mod server;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod vsets;

@@ -321,7 +321,7 @@ fn render(r: &Reply) -> String {
         Reply::Null | Reply::NullArray => "nil".into(),
         Reply::Array(v) => list(v, false),
         Reply::Set(v) => list(v, true),
-        Reply::Map(pairs) | Reply::Pairs(pairs) => {
+        Reply::Map(pairs) | Reply::Pairs(pairs) | Reply::PairsMap(pairs) => {
             let mut v: Vec<String> = pairs
                 .iter()
                 .map(|(k, v)| format!("{}={}", render(k), render(v)))

@@ -117,6 +117,28 @@ pub fn reply(out: &mut String, r: &Reply, resp: u8) {
             }
             out.push('}');
         }
+        Reply::PairsMap(pairs) if !resp3 => {
+            out.push('[');
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                list(out, "[", &mut [k, v].into_iter(), "]");
+            }
+            out.push(']');
+        }
+        Reply::PairsMap(pairs) => {
+            out.push('{');
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                reply(out, k, resp);
+                out.push_str(" => ");
+                reply(out, v, resp);
+            }
+            out.push('}');
+        }
         Reply::Pairs(pairs) if resp3 => {
             out.push('[');
             for (i, (k, v)) in pairs.iter().enumerate() {

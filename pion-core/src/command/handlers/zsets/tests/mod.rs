@@ -33,7 +33,7 @@ fn show(r: &Reply) -> String {
         Reply::Set(v) => format!("~[{}]", list(v)),
         Reply::Push(v) => format!(">[{}]", list(v)),
         Reply::Several(v) => format!("+[{}]", list(v)),
-        Reply::Map(v) => format!(
+        Reply::Map(v) | Reply::PairsMap(v) => format!(
             "%[{}]",
             v.iter()
                 .map(|(a, b)| format!("{} {}", show(a), show(b)))
