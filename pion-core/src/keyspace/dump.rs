@@ -19,6 +19,7 @@ const TYPE_LIST: u8 = 2;
 const TYPE_SET: u8 = 3;
 const TYPE_ZSET: u8 = 4;
 const TYPE_VSET: u8 = 5;
+const TYPE_JSON: u8 = 6;
 
 /// Appends one key to a section body.
 pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
@@ -61,6 +62,10 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
         Value::VectorSet(v) => {
             out.push(TYPE_VSET);
             encode_vset(v, out);
+        }
+        Value::Json(j) => {
+            out.push(TYPE_JSON);
+            crate::value::json::codec::encode(&j.root, out);
         }
     }
 }
@@ -235,6 +240,10 @@ pub(crate) fn decode_entry(
             Value::ZSet(Box::new(z))
         }
         TYPE_VSET => decode_vset(r)?,
+        TYPE_JSON => {
+            let root = crate::value::json::codec::decode(r)?;
+            Value::Json(Box::new(crate::value::JsonValue::new(root)))
+        }
         _ => return Err(Malformed("unknown value type")),
     };
     if value.is_empty_collection() {

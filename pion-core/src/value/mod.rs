@@ -1,4 +1,4 @@
-//! Redis values: the five core types and vector sets, their encodings and their memory estimate.
+//! Redis values: the five core types, vector sets and JSON documents, their encodings and their memory estimate.
 //!
 //! Small collections keep Redis's compact encodings (insertion-ordered `listpack`,
 //! sorted `intset`) because clients observe them: `HGETALL` on a small hash returns
@@ -6,6 +6,7 @@
 //! names the encoding. Large ones switch to hash tables at Redis's thresholds.
 
 pub mod hash;
+pub mod json;
 pub mod list;
 pub mod set;
 pub mod string;
@@ -13,6 +14,7 @@ pub mod vset;
 pub mod zset;
 
 pub use hash::HashValue;
+pub use json::JsonValue;
 pub use list::ListValue;
 pub use set::SetValue;
 pub use string::StrValue;
@@ -64,6 +66,8 @@ pub enum Value {
     ZSet(Box<ZSetValue>),
     /// A Redis 8 vector set (boxed, like hashes).
     VectorSet(Box<VectorSetValue>),
+    /// A RedisJSON document (boxed, like hashes).
+    Json(Box<JsonValue>),
 }
 
 /// Elements sampled by the memory estimate unless asked otherwise (Redis's default).
@@ -87,6 +91,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::VectorSet(_) => "vectorset",
+            Value::Json(_) => "ReJSON-RL",
         }
     }
 
@@ -99,7 +104,7 @@ impl Value {
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
             // Redis reports module types as `raw`.
-            Value::VectorSet(_) => "raw",
+            Value::VectorSet(_) | Value::Json(_) => "raw",
         }
     }
 
@@ -112,6 +117,7 @@ impl Value {
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
             Value::VectorSet(v) => v.is_empty(),
+            Value::Json(_) => false,
         }
     }
 
@@ -132,6 +138,7 @@ impl Value {
                 Value::Set(s) => s.mem_usage(samples),
                 Value::ZSet(z) => z.mem_usage(samples),
                 Value::VectorSet(v) => v.mem_usage(),
+                Value::Json(j) => j.mem_usage(),
             }
     }
 
@@ -212,6 +219,23 @@ impl Value {
         match self {
             Value::VectorSet(v) => Ok(v),
             _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The JSON document inside, or `None` for another type (RedisJSON words
+    /// that error its own way).
+    pub fn as_json(&self) -> Option<&JsonValue> {
+        match self {
+            Value::Json(j) => Some(j),
+            _ => None,
+        }
+    }
+
+    /// The JSON document inside, mutably, or `None` for another type.
+    pub fn as_json_mut(&mut self) -> Option<&mut JsonValue> {
+        match self {
+            Value::Json(j) => Some(j),
+            _ => None,
         }
     }
 
