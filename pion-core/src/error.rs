@@ -173,6 +173,8 @@ pub enum JsonError {
     },
     /// A path that does not parse: the full message.
     PathSyntax(String),
+    /// A write that would nest the document deeper than Pion keeps documents.
+    TooDeep,
 }
 
 impl JsonError {
@@ -217,6 +219,7 @@ impl JsonError {
                 message.clone()
             })),
             JsonError::PathSyntax(m) => Cow::Owned(sanitize(m.clone())),
+            JsonError::TooDeep => Cow::Borrowed("ERR recursion limit exceeded"),
         }
     }
 }

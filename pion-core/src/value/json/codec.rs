@@ -17,7 +17,7 @@
 
 use serde_json::Value as Json;
 
-use super::MAX_NESTING;
+use super::MAX_DEPTH;
 use crate::util::codec::{put_bytes, put_i64, put_u32, put_u64, Malformed, Reader};
 
 /// Appends `v`'s encoding.
@@ -69,7 +69,7 @@ fn text(r: &mut Reader<'_>) -> Result<String, Malformed> {
 }
 
 fn decode_at(r: &mut Reader<'_>, depth: usize) -> Result<Json, Malformed> {
-    if depth > MAX_NESTING {
+    if depth > MAX_DEPTH {
         return Err(Malformed("JSON document nested too deeply"));
     }
     Ok(match r.u8()? {
@@ -131,7 +131,7 @@ mod tests {
             assert!(decode(&mut Reader::new(&out[..cut])).is_err());
         }
         assert!(decode(&mut Reader::new(&[9])).is_err());
-        let deep = [7u8, 1, 0, 0, 0].repeat(200);
+        let deep = [7u8, 1, 0, 0, 0].repeat(600);
         assert!(decode(&mut Reader::new(&deep)).is_err());
     }
 }

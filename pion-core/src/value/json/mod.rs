@@ -19,8 +19,18 @@ use serde_json::Value as Json;
 pub use path::Path;
 pub use select::{Pointer, Step};
 
-/// The deepest nesting a document may have (RedisJSON's parser limit).
+/// The deepest nesting a parsed value may have (RedisJSON's parser limit).
 pub const MAX_NESTING: usize = 128;
+
+/// The deepest nesting a document may reach through edits (values set below
+/// other values): deeper writes are refused, so the recursive walks over a
+/// document (writing, dropping, snapshots) stay within their stack.
+pub const MAX_DEPTH: usize = 512;
+
+/// How deeply `v` nests (a scalar 0, `[]` 1, `[[1]]` 2).
+pub fn depth_of(v: &Json) -> usize {
+    depth(v, 0)
+}
 
 /// A JSON document stored under a key.
 #[derive(Debug, Clone, PartialEq)]

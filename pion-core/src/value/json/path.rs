@@ -101,7 +101,8 @@ impl Path {
         if text.len() > MAX_PATH {
             return Err(syntax_error(text, 0));
         }
-        if text.starts_with('$') {
+        let jsonpath = text == "$" || text.starts_with("$.") || text.starts_with("$[");
+        if jsonpath {
             let mut p = Parser::new(text, 1);
             let segments = p.segments(false)?;
             if p.pos != text.len() {
@@ -150,17 +151,33 @@ impl Path {
     }
 }
 
-/// RedisJSON's message for a path that does not parse at byte `pos`.
-fn syntax_error(text: &str, pos: usize) -> String {
+/// What RedisJSON expects after a dot.
+const EXPECT_NAME: &str = "<string>, '*'";
+/// What RedisJSON expects after an opening bracket.
+const EXPECT_BRACKET: &str = "'<string>[,<string>,...]', '<number>', ['start:end:steps'], '*'";
+/// Anything else (RedisJSON lists its grammar's rule names).
+const EXPECT_ELEMENT: &str = "path element";
+
+/// RedisJSON's message for a path that does not parse at byte `pos`, expecting
+/// `expected`: the text before it, and an arrow to what follows.
+fn syntax_error_expecting(text: &str, pos: usize, expected: &str) -> String {
     let mut at = pos.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;
     }
+    let (before, after) = text.split_at(at);
+    let shown = if after.is_empty() {
+        format!("{before} <<<<----")
+    } else {
+        format!("{before} ---->>>> {after}")
+    };
     format!(
-        "Error occurred on position {pos}, \"{} <<<<----\", expected one of the following: \
-         path element",
-        &text[..at]
+        "Error occurred on position {at}, \"{shown}\", expected one of the following: {expected}."
     )
+}
+
+fn syntax_error(text: &str, pos: usize) -> String {
+    syntax_error_expecting(text, pos, EXPECT_ELEMENT)
 }
 
 struct Parser<'a> {
@@ -182,6 +199,10 @@ impl<'a> Parser<'a> {
 
     fn err<T>(&self) -> Result<T, String> {
         Err(syntax_error(self.text, self.pos))
+    }
+
+    fn expected<T>(&self, what: &str) -> Result<T, String> {
+        Err(syntax_error_expecting(self.text, self.pos, what))
     }
 
     fn peek(&self) -> Option<u8> {
@@ -257,7 +278,7 @@ impl<'a> Parser<'a> {
             self.pos += 1;
         }
         if self.pos == start {
-            return self.err();
+            return self.expected(EXPECT_NAME);
         }
         Ok(self.text[start..self.pos].to_string())
     }
@@ -339,7 +360,7 @@ impl<'a> Parser<'a> {
             return Ok(Selector::Slice(first, end, step));
         }
         let Some(first) = first else {
-            return self.err();
+            return self.expected(EXPECT_BRACKET);
         };
         let mut all = vec![first];
         loop {
@@ -564,13 +585,29 @@ mod tests {
             "$[1",
             "$['a",
             "$[?(@.a >)]",
-            "$a",
             "$[?@.a]",
             "$[x]",
             "..",
         ] {
             assert!(Path::parse(bad.as_bytes()).is_err(), "{bad}");
         }
+        assert_eq!(
+            Path::parse(b"$[").expect_err("refused"),
+            "Error occurred on position 2, \"$[ <<<<----\", expected one of the following: \
+             '<string>[,<string>,...]', '<number>', ['start:end:steps'], '*'."
+        );
+        assert_eq!(
+            Path::parse(b"$[x]").expect_err("refused"),
+            "Error occurred on position 2, \"$[ ---->>>> x]\", expected one of the following: \
+             '<string>[,<string>,...]', '<number>', ['start:end:steps'], '*'."
+        );
+        assert_eq!(
+            Path::parse(b"a.").expect_err("refused"),
+            "Error occurred on position 4, \"$.a. <<<<----\", expected one of the following: \
+             <string>, '*'."
+        );
+        // `$` not followed by `.` or `[` is a legacy member name.
+        assert_eq!(p("$a").text, "$.$a");
         let deep = format!("$[?({}@.a{})]", "(".repeat(200), ")".repeat(200));
         assert!(Path::parse(deep.as_bytes()).is_err());
         assert!(Path::parse(&[b'$', b'.', 0xff]).is_err());

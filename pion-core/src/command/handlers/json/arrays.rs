@@ -3,7 +3,7 @@
 
 use serde_json::Value as Json;
 
-use super::{arity, changed, doc, existing_mut, path, value};
+use super::{arity, changed, doc, existing_mut, fits, path, value};
 use crate::command::ctx::Ctx;
 use crate::error::{JsonError, OpError, OpResult};
 use crate::reply::Reply;
@@ -14,16 +14,21 @@ fn int(arg: &[u8]) -> OpResult<i64> {
     parse_i64(arg).ok_or(JsonError::NotInteger.into())
 }
 
-/// Applies `f` to every array the path matches (`None` for other matches), then
+/// Applies `f` to every array the path matches (`None` for other matches), after
+/// `depth_check` has accepted every match's depth, then
 /// shapes the reply: one entry per match for JSONPath, the last array's answer for
 /// a legacy path (whose first match must be an array: `not_array` otherwise).
 fn each_array<T>(
     root: &mut Json,
     p: &Path,
+    depth_check: impl Fn(usize) -> OpResult<()>,
     not_array: impl Fn(&Path) -> OpError,
     mut f: impl FnMut(&mut Vec<Json>) -> OpResult<T>,
 ) -> OpResult<Vec<Option<T>>> {
     let found = p.select(root);
+    for ptr in &found {
+        depth_check(ptr.len())?;
+    }
     if p.legacy
         && !matches!(
             found.first().and_then(|ptr| select::get(root, ptr)),
@@ -68,6 +73,7 @@ pub(super) fn arrappend(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     let results = each_array(
         &mut d.root,
         &p,
+        |at| values.iter().try_for_each(|v| fits(at + 1, v)),
         |p| JsonError::NotArray(p.sent.clone()).into(),
         |a| {
             a.extend(values.iter().cloned());
@@ -98,6 +104,7 @@ pub(super) fn arrinsert(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     let results = each_array(
         &mut d.root,
         &p,
+        |at| values.iter().try_for_each(|v| fits(at + 1, v)),
         |p| JsonError::NotArray(p.text.clone()).into(),
         |a| {
             let len = a.len() as i64;
@@ -130,6 +137,7 @@ pub(super) fn arrtrim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let results = each_array(
         &mut d.root,
         &p,
+        |_| Ok(()),
         |p| JsonError::NotArray(p.text.clone()).into(),
         |a| {
             let len = a.len() as i64;
@@ -176,6 +184,7 @@ pub(super) fn arrpop(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let results = each_array(
         &mut d.root,
         &p,
+        |_| Ok(()),
         |p| JsonError::NotArray(p.text.clone()).into(),
         |a| {
             if a.is_empty() {

@@ -128,6 +128,15 @@ pub(crate) fn value(arg: &[u8], err_prefix: bool) -> OpResult<Json> {
     })
 }
 
+/// Refuses a value placed `at` levels down that would nest the document deeper
+/// than [`json::MAX_DEPTH`].
+pub(crate) fn fits(at: usize, v: &Json) -> OpResult<()> {
+    if at + json::depth_of(v) > json::MAX_DEPTH {
+        return Err(JsonError::TooDeep.into());
+    }
+    Ok(())
+}
+
 /// Reads a JSON key: `None` when missing, RedisJSON's error for other types.
 pub(crate) fn doc<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<Option<&'c JsonValue>> {
     let db = ctx.db();

@@ -95,3 +95,49 @@ fn merge_follows_rfc_7396() {
         bulk(r#"{"a":{"c":2,"e":[1]}}"#)
     );
 }
+
+#[test]
+fn documents_nest_only_so_deep() {
+    let e = engine();
+    let level = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let at = |n: usize| format!("${}", "[0]".repeat(n));
+    assert_eq!(run(&e, &["JSON.SET", "d", "$", &level(120)]), Reply::ok());
+    // Deeper than one parse allows, through edits: as RedisJSON, accepted.
+    assert_eq!(
+        run(&e, &["JSON.SET", "d", &at(119), &level(120)]),
+        Reply::ok()
+    );
+    // The innermost array is now 238 levels down.
+    assert_eq!(
+        run(&e, &["JSON.ARRAPPEND", "d", &at(238), &level(120)]),
+        Reply::Array(vec![int(1)])
+    );
+    assert_eq!(
+        run(
+            &e,
+            &["JSON.ARRAPPEND", "d", &at(238), &level(120), &level(120)]
+        ),
+        Reply::Array(vec![int(3)])
+    );
+    assert_eq!(
+        run(&e, &["JSON.SET", "d", &at(239), &level(120)]),
+        Reply::ok()
+    );
+    assert_eq!(
+        run(&e, &["JSON.SET", "d", &at(358), &level(120)]),
+        Reply::ok()
+    );
+    // Now 477 levels: past Pion's limit of 512 the write is refused.
+    assert_eq!(
+        run(&e, &["JSON.SET", "d", &at(477), &level(120)]),
+        err("ERR recursion limit exceeded")
+    );
+    assert_eq!(
+        run(&e, &["JSON.ARRAPPEND", "d", &at(477), &level(120)]),
+        err("ERR recursion limit exceeded")
+    );
+    assert_eq!(
+        run(&e, &["JSON.ARRAPPEND", "d", &at(477), "1"]),
+        Reply::Array(vec![int(1)])
+    );
+}

@@ -3,7 +3,7 @@
 
 use serde_json::Value as Json;
 
-use super::{arity, changed, doc, doc_mut, path, path_or_root, store, value};
+use super::{arity, changed, doc, doc_mut, fits, path, path_or_root, store, value};
 use crate::command::ctx::Ctx;
 use crate::command::handlers::util::is_kw;
 use crate::error::{JsonError, OpError, OpResult};
@@ -47,6 +47,9 @@ pub(super) fn set_at(root: &mut Json, p: &Path, v: &Json, nx: bool, xx: bool) ->
             return Ok(false);
         }
         for ptr in &found {
+            fits(ptr.len(), v)?;
+        }
+        for ptr in &found {
             if let Some(slot) = select::get_mut(root, ptr) {
                 *slot = v.clone();
             }
@@ -62,6 +65,9 @@ pub(super) fn set_at(root: &mut Json, p: &Path, v: &Json, nx: bool, xx: bool) ->
         }
         return Ok(false);
     };
+    for ptr in &parents {
+        fits(ptr.len() + 1, v)?;
+    }
     let mut added = false;
     for ptr in parents {
         if let Some(Json::Object(m)) = select::get_mut(root, &ptr) {
@@ -181,14 +187,17 @@ pub(super) fn merge(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             store(ctx, key, patch)?;
             true
         }
-        Some(d) => merge_at(&mut d.root, &p, &patch),
+        Some(d) => merge_at(&mut d.root, &p, &patch)?,
     };
     changed(ctx, done, "json.merge", key);
     Ok(if done { Reply::ok() } else { Reply::Null })
 }
 
-fn merge_at(root: &mut Json, p: &Path, patch: &Json) -> bool {
+fn merge_at(root: &mut Json, p: &Path, patch: &Json) -> OpResult<bool> {
     let found = p.select(root);
+    for ptr in &found {
+        fits(ptr.len(), patch)?;
+    }
     if !found.is_empty() {
         for ptr in &found {
             if ptr.is_empty() {
@@ -197,11 +206,14 @@ fn merge_at(root: &mut Json, p: &Path, patch: &Json) -> bool {
                 merge_patch(slot, patch);
             }
         }
-        return true;
+        return Ok(true);
     }
     let Some((parents, name)) = new_member(root, p) else {
-        return false;
+        return Ok(false);
     };
+    for ptr in &parents {
+        fits(ptr.len() + 1, patch)?;
+    }
     let mut added = false;
     for ptr in parents {
         if let Some(Json::Object(m)) = select::get_mut(root, &ptr) {
@@ -213,7 +225,7 @@ fn merge_at(root: &mut Json, p: &Path, patch: &Json) -> bool {
             added = true;
         }
     }
-    added
+    Ok(added)
 }
 
 /// Removes every match of `p` and answers how many: a match inside another match
