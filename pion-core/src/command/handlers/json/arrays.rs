@@ -101,18 +101,26 @@ pub(super) fn arrinsert(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
         .map(|a| value(a, false))
         .collect::<OpResult<Vec<_>>>()?;
     let d = existing_mut(ctx, &argv[1])?;
+    let position = |len: usize| {
+        let len = len as i64;
+        let at = if index < 0 { len + index } else { index };
+        (0..=len).contains(&at).then_some(at as usize)
+    };
+    // Every array's index first: one out of bounds leaves them all as they were.
+    for ptr in p.select(&d.root) {
+        if let Some(Json::Array(a)) = select::get(&d.root, &ptr) {
+            if position(a.len()).is_none() {
+                return Err(JsonError::IndexBounds.into());
+            }
+        }
+    }
     let results = each_array(
         &mut d.root,
         &p,
         |at| values.iter().try_for_each(|v| fits(at + 1, v)),
         |p| JsonError::NotArray(p.text.clone()).into(),
         |a| {
-            let len = a.len() as i64;
-            let at = if index < 0 { len + index } else { index };
-            if !(0..=len).contains(&at) {
-                return Err(JsonError::IndexBounds.into());
-            }
-            let at = at as usize;
+            let at = position(a.len()).ok_or(JsonError::IndexBounds)?;
             a.splice(at..at, values.iter().cloned());
             Ok(a.len() as i64)
         },

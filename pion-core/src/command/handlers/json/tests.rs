@@ -141,3 +141,59 @@ fn documents_nest_only_so_deep() {
         Reply::Array(vec![int(1)])
     );
 }
+
+#[test]
+fn failed_multi_match_writes_change_nothing() {
+    let e = engine();
+    run(
+        &e,
+        &["JSON.SET", "d", "$", r#"{"a":[1,2,3],"b":{"a":[1]}}"#],
+    );
+    assert_eq!(
+        run(&e, &["JSON.ARRINSERT", "d", "$..a", "2", "0"]),
+        err("ERR index out of bounds")
+    );
+    assert_eq!(
+        run(&e, &["JSON.GET", "d"]),
+        bulk(r#"{"a":[1,2,3],"b":{"a":[1]}}"#)
+    );
+    assert_eq!(
+        run(
+            &e,
+            &[
+                "JSON.MSET",
+                "d",
+                "$.a[0]",
+                "9",
+                "e",
+                "$",
+                "1",
+                "d",
+                "$.a[7]",
+                "1"
+            ]
+        ),
+        err("ERR array index out of range")
+    );
+    assert_eq!(run(&e, &["EXISTS", "e"]), int(0));
+    assert_eq!(run(&e, &["JSON.GET", "d", "$.a[0]"]), bulk("[1]"));
+    // A key made by an earlier triple does not count as existing (RedisJSON).
+    let mset = |args: &[&str]| {
+        let mut argv = vec!["JSON.MSET"];
+        argv.extend_from_slice(args);
+        run(&e, &argv)
+    };
+    assert_eq!(
+        mset(&["d", "$.a[0]", "9", "e", "$", "{}", "e", "$.x", "2"]),
+        err("ERR new objects must be created at the root")
+    );
+    assert_eq!(
+        mset(&["d", "$.a[0]", "9", "e", "$", "{}", "d", "$.b.a", "2"]),
+        Reply::ok()
+    );
+    assert_eq!(run(&e, &["JSON.GET", "e"]), bulk("{}"));
+    assert_eq!(
+        run(&e, &["JSON.GET", "d"]),
+        bulk(r#"{"a":[9,2,3],"b":{"a":2}}"#)
+    );
+}

@@ -114,8 +114,8 @@ pub(super) fn set(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(if done { Reply::ok() } else { Reply::Null })
 }
 
-/// `JSON.MSET key path value [key path value ...]`: every triple is checked before
-/// any is applied.
+/// `JSON.MSET key path value [key path value ...]`: the triples are applied to
+/// copies first, so one that fails leaves every key as it was.
 pub(super) fn mset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if argv.len() < 4 || !(argv.len() - 1).is_multiple_of(3) {
         return Err(arity(argv));
@@ -126,25 +126,44 @@ pub(super) fn mset(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let v = value(&t[2], false)?;
         triples.push((&t[0], p, v));
     }
+    // As RedisJSON: a path below the root needs a key that exists before the
+    // command, even when an earlier triple creates it.
     for (key, p, _) in &triples {
-        let exists = doc(ctx, key)?.is_some();
-        let made_here = triples.iter().any(|(k, q, _)| k == key && q.is_root());
-        if !exists && !p.is_root() && !made_here {
+        if !p.is_root() && doc(ctx, key)?.is_none() {
             return Err(JsonError::NewAtRoot.into());
         }
     }
+    // Each key's document as the triples leave it, and which triples wrote.
+    let mut staged: Vec<(&Vec<u8>, Option<Json>)> = Vec::new();
+    let mut wrote = Vec::with_capacity(triples.len());
     for (key, p, v) in &triples {
-        let done = match doc_mut(ctx, key)? {
-            Some(d) => set_at(&mut d.root, p, v, false, false)?,
+        let slot = match staged.iter().position(|(k, _)| k == key) {
+            Some(i) => i,
+            None => {
+                let current = doc(ctx, key)?.map(|d| d.root.clone());
+                staged.push((key, current));
+                staged.len() - 1
+            }
+        };
+        let done = match &mut staged[slot].1 {
+            Some(root) => set_at(root, p, v, false, false)?,
             None if p.is_root() => {
-                store(ctx, key, v.clone())?;
+                staged[slot].1 = Some(v.clone());
                 true
             }
-            None => false,
+            None => return Err(JsonError::NewAtRoot.into()),
         };
-        if done {
-            ctx.notify(crate::pubsub::notify::MODULE, "json.mset", key);
+        wrote.push(done.then_some(*key));
+    }
+    for (key, root) in staged {
+        let Some(root) = root else { continue };
+        match doc_mut(ctx, key)? {
+            Some(d) => d.root = root,
+            None => store(ctx, key, root)?,
         }
+    }
+    for key in wrote.into_iter().flatten() {
+        ctx.notify(crate::pubsub::notify::MODULE, "json.mset", key);
     }
     Ok(Reply::ok())
 }
