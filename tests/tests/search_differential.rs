@@ -1,4 +1,4 @@
-//! The search and vector-set differential suite: every file of `corpus-search/` is
+//! The search, vector-set and JSON differential suite: every file of `corpus-search/` is
 //! replayed against the search oracle (Redis 8 with RediSearch; see
 //! `scripts/search-oracle.sh`) and against Pion, at 1 and 4 worker threads, in RESP2
 //! and RESP3, and the replies are compared as each line asks.

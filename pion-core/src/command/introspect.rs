@@ -59,8 +59,9 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         // A pure container is only `@slow`; its subcommands carry the real categories.
         return vec!["slow"];
     }
-    if spec.group == Group::VectorSet {
-        // Module commands that declare no category (as Redis 8's vector sets).
+    if matches!(spec.group, Group::VectorSet | Group::Json) {
+        // Module commands that declare no category (as Redis 8's vector sets and
+        // RedisJSON 2.8).
         return Vec::new();
     }
     for extra in spec.categories {
@@ -82,7 +83,7 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Transaction => on[idx("transaction")] = true,
         Group::Scripting => on[idx("scripting")] = true,
         Group::PubSub | Group::Cluster => {}
-        Group::Server | Group::PrefixCache | Group::Search | Group::VectorSet => {}
+        Group::Server | Group::PrefixCache | Group::Search | Group::VectorSet | Group::Json => {}
     }
     let rules: &[(u64, &str)] = &[
         (flags::KEYSPACE, "keyspace"),

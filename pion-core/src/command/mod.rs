@@ -74,6 +74,9 @@ pub enum Group {
     /// Vector-set commands (`V*`): Redis 8 ships them as a module, so they report
     /// the `module` group and no ACL category.
     VectorSet,
+    /// JSON commands (`JSON.*`): RedisJSON's module, which in Redis 8.2 reports the
+    /// `module` group and no ACL category.
+    Json,
     /// Transaction commands (`MULTI`, `EXEC`, `WATCH` …).
     Transaction,
     /// Pub/Sub commands (their `@pubsub` category comes from the `pubsub` flag).
@@ -102,7 +105,7 @@ impl Group {
             Group::Scripting => "scripting",
             Group::PrefixCache => "prefix-cache",
             Group::Search => "module",
-            Group::VectorSet => "module",
+            Group::VectorSet | Group::Json => "module",
             Group::Transaction => "transactions",
             Group::PubSub => "pubsub",
             Group::Cluster => "cluster",
@@ -470,6 +473,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         attend::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
+        json::COMMANDS,
         acl::COMMANDS,
         pubsub::COMMANDS,
         scripting::COMMANDS,

@@ -20,6 +20,7 @@ const TYPE_SET: u8 = 3;
 const TYPE_ZSET: u8 = 4;
 const TYPE_VSET: u8 = 5;
 const TYPE_STREAM: u8 = 6;
+const TYPE_JSON: u8 = 7;
 
 /// Appends one key to a section body.
 pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
@@ -66,6 +67,10 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
         Value::Stream(s) => {
             out.push(TYPE_STREAM);
             super::dump_stream::encode_stream(s, out);
+        }
+        Value::Json(j) => {
+            out.push(TYPE_JSON);
+            crate::value::json::codec::encode(&j.root, out);
         }
     }
 }
@@ -241,6 +246,10 @@ pub(crate) fn decode_entry(
         }
         TYPE_VSET => decode_vset(r)?,
         TYPE_STREAM => Value::Stream(Box::new(super::dump_stream::decode_stream(r)?)),
+        TYPE_JSON => {
+            let root = crate::value::json::codec::decode(r)?;
+            Value::Json(Box::new(crate::value::JsonValue::new(root)))
+        }
         _ => return Err(Malformed("unknown value type")),
     };
     if value.is_empty_collection() {

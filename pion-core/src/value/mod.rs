@@ -1,4 +1,5 @@
-//! Redis values: the five core types, streams and vector sets, their encodings and their memory estimate.
+//! Redis values: the five core types, streams, vector sets and JSON documents, their
+//! encodings and their memory estimate.
 //!
 //! Small collections keep Redis's compact encodings (insertion-ordered `listpack`,
 //! sorted `intset`) because clients observe them: `HGETALL` on a small hash returns
@@ -6,6 +7,7 @@
 //! names the encoding. Large ones switch to hash tables at Redis's thresholds.
 
 pub mod hash;
+pub mod json;
 pub mod list;
 pub mod set;
 pub mod stream;
@@ -14,6 +16,7 @@ pub mod vset;
 pub mod zset;
 
 pub use hash::HashValue;
+pub use json::JsonValue;
 pub use list::ListValue;
 pub use set::SetValue;
 pub use stream::StreamValue;
@@ -84,6 +87,8 @@ pub enum Value {
     VectorSet(Box<VectorSetValue>),
     /// A stream with its consumer groups (boxed, like hashes).
     Stream(Box<StreamValue>),
+    /// A RedisJSON document (boxed, like hashes).
+    Json(Box<JsonValue>),
 }
 
 /// Elements sampled by the memory estimate unless asked otherwise (Redis's default).
@@ -108,6 +113,7 @@ impl Value {
             Value::ZSet(_) => "zset",
             Value::VectorSet(_) => "vectorset",
             Value::Stream(_) => "stream",
+            Value::Json(_) => "ReJSON-RL",
         }
     }
 
@@ -120,7 +126,7 @@ impl Value {
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
             // Redis reports module types as `raw`.
-            Value::VectorSet(_) => "raw",
+            Value::VectorSet(_) | Value::Json(_) => "raw",
             Value::Stream(_) => "stream",
         }
     }
@@ -134,6 +140,7 @@ impl Value {
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
             Value::VectorSet(v) => v.is_empty(),
+            Value::Json(_) => false,
             // An empty stream stays: its last id and groups still matter.
             Value::Stream(_) => false,
         }
@@ -157,6 +164,7 @@ impl Value {
                 Value::ZSet(z) => z.mem_usage(samples),
                 Value::VectorSet(v) => v.mem_usage(),
                 Value::Stream(s) => s.mem_usage(samples),
+                Value::Json(j) => j.mem_usage(),
             }
     }
 
@@ -253,6 +261,23 @@ impl Value {
         match self {
             Value::Stream(s) => Ok(s),
             _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The JSON document inside, or `None` for another type (RedisJSON words
+    /// that error its own way).
+    pub fn as_json(&self) -> Option<&JsonValue> {
+        match self {
+            Value::Json(j) => Some(j),
+            _ => None,
+        }
+    }
+
+    /// The JSON document inside, mutably, or `None` for another type.
+    pub fn as_json_mut(&mut self) -> Option<&mut JsonValue> {
+        match self {
+            Value::Json(j) => Some(j),
+            _ => None,
         }
     }
 

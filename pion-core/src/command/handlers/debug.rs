@@ -472,6 +472,10 @@ fn value_digest(entry: &Entry) -> [u8; 20] {
             }
             h.update(&acc);
         }
+        Value::Json(j) => {
+            h.update(b"ReJSON-RL");
+            h.update(&j.to_text());
+        }
         Value::VectorSet(_) | Value::Stream(_) => {
             h.update(entry.value.type_name().as_bytes());
             let mut record = Vec::new();

@@ -10,6 +10,7 @@ pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod info;
+pub mod json;
 pub mod keys;
 pub mod latency;
 pub mod lists;
