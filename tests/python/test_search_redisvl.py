@@ -87,9 +87,9 @@ def products(n=120, seed=11):
     return out
 
 
-def schema(algorithm="hnsw", metric="cosine", name="rvl_products"):
+def schema(algorithm="hnsw", metric="cosine", name="rvl_products", storage="hash"):
     return {
-        "index": {"name": name, "prefix": name, "storage_type": "hash"},
+        "index": {"name": name, "prefix": name, "storage_type": storage},
         "fields": [
             {"name": "id", "type": "tag"},
             {"name": "title", "type": "text"},
@@ -221,6 +221,61 @@ def test_vector_query_with_filters(client):
             round(d, 4) for d in dists
         ], str(expr)
         assert all(keep({"brand": r["brand"], "price": int(r["price"]), "title": r["title"]}) for r in res)
+
+
+def test_json_storage(client):
+    """The same products stored as JSON documents (RedisVL's `storage_type: json`):
+    FT.CREATE ON JSON with `$.name` fields, vectors as JSON arrays of floats."""
+    index = SearchIndex.from_dict(
+        schema("hnsw", "cosine", name="rvl_json", storage="json"), redis_client=client
+    )
+    index.create(overwrite=True, drop=True)
+    rows = products()
+    keys = index.load(
+        [{k: v for k, v in p.items() if k != "vec"} | {"embedding": p["vec"].tolist()} for p in rows],
+        id_field="id",
+    )
+    assert keys == [f"rvl_json:{p['id']}" for p in rows]
+    assert client.execute_command("JSON.TYPE", keys[0], "$.embedding") == [b"array"]
+    info = index.info()
+    assert info["num_docs"] == len(rows) and info["hash_indexing_failures"] == 0, info
+    q = embed_text("blue shirt")
+    for expr, keep in [
+        (None, lambda p: True),
+        (Tag("brand") == "nike", lambda p: p["brand"] == "nike"),
+        (Num("price").between(40, 120), lambda p: 40 <= p["price"] <= 120),
+        (Text("title") == "coat", lambda p: "coat" in p["title"].split()),
+    ]:
+        res = index.query(
+            VectorQuery(
+                q.tolist(),
+                "embedding",
+                return_fields=["id", "brand", "price", "title"],
+                filter_expression=expr,
+                num_results=5,
+            )
+        )
+        want, dists = expected(rows, "cosine", q, 5, keep)
+        assert ids(res) == want, str(expr)
+        assert [round(float(r["vector_distance"]), 4) for r in res] == [round(d, 4) for d in dists]
+        assert all(keep({"brand": r["brand"], "price": int(r["price"]), "title": r["title"]}) for r in res)
+    cheap = index.query(
+        FilterQuery(
+            filter_expression=Num("price") < 50, return_fields=["id", "price"], num_results=200
+        )
+    )
+    assert sorted(ids(cheap)) == sorted(p["id"] for p in rows if p["price"] < 50)
+    assert index.query(CountQuery(filter_expression=Tag("brand") == "puma")) == 40
+    fetched = index.fetch("007")
+    # RedisJSON's parser (and Pion's, which matches it) reads some doubles one ulp off.
+    assert fetched["title"] == rows[7]["title"]
+    assert np.allclose(fetched["embedding"], rows[7]["vec"], rtol=1e-12, atol=0)
+    # A changed document is re-indexed, a deleted one leaves the index.
+    client.execute_command("JSON.SET", keys[7], "$.brand", '"zara"')
+    assert index.query(CountQuery(filter_expression=Tag("brand") == "zara")) == 1
+    client.delete(keys[7])
+    assert index.query(CountQuery(filter_expression=Tag("brand") == "zara")) == 0
+    index.delete(drop=True)
 
 
 def test_range_query(client):

@@ -8,9 +8,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use super::document::Document;
 use super::schema::{FieldKind, FieldSpec, IndexDef};
 use super::text;
-use crate::value::HashValue;
 use crate::vector::VectorIndex;
 
 /// A set of document ids (a bitset over ids).
@@ -116,7 +116,7 @@ pub enum FieldIndex {
         of_doc: HashMap<u64, Vec<Vec<u8>>>,
     },
     /// Numbers of each document.
-    Numeric(HashMap<u64, f64>),
+    Numeric(HashMap<u64, Numbers>),
     /// Vectors, labelled by document id (shared, so the graph builder links without
     /// holding the document lock).
     Vector(Arc<VectorIndex>),
@@ -147,11 +147,44 @@ impl FieldIndex {
     }
 }
 
+/// The numbers of a NUMERIC field in one document: one from a hash, any number from
+/// a JSON array.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Numbers {
+    /// One number (every hash, most JSON documents).
+    One(f64),
+    /// Several numbers (a JSON array); a range query matches when any is in range.
+    Many(Box<[f64]>),
+}
+
+impl Numbers {
+    /// The numbers of a list, or `None` when it is empty.
+    pub fn from_vec(mut v: Vec<f64>) -> Option<Numbers> {
+        match v.len() {
+            0 => None,
+            1 => Some(Numbers::One(v.remove(0))),
+            _ => Some(Numbers::Many(v.into_boxed_slice())),
+        }
+    }
+
+    /// Every number, in document order.
+    pub fn iter(&self) -> impl Iterator<Item = f64> + '_ {
+        match self {
+            Numbers::One(x) => std::slice::from_ref(x).iter().copied(),
+            Numbers::Many(xs) => xs.iter().copied(),
+        }
+    }
+}
+
 /// A value a field contributes to a document, parsed and checked.
-enum Parsed {
+pub(super) enum Parsed {
+    /// A TEXT field's tokens, in order.
     Text(Vec<Vec<u8>>),
+    /// A TAG field's tags.
     Tag(Vec<Vec<u8>>),
-    Numeric(f64),
+    /// A NUMERIC field's numbers.
+    Numeric(Numbers),
+    /// A VECTOR field's vector.
     Vector(Vec<f32>),
 }
 
@@ -242,25 +275,26 @@ impl Docs {
         }
     }
 
-    /// Indexes (or re-indexes) a hash under `key`. A hash with a value that cannot be
-    /// indexed is left out entirely and counted as a failure, as RediSearch does.
-    pub fn index(&mut self, def: &IndexDef, key: &[u8], hash: &HashValue) {
+    /// Indexes (or re-indexes) a document under `key`. A document with a value that
+    /// cannot be indexed is left out entirely and counted as a failure, as RediSearch
+    /// does.
+    pub fn index(&mut self, def: &IndexDef, key: &[u8], doc: Document<'_>) {
         let id = self.next_id + 1;
-        self.index_as(def, key, hash, id, true);
+        self.index_as(def, key, doc, id, true);
     }
 
-    /// Indexes a hash under a given document id. Without `link_vectors` the vector
-    /// fields are left alone: a snapshot's saved graphs already hold this id.
+    /// Indexes a document under a given document id. Without `link_vectors` the
+    /// vector fields are left alone: a snapshot's saved graphs already hold this id.
     pub fn index_as(
         &mut self,
         def: &IndexDef,
         key: &[u8],
-        hash: &HashValue,
+        doc: Document<'_>,
         id: u64,
         link_vectors: bool,
     ) {
         self.remove(key);
-        let parsed = match parse_fields(def, hash) {
+        let parsed = match parse_fields(def, doc) {
             Ok(p) => p,
             Err(f) => {
                 self.failures += 1;
@@ -291,9 +325,9 @@ impl Docs {
             .fields
             .iter()
             .map(|f| match f.kind {
-                // Vectors are in the hash and the index already: no third copy.
+                // Vectors are in the document and the index already: no third copy.
                 FieldKind::Vector(_) => None,
-                _ => hash.get(&f.path).map(<[u8]>::to_vec),
+                _ => doc.sort_value(f),
             })
             .collect();
         self.values.insert(id, values);
@@ -413,16 +447,20 @@ impl Docs {
     }
 }
 
-fn parse_fields(def: &IndexDef, hash: &HashValue) -> Result<Vec<Option<Parsed>>, IndexingFailure> {
+fn parse_fields(def: &IndexDef, doc: Document<'_>) -> Result<Vec<Option<Parsed>>, IndexingFailure> {
     def.fields
         .iter()
         .map(|f| {
-            let Some(raw) = hash.get(&f.path) else {
-                return Ok(None);
-            };
             if f.noindex {
                 return Ok(None);
             }
+            let hash = match doc {
+                Document::Hash(h) => h,
+                Document::Json(root) => return super::json_fields::parse(def, f, root),
+            };
+            let Some(raw) = hash.get(&f.path) else {
+                return Ok(None);
+            };
             Ok(Some(match &f.kind {
                 FieldKind::Text { .. } => {
                     Parsed::Text(text::tokenize(raw, def.stopwords.as_deref()))
@@ -431,7 +469,7 @@ fn parse_fields(def: &IndexDef, hash: &HashValue) -> Result<Vec<Option<Parsed>>,
                     separator,
                     case_sensitive,
                 } => Parsed::Tag(text::tag_values(raw, *separator, *case_sensitive)),
-                FieldKind::Numeric => Parsed::Numeric(
+                FieldKind::Numeric => Parsed::Numeric(Numbers::One(
                     std::str::from_utf8(raw)
                         .ok()
                         .and_then(|s| crate::util::num::parse_f64(s.trim().as_bytes()))
@@ -442,7 +480,7 @@ fn parse_fields(def: &IndexDef, hash: &HashValue) -> Result<Vec<Option<Parsed>>,
                                 String::from_utf8_lossy(raw)
                             ),
                         })?,
-                ),
+                )),
                 FieldKind::Vector(v) => {
                     Parsed::Vector(v.ty.decode(raw, v.params.dim).ok_or_else(|| {
                         IndexingFailure {

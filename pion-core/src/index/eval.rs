@@ -502,8 +502,8 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             let mut out = DocSet::new();
             if let Some((i, _)) = def.field(field) {
                 if let FieldIndex::Numeric(values) = &docs.fields[i] {
-                    for (&id, &v) in values {
-                        if range.contains(v) {
+                    for (&id, numbers) in values {
+                        if numbers.iter().any(|v| range.contains(v)) {
                             out.insert(id);
                         }
                     }

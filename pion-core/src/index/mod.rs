@@ -1,4 +1,4 @@
-//! Secondary indexes over hashes: what `FT.CREATE` builds and `FT.SEARCH` reads, with
+//! Secondary indexes over hashes and JSON documents: what `FT.CREATE` builds and `FT.SEARCH` reads, with
 //! the RediSearch query language ([`query`]: parser, typed tree, `FT.EXPLAIN`) and the
 //! tokenizer of TEXT fields and query terms ([`tokens`]) they share with the `FT.*`
 //! handlers.
@@ -15,7 +15,9 @@
 
 pub mod cursor;
 pub mod docs;
+pub mod document;
 pub mod eval;
+mod json_fields;
 pub mod persist;
 pub mod query;
 pub mod schema;
@@ -32,7 +34,8 @@ use parking_lot::{Mutex, RwLock};
 use crate::keyspace::{Keyspace, Locked};
 use crate::value::Value;
 pub use docs::{DocSet, Docs, FieldIndex};
-pub use schema::{FieldKind, FieldSpec, IndexDef};
+pub use document::{Document, Read};
+pub use schema::{FieldKind, FieldSpec, IndexDef, KeyType};
 
 /// One search index: its definition, its documents and its counters.
 pub struct SearchIndex {
@@ -83,12 +86,12 @@ impl SearchIndex {
         }
         let started = Instant::now();
         let mut docs = self.docs.write();
-        match value {
-            Some(Value::Hash(h)) => {
-                docs.index(&def, key, h);
+        match value.and_then(|v| Document::of(v, def.on)) {
+            Some(doc) => {
+                docs.index(&def, key, doc);
                 *self.last_insert.lock() = Some(started);
             }
-            _ => {
+            None => {
                 docs.remove(key);
             }
         }
@@ -283,12 +286,15 @@ impl Indexes {
             .store(ks.db_size(0) as u64, Ordering::Relaxed);
         let started = Instant::now();
         let mut reported = started;
-        let name = String::from_utf8_lossy(&index.def.read().name).into_owned();
+        let (name, on) = {
+            let def = index.def.read();
+            (String::from_utf8_lossy(&def.name).into_owned(), def.on)
+        };
         let mut cursor = 0;
         loop {
             cursor = ks.scan(0, cursor, 256, now_ms, |key, entry| {
                 index.scanned.fetch_add(1, Ordering::Relaxed);
-                if matches!(entry.value, Value::Hash(_)) {
+                if Document::of(&entry.value, on).is_some() {
                     index.sync(key, Some(&entry.value));
                 }
             });

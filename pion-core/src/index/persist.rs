@@ -27,7 +27,6 @@ use crate::util::codec::{put_bytes, put_u32, put_u64, DecodeError, Malformed, Re
 
 /// The format name in decoding errors.
 const FORMAT: &str = "search-index section";
-use crate::value::Value;
 use crate::vector::VectorIndex;
 
 const VERSION: u8 = 1;
@@ -204,7 +203,7 @@ fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchInde
         let mut def = index.def.write();
         let before = def.fields.len();
         let mut fields = def.fields.clone();
-        schema::parse_alter(argv, at, &mut fields).map_err(refused)?;
+        schema::parse_alter(argv, at, def.on, &mut fields).map_err(refused)?;
         let mut docs = index.docs.write();
         for f in &fields[before..] {
             docs.add_field(f);
@@ -259,8 +258,8 @@ fn restore_documents(indexes: &Indexes, keyspace: &Keyspace, index: &SearchIndex
         let ks = keyspace;
         let mut locked = ks.lock_keys(&[&key], 0);
         if let Ok(Some(entry)) = locked.peek(0, &key) {
-            if let Value::Hash(h) = &entry.value {
-                index.docs.write().index_as(&def, &key, h, id, false);
+            if let Some(doc) = super::Document::of(&entry.value, def.on) {
+                index.docs.write().index_as(&def, &key, doc, id, false);
             }
         }
     }

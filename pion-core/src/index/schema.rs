@@ -87,6 +87,25 @@ pub struct VectorSpec {
     pub declared_epsilon: bool,
 }
 
+/// The kind of key an index covers (`ON HASH`, `ON JSON`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyType {
+    /// Hashes: a field's identifier is a hash field.
+    Hash,
+    /// JSON documents: a field's identifier is a JSONPath.
+    Json,
+}
+
+impl KeyType {
+    /// The name `FT.INFO` reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::Hash => "HASH",
+            KeyType::Json => "JSON",
+        }
+    }
+}
+
 /// What kind of field, with its options.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FieldKind {
@@ -99,8 +118,9 @@ pub enum FieldKind {
     },
     /// Exact-match tags, split on a separator.
     Tag {
-        /// Separator byte (`,` by default).
-        separator: u8,
+        /// Separator byte (`,` by default on hashes; JSON strings are whole tags
+        /// unless `SEPARATOR` is given).
+        separator: Option<u8>,
         /// Whether matching keeps case.
         case_sensitive: bool,
     },
@@ -125,8 +145,10 @@ impl FieldKind {
 /// One field of the schema.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FieldSpec {
-    /// The hash field it reads (`identifier`).
+    /// The hash field or JSONPath it reads (`identifier`).
     pub path: Vec<u8>,
+    /// The parsed JSONPath of a field of an `ON JSON` index.
+    pub json_path: Option<crate::value::json::Path>,
     /// The name queries use (`attribute`: the `AS` alias, or the path).
     pub name: Vec<u8>,
     /// Kind and options.
@@ -142,6 +164,8 @@ pub struct FieldSpec {
 pub struct IndexDef {
     /// The index name.
     pub name: Vec<u8>,
+    /// The kind of key it covers.
+    pub on: KeyType,
     /// Key prefixes (plain byte prefixes); one empty prefix = every key.
     pub prefixes: Vec<Vec<u8>>,
     /// `SCORE`: the default document score.
@@ -225,6 +249,7 @@ pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
     let mut a = Args { argv, at: 2 };
     let mut def = IndexDef {
         name: argv[1].clone(),
+        on: KeyType::Hash,
         prefixes: Vec::new(),
         score: 1.0,
         skip_initial_scan: false,
@@ -239,10 +264,8 @@ pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
         match upper.as_slice() {
             b"SCHEMA" => break,
             b"ON" => match a.next().map(<[u8]>::to_ascii_uppercase).as_deref() {
-                Some(b"HASH") => {}
-                Some(b"JSON") => {
-                    return Err(err("Pion indexes hashes only: ON JSON is not supported"))
-                }
+                Some(b"HASH") => def.on = KeyType::Hash,
+                Some(b"JSON") => def.on = KeyType::Json,
                 Some(other) => return Err(err(format!("Invalid rule type: {}", lossy(other)))),
                 None => return Err(err("Bad arguments for ON: Expected an argument")),
             },
@@ -303,22 +326,46 @@ pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
     if def.prefixes.is_empty() {
         def.prefixes.push(Vec::new());
     }
-    parse_fields(&mut a, &mut def.fields)?;
+    parse_fields(&mut a, def.on, &mut def.fields)?;
     if def.fields.is_empty() {
         return Err(err("Fields arguments are missing"));
     }
     Ok(def)
 }
 
-/// Parses the field list after `SCHEMA` (or `SCHEMA ADD`) into `fields`, refusing
-/// duplicates of fields already there.
-pub fn parse_alter(argv: &[Vec<u8>], at: usize, fields: &mut Vec<FieldSpec>) -> OpResult<()> {
+/// Parses the field list after `SCHEMA` (or `SCHEMA ADD`) of an index on `on` keys
+/// into `fields`, refusing duplicates of fields already there.
+pub fn parse_alter(
+    argv: &[Vec<u8>],
+    at: usize,
+    on: KeyType,
+    fields: &mut Vec<FieldSpec>,
+) -> OpResult<()> {
     let mut a = Args { argv, at };
-    parse_fields(&mut a, fields)
+    parse_fields(&mut a, on, fields)
 }
 
-fn parse_fields(a: &mut Args<'_>, fields: &mut Vec<FieldSpec>) -> OpResult<()> {
+/// The parsed JSONPath of a field identifier of an `ON JSON` index. RediSearch takes
+/// any text here and indexes nothing under an identifier that is not a JSONPath;
+/// Pion says so at once.
+fn json_field_path(path: &[u8]) -> OpResult<crate::value::json::Path> {
+    let parsed = crate::value::json::Path::parse(path)
+        .map_err(|e| err(format!("Invalid JSONPath `{}`: {e}", lossy(path))))?;
+    if parsed.legacy {
+        return Err(err(format!(
+            "Invalid JSONPath `{}`: a JSON index's fields are JSONPaths starting with `$`",
+            lossy(path)
+        )));
+    }
+    Ok(parsed)
+}
+
+fn parse_fields(a: &mut Args<'_>, on: KeyType, fields: &mut Vec<FieldSpec>) -> OpResult<()> {
     while let Some(path) = a.next() {
+        let json_path = match on {
+            KeyType::Json => Some(json_field_path(path)?),
+            KeyType::Hash => None,
+        };
         let mut name = path.to_vec();
         if a.is("AS") {
             a.next();
@@ -339,7 +386,7 @@ fn parse_fields(a: &mut Args<'_>, fields: &mut Vec<FieldSpec>) -> OpResult<()> {
                 nostem: false,
             },
             b"TAG" => FieldKind::Tag {
-                separator: b',',
+                separator: (on == KeyType::Hash).then_some(b','),
                 case_sensitive: false,
             },
             b"NUMERIC" => FieldKind::Numeric,
@@ -354,12 +401,13 @@ fn parse_fields(a: &mut Args<'_>, fields: &mut Vec<FieldSpec>) -> OpResult<()> {
             _ => {
                 return Err(err(format!(
                     "Invalid field type for field `{}`",
-                    lossy(path)
+                    lossy(&name)
                 )))
             }
         };
         let mut field = FieldSpec {
             path: path.to_vec(),
+            json_path,
             name,
             kind,
             sortable: false,
@@ -404,7 +452,7 @@ fn parse_field_options(a: &mut Args<'_>, field: &mut FieldSpec) -> OpResult<()> 
                         lossy(s)
                     )));
                 }
-                *separator = s[0];
+                *separator = Some(s[0]);
             }
             (FieldKind::Tag { case_sensitive, .. }, b"CASESENSITIVE") => *case_sensitive = true,
             (_, b"PHONETIC" | b"WITHSUFFIXTRIE" | b"INDEXEMPTY" | b"INDEXMISSING") => {
@@ -564,7 +612,7 @@ pub fn field_info(f: &FieldSpec) -> Reply {
             case_sensitive,
         } => {
             out.push(bulk("SEPARATOR"));
-            out.push(Reply::bulk([*separator]));
+            out.push(Reply::bulk(separator.map_or(Vec::new(), |s| vec![s])));
             if *case_sensitive {
                 out.push(bulk("CASESENSITIVE"));
             }

@@ -18,7 +18,20 @@ pub fn tokenize(raw: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Vec<u8>> {
     }
 }
 
-/// The tags of a TAG value.
-pub fn tag_values(raw: &[u8], separator: u8, case_sensitive: bool) -> Vec<Vec<u8>> {
-    tokens::tag_values(raw, separator, case_sensitive)
+/// The tags of a TAG value: split on the field's separator when it has one, else
+/// (a JSON string without `SEPARATOR`) the whole value is one tag.
+pub fn tag_values(raw: &[u8], separator: Option<u8>, case_sensitive: bool) -> Vec<Vec<u8>> {
+    match separator {
+        Some(sep) => tokens::tag_values(raw, sep, case_sensitive),
+        None => {
+            let trimmed = raw.trim_ascii();
+            if trimmed.is_empty() {
+                Vec::new()
+            } else if case_sensitive {
+                vec![trimmed.to_vec()]
+            } else {
+                vec![tokens::lowercase(trimmed)]
+            }
+        }
+    }
 }

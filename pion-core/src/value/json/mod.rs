@@ -6,8 +6,10 @@
 //! floats and reads integers beyond `u64` as floats — the same choices RedisJSON
 //! makes, since it parses with the same crate — and its parse errors are
 //! RedisJSON's texts too. Floats are written with `ryu` (`1.0`, `1e20`,
-//! `1.2345678901234567e23`), the formatter RedisJSON's writer uses. The `float_roundtrip` feature makes
-//! parsing exact, so a document written to a snapshot reads back bit for bit. The path language ([`path`]) and its
+//! `1.2345678901234567e23`), the formatter RedisJSON's writer uses. Parsing uses serde_json's default
+//! float reader, which (like RedisJSON's) may read a long decimal one ulp off; the
+//! differential corpus holds Pion to the same digits. Snapshots store numbers in
+//! binary, so a document reads back bit for bit. The path language ([`path`]) and its
 //! evaluation ([`select`]) are our own; the module docs there say why.
 
 pub mod codec;

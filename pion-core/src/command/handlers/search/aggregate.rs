@@ -154,7 +154,7 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
                     } else {
                         match def.field(&name) {
                             Some((fi, _)) => Source::Field(fi),
-                            None => Source::Hash(name.clone()),
+                            None => Source::Named(name.clone()),
                         }
                     };
                     let slot = c.lookups[0].add(&alias);

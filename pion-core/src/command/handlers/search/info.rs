@@ -69,7 +69,8 @@ fn field_attributes(shape: &Shape, f: &FieldSpec) -> Reply {
             separator,
             case_sensitive,
         } => {
-            pairs.push(("SEPARATOR", Reply::bulk([*separator])));
+            let separator = separator.map_or(Vec::new(), |s| vec![s]);
+            pairs.push(("SEPARATOR", Reply::bulk(separator)));
             if *case_sensitive {
                 flags.push(Reply::bulk("CASESENSITIVE"));
             }
@@ -134,7 +135,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let records = docs.records as f64;
     let per_doc = if n == 0 { f64::NAN } else { records / n as f64 };
     let definition = shape.map(vec![
-        ("key_type", Reply::bulk("HASH")),
+        ("key_type", Reply::bulk(def.on.name())),
         (
             "prefixes",
             Reply::Array(def.prefixes.iter().map(Reply::bulk).collect()),

@@ -114,7 +114,7 @@ fn alter(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let mut def = index.def.write();
         let before = def.fields.len();
         let mut fields = def.fields.clone();
-        schema::parse_alter(argv, at + 2, &mut fields)?;
+        schema::parse_alter(argv, at + 2, def.on, &mut fields)?;
         let mut docs = index.docs.write();
         for f in &fields[before..] {
             docs.add_field(f);

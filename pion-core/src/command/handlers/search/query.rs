@@ -14,11 +14,10 @@ use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
 use crate::index::query::{self as q, FieldKind, FieldKinds, Params, Query};
-use crate::index::schema::{FieldKind as SchemaKind, IndexDef, VectorSpec};
-use crate::index::{Docs, FieldIndex};
+use crate::index::schema::{FieldKind as SchemaKind, FieldSpec, IndexDef, KeyType, VectorSpec};
+use crate::index::{Docs, Document, FieldIndex, Read};
 use crate::reply::Reply;
 use crate::util::num::{fmt_g, fmt_shortest};
-use crate::value::Value;
 use crate::vector::{Neighbor, SearchOptions};
 
 /// Filtered KNN switches to exact search over the filtered set below this size.
@@ -254,8 +253,10 @@ type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
 
 /// A KNN clause's candidates, taken from the index under its document lock.
 pub(super) struct KnnPlan {
-    /// The hash field holding the vectors.
-    path: Vec<u8>,
+    /// The field holding the vectors.
+    field: FieldSpec,
+    /// The kind of key the index covers.
+    on: KeyType,
     /// The field's declaration.
     spec: VectorSpec,
     /// The query vector.
@@ -339,7 +340,8 @@ pub(super) fn knn_candidates(
         )
     };
     Ok(KnnPlan {
-        path: spec.path.clone(),
+        field: spec.clone(),
+        on: def.on,
         spec: vs.clone(),
         query: qv,
         k,
@@ -360,13 +362,13 @@ pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> 
         .into_iter()
         .map(|(n, key)| {
             let mut ks = engine.keyspace().lock_keys(&[&key], now_ms);
-            let exact = match ks.peek(0, &key).ok().flatten().map(|e| &e.value) {
-                Some(Value::Hash(h)) => h
-                    .get(&plan.path)
-                    .and_then(|blob| vs.ty.decode(blob, vs.params.dim))
-                    .map(|v| vs.params.metric.distance(&plan.query, &v)),
-                _ => None,
-            };
+            let exact = ks
+                .peek(0, &key)
+                .ok()
+                .flatten()
+                .and_then(|e| Document::of(&e.value, plan.on))
+                .and_then(|doc| doc.vector(&plan.field, vs))
+                .map(|v| vs.params.metric.distance(&plan.query, &v));
             Neighbor {
                 label: n.label,
                 distance: exact.unwrap_or(n.distance),
@@ -482,6 +484,53 @@ fn format_distance(d: f32) -> Vec<u8> {
     fmt_g(f64::from(d), 12).into_bytes()
 }
 
+/// A `RETURN` list with the `SORTBY` field (if it names one) moved first.
+fn sorted_first<'a>(
+    list: &'a [(Vec<u8>, Vec<u8>)],
+    sort_name: Option<&'a [u8]>,
+) -> impl Iterator<Item = &'a (Vec<u8>, Vec<u8>)> + 'a {
+    let is_sort = move |name: &[u8]| Some(name) == sort_name;
+    list.iter()
+        .filter(move |(n, _)| is_sort(n))
+        .chain(list.iter().filter(move |(n, _)| !is_sort(n)))
+}
+
+/// A result's fields without `RETURN`: the KNN distance, then the `SORTBY` field,
+/// then the document (every other hash field, or the JSON document as `$`).
+fn whole_document(
+    def: &IndexDef,
+    opts: &Options,
+    doc: Document<'_>,
+    score_name: Option<&[u8]>,
+    dist: Option<Vec<u8>>,
+    every_match: bool,
+) -> Vec<(Vec<u8>, Read)> {
+    let mut out = Vec::new();
+    if let (Some(name), Some(d)) = (score_name, dist) {
+        out.push((name.to_vec(), Read::Bytes(d)));
+    }
+    let first = opts
+        .sortby
+        .as_ref()
+        .and_then(|(f, _)| def.field(f).map(|(_, s)| s));
+    if let Some(f) = first {
+        // A hash names it by its field and gives its value; a JSON document names
+        // it by the attribute and gives its sort key (the first of several values).
+        let named = match def.on {
+            KeyType::Hash => doc.field(f, every_match).map(|v| (f.path.clone(), v)),
+            KeyType::Json => doc.sort_value(f).map(|v| (f.name.clone(), Read::Bytes(v))),
+        };
+        out.extend(named);
+    }
+    let sorted_path = first.filter(|_| def.on == KeyType::Hash).map(|f| &f.path);
+    out.extend(
+        doc.whole(every_match)
+            .into_iter()
+            .filter(|(name, _)| Some(name) != sorted_path),
+    );
+    out
+}
+
 fn load_and_reply(
     ctx: &mut Ctx<'_>,
     def: &IndexDef,
@@ -493,56 +542,47 @@ fn load_and_reply(
     let resp3 = ctx.client.resp >= 3;
     let engine = ctx.engine();
     let now = ctx.now_ms();
+    // With DIALECT 3 a JSON path returns every match, as one JSON array.
+    let every_match = opts.dialect >= 3;
     let mut results = Vec::with_capacity(page.len());
     for hit in page {
         let fields = if opts.nocontent {
             Vec::new()
         } else {
             let mut ks = engine.keyspace().lock_keys(&[&hit.key], now);
-            let Some(Value::Hash(h)) = ks.peek(0, &hit.key)?.map(|e| &e.value) else {
+            let value = ks.peek(0, &hit.key)?.map(|e| &e.value);
+            let Some(doc) = value.and_then(|v| Document::of(v, def.on)) else {
                 // Removed since it was indexed (expired): not a result any more.
                 continue;
             };
             let dist = hit.distance.map(format_distance);
+            let sort_name = opts.sortby.as_ref().map(|(f, _)| f.as_slice());
             match &opts.returns {
-                Some(list) => list
-                    .iter()
+                // The SORTBY field comes first when RETURN names it, as in RediSearch.
+                Some(list) => sorted_first(list, sort_name)
                     .filter_map(|(name, alias)| {
                         if Some(name.as_slice()) == score_name {
-                            return dist.clone().map(|d| (alias.clone(), d));
+                            return dist.clone().map(|d| (alias.clone(), Read::Bytes(d)));
                         }
-                        let path = def
-                            .field(name)
-                            .map(|(_, f)| f.path.as_slice())
-                            .unwrap_or(name);
-                        h.get(path).map(|v| (alias.clone(), v.to_vec()))
+                        let read = match def.field(name) {
+                            Some((_, f)) if Some(name.as_slice()) == sort_name => {
+                                doc.sorted_field(f, every_match)
+                            }
+                            Some((_, f)) => doc.field(f, every_match),
+                            None => doc.named(name, every_match),
+                        };
+                        read.map(|v| (alias.clone(), v))
                     })
                     .collect(),
-                None => {
-                    let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-                    if let (Some(name), Some(d)) = (score_name, dist) {
-                        out.push((name.to_vec(), d));
-                    }
-                    let first = opts
-                        .sortby
-                        .as_ref()
-                        .and_then(|(f, _)| def.field(f).map(|(_, s)| s.path.clone()));
-                    if let Some(path) = &first {
-                        if let Some(v) = h.get(path) {
-                            out.push((path.clone(), v.to_vec()));
-                        }
-                    }
-                    for (f, v) in h.iter() {
-                        if first.as_deref() != Some(f) {
-                            out.push((f.to_vec(), v.to_vec()));
-                        }
-                    }
-                    out
-                }
+                None => whole_document(def, opts, doc, score_name, dist, every_match),
             }
         };
         results.push((hit, fields));
     }
+    let value = |v: Read| match v {
+        Read::Bytes(b) => Reply::Bulk(b),
+        Read::Null => Reply::Null,
+    };
     if !resp3 {
         let mut out = vec![Reply::Integer(total as i64)];
         for (hit, fields) in results {
@@ -554,7 +594,7 @@ fn load_and_reply(
                 out.push(Reply::Array(
                     fields
                         .into_iter()
-                        .flat_map(|(f, v)| [Reply::Bulk(f), Reply::Bulk(v)])
+                        .flat_map(|(f, v)| [Reply::Bulk(f), value(v)])
                         .collect(),
                 ));
             }
@@ -574,7 +614,7 @@ fn load_and_reply(
                     Reply::Map(
                         fields
                             .into_iter()
-                            .map(|(f, v)| (Reply::Bulk(f), Reply::Bulk(v)))
+                            .map(|(f, v)| (Reply::Bulk(f), value(v)))
                             .collect(),
                     ),
                 ));

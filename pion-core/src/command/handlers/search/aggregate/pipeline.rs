@@ -14,9 +14,8 @@
 use std::sync::Arc;
 
 use super::value::Value;
-use crate::index::schema::FieldKind;
-use crate::index::{IndexDef, SearchIndex};
-use crate::value::Value as Stored;
+use crate::index::schema::{FieldKind, KeyType};
+use crate::index::{Document, IndexDef, Read, SearchIndex};
 use crate::Engine;
 
 /// A document as the pipeline sees it: id, key, and the schema fields' raw values.
@@ -215,8 +214,8 @@ pub enum Source {
     Field(usize),
     /// The document's key (`@__key`).
     Key,
-    /// A hash field outside the schema.
-    Hash(Vec<u8>),
+    /// A name outside the schema: a hash field, or a JSONPath into a JSON document.
+    Named(Vec<u8>),
 }
 
 /// `LOAD` (and the loads RediSearch adds before `SORTBY`/`GROUPBY` for fields that
@@ -228,15 +227,23 @@ pub struct Load {
     pub fields: Vec<(Source, usize)>,
 }
 
-fn read_hash<T>(
+/// Reads the document under `key` (a hash or JSON document, as the index covers).
+fn read_doc<T>(
     env: &Env<'_>,
+    st: &State,
     key: &[u8],
-    f: impl FnOnce(&crate::value::HashValue) -> T,
+    f: impl FnOnce(Document<'_>) -> T,
 ) -> Option<T> {
     let mut ks = env.engine.keyspace().lock_keys(&[key], env.now_ms);
-    match ks.peek(0, key).ok().flatten().map(|e| &e.value) {
-        Some(Stored::Hash(h)) => Some(f(h)),
-        _ => None,
+    let value = ks.peek(0, key).ok().flatten().map(|e| &e.value)?;
+    Document::of(value, st.def.on).map(f)
+}
+
+/// A value read from a document, as the pipeline holds it.
+fn loaded(read: Read) -> Value {
+    match read {
+        Read::Bytes(b) => Value::Str(b),
+        Read::Null => Value::Null,
     }
 }
 
@@ -251,10 +258,19 @@ impl Stage for Load {
         for (source, slot) in &self.fields {
             let value = match source {
                 Source::Key => Some(Value::str(&doc.key)),
-                // The index keeps no copy of vectors: they are read from the hash.
+                // The index keeps no copy of vectors: they are read from the document.
                 Source::Field(f) => match st.def.fields.get(*f) {
-                    Some(spec) if matches!(spec.kind, FieldKind::Vector(_)) => {
-                        read_hash(env, &doc.key, |h| h.get(&spec.path).map(Value::str)).flatten()
+                    // A JSON field is read from the document too: the index keeps only
+                    // its sort key (the first of several values).
+                    Some(spec)
+                        if matches!(spec.kind, FieldKind::Vector(_))
+                            || st.def.on == KeyType::Json =>
+                    {
+                        let read = read_doc(env, st, &doc.key, |d| d.field(spec, false));
+                        read.flatten().map(|r| match (r, &spec.kind) {
+                            (Read::Bytes(b), FieldKind::Numeric) => number_or_text(&b),
+                            (r, _) => loaded(r),
+                        })
                     }
                     _ => doc.values.get(*f).cloned().flatten().map(|raw| {
                         match st.def.fields.get(*f).map(|s| &s.kind) {
@@ -263,8 +279,8 @@ impl Stage for Load {
                         }
                     }),
                 },
-                Source::Hash(name) => {
-                    read_hash(env, &doc.key, |h| h.get(name).map(Value::str)).flatten()
+                Source::Named(name) => {
+                    read_doc(env, st, &doc.key, |d| d.named(name, false).map(loaded)).flatten()
                 }
             };
             if let Some(v) = value {
@@ -291,15 +307,10 @@ impl Stage for LoadAll {
         let Some(doc) = row.doc.clone() else {
             return Ok(Some(row));
         };
-        let pairs = read_hash(env, &doc.key, |h| {
-            h.iter()
-                .map(|(f, v)| (f.to_vec(), v.to_vec()))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
+        let pairs = read_doc(env, st, &doc.key, |d| d.whole(false)).unwrap_or_default();
         for (f, v) in pairs {
             let slot = st.lookups[self.seg].add(&f);
-            row.set(slot, Value::Str(v));
+            row.set(slot, loaded(v));
         }
         Ok(Some(row))
     }
