@@ -9,7 +9,6 @@ with PION_CLIENT_TESTS_PORT=<port of a Redis 8 with RediSearch> to check the
 expectations against Redis itself.
 """
 
-import os
 import zlib
 
 import numpy as np
@@ -141,11 +140,6 @@ def test_similarity_search_with_score_and_by_vector(client):
     assert np.allclose(with_vecs[0][2], embed_text(with_vecs[0][0].page_content), atol=1e-5)
 
 
-def pending(reason):
-    """Expected to fail on pion-server (not against Redis): a feature still missing."""
-    return pytest.mark.xfail(not os.environ.get("PION_CLIENT_TESTS_PORT"), strict=True, reason=reason)
-
-
 def test_similarity_search_return_all_and_get_by_ids(client):
     vs, texts, metas = store(client)
     scored = vs.similarity_search_with_score("city river", k=2, return_all=True)
@@ -211,7 +205,6 @@ def test_fake_embeddings_store(client):
     assert all(int(d.page_content.split()[-1]) % 2 == 0 for d in docs)
 
 
-@pending("RedisCache stores entries with JSON.SET: JSON commands pending")
 def test_redis_cache(client):
     cache = RedisCache(redis_client=client, ttl=60)
     cache.update("prompt", "llm", [Generation(text="answer")])

@@ -10,7 +10,6 @@ PION_CLIENT_TESTS_PORT=<port of a Redis 8 with RediSearch> to check the expectat
 against Redis itself.
 """
 
-import os
 import time
 import zlib
 
@@ -568,11 +567,6 @@ def test_semantic_message_history(client):
         history.delete()
 
 
-@pytest.mark.xfail(
-    not os.environ.get("PION_CLIENT_TESTS_PORT"),
-    strict=True,
-    reason="SemanticRouter stores its configuration with JSON.SET (no JSON commands yet)",
-)
 def test_semantic_router(client):
     router = SemanticRouter(
         name="router",

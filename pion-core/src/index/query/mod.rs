@@ -31,6 +31,8 @@ pub use ast::{
     VectorClause, VectorOption, VectorRange,
 };
 pub use explain::explain;
+/// A number as RediSearch reads one in a query or a `FILTER` (C's `strtod`, whole).
+pub(crate) use params::parse_double as parse_number;
 pub use params::Params;
 
 use std::fmt;

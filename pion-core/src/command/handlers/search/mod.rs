@@ -10,6 +10,7 @@
 mod aggregate;
 pub(crate) mod cursor;
 mod explain;
+mod filters;
 mod info;
 mod query;
 

@@ -56,6 +56,10 @@ pub(super) struct Options {
     pub(super) dialect: u32,
     /// `SCORER` and `INORDER`.
     pub(super) eval: EvalOptions,
+    /// `FILTER`, `GEOFILTER` and `INKEYS`.
+    filters: super::filters::ResultFilters,
+    /// `WITHPAYLOADS`: each result's payload (always nil: documents carry none).
+    withpayloads: bool,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -78,6 +82,8 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         params: Params::new(),
         dialect: 1,
         eval: EvalOptions::default(),
+        filters: Default::default(),
+        withpayloads: false,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -87,6 +93,10 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"NOCONTENT" => o.nocontent = true,
             b"WITHSCORES" => o.withscores = true,
             b"VERBATIM" => {}
+            b"WITHPAYLOADS" => o.withpayloads = true,
+            b"FILTER" => o.filters.parse_numeric(argv, &mut i)?,
+            b"GEOFILTER" => o.filters.parse_geo(argv, &mut i)?,
+            b"INKEYS" => o.filters.parse_keys(argv, &mut i)?,
             b"INORDER" => o.eval.in_order = true,
             b"SCORER" => {
                 let name = argv.get(i).ok_or_else(|| {
@@ -227,13 +237,16 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     index.uses.fetch_add(1, Ordering::Relaxed);
     index.dialects[(opts.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
     let def = index.def.read().clone();
-    let query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
+    let mut query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
         .map_err(|e| err(e.message().to_string()))?;
+    query.filter = opts.filters.wrap(query.filter);
     // Matches and KNN candidates under the document lock; the exact re-rank reads
     // hashes, so it runs after the lock is released (shards before documents).
     let (matches, plan) = {
         let docs = index.docs.read();
-        let matches = evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
+        let mut matches =
+            evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
+        opts.filters.apply(&docs, &mut matches);
         let plan = match &query.vector {
             Some(knn) => Some(knn_candidates(&def, &docs, &query, knn, &matches)?),
             None => None,
@@ -300,7 +313,9 @@ pub(super) fn knn_candidates(
         .map(|o| o.value as usize)
         .unwrap_or(vs.params.ef_runtime);
     let want = k + RERANK_EXTRA.min(k.max(1));
-    let filtered = !matches!(query.filter, q::Node::MatchAll);
+    // INKEYS and GEOFILTER narrow the matches outside the query tree.
+    let filtered =
+        !matches!(query.filter, q::Node::MatchAll) || matches.set.len() < docs.all().len();
     let hybrid = knn
         .hybrid(filtered)
         .map_err(|e| err(e.message().to_string()))?;
@@ -590,6 +605,9 @@ fn load_and_reply(
             if opts.withscores {
                 out.push(Reply::Bulk(fmt_shortest(hit.score).into_bytes()));
             }
+            if opts.withpayloads {
+                out.push(Reply::Null);
+            }
             if !opts.nocontent {
                 out.push(Reply::Array(
                     fields
@@ -607,6 +625,9 @@ fn load_and_reply(
             let mut m = vec![(Reply::status("id"), Reply::Bulk(hit.key))];
             if opts.withscores {
                 m.push((Reply::status("score"), Reply::ShortDouble(hit.score)));
+            }
+            if opts.withpayloads {
+                m.push((Reply::status("payload"), Reply::Null));
             }
             if !opts.nocontent {
                 m.push((

@@ -1,0 +1,153 @@
+//! `FT.SEARCH`'s filters outside the query string, as redis-py's `Query` emits them:
+//! `FILTER field min max` (a numeric range), `GEOFILTER field lon lat radius unit`
+//! and `INKEYS n key…`. Each narrows the query's matches before a KNN clause picks
+//! from them, as in RediSearch; a `FILTER` joins the query tree as the range
+//! `@field:[min max]` would, so text scores come out as RediSearch's. A `FILTER` or `GEOFILTER` naming a field that is not
+//! of its kind matches nothing, as RediSearch answers; Pion has no GEO fields yet, so
+//! every `GEOFILTER` is of that case.
+
+use crate::error::{OpError, OpResult};
+use crate::index::eval::Matches;
+use crate::index::query::{FieldScope, Node, NumericRange};
+use crate::index::{DocSet, Docs};
+
+fn err(text: impl Into<String>) -> OpError {
+    OpError::custom(text.into())
+}
+
+/// The filters of one `FT.SEARCH`.
+#[derive(Debug, Default)]
+pub(super) struct ResultFilters {
+    /// `FILTER` ranges by field name.
+    numeric: Vec<(Vec<u8>, NumericRange)>,
+    /// A `GEOFILTER` was given (it matches nothing: no GEO fields).
+    geo: bool,
+    /// `INKEYS`: only these keys (a later `INKEYS` replaces an earlier one).
+    keys: Option<Vec<Vec<u8>>>,
+}
+
+/// One bound of a `FILTER`: a number (`(` makes it exclusive), `-inf` below, `+inf`
+/// or `inf` above.
+fn bound(raw: &[u8], lower: bool) -> OpResult<(f64, bool)> {
+    let (exclusive, text) = match raw.strip_prefix(b"(") {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    };
+    let which = if lower { "lower" } else { "upper" };
+    let bad = || {
+        err(format!(
+            "Bad {which} range: {}",
+            String::from_utf8_lossy(text)
+        ))
+    };
+    let value = if lower && text.eq_ignore_ascii_case(b"-inf") {
+        f64::NEG_INFINITY
+    } else if !lower && (text.eq_ignore_ascii_case(b"+inf") || text.eq_ignore_ascii_case(b"inf")) {
+        f64::INFINITY
+    } else {
+        crate::index::query::parse_number(text)
+            .filter(|v| v.is_finite())
+            .ok_or_else(bad)?
+    };
+    Ok((value, exclusive))
+}
+
+impl ResultFilters {
+    /// `FILTER field min max`, from `argv[*i]` on.
+    pub(super) fn parse_numeric(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
+        let [field, lo, hi] = argv.get(*i..*i + 3).unwrap_or_default() else {
+            return Err(err("FILTER requires 3 arguments"));
+        };
+        let (min, min_excl) = bound(lo, true)?;
+        let (max, max_excl) = bound(hi, false)?;
+        self.numeric.push((
+            field.clone(),
+            NumericRange {
+                min,
+                min_inclusive: !min_excl,
+                max,
+                max_inclusive: !max_excl,
+            },
+        ));
+        *i += 3;
+        Ok(())
+    }
+
+    /// `GEOFILTER field lon lat radius m|km|mi|ft`, from `argv[*i]` on.
+    pub(super) fn parse_geo(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
+        let [_field, lon, lat, radius, unit] = argv.get(*i..*i + 5).unwrap_or_default() else {
+            return Err(err("GEOFILTER requires 5 arguments"));
+        };
+        for (what, v) in [("<lon>", lon), ("<lat>", lat), ("<radius>", radius)] {
+            if crate::index::query::parse_number(v).is_none() {
+                return Err(err(format!(
+                    "Bad arguments for {what}: Could not convert argument to expected type"
+                )));
+            }
+        }
+        if !matches!(
+            unit.to_ascii_lowercase().as_slice(),
+            b"m" | b"km" | b"mi" | b"ft"
+        ) {
+            return Err(err(format!(
+                "Unknown distance unit {}",
+                String::from_utf8_lossy(unit)
+            )));
+        }
+        self.geo = true;
+        *i += 5;
+        Ok(())
+    }
+
+    /// `INKEYS n key…`, from `argv[*i]` on.
+    pub(super) fn parse_keys(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
+        let n: usize = argv
+            .get(*i)
+            .ok_or_else(|| err("Bad arguments for INKEYS: Expected an argument, but none provided"))
+            .and_then(|a| {
+                std::str::from_utf8(a)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| {
+                        err("Bad arguments for INKEYS: Could not convert argument to expected type")
+                    })
+            })?;
+        let keys = argv.get(*i + 1..*i + 1 + n).ok_or_else(|| {
+            err("Bad arguments for INKEYS: Expected an argument, but none provided")
+        })?;
+        self.keys = Some(keys.to_vec());
+        *i += 1 + n;
+        Ok(())
+    }
+
+    /// The query tree with the `FILTER` ranges intersected into it.
+    pub(super) fn wrap(&self, filter: Node) -> Node {
+        if self.numeric.is_empty() {
+            return filter;
+        }
+        let mut children = vec![filter];
+        children.extend(self.numeric.iter().map(|(field, range)| Node::Numeric {
+            field: field.clone(),
+            range: *range,
+        }));
+        Node::Intersect {
+            fields: FieldScope::All,
+            children,
+        }
+    }
+
+    /// Narrows `matches` to the documents `GEOFILTER` and `INKEYS` keep.
+    pub(super) fn apply(&self, docs: &Docs, matches: &mut Matches) {
+        if self.geo {
+            matches.set = DocSet::new();
+            return;
+        }
+        if let Some(keys) = &self.keys {
+            let mut kept = DocSet::new();
+            for id in keys.iter().filter_map(|k| docs.id_of(k)) {
+                kept.insert(id);
+            }
+            matches.set.and(&kept);
+        }
+    }
+}
