@@ -82,6 +82,8 @@ pub struct EvalOptions {
     pub scorer: Scorer,
     /// Intersections need their text terms in the query's order.
     pub in_order: bool,
+    /// `SLOP`: at most this many other words between an intersection's text terms.
+    pub slop: Option<usize>,
 }
 
 /// Evaluates a filter tree with the default options (TFIDF, any order).
@@ -332,25 +334,79 @@ fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
                     .map(|(p, _)| base + p),
             );
         }
-        base += toks.len() + 1;
+        // Fields follow each other as one stream of words, as RediSearch numbers them.
+        base += toks.len();
     }
     Some(out)
 }
 
 /// Whether the text children of an intersection occur in order in a document: a
 /// position of each, none before the previous one's (RediSearch's `INORDER`).
-fn in_order(children: &[Node], cx: &Cx<'_>, id: u64) -> bool {
-    let mut last = 0;
-    for c in children {
-        let Some(p) = positions(c, cx, id) else {
-            continue;
-        };
-        match p.into_iter().find(|&p| p >= last) {
-            Some(p) => last = p,
-            None => return false,
+/// Whether a document holds an intersection's text terms as `INORDER` and `SLOP`
+/// ask: one position per term, in the query's order when `in_order`, with at most
+/// `slop` other words inside the span they cover.
+fn terms_placed(children: &[Node], cx: &Cx<'_>, id: u64) -> bool {
+    let lists: Vec<Vec<usize>> = children
+        .iter()
+        .filter_map(|c| positions(c, cx, id))
+        .filter(|p| !p.is_empty())
+        .collect();
+    if lists.len() < 2 {
+        return true;
+    }
+    let k = lists.len();
+    let fits = |lo: usize, hi: usize| {
+        cx.opts
+            .slop
+            .is_none_or(|s| (hi + 1 - lo).saturating_sub(k) <= s)
+    };
+    if cx.opts.in_order {
+        // For each start, the earliest later position of each next term gives the
+        // shortest ordered span from that start.
+        return lists[0].iter().any(|&start| {
+            let mut last = start;
+            for list in &lists[1..] {
+                match list.iter().find(|&&p| p >= last) {
+                    Some(&p) => last = p,
+                    None => return false,
+                }
+            }
+            fits(start, last)
+        });
+    }
+    // The shortest window holding a position of every term (a sweep over all
+    // positions in order).
+    let mut all: Vec<(usize, usize)> = lists
+        .iter()
+        .enumerate()
+        .flat_map(|(t, l)| l.iter().map(move |&p| (p, t)))
+        .collect();
+    all.sort_unstable();
+    let mut count = vec![0usize; k];
+    let mut covered = 0;
+    let mut left = 0;
+    for right in 0..all.len() {
+        let t = all[right].1;
+        count[t] += 1;
+        if count[t] == 1 {
+            covered += 1;
+        }
+        while covered == k {
+            // Each term needs a word of its own (a repeated term, two occurrences).
+            let window = &all[left..=right];
+            let distinct = 1 + window.windows(2).filter(|w| w[0].0 != w[1].0).count();
+            if distinct >= k && fits(all[left].0, all[right].0) {
+                return true;
+            }
+            let lt = all[left].1;
+            count[lt] -= 1;
+            if count[lt] == 0 {
+                covered -= 1;
+            }
+            left += 1;
         }
     }
-    true
+    false
 }
 
 fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> {
@@ -426,10 +482,10 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                 }
             }
             let mut out = out.unwrap_or_default();
-            if cx.opts.in_order && children.len() > 1 {
+            if (cx.opts.in_order || cx.opts.slop.is_some()) && children.len() > 1 {
                 let out_of_order: Vec<u64> = out
                     .iter()
-                    .filter(|&id| !in_order(children, cx, id))
+                    .filter(|&id| !terms_placed(children, cx, id))
                     .collect();
                 for id in out_of_order {
                     out.remove(id);

@@ -98,6 +98,20 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"GEOFILTER" => o.filters.parse_geo(argv, &mut i)?,
             b"INKEYS" => o.filters.parse_keys(argv, &mut i)?,
             b"INORDER" => o.eval.in_order = true,
+            b"SLOP" => {
+                let raw = argv.get(i).ok_or_else(|| {
+                    err("Bad arguments for SLOP: Expected an argument, but none provided")
+                })?;
+                let slop: i64 = std::str::from_utf8(raw)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or_else(|| {
+                        err("Bad arguments for SLOP: Could not convert argument to expected type")
+                    })?;
+                // A negative slop is RediSearch's default: no limit.
+                o.eval.slop = usize::try_from(slop).ok();
+                i += 1;
+            }
             b"SCORER" => {
                 let name = argv.get(i).ok_or_else(|| {
                     err("Bad arguments for SCORER: Expected an argument, but none provided")
