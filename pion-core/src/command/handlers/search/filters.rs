@@ -1,15 +1,105 @@
 //! `FT.SEARCH`'s filters outside the query string, as redis-py's `Query` emits them:
-//! `FILTER field min max` (a numeric range), `GEOFILTER field lon lat radius unit`
-//! and `INKEYS n key…`. Each narrows the query's matches before a KNN clause picks
-//! from them, as in RediSearch; a `FILTER` joins the query tree as the range
-//! `@field:[min max]` would, so text scores come out as RediSearch's. A `FILTER` or `GEOFILTER` naming a field that is not
-//! of its kind matches nothing, as RediSearch answers; Pion has no GEO fields yet, so
-//! every `GEOFILTER` is of that case.
+//! `FILTER field min max` (a numeric range), `GEOFILTER field lon lat radius unit`,
+//! `INKEYS n key…`, and `INFIELDS n field…`, which keeps the query's text terms to
+//! those fields (within any `@field:` a term already has). Each narrows the query's
+//! matches before a KNN clause picks from them, as in RediSearch; a `FILTER` joins the
+//! query tree as the range `@field:[min max]` would, so text scores come out as
+//! RediSearch's. A `FILTER` or `GEOFILTER` naming a field that is not of its kind
+//! matches nothing, as RediSearch answers; Pion has no GEO fields yet, so every
+//! `GEOFILTER` is of that case.
 
 use crate::error::{OpError, OpResult};
 use crate::index::eval::Matches;
 use crate::index::query::{FieldScope, Node, NumericRange};
-use crate::index::{DocSet, Docs};
+use crate::index::schema::FieldKind;
+use crate::index::{DocSet, Docs, IndexDef};
+
+/// `n item…` from `argv[*i]` on, with RediSearch's errors for option `what`.
+fn counted_list(argv: &[Vec<u8>], i: &mut usize, what: &str) -> OpResult<Vec<Vec<u8>>> {
+    let missing = || {
+        err(format!(
+            "Bad arguments for {what}: Expected an argument, but none provided"
+        ))
+    };
+    let n: usize = argv.get(*i).ok_or_else(missing).and_then(|a| {
+        std::str::from_utf8(a)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| {
+                err(format!(
+                    "Bad arguments for {what}: Could not convert argument to expected type"
+                ))
+            })
+    })?;
+    let items = argv.get(*i + 1..*i + 1 + n).ok_or_else(missing)?;
+    *i += 1 + n;
+    Ok(items.to_vec())
+}
+
+/// A scope narrowed to the `allowed` fields (`text_fields`: the schema's TEXT
+/// fields in order, what an unrestricted scope covers).
+fn narrow(scope: FieldScope, text_fields: &[Vec<u8>], allowed: &[Vec<u8>]) -> FieldScope {
+    let from = match scope {
+        FieldScope::All => text_fields.to_vec(),
+        FieldScope::Fields(list) => list,
+    };
+    FieldScope::Fields(from.into_iter().filter(|f| allowed.contains(f)).collect())
+}
+
+/// Every text node of a query tree with its scope narrowed to `allowed`.
+fn restrict(node: Node, text_fields: &[Vec<u8>], allowed: &[Vec<u8>]) -> Node {
+    let n = |scope| narrow(scope, text_fields, allowed);
+    let all = |children: Vec<Node>| -> Vec<Node> {
+        children
+            .into_iter()
+            .map(|c| restrict(c, text_fields, allowed))
+            .collect()
+    };
+    match node {
+        Node::Term { fields, term } => Node::Term {
+            fields: n(fields),
+            term,
+        },
+        Node::Prefix { fields, prefix } => Node::Prefix {
+            fields: n(fields),
+            prefix,
+        },
+        Node::Suffix { fields, suffix } => Node::Suffix {
+            fields: n(fields),
+            suffix,
+        },
+        Node::Fuzzy {
+            fields,
+            term,
+            distance,
+        } => Node::Fuzzy {
+            fields: n(fields),
+            term,
+            distance,
+        },
+        Node::Phrase { fields, terms } => Node::Phrase {
+            fields: n(fields),
+            terms,
+        },
+        Node::Intersect { fields, children } => Node::Intersect {
+            fields,
+            children: all(children),
+        },
+        Node::Union { fields, children } => Node::Union {
+            fields,
+            children: all(children),
+        },
+        Node::Not { fields, child } => Node::Not {
+            fields,
+            child: Box::new(restrict(*child, text_fields, allowed)),
+        },
+        Node::Optional { fields, child } => Node::Optional {
+            fields,
+            child: Box::new(restrict(*child, text_fields, allowed)),
+        },
+        other => other,
+    }
+}
 
 fn err(text: impl Into<String>) -> OpError {
     OpError::custom(text.into())
@@ -24,6 +114,8 @@ pub(super) struct ResultFilters {
     geo: bool,
     /// `INKEYS`: only these keys (a later `INKEYS` replaces an earlier one).
     keys: Option<Vec<Vec<u8>>>,
+    /// `INFIELDS`: text terms match in these fields only (the last one given counts).
+    in_fields: Option<Vec<Vec<u8>>>,
 }
 
 /// One bound of a `FILTER`: a number (`(` makes it exclusive), `-inf` below, `+inf`
@@ -101,27 +193,31 @@ impl ResultFilters {
 
     /// `INKEYS n key…`, from `argv[*i]` on.
     pub(super) fn parse_keys(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
-        let n: usize = argv
-            .get(*i)
-            .ok_or_else(|| err("Bad arguments for INKEYS: Expected an argument, but none provided"))
-            .and_then(|a| {
-                std::str::from_utf8(a)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .ok_or_else(|| {
-                        err("Bad arguments for INKEYS: Could not convert argument to expected type")
-                    })
-            })?;
-        let keys = argv.get(*i + 1..*i + 1 + n).ok_or_else(|| {
-            err("Bad arguments for INKEYS: Expected an argument, but none provided")
-        })?;
-        self.keys = Some(keys.to_vec());
-        *i += 1 + n;
+        self.keys = Some(counted_list(argv, i, "INKEYS")?);
         Ok(())
     }
 
-    /// The query tree with the `FILTER` ranges intersected into it.
-    pub(super) fn wrap(&self, filter: Node) -> Node {
+    /// `INFIELDS n field…`, from `argv[*i]` on.
+    pub(super) fn parse_fields(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
+        self.in_fields = Some(counted_list(argv, i, "INFIELDS")?);
+        Ok(())
+    }
+
+    /// The query tree with `INFIELDS` applied to its text terms and the `FILTER`
+    /// ranges intersected into it.
+    pub(super) fn wrap(&self, def: &IndexDef, filter: Node) -> Node {
+        let filter = match &self.in_fields {
+            Some(allowed) => {
+                let text_fields: Vec<Vec<u8>> = def
+                    .fields
+                    .iter()
+                    .filter(|f| matches!(f.kind, FieldKind::Text { .. }))
+                    .map(|f| f.name.clone())
+                    .collect();
+                restrict(filter, &text_fields, allowed)
+            }
+            None => filter,
+        };
         if self.numeric.is_empty() {
             return filter;
         }

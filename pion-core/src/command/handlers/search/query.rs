@@ -97,6 +97,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"FILTER" => o.filters.parse_numeric(argv, &mut i)?,
             b"GEOFILTER" => o.filters.parse_geo(argv, &mut i)?,
             b"INKEYS" => o.filters.parse_keys(argv, &mut i)?,
+            b"INFIELDS" => o.filters.parse_fields(argv, &mut i)?,
             b"INORDER" => o.eval.in_order = true,
             b"SLOP" => {
                 let raw = argv.get(i).ok_or_else(|| {
@@ -253,7 +254,7 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let def = index.def.read().clone();
     let mut query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
         .map_err(|e| err(e.message().to_string()))?;
-    query.filter = opts.filters.wrap(query.filter);
+    query.filter = opts.filters.wrap(&def, query.filter);
     // Matches and KNN candidates under the document lock; the exact re-rank reads
     // hashes, so it runs after the lock is released (shards before documents).
     let (matches, plan) = {
