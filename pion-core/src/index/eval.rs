@@ -124,6 +124,9 @@ struct Cx<'a> {
 /// BM25's k1, which RediSearch keeps as a C `float` (the scores carry its rounding).
 const K1: f64 = 1.2f32 as f64;
 
+/// BM25STD's length normalisation b (RediSearch's constant, not the textbook 0.75).
+const BM25_B: f64 = 0.5;
+
 fn average_length(def: &IndexDef, docs: &Docs) -> f64 {
     let total: f64 = def
         .fields
@@ -257,7 +260,7 @@ fn score_term(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], set: &DocSet, m: &mu
                 let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
                 let len = doc_len(cx, id);
                 let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
-                idf * f * (K1 + 1.0) / (f + K1 * (1.0 - 0.75 + 0.75 * len / avg))
+                idf * f * (K1 + 1.0) / (f + K1 * (1.0 - BM25_B + BM25_B * len / avg))
             }
             Scorer::DisMax => f,
             Scorer::DocScore => 0.0,
