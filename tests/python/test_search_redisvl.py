@@ -20,7 +20,14 @@ from redisvl.extensions.cache.llm import SemanticCache
 from redisvl.extensions.message_history import MessageHistory, SemanticMessageHistory
 from redisvl.extensions.router import Route, SemanticRouter
 from redisvl.index import SearchIndex
-from redisvl.query import CountQuery, FilterQuery, RangeQuery, TextQuery, VectorQuery
+from redisvl.query import (
+    AggregateHybridQuery,
+    CountQuery,
+    FilterQuery,
+    RangeQuery,
+    TextQuery,
+    VectorQuery,
+)
 from redisvl.query.filter import Num, Tag, Text
 from redisvl.redis.utils import array_to_buffer
 from redisvl.utils.vectorize.base import BaseVectorizer
@@ -275,6 +282,39 @@ def test_json_storage(client):
     client.delete(keys[7])
     assert index.query(CountQuery(filter_expression=Tag("brand") == "zara")) == 0
     index.delete(drop=True)
+
+
+def test_aggregate_hybrid_query(client):
+    """RedisVL's AggregateHybridQuery: FT.AGGREGATE with ADDSCORES and SCORER BM25STD,
+    the text score fused with the KNN similarity by APPLY, sorted by the fused score."""
+    index, rows = make_index(client)
+    q = embed_text("warm coat")
+    res = index.query(
+        AggregateHybridQuery(
+            text="warm coat",
+            text_field_name="title",
+            vector=q.tolist(),
+            vector_field_name="embedding",
+            alpha=0.7,
+            num_results=8,
+            return_fields=["id", "title", "brand"],
+            stopwords=None,
+        )
+    )
+    assert 0 < len(res) <= 8
+    for r in res:
+        words = r["title"].split()
+        assert "warm" in words or "coat" in words, r
+        text, dist = float(r["text_score"]), float(r["vector_distance"])
+        assert text > 0
+        fused = 0.3 * text + 0.7 * (2 - dist) / 2
+        assert abs(float(r["hybrid_score"]) - fused) < 1e-6, r
+    scores = [float(r["hybrid_score"]) for r in res]
+    assert scores == sorted(scores, reverse=True)
+    # The KNN part: the nearest documents among those the text matches.
+    matching = [p for p in rows if {"warm", "coat"} & set(p["title"].split())]
+    want, _ = expected(matching, "cosine", q, 8)
+    assert sorted(ids(res)) == sorted(want)
 
 
 def test_range_query(client):

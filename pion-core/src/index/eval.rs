@@ -257,7 +257,9 @@ fn score_term(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], set: &DocSet, m: &mu
             Scorer::TfIdf | Scorer::TfIdfDocNorm => f * idf,
             Scorer::Bm25 => idf * f / (f + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
             Scorer::Bm25Std => {
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                // RediSearch computes the logarithm's argument in single precision.
+                let ratio = ((n - df + 0.5) as f32) / ((df + 0.5) as f32);
+                let idf = f64::from(1.0f32 + ratio).ln();
                 let len = doc_len(cx, id);
                 let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
                 idf * f * (K1 + 1.0) / (f + K1 * (1.0 - BM25_B + BM25_B * len / avg))

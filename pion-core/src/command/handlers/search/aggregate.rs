@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
-use crate::index::eval::evaluate;
+use crate::index::eval::{evaluate_with, EvalOptions};
 use crate::index::query as q;
 use crate::index::IndexDef;
 use crate::reply::Reply;
@@ -126,6 +126,8 @@ struct Matched {
     ids: Vec<(u64, Option<f32>)>,
     /// The name the distance is replied under.
     distance_name: Option<Vec<u8>>,
+    /// `ADDSCORES`: each document's text score (0 for one no text term matched).
+    scores: Option<std::collections::HashMap<u64, f64>>,
 }
 
 fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
@@ -136,9 +138,11 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
         pending: Vec::new(),
     };
     let distance_slot = matched.distance_name.map(|n| c.lookups[0].add(&n));
+    let scores = matched.scores.map(|s| (c.lookups[0].add(b"__score"), s));
     let mut stage: Box<dyn Stage> = Box::new(Root {
         ids: matched.ids.into_iter(),
         distance_slot,
+        scores,
     });
     for step in steps {
         match step {
@@ -390,7 +394,11 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         .map_err(|e| err(e.message().to_string()))?;
     let (matches, plan) = {
         let docs = index.docs.read();
-        let matches = evaluate(&query.filter, &def, &docs).map_err(|e| err(e.0))?;
+        let eval = EvalOptions {
+            scorer: req.scorer,
+            ..EvalOptions::default()
+        };
+        let matches = evaluate_with(&query.filter, &def, &docs, eval).map_err(|e| err(e.0))?;
         let plan = match &query.vector {
             Some(knn) => Some(super::query::knn_candidates(
                 &def, &docs, &query, knn, &matches,
@@ -399,14 +407,16 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         };
         (matches, plan)
     };
+    let scores = req.add_scores.then(|| matches.scores.clone());
     // The exact re-rank reads hashes: after the document lock is released.
-    let matched = match (plan, &query.vector) {
+    let mut matched = match (plan, &query.vector) {
         (Some(plan), Some(knn)) => Matched {
             ids: super::query::knn_rerank(env.engine, plan, env.now_ms)
                 .into_iter()
                 .map(|n| (n.label, Some(n.distance)))
                 .collect(),
             distance_name: Some(knn.score_field()),
+            scores: None,
         },
         _ => {
             let range = matches.distances.first();
@@ -417,9 +427,11 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
                     .map(|id| (id, range.and_then(|(_, d)| d.get(&id).copied())))
                     .collect(),
                 distance_name: range.map(|(name, _)| name.clone()),
+                scores: None,
             }
         }
     };
+    matched.scores = scores;
     compile(&def, req.steps, matched)
 }
 

@@ -74,6 +74,10 @@ pub(super) struct Request {
     pub(super) steps: Vec<Step>,
     /// `WITHCURSOR`.
     pub(super) cursor: Option<CursorOpts>,
+    /// `SCORER`: how text matches are scored (`TFIDF` unless given).
+    pub(super) scorer: crate::index::eval::Scorer,
+    /// `ADDSCORES`: each row carries its document's text score as `__score`.
+    pub(super) add_scores: bool,
 }
 
 /// A non-negative integer argument.
@@ -245,6 +249,8 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
         dialect: 1,
         steps: Vec::new(),
         cursor: None,
+        scorer: crate::index::eval::Scorer::default(),
+        add_scores: false,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -443,16 +449,18 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                 i += 1;
             }
             b"SCORER" => {
-                // Rows carry no scores unless ADDSCORES asks for them (refused
-                // below), so a scorer changes nothing; its name is still checked.
                 let name = argv.get(i).ok_or_else(|| bad("SCORER", NONE_PROVIDED))?;
                 if !SCORERS.contains(&name.as_slice()) {
                     return Err(err(format!("No such scorer {}", lossy(name))));
                 }
+                r.scorer = crate::index::eval::Scorer::parse(name).ok_or_else(|| {
+                    err("SCORER HAMMING compares document payloads, which Pion does not keep")
+                })?;
                 i += 1;
             }
-            b"WITHSCORES" | b"ADDSCORES" | b"NOCONTENT" | b"INORDER" | b"SLOP" | b"LANGUAGE"
-            | b"EXPANDER" | b"PAYLOAD" | b"INKEYS" | b"INFIELDS" => {
+            b"ADDSCORES" => r.add_scores = true,
+            b"WITHSCORES" | b"NOCONTENT" | b"INORDER" | b"SLOP" | b"LANGUAGE" | b"EXPANDER"
+            | b"PAYLOAD" | b"INKEYS" | b"INFIELDS" => {
                 return Err(err(format!(
                     "FT.AGGREGATE option {} is not supported by Pion",
                     lossy(&argv[at])
