@@ -53,6 +53,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns a query's parse tree as text.", "1.0.0"),
     CommandSpec::new("ft.explaincli", -1, READONLY, Group::Search, explain::explain_cli)
         .doc("Returns a query's parse tree as an array of lines.", "1.0.0"),
+    CommandSpec::new("ft.tagvals", -1, READONLY, Group::Search, tag_values)
+        .doc("Returns the distinct values of a TAG field, as indexed.", "1.0.0"),
     CommandSpec::new("ft.optimize", 2, WRITE, Group::Search, optimize).doc(
         "Links every vector still waiting outside an index's graphs now (queries are exact over them meanwhile).",
         "0.1.0",
@@ -173,6 +175,34 @@ fn list(ctx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> OpResult<Reply> {
         .map(|n| Reply::Status(String::from_utf8_lossy(&n).into_owned().into()))
         .collect();
     Ok(Reply::Set(names))
+}
+
+/// `FT.TAGVALS index field`: a TAG field's distinct values (lowercased unless
+/// CASESENSITIVE, as indexed), in byte order; a set in RESP3.
+fn tag_values(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() != 3 {
+        return Err(OpError::custom(
+            "ERR wrong number of arguments for 'FT.TAGVALS' command",
+        ));
+    }
+    let Some(index) = ctx.search().get(&argv[1]) else {
+        return Err(OpError::custom("Unknown Index name"));
+    };
+    let def = index.def.read();
+    let Some((i, field)) = def.field(&argv[2]) else {
+        return Err(OpError::custom("No such field"));
+    };
+    if !matches!(field.kind, schema::FieldKind::Tag { .. }) {
+        return Err(OpError::custom("Not a tag field"));
+    }
+    let docs = index.docs.read();
+    let values = match docs.fields.get(i) {
+        Some(crate::index::FieldIndex::Tag { tags, .. }) => {
+            tags.keys().map(|t| Reply::Bulk(t.clone())).collect()
+        }
+        _ => Vec::new(),
+    };
+    Ok(Reply::Set(values))
 }
 
 fn optimize(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
