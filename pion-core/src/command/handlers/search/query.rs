@@ -94,6 +94,26 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"WITHSCORES" => o.withscores = true,
             b"VERBATIM" => {}
             b"WITHPAYLOADS" => o.withpayloads = true,
+            b"LANGUAGE" => {
+                let lang = argv.get(i).ok_or_else(|| {
+                    err("Bad arguments for LANGUAGE: Expected an argument, but none provided")
+                })?;
+                if !lang.eq_ignore_ascii_case(b"english") {
+                    return Err(err(format!(
+                        "Pion's text analysis is English only: LANGUAGE {} is not supported",
+                        String::from_utf8_lossy(lang)
+                    )));
+                }
+                i += 1;
+            }
+            // Named refusals: each would change the reply, and Pion does not do it yet.
+            b"NOSTOPWORDS" | b"EXPANDER" | b"EXPLAINSCORE" | b"SUMMARIZE" | b"HIGHLIGHT"
+            | b"WITHSORTKEYS" | b"PAYLOAD" => {
+                return Err(err(format!(
+                    "FT.SEARCH option {} is not supported by Pion",
+                    String::from_utf8_lossy(&argv[i - 1])
+                )))
+            }
             b"FILTER" => o.filters.parse_numeric(argv, &mut i)?,
             b"GEOFILTER" => o.filters.parse_geo(argv, &mut i)?,
             b"INKEYS" => o.filters.parse_keys(argv, &mut i)?,

@@ -185,3 +185,43 @@ fn group_and_sort() {
     assert_eq!(int(&r[0]), 5);
     assert_eq!(r[1], Reply::bulks(["g", "g4", "c", "4", "s", "46"]));
 }
+
+#[test]
+fn search_options_pion_does_not_apply_are_refused_by_name() {
+    let e = engine_with_docs(3);
+    for opt in [
+        "NOSTOPWORDS",
+        "EXPLAINSCORE",
+        "SUMMARIZE",
+        "HIGHLIGHT",
+        "WITHSORTKEYS",
+    ] {
+        let r = e.execute(0, &["FT.SEARCH", "idx", "*", opt]);
+        let Reply::Error(text) = r else {
+            panic!("{opt} answered {r:?}");
+        };
+        assert!(
+            text.contains(opt) && text.contains("not supported"),
+            "{text}"
+        );
+    }
+    let r = e.execute(0, &["FT.SEARCH", "idx", "*", "LANGUAGE", "german"]);
+    assert!(
+        matches!(r, Reply::Error(ref t) if t.contains("English only")),
+        "{r:?}"
+    );
+    let r = e.execute(
+        0,
+        &[
+            "FT.SEARCH",
+            "idx",
+            "*",
+            "LANGUAGE",
+            "English",
+            "LIMIT",
+            "0",
+            "0",
+        ],
+    );
+    assert_eq!(array(r)[0], Reply::Integer(3));
+}
