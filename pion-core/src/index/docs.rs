@@ -117,6 +117,8 @@ pub enum FieldIndex {
     },
     /// Numbers of each document.
     Numeric(HashMap<u64, Numbers>),
+    /// The point of each document (longitude, latitude), as its geohash decodes.
+    Geo(HashMap<u64, (f64, f64)>),
     /// Vectors, labelled by document id (shared, so the graph builder links without
     /// holding the document lock).
     Vector(Arc<VectorIndex>),
@@ -140,6 +142,7 @@ impl FieldIndex {
                 of_doc: HashMap::new(),
             },
             FieldKind::Numeric => FieldIndex::Numeric(HashMap::new()),
+            FieldKind::Geo => FieldIndex::Geo(HashMap::new()),
             FieldKind::Vector(v) => {
                 FieldIndex::Vector(Arc::new(VectorIndex::new(v.params.clone())))
             }
@@ -186,6 +189,31 @@ pub(super) enum Parsed {
     Numeric(Numbers),
     /// A VECTOR field's vector.
     Vector(Vec<f32>),
+    /// A GEO field's point (longitude, latitude).
+    Geo(f64, f64),
+}
+
+/// A GEO value as RediSearch reads one: `lon,lat` or `lon lat`, within the ranges
+/// geohashes cover. The point is kept as its 52-bit geohash decodes, as RediSearch
+/// keeps it.
+pub(super) fn parse_geo(raw: &[u8]) -> Result<(f64, f64), IndexingFailure> {
+    let bad = || IndexingFailure {
+        text: "Invalid geo string".to_string(),
+    };
+    let text = std::str::from_utf8(raw).map_err(|_| bad())?;
+    let mut parts = text.split([',', ' ']).filter(|p| !p.is_empty());
+    let (Some(lon), Some(lat), None) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    let num = |s: &str| crate::util::num::parse_f64(s.as_bytes()).filter(|v| v.is_finite());
+    let (Some(lon), Some(lat)) = (num(lon), num(lat)) else {
+        return Err(bad());
+    };
+    let score = crate::util::geohash::encode_score(lon, lat).ok_or_else(|| IndexingFailure {
+        text: format!("Invalid geo coordinates: {lon:.6}, {lat:.6}"),
+    })?;
+    // A 52-bit geohash is exact in an f64.
+    Ok(crate::util::geohash::decode_score(score as f64))
 }
 
 /// Why a hash could not be indexed (counted in `FT.INFO`'s indexing failures).
@@ -353,6 +381,9 @@ impl Docs {
                 (Some(Parsed::Numeric(n)), FieldIndex::Numeric(map)) => {
                     map.insert(id, n);
                 }
+                (Some(Parsed::Geo(lon, lat)), FieldIndex::Geo(map)) => {
+                    map.insert(id, (lon, lat));
+                }
                 _ => {}
             }
         }
@@ -393,6 +424,9 @@ impl Docs {
                     }
                 }
                 FieldIndex::Numeric(map) => {
+                    map.remove(&id);
+                }
+                FieldIndex::Geo(map) => {
                     map.remove(&id);
                 }
                 FieldIndex::Vector(index) => {
@@ -481,6 +515,10 @@ fn parse_fields(def: &IndexDef, doc: Document<'_>) -> Result<Vec<Option<Parsed>>
                             ),
                         })?,
                 )),
+                FieldKind::Geo => {
+                    let (lon, lat) = parse_geo(raw)?;
+                    Parsed::Geo(lon, lat)
+                }
                 FieldKind::Vector(v) => {
                     Parsed::Vector(v.ty.decode(raw, v.params.dim).ok_or_else(|| {
                         IndexingFailure {

@@ -572,10 +572,26 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             }
             out
         }
-        Node::Geo { .. } => {
-            return Err(EvalError(
-                "GEO filters are not supported by Pion (no GEO fields)".into(),
-            ))
+        Node::Geo {
+            field,
+            lon,
+            lat,
+            radius,
+            unit,
+        } => {
+            // A field that is not GEO matches nothing, as in RediSearch.
+            let mut out = DocSet::new();
+            if let Some((i, _)) = def.field(field) {
+                if let FieldIndex::Geo(points) = &docs.fields[i] {
+                    let limit = radius * unit.meters();
+                    for (&id, &(plon, plat)) in points {
+                        if crate::util::geohash::distance(*lon, *lat, plon, plat) <= limit {
+                            out.insert(id);
+                        }
+                    }
+                }
+            }
+            out
         }
         Node::VectorRange(vr) => {
             vr.check_not_hybrid()

@@ -111,6 +111,18 @@ pub(super) fn parse(
                 None => return Ok(None),
             }
         }
+        FieldKind::Geo => match values.as_slice() {
+            [Json::String(s)] if !multi => {
+                let (lon, lat) = super::docs::parse_geo(s.as_bytes())?;
+                Parsed::Geo(lon, lat)
+            }
+            [other] if !multi => return Err(wrong_type(other)),
+            _ => {
+                return Err(failure(
+                    "Pion indexes one point per JSON document and GEO field",
+                ))
+            }
+        },
         FieldKind::Vector(_) => return Ok(None),
     }))
 }

@@ -126,6 +126,8 @@ pub enum FieldKind {
     },
     /// A number, searched by ranges.
     Numeric,
+    /// A point (`"lon,lat"`), searched by radius (`@f:[lon lat r unit]`, `GEOFILTER`).
+    Geo,
     /// A vector, searched by KNN and ranges.
     Vector(VectorSpec),
 }
@@ -137,6 +139,7 @@ impl FieldKind {
             FieldKind::Text { .. } => "TEXT",
             FieldKind::Tag { .. } => "TAG",
             FieldKind::Numeric => "NUMERIC",
+            FieldKind::Geo => "GEO",
             FieldKind::Vector(_) => "VECTOR",
         }
     }
@@ -390,8 +393,9 @@ fn parse_fields(a: &mut Args<'_>, on: KeyType, fields: &mut Vec<FieldSpec>) -> O
                 case_sensitive: false,
             },
             b"NUMERIC" => FieldKind::Numeric,
+            b"GEO" => FieldKind::Geo,
             b"VECTOR" => FieldKind::Vector(parse_vector(a)?),
-            b"GEO" | b"GEOSHAPE" => {
+            b"GEOSHAPE" => {
                 return Err(err(format!(
                     "Pion does not index {} fields yet (field `{}`)",
                     lossy(ty).to_ascii_uppercase(),
@@ -617,7 +621,7 @@ pub fn field_info(f: &FieldSpec) -> Reply {
                 out.push(bulk("CASESENSITIVE"));
             }
         }
-        FieldKind::Numeric => {}
+        FieldKind::Numeric | FieldKind::Geo => {}
         FieldKind::Vector(v) => {
             let p = &v.params;
             out.push(bulk("algorithm"));

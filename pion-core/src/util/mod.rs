@@ -5,6 +5,7 @@
 pub mod clock;
 pub mod codec;
 pub mod dtoa;
+pub mod geohash;
 pub mod glob;
 pub mod log;
 pub(crate) mod long_double;

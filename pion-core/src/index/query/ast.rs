@@ -226,6 +226,16 @@ pub enum GeoUnit {
 }
 
 impl GeoUnit {
+    /// Metres per unit (Redis's conversions).
+    pub fn meters(self) -> f64 {
+        match self {
+            GeoUnit::M => 1.0,
+            GeoUnit::Km => 1000.0,
+            GeoUnit::Mi => 1609.34,
+            GeoUnit::Ft => 0.3048,
+        }
+    }
+
     /// The unit as written in queries and `FT.EXPLAIN`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -10,7 +10,7 @@
 //! `pqsort` Redis's partial sort of results cut by `COUNT`.
 
 mod commands;
-pub mod hash;
+pub use crate::util::geohash as hash;
 mod pqsort;
 pub mod search;
 

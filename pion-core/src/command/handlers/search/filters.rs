@@ -1,16 +1,15 @@
 //! `FT.SEARCH`'s filters outside the query string, as redis-py's `Query` emits them:
 //! `FILTER field min max` (a numeric range), `GEOFILTER field lon lat radius unit`,
 //! `INKEYS n key…`, and `INFIELDS n field…`, which keeps the query's text terms to
-//! those fields (within any `@field:` a term already has). Each narrows the query's
-//! matches before a KNN clause picks from them, as in RediSearch; a `FILTER` joins the
-//! query tree as the range `@field:[min max]` would, so text scores come out as
-//! RediSearch's. A `FILTER` or `GEOFILTER` naming a field that is not of its kind
-//! matches nothing, as RediSearch answers; Pion has no GEO fields yet, so every
-//! `GEOFILTER` is of that case.
+//! those fields (within any `@field:` a term already has). `FILTER` and `GEOFILTER`
+//! join the query tree as `@field:[min max]` and `@field:[lon lat radius unit]` would,
+//! so matches and text scores come out as RediSearch's (a field that is not of the
+//! filter's kind matches nothing, as there); `INKEYS` narrows the matches before a KNN
+//! clause picks from them.
 
 use crate::error::{OpError, OpResult};
 use crate::index::eval::Matches;
-use crate::index::query::{FieldScope, Node, NumericRange};
+use crate::index::query::{FieldScope, GeoUnit, Node, NumericRange};
 use crate::index::schema::FieldKind;
 use crate::index::{DocSet, Docs, IndexDef};
 
@@ -110,8 +109,9 @@ fn err(text: impl Into<String>) -> OpError {
 pub(super) struct ResultFilters {
     /// `FILTER` ranges by field name.
     numeric: Vec<(Vec<u8>, NumericRange)>,
-    /// A `GEOFILTER` was given (it matches nothing: no GEO fields).
-    geo: bool,
+    /// `GEOFILTER`, as the radius clause it is (the last one given counts, as in
+    /// RediSearch; several `FILTER`s all apply).
+    geo: Option<Node>,
     /// `INKEYS`: only these keys (a later `INKEYS` replaces an earlier one).
     keys: Option<Vec<Vec<u8>>>,
     /// `INFIELDS`: text terms match in these fields only (the last one given counts).
@@ -167,26 +167,40 @@ impl ResultFilters {
 
     /// `GEOFILTER field lon lat radius m|km|mi|ft`, from `argv[*i]` on.
     pub(super) fn parse_geo(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
-        let [_field, lon, lat, radius, unit] = argv.get(*i..*i + 5).unwrap_or_default() else {
+        let [field, lon, lat, radius, unit] = argv.get(*i..*i + 5).unwrap_or_default() else {
             return Err(err("GEOFILTER requires 5 arguments"));
         };
-        for (what, v) in [("<lon>", lon), ("<lat>", lat), ("<radius>", radius)] {
-            if crate::index::query::parse_number(v).is_none() {
-                return Err(err(format!(
+        let mut nums = [0.0; 3];
+        for (slot, (what, v)) in
+            nums.iter_mut()
+                .zip([("<lon>", lon), ("<lat>", lat), ("<radius>", radius)])
+        {
+            *slot = crate::index::query::parse_number(v).ok_or_else(|| {
+                err(format!(
                     "Bad arguments for {what}: Could not convert argument to expected type"
-                )));
+                ))
+            })?;
+        }
+        let unit = match unit.to_ascii_lowercase().as_slice() {
+            b"m" => GeoUnit::M,
+            b"km" => GeoUnit::Km,
+            b"mi" => GeoUnit::Mi,
+            b"ft" => GeoUnit::Ft,
+            _ => {
+                return Err(err(format!(
+                    "Unknown distance unit {}",
+                    String::from_utf8_lossy(unit)
+                )))
             }
-        }
-        if !matches!(
-            unit.to_ascii_lowercase().as_slice(),
-            b"m" | b"km" | b"mi" | b"ft"
-        ) {
-            return Err(err(format!(
-                "Unknown distance unit {}",
-                String::from_utf8_lossy(unit)
-            )));
-        }
-        self.geo = true;
+        };
+        let [lon, lat, radius] = nums;
+        self.geo = Some(Node::Geo {
+            field: field.clone(),
+            lon,
+            lat,
+            radius,
+            unit,
+        });
         *i += 5;
         Ok(())
     }
@@ -218,7 +232,7 @@ impl ResultFilters {
             }
             None => filter,
         };
-        if self.numeric.is_empty() {
+        if self.numeric.is_empty() && self.geo.is_none() {
             return filter;
         }
         let mut children = vec![filter];
@@ -226,18 +240,15 @@ impl ResultFilters {
             field: field.clone(),
             range: *range,
         }));
+        children.extend(self.geo.iter().cloned());
         Node::Intersect {
             fields: FieldScope::All,
             children,
         }
     }
 
-    /// Narrows `matches` to the documents `GEOFILTER` and `INKEYS` keep.
+    /// Narrows `matches` to the documents `INKEYS` keeps.
     pub(super) fn apply(&self, docs: &Docs, matches: &mut Matches) {
-        if self.geo {
-            matches.set = DocSet::new();
-            return;
-        }
         if let Some(keys) = &self.keys {
             let mut kept = DocSet::new();
             for id in keys.iter().filter_map(|k| docs.id_of(k)) {

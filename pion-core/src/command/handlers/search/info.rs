@@ -75,7 +75,7 @@ fn field_attributes(shape: &Shape, f: &FieldSpec) -> Reply {
                 flags.push(Reply::bulk("CASESENSITIVE"));
             }
         }
-        FieldKind::Numeric => {}
+        FieldKind::Numeric | FieldKind::Geo => {}
         FieldKind::Vector(v) => {
             let p = &v.params;
             let hnsw = p.algorithm == Algorithm::Hnsw;

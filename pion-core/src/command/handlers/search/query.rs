@@ -35,6 +35,7 @@ impl FieldKinds for Kinds<'_> {
             SchemaKind::Text { .. } => FieldKind::Text,
             SchemaKind::Tag { .. } => FieldKind::Tag,
             SchemaKind::Numeric => FieldKind::Numeric,
+            SchemaKind::Geo => FieldKind::Geo,
             SchemaKind::Vector(_) => FieldKind::Vector,
         })
     }
