@@ -102,9 +102,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except StartupError as e:
         print(f"pion serve: {e}", file=sys.stderr)
         return 1
-    print(f"listening on http://{opts.host}:{opts.port} (OpenAI: http://{opts.host}:{opts.port}/v1, "
-          f"Anthropic: http://{opts.host}:{opts.port})", flush=True)
-    server.run()
+    def listening() -> None:
+        print(f"listening on http://{opts.host}:{opts.port} (OpenAI: http://{opts.host}:{opts.port}/v1, "
+              f"Anthropic: http://{opts.host}:{opts.port})", flush=True)
+
+    # The line is printed once the socket accepts connections: scripts (and the tests)
+    # connect as soon as they read it.
+    server.run(on_listening=listening)
     return 0
 
 

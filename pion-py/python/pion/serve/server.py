@@ -12,7 +12,7 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .app import Service, create_app
 from .cache import PromptCache
@@ -172,8 +172,20 @@ class Server:
         self.uvicorn = uvicorn.Server(config)
         self.thread: Optional[threading.Thread] = None
 
-    def run(self) -> None:
-        """Serves in the foreground until SIGINT/SIGTERM."""
+    def run(self, on_listening: Optional[Callable[[], None]] = None) -> None:
+        """Serves in the foreground until SIGINT/SIGTERM; ``on_listening`` is called
+        (from a watcher thread) once the port accepts connections, so whoever waits
+        for it never connects before the socket is bound."""
+        if on_listening is not None:
+
+            def watch() -> None:
+                while not self.uvicorn.started:
+                    if self.uvicorn.should_exit:
+                        return
+                    time.sleep(0.01)
+                on_listening()
+
+            threading.Thread(target=watch, name="pion-serve-listening", daemon=True).start()
         self.uvicorn.run()
         self.service.worker.stop()
 
