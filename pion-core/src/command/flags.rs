@@ -40,6 +40,9 @@ pub const MOVABLE_KEYS: u64 = 1 << 17;
 pub const ALLOW_BUSY: u64 = 1 << 18;
 /// Implemented by a module in Redis (vector sets).
 pub const MODULE: u64 = 1 << 19;
+/// Runs on a cluster node for a slot being imported when the client sent `ASKING`
+/// (`RESTORE-ASKING`).
+pub const ASKING: u64 = 1 << 20;
 /// In `@dangerous` (for commands that are not admin but still dangerous).
 pub const DANGEROUS: u64 = 1 << 40;
 /// In `@keyspace` in addition to its group.
@@ -83,6 +86,7 @@ pub const NAMES: &[(u64, &str)] = &[
     (STALE, "stale"),
     (SKIP_MONITOR, "skip_monitor"),
     (SKIP_SLOWLOG, "skip_slowlog"),
+    (ASKING, "asking"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     // MAY_REPLICATE is left out: Redis hides it from COMMAND INFO on purpose.

@@ -79,7 +79,7 @@ fn reads_legacy_encodings() {
     let z = restore(&wrap(b"\x03\x02\x01a\x031.5\x01b\xfe"), &opts).expect("zset");
     assert_eq!(z.as_zset().expect("zset").score(b"b"), Some(f64::INFINITY));
     assert!(restore(&wrap(b"\x03\x01\x01a\xfd"), &opts).is_err(), "NaN score");
-    let h = restore(&wrap(b"\x09\x0e\x01\x01f\x01\x00v\x02ab\x02\x00cd\xff"), &opts);
+    let h = restore(&wrap(b"\x09\x0e\x02\x01f\x01\x00v\x02ab\x02\x00cd\xff"), &opts);
     let h = h.expect("zipmap");
     assert_eq!(h.as_hash().expect("hash").get(b"ab"), Some(&b"cd"[..]));
     // Redis 5's stream, from unit/type/stream-cgroups.tcl.
