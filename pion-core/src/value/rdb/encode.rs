@@ -12,6 +12,8 @@ const PLAIN_THRESHOLD: usize = 1 << 30;
 const NODE_SAFETY_LIMIT: usize = 8192;
 /// The byte limits `list-max-listpack-size` -1 to -5 name.
 const NODE_SIZE_LEVELS: [usize; 5] = [4096, 8192, 16384, 32768, 65536];
+/// What Redis adds to an element's length when it estimates a node's growth.
+const SIZE_ESTIMATE_OVERHEAD: usize = 8;
 /// Quicklist nodes smaller than this are never compressed.
 const MIN_COMPRESS_BYTES: usize = 48;
 /// A node's compression must save at least this much.
@@ -41,22 +43,16 @@ enum Node<'a> {
 }
 
 /// Whether a node of `bytes` bytes holding `count` elements takes another of `len`
-/// bytes under `list-max-listpack-size` `fill` (Redis 7.0's estimate of the growth).
+/// bytes under `list-max-listpack-size` `fill` (Redis 7.0.15 overestimates an
+/// entry's growth by 8 bytes).
 fn node_takes(bytes: usize, count: usize, fill: i64, len: usize) -> bool {
-    let overhead = if len < 254 { 1 } else { 5 }
-        + if len < 64 {
-            1
-        } else if len < 16384 {
-            2
-        } else {
-            5
-        };
-    let grown = bytes + len + overhead;
+    let grown = bytes + len + SIZE_ESTIMATE_OVERHEAD;
     if fill < 0 {
         let level = usize::try_from(-fill - 1).map_or(0, |i| i.min(4));
         grown <= NODE_SIZE_LEVELS[level]
     } else {
-        grown <= NODE_SAFETY_LIMIT && (count as i64) < fill
+        let most = if fill == 0 { 1 } else { fill as usize };
+        grown <= NODE_SAFETY_LIMIT && count < most
     }
 }
 

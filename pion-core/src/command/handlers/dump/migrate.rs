@@ -105,8 +105,9 @@ struct Outcome {
     error: Option<DumpError>,
 }
 
-fn parse(argv: &[Vec<u8>]) -> OpResult<(Request, usize)> {
-    let (mut copy, mut replace, mut auth, mut first) = (false, false, None, 3);
+/// The request, and the range of arguments that are its keys.
+fn parse(argv: &[Vec<u8>]) -> OpResult<(Request, std::ops::Range<usize>)> {
+    let (mut copy, mut replace, mut auth, mut keys) = (false, false, None, 3..4);
     let mut j = 6;
     while j < argv.len() {
         let more = argv.len() - 1 - j;
@@ -131,7 +132,7 @@ fn parse(argv: &[Vec<u8>]) -> OpResult<(Request, usize)> {
             if !argv[3].is_empty() {
                 return Err(DumpError::KeysWithKey.into());
             }
-            first = j + 1;
+            keys = j + 1..argv.len();
             break;
         } else {
             return Err(OpError::Syntax);
@@ -156,17 +157,17 @@ fn parse(argv: &[Vec<u8>]) -> OpResult<(Request, usize)> {
         replace,
         auth,
     };
-    Ok((request, first))
+    Ok((request, keys))
 }
 
 /// The first step, under the keys' locks: payloads and times to live; `NOKEY` when
 /// none of the keys exists.
 fn migrate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let (req, first) = parse(argv)?;
+    let (req, keys) = parse(argv)?;
     let (db, now) = (ctx.db(), ctx.now_ms());
     let opts = super::dump_options(ctx);
     let mut items = Vec::new();
-    for key in &argv[first.min(argv.len())..] {
+    for key in &argv[keys] {
         let Some(value) = ctx.ks.get(db, key)? else {
             continue;
         };
