@@ -413,7 +413,15 @@ fn keys_with_flags(args: &[Vec<u8>]) -> OpResult<Vec<(usize, KeyFlags)>> {
         .key_specs
         .iter()
         .any(|k| k.flags.contains(&"variable_flags"));
-    let from_specs = if variable {
+    // A spec marked incomplete cannot be trusted to find every key (MIGRATE's KEYS):
+    // the command's own finder answers, as in Redis.
+    let incomplete = spec
+        .key_specs
+        .iter()
+        .any(|k| k.flags.contains(&"incomplete"));
+    let from_specs = if incomplete {
+        None
+    } else if variable {
         variable_flag_keys(spec, args)
     } else {
         keys_from_specs(spec, args)

@@ -235,6 +235,17 @@ fn push_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
+/// A connection the target's machine answered with a refusal.
+fn refused(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+    )
+}
+
 fn timed_out(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
 }
@@ -290,11 +301,26 @@ fn transfer(engine: &Engine, req: &Request, items: &[Item], now_ms: i64) -> Outc
                     .dialer()
                     .ok_or_else(|| io::Error::from(io::ErrorKind::Unsupported))
                     .and_then(|d| d.dial(&req.host, req.port, req.timeout));
-                let Ok(link) = dialed else {
-                    return Outcome {
-                        acked: vec![false; items.len()],
-                        error: Some(DumpError::Connect),
-                    };
+                let link = match dialed {
+                    Ok(link) => link,
+                    // Redis connects without blocking and learns of a refusal (or a
+                    // reset) only when it writes: it retries once, then fails writing.
+                    Err(e) if refused(&e) => {
+                        if may_retry {
+                            may_retry = false;
+                            continue;
+                        }
+                        return Outcome {
+                            acked: vec![false; items.len()],
+                            error: Some(DumpError::Io { writing: true }),
+                        };
+                    }
+                    Err(_) => {
+                        return Outcome {
+                            acked: vec![false; items.len()],
+                            error: Some(DumpError::Connect),
+                        };
+                    }
                 };
                 links.dialed();
                 Cached {
