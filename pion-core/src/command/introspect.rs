@@ -472,7 +472,7 @@ fn variable_flag_keys(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize
 /// that starts at its position (by index or after its keyword), else of the last one
 /// whose start is unknown (the trailing keyword's: `SORT … STORE dst` is `OW update`,
 /// as Redis's own finder flags it), else of the first.
-fn flags_of_found_key(spec: &CommandSpec, args: &[Vec<u8>], pos: usize) -> KeyFlags {
+pub(crate) fn flags_of_found_key(spec: &CommandSpec, args: &[Vec<u8>], pos: usize) -> KeyFlags {
     let specs = spec.key_specs;
     let starts_here = specs.iter().find(|k| match k.begin {
         BeginSearch::Index(i) => usize::try_from(i).is_ok_and(|i| i == pos),
