@@ -75,7 +75,16 @@ fn keys_move_between_pion_and_redis_both_ways() {
 
     // redis-server → Pion, COPY: both keep them.
     let pion_port = pion.port.to_string();
-    let mut args = vec!["MIGRATE", "127.0.0.1", &pion_port, "", "0", "5000", "COPY", "KEYS"];
+    let mut args = vec![
+        "MIGRATE",
+        "127.0.0.1",
+        &pion_port,
+        "",
+        "0",
+        "5000",
+        "COPY",
+        "KEYS",
+    ];
     args.extend_from_slice(KEYS);
     assert_eq!(line(&r.cmd(&args)), "+OK");
     assert_eq!(integer(&r.cmd(&["DBSIZE"])), KEYS.len() as i64);
@@ -85,12 +94,18 @@ fn keys_move_between_pion_and_redis_both_ways() {
 
     // Again without REPLACE: the target refuses each key, nothing is deleted.
     let refused = line(&r.cmd(&args));
-    assert!(refused.starts_with("-ERR Target instance replied with error: BUSYKEY"), "{refused}");
+    assert!(
+        refused.starts_with("-ERR Target instance replied with error: BUSYKEY"),
+        "{refused}"
+    );
     args.insert(6, "REPLACE");
     assert_eq!(line(&r.cmd(&args)), "+OK");
 
     // Pion → redis-server with REPLACE over what is there; NOKEY when nothing is.
-    assert_eq!(line(&migrate_all(&mut p, redis.port, "3", &["REPLACE"])), "+OK");
+    assert_eq!(
+        line(&migrate_all(&mut p, redis.port, "3", &["REPLACE"])),
+        "+OK"
+    );
     assert_eq!(contents(&mut r), want);
     assert_eq!(line(&migrate_all(&mut p, redis.port, "3", &[])), "+NOKEY");
     // One connection to redis-server stays cached.
@@ -115,23 +130,70 @@ fn pion_to_pion_with_auth_partial_acks_and_a_timeout() {
         ok(&mut s, &["SET", k, k]);
     }
     ok(&mut t, &["MSET", "b", "_", "c", "_"]);
-    let r = s.cmd(&["MIGRATE", "127.0.0.1", &port, "", "0", "5000", "KEYS", "a", "b", "c", "d"]);
+    let r = s.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "",
+        "0",
+        "5000",
+        "KEYS",
+        "a",
+        "b",
+        "c",
+        "d",
+    ]);
     assert!(line(&r).contains("BUSYKEY"), "{}", line(&r));
-    assert_eq!(line(&s.cmd(&["MGET", "a", "b", "c", "d"])), "*[(nil), \"b\", \"c\", (nil)]");
+    assert_eq!(
+        line(&s.cmd(&["MGET", "a", "b", "c", "d"])),
+        "*[(nil), \"b\", \"c\", (nil)]"
+    );
     assert_eq!(line(&t.cmd(&["MGET", "a", "d"])), "*[\"a\", \"d\"]");
 
     // AUTH and AUTH2 against a target with a password and a user.
-    ok(&mut t, &["ACL", "SETUSER", "mover", "on", ">secret", "~*", "+@all"]);
+    ok(
+        &mut t,
+        &["ACL", "SETUSER", "mover", "on", ">secret", "~*", "+@all"],
+    );
     ok(&mut t, &["CONFIG", "SET", "requirepass", "pw"]);
     ok(&mut s, &["SET", "k1", "v1"]);
     ok(&mut s, &["SET", "k2", "v2"]);
     // (The cached connection was authenticated before the password was set: a wrong
     // AUTH fails the command, and the key, copied, is there too.)
-    let wrong = s.cmd(&["MIGRATE", "127.0.0.1", &port, "k1", "0", "5000", "COPY", "AUTH", "bad"]);
+    let wrong = s.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "k1",
+        "0",
+        "5000",
+        "COPY",
+        "AUTH",
+        "bad",
+    ]);
     assert!(line(&wrong).contains("WRONGPASS"), "{}", line(&wrong));
-    let r = s.cmd(&["MIGRATE", "127.0.0.1", &port, "k1", "1", "5000", "AUTH", "pw"]);
+    let r = s.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "k1",
+        "1",
+        "5000",
+        "AUTH",
+        "pw",
+    ]);
     assert_eq!(line(&r), "+OK");
-    let r = s.cmd(&["MIGRATE", "127.0.0.1", &port, "k2", "1", "5000", "AUTH2", "mover", "secret"]);
+    let r = s.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "k2",
+        "1",
+        "5000",
+        "AUTH2",
+        "mover",
+        "secret",
+    ]);
     assert_eq!(line(&r), "+OK");
     ok(&mut t, &["AUTH", "pw"]);
     ok(&mut t, &["SELECT", "1"]);
@@ -141,10 +203,25 @@ fn pion_to_pion_with_auth_partial_acks_and_a_timeout() {
     ok(&mut s, &["SET", "slow", "v"]);
     let mut sleeper = Client::connect(target.port).expect("target");
     ok(&mut sleeper, &["AUTH", "pw"]);
-    sleeper.send_raw(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n1.5\r\n").expect("send");
+    sleeper
+        .send_raw(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$3\r\n1.5\r\n")
+        .expect("send");
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let r = s.cmd(&["MIGRATE", "127.0.0.1", &port, "slow", "0", "300", "AUTH", "pw"]);
-    assert!(line(&r).starts_with("-IOERR error or timeout"), "{}", line(&r));
+    let r = s.cmd(&[
+        "MIGRATE",
+        "127.0.0.1",
+        &port,
+        "slow",
+        "0",
+        "300",
+        "AUTH",
+        "pw",
+    ]);
+    assert!(
+        line(&r).starts_with("-IOERR error or timeout"),
+        "{}",
+        line(&r)
+    );
     assert_eq!(line(&s.cmd(&["EXISTS", "slow"])), ":1");
     let _ = sleeper.read_reply();
 }
@@ -167,7 +244,14 @@ fn restored_and_migrated_keys_survive_sigkill() {
     let payload = bulk(&c.cmd(&["DUMP", "gone"]));
     let restored = c.cmd(&[&b"RESTORE"[..], b"later", b"100000", &payload]);
     assert_eq!(line(&restored), "+OK");
-    let past = c.cmd(&[&b"RESTORE"[..], b"gone", b"1", &payload, b"ABSTTL", b"REPLACE"]);
+    let past = c.cmd(&[
+        &b"RESTORE"[..],
+        b"gone",
+        b"1",
+        &payload,
+        b"ABSTTL",
+        b"REPLACE",
+    ]);
     assert_eq!(line(&past), "+OK");
     let deadline = integer(&c.cmd(&["PEXPIRETIME", "later"]));
     assert_eq!(contents(&mut c), want);

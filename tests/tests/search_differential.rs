@@ -173,16 +173,27 @@ fn dump_payloads_cross_the_oracle() {
             assert_eq!(c.cmd(&["JSON.SET", "doc", "$", doc]).render(), "+OK");
         }
         let (from_o, from_p) = (bulk(o.cmd(&["DUMP", "doc"])), bulk(p.cmd(&["DUMP", "doc"])));
-        assert_eq!(from_o[..from_o.len() - 10], from_p[..from_p.len() - 10], "{doc}");
+        assert_eq!(
+            from_o[..from_o.len() - 10],
+            from_p[..from_p.len() - 10],
+            "{doc}"
+        );
         assert_eq!(&from_p[from_p.len() - 10..from_p.len() - 8], b"\x0a\x00");
         for (c, payload) in [(&mut o, &from_p), (&mut p, &from_o)] {
             let r = c.cmd(&[&b"RESTORE"[..], b"copy", b"0", payload, b"REPLACE"]);
             assert_eq!(r.render(), "+OK", "{doc}");
-            assert_eq!(c.cmd(&["JSON.GET", "copy"]).render(), c.cmd(&["JSON.GET", "doc"]).render());
+            assert_eq!(
+                c.cmd(&["JSON.GET", "copy"]).render(),
+                c.cmd(&["JSON.GET", "doc"]).render()
+            );
         }
     }
     for c in [&mut o, &mut p] {
-        assert_eq!(c.cmd(&["VADD", "vs", "VALUES", "2", "1", "2", "e1"]).render(), ":1");
+        assert_eq!(
+            c.cmd(&["VADD", "vs", "VALUES", "2", "1", "2", "e1"])
+                .render(),
+            ":1"
+        );
     }
     let (from_o, from_p) = (bulk(o.cmd(&["DUMP", "vs"])), bulk(p.cmd(&["DUMP", "vs"])));
     for (c, payload) in [(&mut o, &from_p), (&mut p, &from_o)] {
@@ -191,5 +202,8 @@ fn dump_payloads_cross_the_oracle() {
     }
     let r = p.cmd(&[&b"RESTORE"[..], b"vcopy", b"0", &from_p]);
     assert_eq!(r.render(), "+OK");
-    assert_eq!(p.cmd(&["VEMB", "vcopy", "e1"]).render(), p.cmd(&["VEMB", "vs", "e1"]).render());
+    assert_eq!(
+        p.cmd(&["VEMB", "vcopy", "e1"]).render(),
+        p.cmd(&["VEMB", "vs", "e1"]).render()
+    );
 }

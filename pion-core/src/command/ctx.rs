@@ -33,7 +33,8 @@ pub struct Ctx<'a> {
 
 /// How a command finishes once its [`Detour`] is done: run like a handler, under the
 /// command's shard locks again, at the command's time.
-pub type Resume = Box<dyn FnOnce(&mut Ctx<'_>, &[Vec<u8>]) -> crate::error::OpResult<crate::reply::Reply>>;
+pub type Resume =
+    Box<dyn FnOnce(&mut Ctx<'_>, &[Vec<u8>]) -> crate::error::OpResult<crate::reply::Reply>>;
 
 /// Work a command does with no shard locked, such as network I/O, set by its
 /// handler: the dispatcher releases the locks when the handler returns (its reply is

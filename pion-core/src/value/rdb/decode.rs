@@ -26,7 +26,12 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
         }
         types::LIST_ZIPLIST => {
             let blob = r.string()?;
-            Value::List(ziplist::parse(&blob)?.into_iter().map(Item::to_bytes).collect())
+            Value::List(
+                ziplist::parse(&blob)?
+                    .into_iter()
+                    .map(Item::to_bytes)
+                    .collect(),
+            )
         }
         t @ (types::LIST_QUICKLIST | types::LIST_QUICKLIST_2) => {
             quicklist(r, t == types::LIST_QUICKLIST_2)?

@@ -9,10 +9,7 @@ use super::RdbError;
 
 /// The intset of `members` (sorted ascending, distinct).
 pub fn build(members: &[i64]) -> Vec<u8> {
-    let width: usize = if members
-        .iter()
-        .all(|&v| i16::try_from(v).is_ok())
-    {
+    let width: usize = if members.iter().all(|&v| i16::try_from(v).is_ok()) {
         2
     } else if members.iter().all(|&v| i32::try_from(v).is_ok()) {
         4
@@ -61,7 +58,10 @@ mod tests {
     #[test]
     fn round_trips_at_each_width() {
         // `SADD st 1 2 3` on redis-server 7.0.
-        assert_eq!(build(&[1, 2, 3]), b"\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00");
+        assert_eq!(
+            build(&[1, 2, 3]),
+            b"\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00"
+        );
         for set in [vec![-5, 7], vec![1, 70_000], vec![i64::MIN, 0, i64::MAX]] {
             assert_eq!(parse(&build(&set)), Ok(set));
         }

@@ -204,14 +204,23 @@ fn entry(p: &[u8]) -> Option<(usize, Item<'_>)> {
                 let n = u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize;
                 (5 + n, Item::Str(p.get(5..5usize.checked_add(n)?)?))
             }
-            0xF1 => (3, Item::Int(i64::from(i16::from_le_bytes(p.get(1..3)?.try_into().ok()?)))),
+            0xF1 => (
+                3,
+                Item::Int(i64::from(i16::from_le_bytes(p.get(1..3)?.try_into().ok()?))),
+            ),
             0xF2 => {
                 let b3 = p.get(1..4)?;
                 let v = i32::from_le_bytes([0, b3[0], b3[1], b3[2]]) >> 8;
                 (4, Item::Int(i64::from(v)))
             }
-            0xF3 => (5, Item::Int(i64::from(i32::from_le_bytes(p.get(1..5)?.try_into().ok()?)))),
-            0xF4 => (9, Item::Int(i64::from_le_bytes(p.get(1..9)?.try_into().ok()?))),
+            0xF3 => (
+                5,
+                Item::Int(i64::from(i32::from_le_bytes(p.get(1..5)?.try_into().ok()?))),
+            ),
+            0xF4 => (
+                9,
+                Item::Int(i64::from_le_bytes(p.get(1..9)?.try_into().ok()?)),
+            ),
             _ => return None,
         }
     };

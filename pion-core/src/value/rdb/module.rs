@@ -91,8 +91,8 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<Value, RdbError> {
     let (name, version) = type_name(r.len()?);
     if &name == JSON_TYPE && matches!(version, 2 | 3) {
         let text = read_one_string(r)?;
-        let root = crate::value::json::parse(&text)
-            .map_err(|_| RdbError::bad("invalid JSON document"))?;
+        let root =
+            crate::value::json::parse(&text).map_err(|_| RdbError::bad("invalid JSON document"))?;
         if crate::value::json::depth_of(&root) > crate::value::json::MAX_DEPTH {
             return Err(RdbError::bad("JSON document nested too deeply"));
         }

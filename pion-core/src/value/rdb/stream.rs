@@ -40,7 +40,10 @@ fn id_from_key(k: &[u8]) -> Result<StreamId, RdbError> {
     let mut seq = [0u8; 8];
     ms.copy_from_slice(&k[..8]);
     seq.copy_from_slice(&k[8..]);
-    Ok(StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq)))
+    Ok(StreamId::new(
+        u64::from_be_bytes(ms),
+        u64::from_be_bytes(seq),
+    ))
 }
 
 /// Writes a stream as `RDB_TYPE_STREAM_LISTPACKS_2`.

@@ -22,7 +22,8 @@ const REDIS_INT: &[u8] = b"\x00\xc0{\n\x00H\xe2S\xe1\x00zg\xb9";
 const REDIS_LIST: &[u8] =
     b"\x12\x01\x02\x11\x11\x00\x00\x00\x04\x00\x81a\x02\x81b\x02\x01\x01\x02\x01\xff\n\x00mrq>\x9bCH+";
 const REDIS_ZSET: &[u8] = b"\x11\xc3(1\x121\x00\x00\x00\x08\x00\x81d\x02\x00\x01\x81c\x02\x930.10\xe0\x05\x00\x0f1\x14\x81a\x02\x831.5\x04\x81b\x02\x02\x01\xff\n\x00L\xf4/\xec\x8a=\n\xcb";
-const REDIS_INTSET: &[u8] = b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00\n\x00\xa5\x02\\\xe2mnM\x1b";
+const REDIS_INTSET: &[u8] =
+    b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\x01\x00\x02\x00\x03\x00\n\x00\xa5\x02\\\xe2mnM\x1b";
 const REDIS_HASH: &[u8] =
     b"\x10\x12\x12\x00\x00\x00\x04\x00\x81f\x02\x81v\x02\x81n\x02\x01\x01\xff\n\x00\xfc\xe4\x08\xf1y\"\xe0\x16";
 
@@ -48,17 +49,26 @@ fn reproduces_redis_payloads_byte_for_byte() {
 
 #[test]
 fn envelope_errors() {
-    assert_eq!(restore(b"short", &LoadOptions::default()), Err(RdbError::Envelope));
+    assert_eq!(
+        restore(b"short", &LoadOptions::default()),
+        Err(RdbError::Envelope)
+    );
     let mut bad_crc = REDIS_STRING.to_vec();
     let n = bad_crc.len();
     bad_crc[n - 1] ^= 1;
-    assert_eq!(restore(&bad_crc, &LoadOptions::default()), Err(RdbError::Envelope));
+    assert_eq!(
+        restore(&bad_crc, &LoadOptions::default()),
+        Err(RdbError::Envelope)
+    );
     // A version newer than Pion reads, with a correct checksum.
     let mut newer = REDIS_STRING[..REDIS_STRING.len() - 10].to_vec();
     newer.extend_from_slice(&13u16.to_le_bytes());
     let crc = crc64(0, &newer);
     newer.extend_from_slice(&crc.to_le_bytes());
-    assert_eq!(restore(&newer, &LoadOptions::default()), Err(RdbError::Envelope));
+    assert_eq!(
+        restore(&newer, &LoadOptions::default()),
+        Err(RdbError::Envelope)
+    );
 }
 
 /// A payload with a correct footer around `body`.
@@ -75,11 +85,20 @@ fn reads_legacy_encodings() {
     let opts = LoadOptions::default();
     // A linked list, a text-score sorted set, a hash table hash, a zipmap.
     let list = restore(&wrap(b"\x01\x02\x01a\xc0\x07"), &opts).expect("list");
-    assert_eq!(list.as_list().expect("list").items(), &[b"a".to_vec(), b"7".to_vec()]);
+    assert_eq!(
+        list.as_list().expect("list").items(),
+        &[b"a".to_vec(), b"7".to_vec()]
+    );
     let z = restore(&wrap(b"\x03\x02\x01a\x031.5\x01b\xfe"), &opts).expect("zset");
     assert_eq!(z.as_zset().expect("zset").score(b"b"), Some(f64::INFINITY));
-    assert!(restore(&wrap(b"\x03\x01\x01a\xfd"), &opts).is_err(), "NaN score");
-    let h = restore(&wrap(b"\x09\x0e\x02\x01f\x01\x00v\x02ab\x02\x00cd\xff"), &opts);
+    assert!(
+        restore(&wrap(b"\x03\x01\x01a\xfd"), &opts).is_err(),
+        "NaN score"
+    );
+    let h = restore(
+        &wrap(b"\x09\x0e\x02\x01f\x01\x00v\x02ab\x02\x00cd\xff"),
+        &opts,
+    );
     let h = h.expect("zipmap");
     assert_eq!(h.as_hash().expect("hash").get(b"ab"), Some(&b"cd"[..]));
     // Redis 5's stream, from unit/type/stream-cgroups.tcl.
@@ -104,7 +123,9 @@ fn refuses_duplicates_and_empty_keys() {
 
 #[test]
 fn lists_split_into_nodes_as_rpush_fills_them() {
-    let l: ListValue = (0..2000).map(|i| format!("element-{i}").into_bytes()).collect();
+    let l: ListValue = (0..2000)
+        .map(|i| format!("element-{i}").into_bytes())
+        .collect();
     let v = Value::List(l);
     let payload = dump(&v, &DumpOptions::default());
     // Nodes of at most 8 KiB: more than one.
@@ -131,8 +152,13 @@ fn stream_with_groups() -> StreamValue {
         let fields: Fields = if i % 7 == 0 {
             vec![b"other".to_vec(), i.to_string().into_bytes()].into_boxed_slice()
         } else {
-            vec![b"f".to_vec(), b"v".to_vec(), b"n".to_vec(), i.to_string().into_bytes()]
-                .into_boxed_slice()
+            vec![
+                b"f".to_vec(),
+                b"v".to_vec(),
+                b"n".to_vec(),
+                i.to_string().into_bytes(),
+            ]
+            .into_boxed_slice()
         };
         s.append(StreamId::new(1000 + i, i % 3), fields, limits);
     }
@@ -150,7 +176,10 @@ fn stream_with_groups() -> StreamValue {
 fn streams_round_trip_with_their_groups() {
     let v = Value::Stream(Box::new(stream_with_groups()));
     let back = round_trip(&v);
-    let (a, b) = (v.as_stream().expect("stream"), back.as_stream().expect("stream"));
+    let (a, b) = (
+        v.as_stream().expect("stream"),
+        back.as_stream().expect("stream"),
+    );
     assert_eq!(a.len(), b.len());
     let all = |s: &StreamValue| {
         s.range(StreamId::MIN, StreamId::MAX, false)
@@ -175,7 +204,8 @@ fn any_value() -> impl Strategy<Value = Value> {
     };
     prop_oneof![
         bytes().prop_map(Value::string),
-        proptest::collection::vec(bytes(), 1..60).prop_map(|v| Value::List(v.into_iter().collect())),
+        proptest::collection::vec(bytes(), 1..60)
+            .prop_map(|v| Value::List(v.into_iter().collect())),
         proptest::collection::vec(bytes(), 1..40).prop_map(|v| {
             let mut s = SetValue::new();
             for m in v {

@@ -25,7 +25,10 @@ const EOF: u8 = 0xFF;
 /// invalid or overruns `p`.
 fn entry(p: &[u8]) -> Option<(usize, usize, Item<'_>)> {
     let (prevlen, prev_size) = match *p.first()? {
-        0xFE => (u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize, 5),
+        0xFE => (
+            u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize,
+            5,
+        ),
         0xFF => return None,
         n => (usize::from(n), 1),
     };
@@ -47,12 +50,21 @@ fn entry(p: &[u8]) -> Option<(usize, usize, Item<'_>)> {
         }
         2 => return None,
         _ => match b {
-            0xC0 => (3, Item::Int(i64::from(i16::from_le_bytes(int(2)?.try_into().ok()?)))),
-            0xD0 => (5, Item::Int(i64::from(i32::from_le_bytes(int(4)?.try_into().ok()?)))),
+            0xC0 => (
+                3,
+                Item::Int(i64::from(i16::from_le_bytes(int(2)?.try_into().ok()?))),
+            ),
+            0xD0 => (
+                5,
+                Item::Int(i64::from(i32::from_le_bytes(int(4)?.try_into().ok()?))),
+            ),
             0xE0 => (9, Item::Int(i64::from_le_bytes(int(8)?.try_into().ok()?))),
             0xF0 => {
                 let b3 = int(3)?;
-                (4, Item::Int(i64::from(i32::from_le_bytes([0, b3[0], b3[1], b3[2]]) >> 8)))
+                (
+                    4,
+                    Item::Int(i64::from(i32::from_le_bytes([0, b3[0], b3[1], b3[2]]) >> 8)),
+                )
             }
             0xFE => (2, Item::Int(i64::from(*e.get(1)? as i8))),
             0xF1..=0xFD => (1, Item::Int(i64::from(b & 0x0f) - 1)),
@@ -150,7 +162,15 @@ mod tests {
         let ints: Vec<Option<i64>> = items[3..].iter().map(|i| i.as_int()).collect();
         assert_eq!(
             ints,
-            [Some(-32768), Some(i32::MAX as i64), Some(i64::MIN), Some(-1), Some(-128), Some(0), Some(12)]
+            [
+                Some(-32768),
+                Some(i32::MAX as i64),
+                Some(i64::MIN),
+                Some(-1),
+                Some(-128),
+                Some(0),
+                Some(12)
+            ]
         );
         for i in 0..zl.len() {
             let mut bad = zl.clone();

@@ -14,7 +14,10 @@ use super::RdbError;
 /// A length at the start of `p` and its size.
 fn length(p: &[u8]) -> Option<(usize, usize)> {
     match *p.first()? {
-        0xFE => Some((u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize, 5)),
+        0xFE => Some((
+            u32::from_le_bytes(p.get(1..5)?.try_into().ok()?) as usize,
+            5,
+        )),
         0xFF => None,
         n => Some((usize::from(n), 1)),
     }
@@ -53,7 +56,10 @@ mod tests {
     #[test]
     fn reads_pairs_and_skips_free_bytes() {
         let zm = b"\x02\x03foo\x03\x00bar\x01a\x01\x02b__\xff";
-        assert_eq!(parse(zm), Ok(vec![(&b"foo"[..], &b"bar"[..]), (&b"a"[..], &b"b"[..])]));
+        assert_eq!(
+            parse(zm),
+            Ok(vec![(&b"foo"[..], &b"bar"[..]), (&b"a"[..], &b"b"[..])])
+        );
         assert!(parse(b"\x01\x03foo\x03\x00bar\x01a\x01\x02b__\xff").is_err());
         assert!(parse(b"\x02\x03foo\x03\x00bar\x01a\x01\x09b__\xff").is_err());
         assert!(parse(b"\x00").is_err());

@@ -97,4 +97,3 @@ pub fn decode(r: &mut Reader<'_>) -> Result<VectorSetValue, Malformed> {
     v.restore_graph(r.bytes()?);
     Ok(v)
 }
-

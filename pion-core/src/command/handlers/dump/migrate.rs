@@ -247,7 +247,10 @@ fn refused(e: &io::Error) -> bool {
 }
 
 fn timed_out(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Reads one reply line (without its CR LF) from the target.
@@ -262,7 +265,10 @@ fn read_line(c: &mut Cached) -> io::Result<Vec<u8>> {
             return Ok(line);
         }
         if c.pending.len() > MAX_LINE {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "reply line too long"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "reply line too long",
+            ));
         }
         let mut buf = [0u8; 4096];
         let n = c.link.read(&mut buf)?;

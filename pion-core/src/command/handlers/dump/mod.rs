@@ -30,13 +30,19 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Return a serialized version of the value stored at the specified key.",
             "2.6.0",
         ),
-    CommandSpec::new("restore", -4, WRITE | DENYOOM | DANGEROUS, Group::Keyspace, restore)
-        .key_specs(RESTORE_KEYS)
-        .keys(1, 1, 1)
-        .doc(
-            "Create a key using the provided serialized value, previously obtained using DUMP.",
-            "2.6.0",
-        ),
+    CommandSpec::new(
+        "restore",
+        -4,
+        WRITE | DENYOOM | DANGEROUS,
+        Group::Keyspace,
+        restore,
+    )
+    .key_specs(RESTORE_KEYS)
+    .keys(1, 1, 1)
+    .doc(
+        "Create a key using the provided serialized value, previously obtained using DUMP.",
+        "2.6.0",
+    ),
     // RESTORE for a slot being imported (a cluster node accepts it after ASKING).
     // Pion runs no cluster mode, so it is RESTORE with the `asking` flag.
     CommandSpec::new(
@@ -48,7 +54,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     )
     .key_specs(RESTORE_KEYS)
     .keys(1, 1, 1)
-    .doc("An internal command for migrating keys in a cluster", "3.0.0"),
+    .doc(
+        "An internal command for migrating keys in a cluster",
+        "3.0.0",
+    ),
     migrate::SPEC,
 ];
 

@@ -59,11 +59,26 @@ fn restore_errors_come_in_redis_order() {
     };
     assert_eq!(err(restore(&[])), "BUSYKEY Target key name already exists.");
     assert_eq!(err(restore(&[b"bogus"])), "ERR syntax error");
-    assert_eq!(err(restore(&[b"IDLETIME", b"1", b"FREQ", b"1"])), "ERR syntax error");
-    assert_eq!(err(restore(&[b"REPLACE", b"FREQ", b"256"])), "ERR Invalid FREQ value, must be >= 0 and <= 255");
-    assert_eq!(err(restore(&[b"REPLACE", b"IDLETIME", b"-1"])), "ERR Invalid IDLETIME value, must be >= 0");
-    assert_eq!(err(run(&e, &["RESTORE", "n", "-1", "x"])), "ERR Invalid TTL value, must be >= 0");
-    assert_eq!(err(run(&e, &["RESTORE", "n", "0", "x"])), "ERR DUMP payload version or checksum are wrong");
+    assert_eq!(
+        err(restore(&[b"IDLETIME", b"1", b"FREQ", b"1"])),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(restore(&[b"REPLACE", b"FREQ", b"256"])),
+        "ERR Invalid FREQ value, must be >= 0 and <= 255"
+    );
+    assert_eq!(
+        err(restore(&[b"REPLACE", b"IDLETIME", b"-1"])),
+        "ERR Invalid IDLETIME value, must be >= 0"
+    );
+    assert_eq!(
+        err(run(&e, &["RESTORE", "n", "-1", "x"])),
+        "ERR Invalid TTL value, must be >= 0"
+    );
+    assert_eq!(
+        err(run(&e, &["RESTORE", "n", "0", "x"])),
+        "ERR DUMP payload version or checksum are wrong"
+    );
     let mut bad = payload.clone();
     bad[0] = 0x63;
     let n = bad.len();
