@@ -173,9 +173,7 @@ impl Builder {
         self.buf.push(EOF);
         let total = self.buf.len() as u32;
         self.buf[..4].copy_from_slice(&total.to_le_bytes());
-        let count = u16::try_from(self.count)
-            .unwrap_or(COUNT_UNKNOWN)
-            .min(COUNT_UNKNOWN);
+        let count = u16::try_from(self.count).unwrap_or(COUNT_UNKNOWN);
         self.buf[4..6].copy_from_slice(&count.to_le_bytes());
         self.buf
     }

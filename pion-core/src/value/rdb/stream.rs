@@ -178,11 +178,11 @@ fn parse_node(master: StreamId, lp: &[u8]) -> Result<LoadedNode, RdbError> {
             return Err(bad());
         }
         let mut fields = Vec::with_capacity(nfields as usize * 2);
-        for i in 0..nfields as usize {
-            let field = if same {
-                master_fields[i].clone()
-            } else {
-                it.next().map(Item::to_bytes).ok_or_else(bad)?
+        let mut master = master_fields.iter();
+        for _ in 0..nfields {
+            let field = match master.next() {
+                Some(f) if same => f.clone(),
+                _ => it.next().map(Item::to_bytes).ok_or_else(bad)?,
             };
             fields.push(field);
             fields.push(it.next().map(Item::to_bytes).ok_or_else(bad)?);

@@ -23,8 +23,11 @@ fn length(p: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
+/// A field and its value, borrowed from the zipmap.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// The field/value pairs of a zipmap, validated.
-pub fn parse(zm: &[u8]) -> Result<Vec<(&[u8], &[u8])>, RdbError> {
+pub fn parse(zm: &[u8]) -> Result<Vec<Pair<'_>>, RdbError> {
     let bad = || RdbError::bad("invalid zipmap");
     let declared = usize::from(*zm.first().ok_or_else(bad)?);
     let slice = |from: usize, n: usize| from.checked_add(n).and_then(|to| zm.get(from..to));
