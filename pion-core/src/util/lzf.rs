@@ -71,15 +71,8 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
             if op >= max_out {
                 return None;
             }
-            lit += 1;
-            out[op] = input[ip];
-            op += 1;
+            copy_literal(&mut out, &mut op, &mut lit, input[ip]);
             ip += 1;
-            if lit == MAX_LIT {
-                out[op - lit - 1] = (lit - 1) as u8;
-                lit = 0;
-                op += 1;
-            }
             continue;
         }
         let off = ip - candidate - 1;
@@ -121,21 +114,26 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     if op + 3 > max_out {
         return None;
     }
-    while ip < n {
-        lit += 1;
-        out[op] = input[ip];
-        op += 1;
-        ip += 1;
-        if lit == MAX_LIT {
-            out[op - lit - 1] = (lit - 1) as u8;
-            lit = 0;
-            op += 1;
-        }
+    for &b in &input[ip..] {
+        copy_literal(&mut out, &mut op, &mut lit, b);
     }
     out[op - lit - 1] = lit.wrapping_sub(1) as u8;
     op -= usize::from(lit == 0);
     out.truncate(op);
     Some(out)
+}
+
+/// Appends one literal byte to the open run, closing the run (its control byte is
+/// `lit - 1`) and opening the next when it reaches [`MAX_LIT`].
+fn copy_literal(out: &mut [u8], op: &mut usize, lit: &mut usize, b: u8) {
+    *lit += 1;
+    out[*op] = b;
+    *op += 1;
+    if *lit == MAX_LIT {
+        out[*op - *lit - 1] = (*lit - 1) as u8;
+        *lit = 0;
+        *op += 1;
+    }
 }
 
 /// How many bytes at `ip` repeat those at `from` (at least 3, which the caller

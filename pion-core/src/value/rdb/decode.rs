@@ -85,12 +85,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
         }
         t @ (types::ZSET_ZIPLIST | types::ZSET_LISTPACK) => {
             let blob = r.string()?;
-            let items = if t == types::ZSET_LISTPACK {
-                listpack::parse(&blob)?
-            } else {
-                ziplist::parse(&blob)?
-            };
-            zset_from_pairs(&items, limits)?
+            zset_from_pairs(&compact(&blob, t == types::ZSET_LISTPACK)?, limits)?
         }
         types::HASH => {
             let n = r.count(2)?;
@@ -118,12 +113,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
         }
         t @ (types::HASH_ZIPLIST | types::HASH_LISTPACK) => {
             let blob = r.string()?;
-            let items = if t == types::HASH_LISTPACK {
-                listpack::parse(&blob)?
-            } else {
-                ziplist::parse(&blob)?
-            };
-            hash_from_pairs(&items, limits)?
+            hash_from_pairs(&compact(&blob, t == types::HASH_LISTPACK)?, limits)?
         }
         t @ (types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3) => {
             Value::Stream(Box::new(stream::decode(r, t)?))
@@ -131,6 +121,15 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
         types::MODULE_2 => module::decode(r)?,
         _ => return Err(RdbError::bad("unknown object type")),
     })
+}
+
+/// The elements of a listpack, or of a ziplist (the encoding before Redis 7.0).
+fn compact(blob: &[u8], is_listpack: bool) -> Result<Vec<Item<'_>>, RdbError> {
+    if is_listpack {
+        listpack::parse(blob)
+    } else {
+        ziplist::parse(blob)
+    }
 }
 
 /// The empty set Redis starts from: an intset for a small set whose first member is
@@ -153,13 +152,8 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Result<Value, RdbError> {
             // A plain node: one element as it is.
             1 => l.push(End::Right, blob.into_owned()),
             2 => {
-                let items = if v2 {
-                    listpack::parse(&blob)?
-                } else {
-                    ziplist::parse(&blob)?
-                };
                 // Empty nodes are skipped, as Redis skips them.
-                for item in items {
+                for item in compact(&blob, v2)? {
                     l.push(End::Right, item.to_bytes());
                 }
             }

@@ -124,8 +124,7 @@ impl Writer {
 
 /// Reads an RDB object without trusting any length in it.
 pub(super) struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    bytes: crate::util::codec::Reader<'a>,
     /// The longest string a decoded element may be (`proto-max-bulk-len`).
     max_string: usize,
 }
@@ -139,24 +138,18 @@ enum Len {
 impl<'a> Reader<'a> {
     pub(super) fn new(buf: &'a [u8], max_string: usize) -> Reader<'a> {
         Reader {
-            buf,
-            pos: 0,
+            bytes: crate::util::codec::Reader::new(buf),
             max_string,
         }
     }
 
     /// Bytes not read yet.
     pub(super) fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.bytes.remaining()
     }
 
     pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], RdbError> {
-        if self.remaining() < n {
-            return Err(RdbError::bad("truncated"));
-        }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
+        self.bytes.take(n).map_err(|m| RdbError::bad(m.0))
     }
 
     fn array<const N: usize>(&mut self) -> Result<[u8; N], RdbError> {
