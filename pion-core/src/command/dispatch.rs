@@ -612,7 +612,7 @@ fn count_call(
     let spec = resolved.spec;
     engine.operator().after_command(
         client,
-        argv,
+        &crate::command::handlers::dump::shown_args(spec, argv),
         elapsed.as_micros() as u64,
         spec.has(super::flags::SKIP_SLOWLOG),
         spec.has(super::flags::FAST),

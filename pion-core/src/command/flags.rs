@@ -72,6 +72,10 @@ pub const NAMESPACE_KEYS: u64 = 1 << 47;
 /// nothing; everything else (scripts, pauses, `COMMAND INFO`) sees a read.
 pub const MAY_MODIFY: u64 = 1 << 48;
 
+/// Internal: `MONITOR` and the slow log show the password after `AUTH` and the user
+/// and password after `AUTH2` as `(redacted)` (`MIGRATE`, as Redis redacts them).
+pub const REDACTS_MIGRATE_AUTH: u64 = 1 << 49;
+
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[
     (WRITE, "write"),

@@ -31,28 +31,33 @@ use crate::server::outbound::Cached;
 use crate::util::num::parse_i64;
 
 /// `MIGRATE`'s row of the command table.
-pub(super) const SPEC: CommandSpec =
-    CommandSpec::new("migrate", -6, WRITE | DANGEROUS, Group::Keyspace, migrate)
-        .key_specs(&[
-            KeySpecDoc::range(&["RW", "access", "delete"], 3, 0, 1, 0),
-            KeySpecDoc {
-                notes: "",
-                flags: &["RW", "access", "delete", "incomplete"],
-                begin: BeginSearch::Keyword("KEYS", -2),
-                find: FindKeys::Range {
-                    lastkey: -1,
-                    keystep: 1,
-                    limit: 0,
-                },
-            },
-        ])
-        .tips(&["nondeterministic_output"])
-        .keys(3, 3, 1)
-        .movable(migrate_keys)
-        .doc(
-            "Atomically transfer a key from a Redis instance to another one.",
-            "2.6.0",
-        );
+pub(super) const SPEC: CommandSpec = CommandSpec::new(
+    "migrate",
+    -6,
+    WRITE | DANGEROUS | REDACTS_MIGRATE_AUTH,
+    Group::Keyspace,
+    migrate,
+)
+.key_specs(&[
+    KeySpecDoc::range(&["RW", "access", "delete"], 3, 0, 1, 0),
+    KeySpecDoc {
+        notes: "",
+        flags: &["RW", "access", "delete", "incomplete"],
+        begin: BeginSearch::Keyword("KEYS", -2),
+        find: FindKeys::Range {
+            lastkey: -1,
+            keystep: 1,
+            limit: 0,
+        },
+    },
+])
+.tips(&["nondeterministic_output"])
+.keys(3, 3, 1)
+.movable(migrate_keys)
+.doc(
+    "Atomically transfer a key from a Redis instance to another one.",
+    "2.6.0",
+);
 
 /// The longest reply line read from the target.
 const MAX_LINE: usize = 64 * 1024;
@@ -77,6 +82,35 @@ fn migrate_keys(argv: &[Vec<u8>]) -> OpResult<Vec<usize>> {
         j += 1;
     }
     Ok(vec![3])
+}
+
+/// The arguments as `MONITOR` and the slow log show them: a command flagged
+/// [`REDACTS_MIGRATE_AUTH`] without its `AUTH`/`AUTH2` credentials, any other as sent.
+pub(crate) fn shown_args<'a>(
+    spec: &CommandSpec,
+    argv: &'a [Vec<u8>],
+) -> std::borrow::Cow<'a, [Vec<u8>]> {
+    if !spec.has(REDACTS_MIGRATE_AUTH) {
+        return std::borrow::Cow::Borrowed(argv);
+    }
+    let mut shown = argv.to_vec();
+    let mut j = 6;
+    while j < shown.len() {
+        let secrets = if is_kw(&shown[j], "auth") {
+            1
+        } else if is_kw(&shown[j], "auth2") {
+            2
+        } else if is_kw(&shown[j], "keys") {
+            break;
+        } else {
+            0
+        };
+        for s in shown.iter_mut().skip(j + 1).take(secrets) {
+            *s = b"(redacted)".to_vec();
+        }
+        j += 1 + secrets;
+    }
+    std::borrow::Cow::Owned(shown)
 }
 
 /// What the command was asked to do.

@@ -8,6 +8,8 @@
 
 mod migrate;
 
+pub(crate) use migrate::shown_args;
+
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
 use crate::command::handlers::util::is_kw;

@@ -92,3 +92,47 @@ fn restore_errors_come_in_redis_order() {
     assert_eq!(run_bytes(&e, &args), Reply::ok());
     assert_eq!(run(&e, &["EXISTS", "k"]), Reply::Integer(0));
 }
+
+#[test]
+fn migrate_credentials_are_redacted_where_commands_are_shown() {
+    let spec = crate::command::table()
+        .get(b"migrate")
+        .expect("in the table");
+    let argv: Vec<Vec<u8>> = [
+        "MIGRATE", "h", "1", "", "0", "100", "COPY", "AUTH", "pw", "AUTH2", "u", "p", "KEYS",
+        "AUTH", "k",
+    ]
+    .iter()
+    .map(|a| a.as_bytes().to_vec())
+    .collect();
+    let shown = super::shown_args(spec, &argv);
+    let words: Vec<&str> = shown
+        .iter()
+        .map(|a| std::str::from_utf8(a).expect("text"))
+        .collect();
+    assert_eq!(
+        words,
+        [
+            "MIGRATE",
+            "h",
+            "1",
+            "",
+            "0",
+            "100",
+            "COPY",
+            "AUTH",
+            "(redacted)",
+            "AUTH2",
+            "(redacted)",
+            "(redacted)",
+            "KEYS",
+            "AUTH",
+            "k"
+        ]
+    );
+    let get = crate::command::table().get(b"get").expect("in the table");
+    assert!(matches!(
+        super::shown_args(get, &argv),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
