@@ -267,6 +267,65 @@ proptest! {
     }
 }
 
+/// A stream from arbitrary appends (ids increasing), deletions, and a group.
+fn any_stream() -> impl Strategy<Value = StreamValue> {
+    let entry = (
+        1u64..4,
+        0u64..3,
+        proptest::collection::vec((0u8..4, any::<u16>()), 1..4),
+    );
+    (
+        proptest::collection::vec(entry, 1..150),
+        proptest::collection::vec(any::<prop::sample::Index>(), 0..20),
+    )
+        .prop_map(|(entries, deletions)| {
+            let mut s = StreamValue::new();
+            let limits = crate::value::stream::NodeLimits {
+                max_entries: 10,
+                max_bytes: 300,
+            };
+            let mut id = StreamId::new(1, 0);
+            let mut ids = Vec::new();
+            for (dms, seq, fields) in entries {
+                id = StreamId::new(id.ms + dms, seq);
+                let f: Fields = fields
+                    .iter()
+                    .flat_map(|(k, v)| [vec![b'f', b'0' + k], v.to_string().into_bytes()])
+                    .collect::<Vec<_>>()
+                    .into_boxed_slice();
+                s.append(id, f, limits);
+                ids.push(id);
+            }
+            for d in deletions {
+                s.delete(ids[d.index(ids.len())]);
+            }
+            let mut g = crate::value::stream::ConsumerGroup::new(ids[0], 1);
+            g.create_consumer(b"c", 5);
+            g.deliver(ids[ids.len() / 2], b"c", 9);
+            s.groups.insert(b"g".to_vec(), g);
+            s
+        })
+}
+
+proptest! {
+    #[test]
+    fn streams_round_trip(s in any_stream()) {
+        let back = round_trip(&Value::Stream(Box::new(s.clone())));
+        let b = back.as_stream().expect("stream");
+        let all = |s: &StreamValue| s.range(StreamId::MIN, StreamId::MAX, false).map(|(id, f)| (id, f.clone())).collect::<Vec<_>>();
+        prop_assert_eq!(all(&s), all(b));
+        prop_assert_eq!(&s.groups, &b.groups);
+        prop_assert_eq!((s.last_id, s.first_id, s.max_deleted, s.entries_added), (b.last_id, b.first_id, b.max_deleted, b.entries_added));
+    }
+
+    #[test]
+    fn json_documents_round_trip(text in r#"\{"[a-z]{1,4}":(\[(-?[0-9]{1,3}(\.[0-9])?,?){0,4}\]|"[a-z ]{0,30}"|true|null)\}"#) {
+        let Ok(root) = crate::value::json::parse(text.replace(",]", "]").as_bytes()) else { return Ok(()); };
+        let v = Value::Json(Box::new(crate::value::JsonValue::new(root)));
+        prop_assert_eq!(round_trip(&v), v);
+    }
+}
+
 #[test]
 fn list_end_pushes_keep_order() {
     let mut l = ListValue::new();
