@@ -62,6 +62,53 @@ const EOF: u8 = 0xFF;
 /// The element count that means "count them".
 const COUNT_UNKNOWN: u16 = u16::MAX;
 
+/// The size of a back-length for an entry of `len` bytes.
+fn backlen_size(len: usize) -> usize {
+    match len {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2_097_150 => 3,
+        2_097_151..=268_435_454 => 4,
+        _ => 5,
+    }
+}
+
+/// The bytes an integer entry takes in a listpack (back-length included).
+pub fn int_size(v: i64) -> usize {
+    let size = if (0..=127).contains(&v) {
+        1
+    } else if (-4096..=4095).contains(&v) {
+        2
+    } else if i16::try_from(v).is_ok() {
+        3
+    } else if (-(1 << 23)..(1 << 23)).contains(&v) {
+        4
+    } else if i32::try_from(v).is_ok() {
+        5
+    } else {
+        9
+    };
+    size + 1
+}
+
+/// The bytes a string entry takes in a listpack as `lpAppend` stores it (a canonical
+/// integer as an integer; back-length included).
+pub fn element_size(s: &[u8]) -> usize {
+    if let Some(v) = crate::util::num::parse_i64(s) {
+        return int_size(v);
+    }
+    let header = match s.len() {
+        0..=63 => 1,
+        64..=4095 => 2,
+        _ => 5,
+    };
+    let size = header + s.len();
+    size + backlen_size(size)
+}
+
+/// A listpack's header and end byte.
+pub const OVERHEAD: usize = HEADER + 1;
+
 /// A listpack being built.
 #[derive(Debug, Clone)]
 pub struct Builder {
@@ -78,17 +125,7 @@ impl Default for Builder {
 /// Writes the back-length of an entry of `len` bytes.
 fn push_backlen(out: &mut Vec<u8>, len: usize) {
     let l = len as u64;
-    let groups = if l <= 127 {
-        1
-    } else if l < 16383 {
-        2
-    } else if l < 2_097_151 {
-        3
-    } else if l < 268_435_455 {
-        4
-    } else {
-        5
-    };
+    let groups = backlen_size(len) as u32;
     for g in (0..groups).rev() {
         let bits = ((l >> (7 * g)) & 127) as u8;
         out.push(if g == groups - 1 { bits } else { bits | 128 });
@@ -317,6 +354,20 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn sizes_match_what_is_built(items in proptest::collection::vec(prop_oneof![
+            any::<i64>().prop_map(|v| v.to_string().into_bytes()),
+            proptest::collection::vec(any::<u8>(), 0..5000),
+        ], 0..10)) {
+            let mut b = Builder::new();
+            let mut want = OVERHEAD;
+            for s in &items {
+                b.push(s);
+                want += element_size(s);
+            }
+            prop_assert_eq!(b.finish().len(), want);
+        }
+
         #[test]
         fn round_trips(items in proptest::collection::vec(prop_oneof![
             any::<i64>().prop_map(|v| v.to_string().into_bytes()),

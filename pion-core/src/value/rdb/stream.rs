@@ -14,7 +14,7 @@
 //! | 21 (Redis 7.2) | as 19; each consumer also has its active time |
 //!
 //! Pion keeps no deleted entries inside its nodes, so it writes each node compacted:
-//! its live entries, the first one's fields as the master fields.
+//! its live entries under its master fields, with no deleted count.
 
 use super::listpack::{self, Builder, Item};
 use super::wire::{Reader, Writer};
@@ -52,7 +52,7 @@ pub(super) fn encode(s: &StreamValue, w: &mut Writer) {
     w.len(s.node_count() as u64);
     for node in s.nodes() {
         w.string(&id_key(node.key));
-        w.string(&node_listpack(node.key, node.entries));
+        w.string(&node_listpack(node.key, node.master, node.entries));
     }
     w.len(s.len());
     for id in [s.last_id, s.first_id, s.max_deleted] {
@@ -85,12 +85,9 @@ pub(super) fn encode(s: &StreamValue, w: &mut Writer) {
 }
 
 /// The listpack of one node's live entries, laid out as `XADD` lays them out.
-fn node_listpack(master: StreamId, entries: &[(StreamId, Fields)]) -> Vec<u8> {
+fn node_listpack(master: StreamId, names: &Fields, entries: &[(StreamId, Fields)]) -> Vec<u8> {
     let mut b = Builder::new();
-    let master_fields: Vec<&[u8]> = entries
-        .first()
-        .map(|(_, f)| f.iter().step_by(2).map(Vec::as_slice).collect())
-        .unwrap_or_default();
+    let master_fields: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
     b.push_int(entries.len() as i64);
     b.push_int(0);
     b.push_int(master_fields.len() as i64);
@@ -129,6 +126,7 @@ fn node_listpack(master: StreamId, entries: &[(StreamId, Fields)]) -> Vec<u8> {
 
 /// One node read back: its live entries, deleted count and last id.
 struct LoadedNode {
+    master: Fields,
     entries: Vec<(StreamId, Fields)>,
     deleted: usize,
     last: StreamId,
@@ -206,6 +204,7 @@ fn parse_node(master: StreamId, lp: &[u8]) -> Result<LoadedNode, RdbError> {
         return Err(bad());
     }
     Ok(LoadedNode {
+        master: master_fields.into_boxed_slice(),
         entries,
         deleted: deleted as usize,
         last: last.ok_or_else(bad)?,
@@ -231,7 +230,15 @@ pub(super) fn decode(r: &mut Reader<'_>, t: u8) -> Result<StreamValue, RdbError>
             // A node of deleted entries only: nothing of it is left to keep.
             continue;
         }
-        if !s.restore_node(master, node.entries, node.deleted, node.last, lp.len()) {
+        let fields = Some(node.master);
+        if !s.restore_node(
+            master,
+            node.entries,
+            node.deleted,
+            node.last,
+            fields,
+            lp.len(),
+        ) {
             return Err(RdbError::bad("stream nodes out of order"));
         }
     }
