@@ -264,3 +264,60 @@ fn restored_and_migrated_keys_survive_sigkill() {
     assert_eq!(integer(&c.cmd(&["EXISTS", "gone"])), 0);
     assert!(integer(&c.cmd(&["PTTL", "s"])) > 0);
 }
+
+/// A key another client changes while MIGRATE waits for its target stays (and keeps
+/// the new value); the key that did not change leaves. The target here is a stand-in
+/// that answers only when told to.
+#[test]
+fn a_key_changed_during_the_round_trip_stays() {
+    use std::io::{Read, Write};
+    let source = PionServer::start(2);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel::<()>();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let target = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().expect("accept");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // SELECT and two RESTOREs: wait until both keys' commands arrived.
+        while got.windows(7).filter(|w| w == b"RESTORE").count() < 2 {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "the source hung up");
+            got.extend_from_slice(&buf[..n]);
+        }
+        seen_tx.send(()).expect("notify");
+        go_rx.recv().expect("go");
+        s.write_all(b"+OK\r\n+OK\r\n+OK\r\n").expect("reply");
+        got
+    });
+    let mut a = Client::connect(source.port).expect("source");
+    let mut b = Client::connect(source.port).expect("source");
+    ok(&mut a, &["MSET", "stay", "old", "go", "v"]);
+    // One connection per worker thread: `a` runs MIGRATE, `b` writes meanwhile.
+    let migrating = std::thread::spawn(move || {
+        let r = a.cmd(&[
+            "MIGRATE",
+            "127.0.0.1",
+            &port,
+            "",
+            "0",
+            "5000",
+            "KEYS",
+            "stay",
+            "go",
+        ]);
+        (a, r)
+    });
+    seen_rx.recv().expect("the target saw the commands");
+    ok(&mut b, &["SET", "stay", "new"]);
+    go_tx.send(()).expect("go");
+    let (_a, reply) = migrating.join().expect("migrate");
+    assert_eq!(line(&reply), "+OK");
+    assert_eq!(line(&b.cmd(&["GET", "stay"])), "\"new\"");
+    assert_eq!(integer(&b.cmd(&["EXISTS", "go"])), 0);
+    let sent = target.join().expect("target");
+    assert!(sent.starts_with(
+        b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*4\r\n$7\r\nRESTORE\r\n$4\r\nstay\r\n$1\r\n0\r\n"
+    ));
+}

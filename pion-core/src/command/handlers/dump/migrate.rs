@@ -211,18 +211,21 @@ fn migrate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             Some(at) => (at - now).max(1),
             None => 0,
         };
-        let changed = Arc::new(AtomicBool::new(false));
-        ctx.watches().watch(db, key, &changed);
         items.push(Item {
             key: key.clone(),
             ttl_ms,
             payload,
-            changed,
+            changed: Arc::new(AtomicBool::new(false)),
         });
     }
     ctx.log_as(Vec::new());
     if items.is_empty() {
         return Ok(Reply::status("NOKEY"));
+    }
+    // From here on a change to a key by another client marks it (the last step
+    // unwatches them all).
+    for item in &items {
+        ctx.watches().watch(db, &item.key, &item.changed);
     }
     ctx.detour = Some(Box::new(move |engine: &Engine| -> Resume {
         let outcome = transfer(engine, &req, &items, now);
