@@ -59,11 +59,69 @@ pub enum OpError {
     Stream(StreamError),
     /// A `JSON.*` command's error (RedisJSON's texts in [`JsonError::text`]).
     Json(JsonError),
+    /// A `DUMP`/`RESTORE`/`MIGRATE` error (Redis's texts in [`DumpError::text`]).
+    Dump(DumpError),
     /// The disk refused the log (or did before, and the engine has not healed): the
     /// failure, as `durability` describes it.
     DiskFailed(String),
     /// Any other error, with its complete wire text (prefix included).
     Custom(Cow<'static, str>),
+}
+
+/// Why `RESTORE` or `MIGRATE` failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DumpError {
+    /// `RESTORE` without `REPLACE` of a key that exists.
+    BusyKey,
+    /// A payload too short, of a newer RDB version, or with a wrong checksum.
+    BadPayload,
+    /// A payload whose body does not decode.
+    BadData,
+    /// A negative time to live.
+    InvalidTtl,
+    /// A negative `IDLETIME`.
+    InvalidIdletime,
+    /// A `FREQ` outside 0–255.
+    InvalidFreq,
+    /// `MIGRATE … KEYS` with a key argument that is not empty.
+    KeysWithKey,
+    /// `MIGRATE` could not connect to the target in time.
+    Connect,
+    /// `MIGRATE` lost the target or timed out (`true`: while writing).
+    Io {
+        /// Whether it failed writing (else reading).
+        writing: bool,
+    },
+    /// The target answered an error (its text, without the `-`).
+    Target(String),
+}
+
+impl DumpError {
+    /// Redis's text for the error.
+    pub fn text(&self) -> Cow<'static, str> {
+        let b = Cow::Borrowed;
+        match self {
+            DumpError::BusyKey => b("BUSYKEY Target key name already exists."),
+            DumpError::BadPayload => b("ERR DUMP payload version or checksum are wrong"),
+            DumpError::BadData => b("ERR Bad data format"),
+            DumpError::InvalidTtl => b("ERR Invalid TTL value, must be >= 0"),
+            DumpError::InvalidIdletime => b("ERR Invalid IDLETIME value, must be >= 0"),
+            DumpError::InvalidFreq => b("ERR Invalid FREQ value, must be >= 0 and <= 255"),
+            DumpError::KeysWithKey => b("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"),
+            DumpError::Connect => b("IOERR error or timeout connecting to the client"),
+            DumpError::Io { writing: true } => b("IOERR error or timeout writing to target instance"),
+            DumpError::Io { writing: false } => b("IOERR error or timeout reading to target instance"),
+            DumpError::Target(text) => Cow::Owned(sanitize(format!(
+                "ERR Target instance replied with error: {text}"
+            ))),
+        }
+    }
+}
+
+impl From<DumpError> for OpError {
+    fn from(e: DumpError) -> OpError {
+        OpError::Dump(e)
+    }
 }
 
 /// Why a geo command's arguments were refused.
@@ -434,6 +492,7 @@ impl OpError {
             OpError::Geo(e) => e.text(),
             OpError::Stream(e) => e.text(),
             OpError::Json(e) => e.text(),
+            OpError::Dump(e) => e.text(),
             OpError::WrongArity(name) => Cow::Owned(format!(
                 "ERR wrong number of arguments for '{name}' command"
             )),

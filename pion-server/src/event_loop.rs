@@ -126,6 +126,8 @@ impl Server {
             stop: Arc::new(AtomicBool::new(false)),
             wakers: Arc::new(Mutex::new(Vec::new())),
         };
+        // MIGRATE reaches other servers over TCP.
+        engine.set_dialer(Arc::new(crate::dialer::TcpDialer));
         Server {
             engine,
             listeners,

@@ -11,6 +11,7 @@ pub mod busy_pump;
 pub mod cli;
 pub mod connection;
 pub mod debug_console;
+pub mod dialer;
 pub mod event_loop;
 pub mod output;
 pub mod resp;

@@ -156,8 +156,14 @@ fn key_access(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Vec<(usiz
                 .key_specs
                 .iter()
                 .all(|k| matches!(k.begin, BeginSearch::Index(_)));
+            // A key the command's own finder placed takes the flags of the spec it
+            // belongs to (`SORT src … STORE dst`: the source reads, the destination
+            // writes), as Redis's finders flag them.
             let (read, write) = match by_index {
                 Some((_, k)) if all_indexed => needs(k.flags),
+                _ if spec.keys.find.is_some() && !spec.key_specs.is_empty() => needs(
+                    crate::command::introspect::flags_of_found_key(spec, argv, pos),
+                ),
                 _ => union,
             };
             (pos, read, write)

@@ -26,7 +26,23 @@ pub struct Ctx<'a> {
     /// (`SMOVE`'s destination that already held the member): their watchers and
     /// tracking clients are not told, as Redis signals only keys it modified.
     pub unmodified_keys: Vec<usize>,
+    /// Work the command still has to do with none of its shards locked (`MIGRATE`'s
+    /// round trip to its target): see [`Detour`].
+    pub detour: Option<Detour>,
 }
+
+/// How a command finishes once its [`Detour`] is done: run like a handler, under the
+/// command's shard locks again, at the command's time.
+pub type Resume =
+    Box<dyn FnOnce(&mut Ctx<'_>, &[Vec<u8>]) -> crate::error::OpResult<crate::reply::Reply>>;
+
+/// Work a command does with no shard locked, such as network I/O, set by its
+/// handler: the dispatcher releases the locks when the handler returns (its reply is
+/// dropped), runs this, locks the same keys again and finishes the command with the
+/// [`Resume`] it returns (whose reply, log effect and key changes are the command's).
+/// The execution gate stays held throughout, so a transaction or script around the
+/// command stays whole.
+pub type Detour = Box<dyn FnOnce(&Engine) -> Resume>;
 
 /// What a write command leaves in the write-ahead log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +67,7 @@ impl<'a> Ctx<'a> {
             ks,
             effect: Effect::AsSent,
             unmodified_keys: Vec::new(),
+            detour: None,
         }
     }
 

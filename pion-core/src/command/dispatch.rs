@@ -430,7 +430,18 @@ fn run_resolved(
         let no_touch = ctx.client.no_touch && spec.name != "touch";
         ctx.ks.set_no_touch(no_touch);
         ctx.ks.set_lfu(engine.lfu_policy());
-        let result = run_handler(&mut ctx, spec, argv, &keys);
+        let mut result = run_handler(&mut ctx, spec, argv, &keys, spec.handler);
+        if let Some(detour) = ctx.detour.take() {
+            // Outside the locks (the handler changed nothing), then under them again.
+            ctx.ks = engine.keyspace().lock(&LockSet::None, now);
+            let resume = detour(engine);
+            ctx.ks = lock_keys(engine, spec, argv, &keys, now);
+            ctx.ks.set_no_touch(no_touch);
+            ctx.ks.set_lfu(engine.lfu_policy());
+            ctx.effect = Effect::AsSent;
+            ctx.unmodified_keys.clear();
+            result = run_handler(&mut ctx, spec, argv, &keys, resume);
+        }
         if spec.has(super::flags::WRITE | super::flags::MAY_MODIFY) {
             log_effect(&mut ctx, spec, argv, &result, now);
         }
@@ -491,6 +502,7 @@ fn run_handler(
     spec: &CommandSpec,
     argv: &[Vec<u8>],
     keys: &[usize],
+    handler: impl FnOnce(&mut Ctx<'_>, &[Vec<u8>]) -> OpResult<Reply>,
 ) -> OpResult<Reply> {
     let write = spec.has(super::flags::WRITE | super::flags::MAY_MODIFY);
     let watched_before = if write {
@@ -498,7 +510,7 @@ fn run_handler(
     } else {
         Vec::new()
     };
-    let result = (spec.handler)(ctx, argv);
+    let result = handler(ctx, argv);
     if spec.has(super::flags::NOOP_ON_ZERO) && matches!(result, Ok(Reply::Integer(0))) {
         ctx.effect = Effect::Nothing;
     }
@@ -600,7 +612,7 @@ fn count_call(
     let spec = resolved.spec;
     engine.operator().after_command(
         client,
-        argv,
+        &crate::command::handlers::dump::shown_args(spec, argv),
         elapsed.as_micros() as u64,
         spec.has(super::flags::SKIP_SLOWLOG),
         spec.has(super::flags::FAST),

@@ -40,6 +40,9 @@ pub const MOVABLE_KEYS: u64 = 1 << 17;
 pub const ALLOW_BUSY: u64 = 1 << 18;
 /// Implemented by a module in Redis (vector sets).
 pub const MODULE: u64 = 1 << 19;
+/// Runs on a cluster node for a slot being imported when the client sent `ASKING`
+/// (`RESTORE-ASKING`).
+pub const ASKING: u64 = 1 << 20;
 /// In `@dangerous` (for commands that are not admin but still dangerous).
 pub const DANGEROUS: u64 = 1 << 40;
 /// In `@keyspace` in addition to its group.
@@ -69,6 +72,10 @@ pub const NAMESPACE_KEYS: u64 = 1 << 47;
 /// nothing; everything else (scripts, pauses, `COMMAND INFO`) sees a read.
 pub const MAY_MODIFY: u64 = 1 << 48;
 
+/// Internal: `MONITOR` and the slow log show the password after `AUTH` and the user
+/// and password after `AUTH2` as `(redacted)` (`MIGRATE`, as Redis redacts them).
+pub const REDACTS_MIGRATE_AUTH: u64 = 1 << 49;
+
 /// Flag names in the order `COMMAND INFO` lists them.
 pub const NAMES: &[(u64, &str)] = &[
     (WRITE, "write"),
@@ -83,6 +90,7 @@ pub const NAMES: &[(u64, &str)] = &[
     (STALE, "stale"),
     (SKIP_MONITOR, "skip_monitor"),
     (SKIP_SLOWLOG, "skip_slowlog"),
+    (ASKING, "asking"),
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     // MAY_REPLICATE is left out: Redis hides it from COMMAND INFO on purpose.

@@ -413,7 +413,15 @@ fn keys_with_flags(args: &[Vec<u8>]) -> OpResult<Vec<(usize, KeyFlags)>> {
         .key_specs
         .iter()
         .any(|k| k.flags.contains(&"variable_flags"));
-    let from_specs = if variable {
+    // A spec marked incomplete cannot be trusted to find every key (MIGRATE's KEYS):
+    // the command's own finder answers, as in Redis.
+    let incomplete = spec
+        .key_specs
+        .iter()
+        .any(|k| k.flags.contains(&"incomplete"));
+    let from_specs = if incomplete {
+        None
+    } else if variable {
         variable_flag_keys(spec, args)
     } else {
         keys_from_specs(spec, args)
@@ -464,7 +472,7 @@ fn variable_flag_keys(spec: &CommandSpec, args: &[Vec<u8>]) -> Option<Vec<(usize
 /// that starts at its position (by index or after its keyword), else of the last one
 /// whose start is unknown (the trailing keyword's: `SORT … STORE dst` is `OW update`,
 /// as Redis's own finder flags it), else of the first.
-fn flags_of_found_key(spec: &CommandSpec, args: &[Vec<u8>], pos: usize) -> KeyFlags {
+pub(crate) fn flags_of_found_key(spec: &CommandSpec, args: &[Vec<u8>], pos: usize) -> KeyFlags {
     let specs = spec.key_specs;
     let starts_here = specs.iter().find(|k| match k.begin {
         BeginSearch::Index(i) => usize::try_from(i).is_ok_and(|i| i == pos),

@@ -459,6 +459,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         hll::COMMANDS,
         geo::COMMANDS,
         keys::COMMANDS,
+        dump::COMMANDS,
         hashes::COMMANDS,
         lists::COMMANDS,
         sets::COMMANDS,

@@ -99,8 +99,9 @@ pub(crate) fn after_command(
         && !spec.has(flags::SKIP_MONITOR)
         && !spec.has(flags::ADMIN)
     {
+        let shown = crate::command::handlers::dump::shown_args(spec, argv);
         hub.monitors
-            .feed(client, argv, spec.has(flags::REDACTS_AUTH));
+            .feed(client, &shown, spec.has(flags::REDACTS_AUTH));
     }
 }
 

@@ -91,8 +91,8 @@ macro_rules! compat_table {
 }
 
 compat_table! {
-    ("rdbcompression", [], "yes", Check::YesNo, RDB),
-    ("rdbchecksum", [], "yes", Check::YesNo, "snapshots are always checksummed (CRC32C per section)"),
+    ("rdbchecksum", [], "yes", Check::YesNo, "snapshots are always checksummed (CRC32C per section), DUMP payloads always carry their CRC-64"),
+    ("sanitize-dump-payload", [], "no", Check::OneOf(&["no", "yes", "clients"]), "RESTORE always validates a payload in full, as Redis's `yes` does (doc/dump.md)"),
     ("dbfilename", [], "dump.rdb", Check::Text, RDB),
     ("rdb-del-sync-files", [], "no", Check::YesNo, RDB),
     ("stop-writes-on-bgsave-error", [], "yes", Check::YesNo, "writes stop when the write-ahead log fails, whatever snapshots do"),
@@ -193,7 +193,7 @@ mod tests {
         let mut v = ConfigValues::default();
         let p = COMPAT_PARAMS
             .iter()
-            .find(|p| p.name == "rdbcompression")
+            .find(|p| p.name == "rdbchecksum")
             .expect("row");
         assert_eq!((p.get)(&v), "yes");
         let set = p.set.expect("settable");

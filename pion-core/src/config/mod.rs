@@ -79,13 +79,15 @@ pub struct ConfigValues {
     /// `maxmemory-policy`.
     pub maxmemory_policy: MaxmemoryPolicy,
     /// `list-max-listpack-size` (and `list-compress-depth`): Redis's quicklist node size
-    /// and compression. Pion's lists are one deque with no nodes, so these tune
-    /// nothing; they are kept so configurations and tools that set them still work.
+    /// and compression. Pion's lists are one deque with no nodes: these shape only the
+    /// nodes a list's `DUMP` payload is split into, as Redis would have filled them.
     pub list_max_listpack_size: i64,
     /// See `list_max_listpack_size`.
     pub list_compress_depth: i64,
     /// Compact-encoding thresholds.
     pub limits: EncodingLimits,
+    /// `rdbcompression`: `DUMP` payloads LZF-compress strings longer than 20 bytes.
+    pub rdbcompression: bool,
     /// `hll-sparse-max-bytes`: the longest a sparse HyperLogLog grows before it turns
     /// dense.
     pub hll_sparse_max_bytes: u64,
@@ -174,6 +176,7 @@ impl Default for ConfigValues {
             list_max_listpack_size: -2,
             list_compress_depth: 0,
             limits: EncodingLimits::default(),
+            rdbcompression: true,
             hll_sparse_max_bytes: 3000,
             threads: 1,
             appendonly: false,

@@ -491,6 +491,15 @@ pub static PARAMS: &[Param] = &[
         }),
     },
     Param {
+        name: "rdbcompression",
+        aliases: &[],
+        get: |c| if c.rdbcompression { "yes" } else { "no" }.into(),
+        set: Some(|c, v| {
+            c.rdbcompression = parse_yes_no(v)?;
+            Ok(())
+        }),
+    },
+    Param {
         name: "protected-mode",
         aliases: &[],
         get: |c| if c.protected_mode { "yes" } else { "no" }.into(),

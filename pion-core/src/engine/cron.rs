@@ -27,6 +27,7 @@ pub(super) fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                 .wall_at_epoch_us
                 .store(now_us - since, Ordering::Relaxed);
             let paused = inner.cron_paused.load(Ordering::Relaxed);
+            inner.links.close_idle(now_us / 1000);
             if !paused && inner.pubsub.tracking.active() {
                 let max = inner.config.with(|c| c.tracking_table_max_keys);
                 inner

@@ -112,6 +112,10 @@ pub(crate) struct EngineInner {
     cron_paused: std::sync::atomic::AtomicBool,
     /// `DEBUG SET-DISABLE-DENY-SCRIPTS 1`: scripts may call `NOSCRIPT` commands.
     scripts_deny_disabled: std::sync::atomic::AtomicBool,
+    /// How the engine connects to other servers (`MIGRATE`), handed in by its host.
+    dialer: std::sync::OnceLock<Arc<dyn crate::server::outbound::Dialer>>,
+    /// `MIGRATE`'s connections, kept by `host:port`.
+    links: crate::server::outbound::LinkCache,
 }
 
 /// A handle to an engine; cheap to clone, shared by every thread.
@@ -255,6 +259,22 @@ impl Engine {
         &self.inner.gate
     }
 
+    /// Hands the engine the way it connects to other servers (`MIGRATE`'s targets);
+    /// the first one handed in stays. `pion-server` hands in a TCP dialer.
+    pub fn set_dialer(&self, dialer: Arc<dyn crate::server::outbound::Dialer>) {
+        let _ = self.inner.dialer.set(dialer);
+    }
+
+    /// How the engine connects to other servers, if it was handed a way.
+    pub fn dialer(&self) -> Option<&Arc<dyn crate::server::outbound::Dialer>> {
+        self.inner.dialer.get()
+    }
+
+    /// `MIGRATE`'s cached connections.
+    pub fn links(&self) -> &crate::server::outbound::LinkCache {
+        &self.inner.links
+    }
+
     /// Turns the background expiry cycle on or off (keys still expire when accessed).
     pub fn set_active_expire(&self, on: bool) {
         self.inner.active_expire.store(on, Ordering::Relaxed);
@@ -388,6 +408,8 @@ impl Engine {
             active_expire: std::sync::atomic::AtomicBool::new(true),
             cron_paused: std::sync::atomic::AtomicBool::new(false),
             scripts_deny_disabled: std::sync::atomic::AtomicBool::new(false),
+            dialer: std::sync::OnceLock::new(),
+            links: crate::server::outbound::LinkCache::default(),
         });
         let engine = Engine { inner };
         let search = engine.inner.search.clone();

@@ -4,10 +4,7 @@
 //! captures a shard, and `DEBUG`'s digests reuse them.
 
 use crate::util::codec::{put_bytes, put_i64, put_u32, put_u64, DecodeError, Malformed, Reader};
-use crate::value::vset::{Element, Stored, VQuant};
-use crate::value::{
-    EncodingLimits, HashValue, ListValue, SetValue, Value, VectorSetValue, ZSetValue,
-};
+use crate::value::{EncodingLimits, HashValue, ListValue, SetValue, Value, ZSetValue};
 
 use super::Entry;
 
@@ -62,7 +59,7 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
         }
         Value::VectorSet(v) => {
             out.push(TYPE_VSET);
-            encode_vset(v, out);
+            crate::value::vset::codec::encode(v, out);
         }
         Value::Stream(s) => {
             out.push(TYPE_STREAM);
@@ -73,98 +70,6 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
             crate::value::json::codec::encode(&j.root, out);
         }
     }
-}
-
-/// A vector set's parameters and elements, vectors as stored (codes stay codes).
-fn encode_vset(v: &VectorSetValue, out: &mut Vec<u8>) {
-    put_u32(out, v.dim() as u32);
-    out.push(match v.quant() {
-        VQuant::NoQuant => 0,
-        VQuant::Q8 => 1,
-        VQuant::Bin => 2,
-    });
-    put_u32(out, v.m() as u32);
-    put_u32(out, v.projection().map_or(0, |p| p.input as u32));
-    put_u32(out, v.len() as u32);
-    for (label, e) in v.elements() {
-        put_u64(out, label);
-        put_bytes(out, &e.name);
-        put_u32(out, e.norm.to_bits());
-        match &e.attr {
-            Some(a) => {
-                out.push(1);
-                put_bytes(out, a);
-            }
-            None => out.push(0),
-        }
-        match &e.vector {
-            Stored::F32(x) => x.iter().for_each(|c| put_u32(out, c.to_bits())),
-            Stored::Q8 { codes, range } => {
-                put_u32(out, range.to_bits());
-                let codes: Vec<u8> = codes.iter().map(|&c| c as u8).collect();
-                put_bytes(out, &codes);
-            }
-            Stored::Bin(bits) => bits.iter().for_each(|w| put_u64(out, *w)),
-        }
-    }
-    put_bytes(out, &v.graph_bytes());
-}
-
-fn decode_vset(r: &mut Reader<'_>) -> Result<Value, Malformed> {
-    let dim = r.u32()? as usize;
-    let quant = match r.u8()? {
-        0 => VQuant::NoQuant,
-        1 => VQuant::Q8,
-        2 => VQuant::Bin,
-        _ => return Err(Malformed("unknown vector quantization")),
-    };
-    let m = r.u32()? as usize;
-    let input = r.u32()? as usize;
-    if dim == 0
-        || dim > 65536
-        || input > 65536
-        || input * dim > crate::value::vset::MAX_PROJECTION_CELLS
-        || !(4..=4096).contains(&m)
-    {
-        return Err(Malformed("bad vector set parameters"));
-    }
-    let n = r.count(17)?;
-    let mut v = VectorSetValue::restore(dim, quant, m, (input > 0).then_some(input));
-    let f32_at = |r: &mut Reader<'_>| r.u32().map(f32::from_bits);
-    for _ in 0..n {
-        let label = r.u64()?;
-        let name = r.bytes()?.to_vec();
-        let norm = f32_at(r)?;
-        let attr = match r.u8()? {
-            0 => None,
-            1 => Some(r.bytes()?.to_vec()),
-            _ => return Err(Malformed("bad attribute flag")),
-        };
-        let vector = match quant {
-            VQuant::NoQuant => Stored::F32((0..dim).map(|_| f32_at(r)).collect::<Result<_, _>>()?),
-            VQuant::Q8 => {
-                let range = f32_at(r)?;
-                let codes = r.bytes()?.iter().map(|&c| c as i8).collect();
-                Stored::Q8 { codes, range }
-            }
-            VQuant::Bin => Stored::Bin(
-                (0..dim.div_ceil(64))
-                    .map(|_| r.u64())
-                    .collect::<Result<_, _>>()?,
-            ),
-        };
-        let e = Element {
-            name,
-            vector,
-            norm,
-            attr,
-        };
-        if !v.restore_element_at(label, e) {
-            return Err(Malformed("bad vector set element"));
-        }
-    }
-    v.restore_graph(r.bytes()?);
-    Ok(Value::VectorSet(Box::new(v)))
 }
 
 /// Encodes one value as a snapshot entry and decodes it again (tests of value types).
@@ -244,7 +149,7 @@ pub(crate) fn decode_entry(
             }
             Value::ZSet(Box::new(z))
         }
-        TYPE_VSET => decode_vset(r)?,
+        TYPE_VSET => Value::VectorSet(Box::new(crate::value::vset::codec::decode(r)?)),
         TYPE_STREAM => Value::Stream(Box::new(super::dump_stream::decode_stream(r)?)),
         TYPE_JSON => {
             let root = crate::value::json::codec::decode(r)?;

@@ -94,7 +94,7 @@ pub(super) fn decode_stream(r: &mut Reader<'_>) -> Result<StreamValue, Malformed
                 .into_boxed_slice();
             entries.push((eid, fields));
         }
-        if !s.restore_node(key, entries, deleted, last, bytes) {
+        if !s.restore_node(key, entries, deleted, last, None, bytes) {
             return Err(Malformed("stream nodes out of order"));
         }
     }

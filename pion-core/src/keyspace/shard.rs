@@ -118,6 +118,18 @@ impl Entry {
         self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(counter);
     }
 
+    /// Sets the access data as if the key was last accessed `idle_secs` ago
+    /// (`RESTORE … IDLETIME`, under an LRU or no policy).
+    pub(crate) fn set_idle(&mut self, idle_secs: u64, now_ms: i64) {
+        let idle = u32::try_from(idle_secs).unwrap_or(u32::MAX);
+        self.lru_secs = lru_clock(now_ms).wrapping_sub(idle);
+    }
+
+    /// Sets the LFU counter (`RESTORE … FREQ`, under an LFU policy).
+    pub(crate) fn set_lfu_counter(&mut self, counter: u8, now_ms: i64) {
+        self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(counter);
+    }
+
     /// Starts LFU tracking for a new key.
     pub(crate) fn lfu_init(&mut self, now_ms: i64) {
         self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(LFU_INIT_VAL);

@@ -1,13 +1,15 @@
 //! Utilities with no knowledge of the engine: Redis's number formats and parsers,
-//! glob matching, the log, byte codecs and the clock. Every other layer may use them;
+//! glob matching, the log, byte codecs (with Redis's CRC-64 and LZF) and the clock. Every other layer may use them;
 //! they use nothing of the crate above this folder.
 
 pub mod clock;
 pub mod codec;
+pub mod crc64;
 pub mod dtoa;
 pub mod geohash;
 pub mod glob;
 pub mod log;
 pub(crate) mod long_double;
+pub mod lzf;
 pub mod num;
 pub(crate) mod strtod;

@@ -360,6 +360,22 @@ impl ZSetValue {
         z
     }
 
+    /// A sorted set restored with the encoding its payload chose (`listpack` whatever
+    /// its members' lengths, as Redis loads a listpack); `None` when a member repeats.
+    /// A listpack stores a zero score as the integer 0, so -0 becomes 0 there.
+    pub fn restored(members: Vec<(Vec<u8>, f64)>, listpack: bool) -> Option<ZSetValue> {
+        let mut z = ZSetValue::new();
+        z.listpack = listpack;
+        for (member, score) in members {
+            let score = if listpack && score == 0.0 { 0.0 } else { score };
+            if z.scores.insert(member.clone(), score).is_some() {
+                return None;
+            }
+            z.order.insert(ScoredMember { score, member });
+        }
+        Some(z)
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
         self.scores.len()

@@ -206,6 +206,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
             for (name, value) in crate::command::pubsub::info_fields(e) {
                 line(name, &value);
             }
+            line("migrate_cached_sockets", &e.links().len());
             let tracking = e.pubsub().tracking.stats();
             line("tracking_total_keys", &tracking.keys);
             line("tracking_total_items", &tracking.items);

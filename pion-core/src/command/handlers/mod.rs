@@ -6,6 +6,7 @@ pub mod attend;
 pub mod cluster;
 pub mod connection;
 pub mod debug;
+pub mod dump;
 pub mod geo;
 pub mod hashes;
 pub mod hll;

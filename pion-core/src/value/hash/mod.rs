@@ -39,6 +39,19 @@ impl HashValue {
         }
     }
 
+    /// A hash restored with the encoding its payload chose: `listpack` keeps the
+    /// pairs in their order, whatever their sizes (as Redis loads a listpack). The
+    /// caller has checked that the fields are distinct.
+    pub fn restored(pairs: Vec<(Vec<u8>, Vec<u8>)>, listpack: bool) -> HashValue {
+        let mut h = HashValue {
+            repr: Repr::Listpack(pairs),
+        };
+        if !listpack {
+            h.convert();
+        }
+        h
+    }
+
     /// Number of fields.
     pub fn len(&self) -> usize {
         match &self.repr {

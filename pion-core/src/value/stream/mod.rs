@@ -3,9 +3,12 @@
 //!
 //! # Representation
 //!
-//! Entries live in *nodes* of up to `stream-node-max-entries` entries (and about
-//! `stream-node-max-bytes` bytes), each keyed in a B-tree by the id of the first
-//! entry it ever held, as Redis keys its listpacks in a radix tree. `XADD` appends to
+//! Entries live in *nodes* of up to `stream-node-max-entries` entries and
+//! `stream-node-max-bytes` bytes, each keyed in a B-tree by the id of the first
+//! entry it ever held, as Redis keys its listpacks in a radix tree. A node keeps
+//! the exact size its listpack would have in Redis (its master entry, every entry's
+//! record, deleted ones too: [`crate::value::rdb::listpack`]'s sizes), so nodes open
+//! where Redis's do, whatever the entries' sizes, and a stream's `DUMP` is Redis's. `XADD` appends to
 //! the last node (or opens a new one) in O(log n); a range read seeks the node that
 //! holds its start and walks forward or back; `XDEL` finds the entry by binary search
 //! in its node. The node layout is observable, so it copies Redis's: `MAXLEN ~` and
@@ -22,6 +25,8 @@
 
 pub mod group;
 mod id;
+
+use crate::value::rdb::listpack;
 
 use std::collections::BTreeMap;
 
@@ -55,17 +60,78 @@ impl Default for NodeLimits {
 /// The most a node's listpack may hold in Redis (1 GiB).
 const LISTPACK_MAX_SIZE: usize = 1 << 30;
 
-/// One node: live entries in id order, a count of deleted ones, and the id of the
-/// last entry it ever held.
+/// One node: live entries in id order, a count of deleted ones, the id of the last
+/// entry it ever held, the field names of the first one (Redis's master entry), and
+/// the bytes its entries (deleted ones too) take in Redis's listpack.
 #[derive(Debug, Clone, PartialEq)]
 struct Node {
     entries: Vec<(StreamId, Fields)>,
     deleted: usize,
     last: StreamId,
-    bytes: usize,
+    master: Fields,
+    records: usize,
 }
 
-/// Estimated listpack bytes of one entry (flags, id deltas, fields, back-length).
+impl Node {
+    /// The size of the node's listpack in Redis (`lpBytes`), which decides when the
+    /// next node opens: header and end, the master entry, every entry's record.
+    fn bytes(&self) -> usize {
+        listpack::OVERHEAD
+            + master_size(self.entries.len(), self.deleted, &self.master)
+            + self.records
+    }
+}
+
+/// The master entry's size: live and deleted counts, the field count, the fields, a 0.
+fn master_size(live: usize, deleted: usize, master: &[Vec<u8>]) -> usize {
+    listpack::int_size(live as i64)
+        + listpack::int_size(deleted as i64)
+        + listpack::int_size(master.len() as i64)
+        + master
+            .iter()
+            .map(|f| listpack::element_size(f))
+            .sum::<usize>()
+        + listpack::int_size(0)
+}
+
+/// The size of one entry's record in a node keyed `key` with these master fields:
+/// flags, the id's deltas, the fields (or only the values when they are the
+/// master's), the record's element count.
+fn record_size(key: StreamId, master: &[Vec<u8>], id: StreamId, fields: &[Vec<u8>]) -> usize {
+    let n = fields.len() / 2;
+    let same = n == master.len() && fields.iter().step_by(2).zip(master).all(|(a, b)| a == b);
+    let ms = listpack::int_size(id.ms.wrapping_sub(key.ms) as i64);
+    let seq = listpack::int_size(id.seq.wrapping_sub(key.seq) as i64);
+    let values: usize = fields
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|v| listpack::element_size(v))
+        .sum();
+    let count = if same { n + 3 } else { 2 * n + 4 };
+    let mut size = listpack::int_size(0) + ms + seq + values + listpack::int_size(count as i64);
+    if !same {
+        size += listpack::int_size(n as i64)
+            + fields
+                .iter()
+                .step_by(2)
+                .map(|f| listpack::element_size(f))
+                .sum::<usize>();
+    }
+    size
+}
+
+/// Field names of an entry.
+fn names(fields: &[Vec<u8>]) -> Fields {
+    fields
+        .iter()
+        .step_by(2)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into_boxed_slice()
+}
+
+/// Estimated heap bytes of one entry.
 fn entry_bytes(fields: &[Vec<u8>]) -> usize {
     fields.iter().map(|f| f.len() + 2).sum::<usize>() + 8
 }
@@ -81,7 +147,9 @@ pub struct NodeView<'a> {
     pub deleted: usize,
     /// The last id it ever held.
     pub last: StreamId,
-    /// Its estimated size, which decides when the next node opens.
+    /// The field names of its master entry (its first entry's).
+    pub master: &'a Fields,
+    /// Its size in Redis's listpack, which decides when the next node opens.
     pub bytes: usize,
 }
 
@@ -146,31 +214,34 @@ impl StreamValue {
     /// Appends an entry with id `id`, which must be greater than `last_id`
     /// (the caller checks); opens a node when the last one is full.
     pub fn append(&mut self, id: StreamId, fields: Fields, limits: NodeLimits) {
-        let size = entry_bytes(&fields);
+        // Redis compares the node's listpack size plus the new entry's raw length.
+        let raw: usize = fields.iter().map(Vec::len).sum();
         let max_bytes = if limits.max_bytes == 0 || limits.max_bytes > LISTPACK_MAX_SIZE {
             LISTPACK_MAX_SIZE
         } else {
             limits.max_bytes
         };
         let fits = self.nodes.values().next_back().is_some_and(|n| {
-            n.bytes + size < max_bytes
+            n.bytes() + raw < max_bytes
                 && (limits.max_entries == 0 || n.entries.len() + n.deleted < limits.max_entries)
         });
         if fits {
-            if let Some((_, node)) = self.nodes.iter_mut().next_back() {
+            if let Some((&key, node)) = self.nodes.iter_mut().next_back() {
+                node.records += record_size(key, &node.master, id, &fields);
                 node.entries.push((id, fields));
                 node.last = id;
-                node.bytes += size;
             }
         } else {
-            let master: usize = fields.iter().step_by(2).map(|f| f.len() + 2).sum::<usize>() + 16;
+            let master = names(&fields);
+            let records = record_size(id, &master, id, &fields);
             self.nodes.insert(
                 id,
                 Node {
                     entries: vec![(id, fields)],
                     deleted: 0,
                     last: id,
-                    bytes: master + size,
+                    master,
+                    records,
                 },
             );
         }
@@ -382,18 +453,21 @@ impl StreamValue {
             entries: &n.entries,
             deleted: n.deleted,
             last: n.last,
-            bytes: n.bytes,
+            master: &n.master,
+            bytes: n.bytes(),
         })
     }
 
-    /// Restores a node read from a snapshot; returns false when it does not follow
-    /// the nodes before it in order.
+    /// Restores a node read from a snapshot or a payload; returns false when it does
+    /// not follow the nodes before it in order. `master`: its master entry's field
+    /// names (`None`: its first live entry's); `bytes`: its listpack's size.
     pub fn restore_node(
         &mut self,
         key: StreamId,
         entries: Vec<(StreamId, Fields)>,
         deleted: usize,
         last: StreamId,
+        master: Option<Fields>,
         bytes: usize,
     ) -> bool {
         let ordered = entries.windows(2).all(|w| w[0].0 < w[1].0)
@@ -404,13 +478,16 @@ impl StreamValue {
             return false;
         }
         self.length += entries.len() as u64;
+        let master = master.unwrap_or_else(|| names(&entries[0].1));
+        let fixed = listpack::OVERHEAD + master_size(entries.len(), deleted, &master);
         self.nodes.insert(
             key,
             Node {
                 entries,
                 deleted,
                 last,
-                bytes,
+                master,
+                records: bytes.saturating_sub(fixed),
             },
         );
         true

@@ -15,6 +15,7 @@
 //! alone, so replaying the log (or loading a snapshot) rebuilds the same projection;
 //! it is not Redis's matrix, so projected vectors differ from Redis's.
 
+pub mod codec;
 mod stored;
 
 pub use stored::{normalize, Element, Hit, Projection, Stored, VQuant, MAX_PROJECTION_CELLS};
