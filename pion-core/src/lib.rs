@@ -34,6 +34,7 @@ pub mod vector;
 pub mod acl;
 pub mod clients;
 pub mod config;
+pub mod embed;
 pub mod evict;
 pub mod index;
 pub mod monitor;
