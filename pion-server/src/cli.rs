@@ -29,6 +29,7 @@ enum Opt {
     KvBudget,
     KvCache,
     KvCachePort,
+    EmbedModel,
     Help,
     Version,
 }
@@ -57,6 +58,7 @@ const FLAGS: &[Flag] = &[
     Flag { name: "--kv-budget", takes_value: true, opt: Opt::KvBudget, topic: "Prompt cache", help: "bytes of K/V blocks kept (K/M/G suffixes; default 0: no limit); least recently used leaf blocks are evicted beyond it" },
     Flag { name: "--kvcache", takes_value: true, opt: Opt::KvCache, topic: "Prompt cache", help: "on (default): serve the binary lane for bulk K/V on --kvcache-port; off: RESP only" },
     Flag { name: "--kvcache-port", takes_value: true, opt: Opt::KvCachePort, topic: "Prompt cache", help: "port of the binary lane (default: --port + 1)" },
+    Flag { name: "--embed-model", takes_value: true, opt: Opt::EmbedModel, topic: "AI", help: "a sentence-transformers model folder (config.json, model.safetensors, tokenizer.json; e.g. all-MiniLM-L6-v2) that AI.EMBED and AI.SEMANTIC_CACHE embed with; loaded at start-up, never downloaded" },
     Flag { name: "--threads", takes_value: true, opt: Opt::Threads, topic: "Performance", help: "worker threads serving clients; all share one keyspace (default 1)" },
     Flag { name: "--help", takes_value: false, opt: Opt::Help, topic: "General", help: "print this help" },
     Flag { name: "--version", takes_value: false, opt: Opt::Version, topic: "General", help: "print the version" },
@@ -128,6 +130,8 @@ pub struct ServeOptions {
     pub pidfile: Option<String>,
     /// `always-show-logo`: log the start-up banner.
     pub show_logo: bool,
+    /// `--embed-model`: the sentence model's folder.
+    pub embed_model: Option<std::path::PathBuf>,
 }
 
 /// What the command line asked for.
@@ -250,6 +254,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
     let mut appendonly: Option<bool> = None;
     let mut kvcache = true;
     let mut kvcache_port: Option<u16> = None;
+    let mut embed_model: Option<std::path::PathBuf> = None;
     let mut durability = DurabilityOptions::new("");
     let mut users = Vec::new();
     let mut pidfile = None;
@@ -346,6 +351,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
                             .ok_or_else(|| format!("--kvcache takes on or off, got '{value}'"))?
                     }
                     Opt::KvCachePort => kvcache_port = Some(parse_num(name, &value)?),
+                    Opt::EmbedModel => embed_model = Some(value.clone().into()),
                     Opt::Databases => {
                         cfg.databases = parse_num(name, &value)?;
                         if cfg.databases == 0 || cfg.databases > 1_000_000 {
@@ -467,6 +473,7 @@ pub fn parse(args: &[String], env_pass: Option<String>) -> Result<Command, Strin
         users,
         pidfile,
         show_logo,
+        embed_model,
     })))
 }
 

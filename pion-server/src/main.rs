@@ -101,6 +101,26 @@ fn main() -> ExitCode {
     };
     let threads = cfg.threads;
     let port = cfg.port;
+    // The sentence model first: a folder that does not load stops the start-up
+    // before the data directory is touched.
+    let embedder = match &opts.embed_model {
+        Some(dir) => match pion_core::embed::open(dir) {
+            Ok(service) => {
+                log_notice!(
+                    "embedding model {} loaded ({} dimensions, {} tokens)",
+                    service.model(),
+                    service.dim(),
+                    service.max_tokens()
+                );
+                Some(std::sync::Arc::new(service))
+            }
+            Err(e) => {
+                log_warning!("Cannot load the --embed-model folder: {e}");
+                return ExitCode::from(1);
+            }
+        },
+        None => None,
+    };
     let options = EngineOptions {
         config: cfg.clone(),
         ..EngineOptions::default()
@@ -128,6 +148,9 @@ fn main() -> ExitCode {
             Engine::in_memory(options)
         }
     };
+    if let Some(service) = embedder {
+        engine.set_embedder(service);
+    }
     if let Err(e) = pion_server::startup::prepare(&engine, &opts) {
         log_warning!("{e}");
         return ExitCode::from(1);

@@ -95,6 +95,14 @@ const EXEMPT: &[(&str, &str)] = &[
     ("attend.view", "Pion-only: pion-core prefix::attend tests"),
     ("attend.query", "Pion-only: pion-core prefix::attend tests"),
     ("attend.drop", "Pion-only: pion-core prefix::attend tests"),
+    // Sentence embeddings and the semantic cache: held to sentence-transformers'
+    // vectors (embed_model.rs) and driven over the wire (semantic_cache.rs).
+    ("ai.embed", "Pion-only: tests/tests/semantic_cache.rs"),
+    ("ai.semantic_cache|set", "Pion-only: tests/tests/semantic_cache.rs"),
+    ("ai.semantic_cache|get", "Pion-only: tests/tests/semantic_cache.rs"),
+    ("ai.semantic_cache|del", "Pion-only: tests/tests/semantic_cache.rs"),
+    ("ai.semantic_cache|flush", "Pion-only: tests/tests/semantic_cache.rs"),
+    ("ai.semantic_cache|info", "Pion-only: tests/tests/semantic_cache.rs"),
 ];
 
 /// Commands used by the core corpus and the search (Redis 8) corpus.

@@ -83,7 +83,12 @@ pub fn categories(spec: &CommandSpec) -> Vec<&'static str> {
         Group::Transaction => on[idx("transaction")] = true,
         Group::Scripting => on[idx("scripting")] = true,
         Group::PubSub | Group::Cluster => {}
-        Group::Server | Group::PrefixCache | Group::Search | Group::VectorSet | Group::Json => {}
+        Group::Server
+        | Group::PrefixCache
+        | Group::Search
+        | Group::VectorSet
+        | Group::Json
+        | Group::Ai => {}
     }
     let rules: &[(u64, &str)] = &[
         (flags::KEYSPACE, "keyspace"),

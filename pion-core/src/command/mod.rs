@@ -84,6 +84,8 @@ pub enum Group {
     /// Cluster commands (`CLUSTER`: Pion answers them as a server without cluster
     /// support does).
     Cluster,
+    /// Sentence embeddings and the semantic cache (`AI.*`), Pion's own.
+    Ai,
 }
 
 impl Group {
@@ -109,6 +111,7 @@ impl Group {
             Group::Transaction => "transactions",
             Group::PubSub => "pubsub",
             Group::Cluster => "cluster",
+            Group::Ai => "ai",
         }
     }
 }
@@ -474,6 +477,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         attend::COMMANDS,
         search::COMMANDS,
         vsets::COMMANDS,
+        ai::COMMANDS,
         json::COMMANDS,
         acl::COMMANDS,
         pubsub::COMMANDS,

@@ -114,6 +114,9 @@ pub(crate) struct EngineInner {
     scripts_deny_disabled: std::sync::atomic::AtomicBool,
     /// How the engine connects to other servers (`MIGRATE`), handed in by its host.
     dialer: std::sync::OnceLock<Arc<dyn crate::server::outbound::Dialer>>,
+    /// The sentence encoder behind `AI.EMBED` and the semantic cache, handed in by
+    /// whoever runs the engine.
+    embedder: std::sync::OnceLock<Arc<crate::embed::EmbedService>>,
     /// `MIGRATE`'s connections, kept by `host:port`.
     links: crate::server::outbound::LinkCache,
 }
@@ -270,6 +273,17 @@ impl Engine {
         self.inner.dialer.get()
     }
 
+    /// Hands in the sentence encoder `AI.EMBED` and `AI.SEMANTIC_CACHE` use; the
+    /// first one handed in stays. `pion-server --embed-model DIR` loads one.
+    pub fn set_embedder(&self, embedder: Arc<crate::embed::EmbedService>) {
+        let _ = self.inner.embedder.set(embedder);
+    }
+
+    /// The sentence encoder, if one was handed in.
+    pub fn embedder(&self) -> Option<&Arc<crate::embed::EmbedService>> {
+        self.inner.embedder.get()
+    }
+
     /// `MIGRATE`'s cached connections.
     pub fn links(&self) -> &crate::server::outbound::LinkCache {
         &self.inner.links
@@ -409,6 +423,7 @@ impl Engine {
             cron_paused: std::sync::atomic::AtomicBool::new(false),
             scripts_deny_disabled: std::sync::atomic::AtomicBool::new(false),
             dialer: std::sync::OnceLock::new(),
+            embedder: std::sync::OnceLock::new(),
             links: crate::server::outbound::LinkCache::default(),
         });
         let engine = Engine { inner };

@@ -29,6 +29,7 @@ const ALL_EXTRA: &[&str] = &[
     "prompt_cache",
     "attention",
     "search",
+    "ai",
 ];
 
 /// The `INFO [section …]` handler.
@@ -327,6 +328,28 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                     .graphs_rebuilt
                     .load(std::sync::atomic::Ordering::Relaxed),
             );
+        }
+        "ai" => {
+            header!("# AI");
+            match e.embedder() {
+                None => line("embedding_model", &""),
+                Some(s) => {
+                    let st = s.stats();
+                    let n = |c: &std::sync::atomic::AtomicU64| {
+                        c.load(std::sync::atomic::Ordering::Relaxed)
+                    };
+                    line("embedding_model", &s.model());
+                    line("embedding_dim", &s.dim());
+                    line("embedding_max_tokens", &s.max_tokens());
+                    line("embed_requests", &n(&st.requests));
+                    line("embed_texts", &n(&st.texts));
+                    line("embed_batches", &n(&st.batches));
+                    line("embed_tokens", &n(&st.tokens));
+                    line("embed_busy_usec", &n(&st.busy_us));
+                    line("semantic_cache_hits", &n(&st.cache_hits));
+                    line("semantic_cache_misses", &n(&st.cache_misses));
+                }
+            }
         }
         "keyspace" => {
             header!("# Keyspace");

@@ -2,6 +2,7 @@
 //! of the command table, next to the handlers it names.
 
 pub mod acl;
+pub mod ai;
 pub mod attend;
 pub mod cluster;
 pub mod connection;
