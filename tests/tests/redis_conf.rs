@@ -74,7 +74,7 @@ fn redis_conf_with_log_file_unix_socket_save_schedule_and_debug() {
     );
     // loglevel verbose: each directive kept for compatibility says it changes nothing.
     assert!(
-        logged.contains("'rdbcompression' is kept for compatibility and changes nothing"),
+        logged.contains("'activerehashing' is kept for compatibility and changes nothing"),
         "{logged}"
     );
     // Redis's line format: pid:role day month year time level message.

@@ -192,7 +192,7 @@ fn main() {
         (
             "GEOSEARCH 20 km COUNT 10",
             50,
-            10,
+            100,
             &[
                 "GEOSEARCH",
                 "geo",

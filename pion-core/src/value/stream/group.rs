@@ -129,17 +129,14 @@ impl ConsumerGroup {
     }
 
     /// Estimated heap size.
+    ///
+    /// It runs after every write to the stream, so it walks the consumers only, never
+    /// the pending entries: each pending entry is in its consumer's list and holds
+    /// that consumer's name, so a consumer with `n` entries stands for `n` of them.
     pub fn mem_usage(&self) -> usize {
-        let pel = self
-            .pel
-            .values()
-            .map(|p| p.consumer.len() + 48)
-            .sum::<usize>();
-        let consumers = self
-            .consumers
+        self.consumers
             .iter()
-            .map(|(n, c)| n.len() + 48 + c.pel.len() * 24)
-            .sum::<usize>();
-        pel + consumers
+            .map(|(n, c)| n.len() + 48 + c.pel.len() * (24 + n.len() + 48))
+            .sum::<usize>()
     }
 }

@@ -63,3 +63,34 @@ fn deletes_keep_tombstone_bookkeeping() {
     assert!(s.range_has_tombstones(StreamId::MIN, None));
     assert_eq!(s.estimate_distance(StreamId::new(3, 0)), 3);
 }
+
+#[test]
+fn a_groups_size_counts_every_pending_entry_without_walking_them() {
+    use super::group::ConsumerGroup;
+    let mut g = ConsumerGroup::new(StreamId::MIN, 0);
+    g.create_consumer(b"alice", 1);
+    g.create_consumer(b"bob-the-consumer", 1);
+    for seq in 1..=300u64 {
+        let id = StreamId { ms: 1, seq };
+        let who: &[u8] = if seq % 3 == 0 {
+            b"alice"
+        } else {
+            b"bob-the-consumer"
+        };
+        g.deliver(id, who, 5);
+    }
+    // Some move to another consumer, some are acknowledged.
+    for seq in (1..=300u64).step_by(7) {
+        g.reassign(StreamId { ms: 1, seq }, b"alice");
+    }
+    for seq in (2..=300u64).step_by(11) {
+        g.ack(StreamId { ms: 1, seq });
+    }
+    // What walking the pending list entry by entry gives.
+    let walked: usize = g.pel.values().map(|p| p.consumer.len() + 48).sum::<usize>()
+        + g.consumers
+            .iter()
+            .map(|(n, c)| n.len() + 48 + c.pel.len() * 24)
+            .sum::<usize>();
+    assert_eq!(g.mem_usage(), walked);
+}
