@@ -10,7 +10,7 @@ use pion_core::durability::DurabilityOptions;
 use pion_core::{Engine, EngineOptions};
 use pion_server::{Server, StopHandle};
 
-use crate::resp::Client;
+use crate::resp::{Client, RespValue};
 
 /// A fresh, empty directory under the system's temporary directory.
 pub fn unique_dir(prefix: &str) -> std::path::PathBuf {
@@ -32,6 +32,22 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or(0)
+}
+
+/// Whether the server on `port` is the process `pid` (its `INFO server` says so).
+fn serves_pid(port: u16, pid: u32) -> bool {
+    let Ok(mut c) = Client::connect(port) else {
+        return false;
+    };
+    let Ok((reply, _)) = c.call(&["INFO", "server"]) else {
+        return false;
+    };
+    let text = match reply {
+        RespValue::Bulk(_, Some(b)) => String::from_utf8_lossy(&b).into_owned(),
+        _ => return false,
+    };
+    text.lines()
+        .any(|l| l.trim() == format!("process_id:{pid}"))
 }
 
 fn wait_ready(port: u16) -> bool {
@@ -121,10 +137,14 @@ impl RedisServer {
                     )
                 });
             let mut server = RedisServer { port, child, dir };
-            if wait_ready(port) {
+            // A port handed out twice (free_port releases it before the server binds)
+            // leaves this process unbound while another server answers: the reply
+            // must come from the process started here.
+            if wait_ready(port) && serves_pid(port, server.child.id()) {
                 return server;
             }
             let _ = server.child.kill();
+            let _ = server.child.wait();
         }
         panic!("redis-server did not become ready");
     }

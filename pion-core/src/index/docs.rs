@@ -103,10 +103,13 @@ impl DocSet {
 pub enum FieldIndex {
     /// Text: term → documents, and each document's tokens in order (for phrases).
     Text {
-        /// Postings.
+        /// Postings: words and `+stem`s alike.
         terms: BTreeMap<Vec<u8>, DocSet>,
         /// Tokens of each document, in order.
         tokens: HashMap<u64, Vec<Vec<u8>>>,
+        /// The `+stem`s indexed beside a document's words, each with its word's
+        /// position (none for a `NOSTEM` field).
+        stems: HashMap<u64, Vec<(u32, Vec<u8>)>>,
     },
     /// Tags: tag → documents.
     Tag {
@@ -136,6 +139,7 @@ impl FieldIndex {
             FieldKind::Text { .. } => FieldIndex::Text {
                 terms: BTreeMap::new(),
                 tokens: HashMap::new(),
+                stems: HashMap::new(),
             },
             FieldKind::Tag { .. } => FieldIndex::Tag {
                 tags: BTreeMap::new(),
@@ -238,7 +242,7 @@ pub struct Docs {
     pub failures: u64,
     /// The last failure and its key.
     pub last_failure: Option<(String, Vec<u8>)>,
-    /// Terms ever added to text postings (for `FT.INFO num_terms`).
+    /// Distinct terms of each document ever indexed, summed (`FT.INFO num_records`).
     pub records: u64,
     /// Tokens of each text field over all documents, by field position (the average
     /// document length of the BM25 scorers).
@@ -359,18 +363,40 @@ impl Docs {
             })
             .collect();
         self.values.insert(id, values);
+        // RediSearch's records: one per distinct term of a document, whatever the fields.
+        let mut distinct: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
         for (i, p) in parsed.into_iter().enumerate() {
             match (p, &mut self.fields[i]) {
-                (Some(Parsed::Text(toks)), FieldIndex::Text { terms, tokens }) => {
-                    for t in &toks {
+                (
+                    Some(Parsed::Text(toks)),
+                    FieldIndex::Text {
+                        terms,
+                        tokens,
+                        stems,
+                    },
+                ) => {
+                    let stemmed =
+                        matches!(def.fields[i].kind, FieldKind::Text { nostem: false, .. });
+                    let doc_stems: Vec<(u32, Vec<u8>)> = if stemmed {
+                        toks.iter()
+                            .enumerate()
+                            .filter_map(|(p, t)| Some((p as u32, def.language.indexed_stem(t)?)))
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    for t in toks.iter().chain(doc_stems.iter().map(|(_, s)| s)) {
                         terms.entry(t.clone()).or_default().insert(id);
-                        self.records += 1;
+                        distinct.insert(t.clone());
                     }
                     if self.token_totals.len() <= i {
                         self.token_totals.resize(i + 1, 0);
                     }
                     self.token_totals[i] += toks.len() as u64;
                     tokens.insert(id, toks);
+                    if !doc_stems.is_empty() {
+                        stems.insert(id, doc_stems);
+                    }
                 }
                 (Some(Parsed::Tag(vals)), FieldIndex::Tag { tags, of_doc }) => {
                     for t in &vals {
@@ -387,6 +413,7 @@ impl Docs {
                 _ => {}
             }
         }
+        self.records += distinct.len() as u64;
     }
 
     /// Removes the document of `key`, if any; returns whether there was one.
@@ -399,12 +426,20 @@ impl Docs {
         self.live.remove(id);
         for (i, field) in self.fields.iter_mut().enumerate() {
             match field {
-                FieldIndex::Text { terms, tokens } => {
+                FieldIndex::Text {
+                    terms,
+                    tokens,
+                    stems,
+                } => {
                     let toks = tokens.remove(&id).unwrap_or_default();
                     if let Some(total) = self.token_totals.get_mut(i) {
                         *total = total.saturating_sub(toks.len() as u64);
                     }
-                    for t in toks {
+                    let doc_stems = stems.remove(&id).unwrap_or_default();
+                    for t in toks
+                        .into_iter()
+                        .chain(doc_stems.into_iter().map(|(_, s)| s))
+                    {
                         if let Some(set) = terms.get_mut(&t) {
                             set.remove(id);
                             if set.is_empty() {

@@ -5,18 +5,20 @@
 //! Scores follow RediSearch's definitions: a term's frequency in a document counts
 //! each occurrence with its field's weight, a document's length is its weighted token
 //! count, and TF-IDF's idf is `logb(1 + (N + 1) / df)` (a power of two). They
-//! agree with RediSearch's for single-term queries; RediSearch also divides
-//! multi-term scores by a distance ("slop") penalty between the matched terms, which
-//! Pion does not, so their orders may differ there.
+//! agree with RediSearch's, including the distance penalty of multi-term queries
+//! ([`slop`]).
 //!
 //! `INORDER` keeps only documents where each intersection's text terms occur in the
 //! query's order; positions run on across TEXT fields in schema order, as RediSearch
 //! numbers a document's tokens.
 
+mod slop;
+
 use std::collections::HashMap;
 
 use super::docs::{DocSet, Docs, FieldIndex};
 use super::schema::{FieldKind, IndexDef};
+use super::stem::{stem_weight, word_weight};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::vector::SearchOptions;
 
@@ -107,7 +109,11 @@ pub fn evaluate_with(
     };
     m.set = eval(node, &cx, &mut m)?;
     if m.scored {
-        finish_scores(&cx, &mut m);
+        finish_scores(&cx, node, &mut m);
+    } else {
+        // Tags and ranges alone are not ranked (RediSearch's scores for them are not
+        // reproduced): their partial scores go.
+        m.scores.clear();
     }
     Ok(m)
 }
@@ -121,6 +127,9 @@ struct Cx<'a> {
     avg_len: f64,
 }
 
+/// The shortest prefix or suffix a query may expand (RediSearch's `MINPREFIX`).
+const MIN_AFFIX_LEN: usize = 2;
+
 /// BM25's k1, which RediSearch keeps as a C `float` (the scores carry its rounding).
 const K1: f64 = 1.2f32 as f64;
 
@@ -133,7 +142,9 @@ fn average_length(def: &IndexDef, docs: &Docs) -> f64 {
         .iter()
         .enumerate()
         .filter_map(|(i, f)| match f.kind {
-            FieldKind::Text { weight, .. } => Some(weight * docs.token_total(i) as f64),
+            FieldKind::Text { weight, .. } => {
+                Some(word_weight(weight) * docs.token_total(i) as f64)
+            }
             _ => None,
         })
         .sum();
@@ -144,7 +155,9 @@ fn average_length(def: &IndexDef, docs: &Docs) -> f64 {
 fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
     text_fields(cx.def, cx.docs, &FieldScope::All)
         .map(|(weight, index)| match index {
-            FieldIndex::Text { tokens, .. } => weight * tokens.get(&id).map_or(0, Vec::len) as f64,
+            FieldIndex::Text { tokens, .. } => {
+                word_weight(weight) * tokens.get(&id).map_or(0, Vec::len) as f64
+            }
             _ => 0.0,
         })
         .sum()
@@ -156,9 +169,12 @@ fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
 fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
     let mut freq: HashMap<&[u8], f64> = HashMap::new();
     for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        if let FieldIndex::Text { tokens, .. } = index {
+        if let FieldIndex::Text { tokens, stems, .. } = index {
             for t in tokens.get(&id).into_iter().flatten() {
-                *freq.entry(t.as_slice()).or_default() += weight;
+                *freq.entry(t.as_slice()).or_default() += word_weight(weight);
+            }
+            for (_, s) in stems.get(&id).into_iter().flatten() {
+                *freq.entry(s.as_slice()).or_default() += stem_weight(weight);
             }
         }
     }
@@ -172,8 +188,12 @@ fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
 }
 
 /// Turns the summed term scores into the scorer's final document scores.
-fn finish_scores(cx: &Cx<'_>, m: &mut Matches) {
+fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
     let score = cx.def.score;
+    let union_sets = match cx.opts.scorer {
+        Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::Bm25 => slop::union_child_sets(cx, root),
+        _ => Vec::new(),
+    };
     match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm => {
             for (&id, s) in m.scores.iter_mut() {
@@ -182,10 +202,19 @@ fn finish_scores(cx: &Cx<'_>, m: &mut Matches) {
                 } else {
                     doc_len(cx, id)
                 };
-                *s = if norm > 0.0 { score * *s / norm } else { 0.0 };
+                *s = if norm > 0.0 {
+                    score * *s / norm / slop::penalty(cx, root, id, &union_sets)
+                } else {
+                    0.0
+                };
             }
         }
-        Scorer::Bm25 | Scorer::Bm25Std => {
+        Scorer::Bm25 => {
+            for (&id, s) in m.scores.iter_mut() {
+                *s = *s * score / slop::penalty(cx, root, id, &union_sets);
+            }
+        }
+        Scorer::Bm25Std => {
             for s in m.scores.values_mut() {
                 *s *= score;
             }
@@ -227,29 +256,53 @@ fn document_frequency(cx: &Cx<'_>, term: &[u8]) -> usize {
     all.len()
 }
 
+/// A term's frequency in one document: each occurrence, as a word or as a `+stem`,
+/// in any TEXT field, counted with its field's weight. RediSearch keeps one
+/// frequency per term and document, whatever field a query names.
+fn term_frequency(cx: &Cx<'_>, id: u64, term: &[u8]) -> f64 {
+    let mut f = 0.0;
+    for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
+        let FieldIndex::Text { tokens, stems, .. } = index else {
+            continue;
+        };
+        let words = tokens.get(&id).map_or(0, |toks| {
+            toks.iter().filter(|t| t.as_slice() == term).count()
+        });
+        let stemmed = stems.get(&id).map_or(0, |s| {
+            s.iter().filter(|(_, s)| s.as_slice() == term).count()
+        });
+        f += word_weight(weight) * words as f64 + stem_weight(weight) * stemmed as f64;
+    }
+    f
+}
+
 /// Scores one term over the documents of `set` that hold it in a field of `scope`:
-/// its weighted frequency there, through the scorer, added to each document's sum.
+/// its frequency in the document, through the scorer, added to each document's sum.
 fn score_term(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], set: &DocSet, m: &mut Matches) {
     let mut freqs: HashMap<u64, f64> = HashMap::new();
-    for (weight, index) in text_fields(cx.def, cx.docs, scope) {
-        let FieldIndex::Text { terms, tokens } = index else {
+    for (_, index) in text_fields(cx.def, cx.docs, scope) {
+        let FieldIndex::Text { terms, .. } = index else {
             continue;
         };
         let Some(postings) = terms.get(term) else {
             continue;
         };
         for id in postings.iter().filter(|&id| set.contains(id)) {
-            if let Some(toks) = tokens.get(&id) {
-                let tf = toks.iter().filter(|t| t.as_slice() == term).count() as f64;
-                *freqs.entry(id).or_default() += weight * tf;
-            }
+            freqs
+                .entry(id)
+                .or_insert_with(|| term_frequency(cx, id, term));
         }
     }
-    if freqs.is_empty() {
-        return;
+    if !freqs.is_empty() {
+        add_scores(cx, document_frequency(cx, term), freqs, m);
     }
+}
+
+/// Adds each document's score for one term (or tag) of `df` documents, given its
+/// frequency in each.
+fn add_scores(cx: &Cx<'_>, df: usize, freqs: HashMap<u64, f64>, m: &mut Matches) {
     let n = cx.docs.len() as f64;
-    let df = document_frequency(cx, term).max(1) as f64;
+    let df = df.max(1) as f64;
     // RediSearch divides its document table's size, one more than the documents.
     let idf = (1.0 + (n + 1.0) / df).log2().floor();
     for (id, f) in freqs {
@@ -296,7 +349,7 @@ type TokenTest<'a> = Box<dyn Fn(&[u8]) -> bool + 'a>;
 /// in schema order; `None` for nodes without text (tags, numbers, negations…).
 fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
     let (fields, test): (&FieldScope, TokenTest<'_>) = match node {
-        Node::Term { fields, term } => (fields, Box::new(move |t| t == term.as_slice())),
+        Node::Term { fields, term, .. } => (fields, Box::new(move |t| t == term.as_slice())),
         Node::Prefix { fields, prefix } => (fields, Box::new(move |t| t.starts_with(prefix))),
         Node::Suffix { fields, suffix } => (fields, Box::new(move |t| t.ends_with(suffix))),
         Node::Fuzzy {
@@ -325,7 +378,7 @@ fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     let mut base = 0;
     for (i, f) in cx.def.fields.iter().enumerate() {
-        let (FieldKind::Text { .. }, FieldIndex::Text { tokens, .. }) =
+        let (FieldKind::Text { .. }, FieldIndex::Text { tokens, stems, .. }) =
             (&f.kind, &cx.docs.fields[i])
         else {
             continue;
@@ -337,6 +390,15 @@ fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
                     .enumerate()
                     .filter(|(_, t)| test(t))
                     .map(|(p, _)| base + p),
+            );
+            // A `+stem` stands at its word's position.
+            out.extend(
+                stems
+                    .get(&id)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(_, s)| test(s))
+                    .map(|(p, _)| base + *p as usize),
             );
         }
         // Fields follow each other as one stream of words, as RediSearch numbers them.
@@ -419,7 +481,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
     Ok(match node {
         Node::Empty => DocSet::new(),
         Node::MatchAll => docs.all().clone(),
-        Node::Term { fields, term } => {
+        Node::Term { fields, term, .. } => {
             let mut out = DocSet::new();
             for (_, index) in text_fields(def, docs, fields) {
                 if let FieldIndex::Text { terms, .. } = index {
@@ -430,6 +492,12 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             }
             score_terms(cx, fields, [term.as_slice()], &out, m);
             out
+        }
+        // RediSearch's MINPREFIX: shorter prefixes and suffixes match nothing.
+        Node::Prefix { prefix, .. } | Node::Suffix { suffix: prefix, .. }
+            if prefix.len() < MIN_AFFIX_LEN =>
+        {
+            DocSet::new()
         }
         Node::Prefix { fields, prefix } => {
             expand(cx, fields, m, |t| t.starts_with(prefix), Some(prefix))
@@ -452,6 +520,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                 let FieldIndex::Text {
                     terms: postings,
                     tokens,
+                    ..
                 } = index
                 else {
                     continue;
@@ -478,6 +547,8 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             out
         }
         Node::Intersect { children, .. } => {
+            // Children score apart: only documents of the whole intersection keep it.
+            let outer = std::mem::take(&mut m.scores);
             let mut out: Option<DocSet> = None;
             for c in children {
                 let set = eval(c, cx, m)?;
@@ -487,6 +558,11 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                 }
             }
             let mut out = out.unwrap_or_default();
+            for (id, s) in std::mem::replace(&mut m.scores, outer) {
+                if out.contains(id) {
+                    *m.scores.entry(id).or_default() += s;
+                }
+            }
             if (cx.opts.in_order || cx.opts.slop.is_some()) && children.len() > 1 {
                 let out_of_order: Vec<u64> = out
                     .iter()
@@ -516,9 +592,14 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             out
         }
         Node::Union { children, .. } => {
+            // Summed apart, then added whole: the order RediSearch adds in.
+            let outer = std::mem::take(&mut m.scores);
             let mut out = DocSet::new();
             for c in children {
                 out.or(&eval(c, cx, m)?);
+            }
+            for (id, s) in std::mem::replace(&mut m.scores, outer) {
+                *m.scores.entry(id).or_default() += s;
             }
             out
         }
@@ -555,7 +636,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             };
             let mut out = DocSet::new();
             for alt in alternatives {
-                out.or(&tag_alternative(alt, tags, &norm));
+                let set = tag_alternative(alt, tags, &norm);
+                score_tags(cx, alt, tags, &norm, &set, m);
+                out.or(&set);
             }
             out
         }
@@ -570,6 +653,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
+            score_virtual(cx, &out, m);
             out
         }
         Node::Geo {
@@ -591,6 +675,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
+            score_virtual(cx, &out, m);
             out
         }
         Node::VectorRange(vr) => {
@@ -629,7 +714,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
 }
 
 /// A node matching every indexed term that passes `test` (prefix, suffix, fuzzy): the
-/// union of their postings, each term scored. With `from`, terms are visited from
+/// union of their postings, each document scored by one of them. With `from`, terms are visited from
 /// that prefix on only.
 fn expand(
     cx: &Cx<'_>,
@@ -657,8 +742,100 @@ fn expand(
             matched.push(t);
         }
     }
-    score_terms(cx, fields, matched, &out, m);
+    score_first_terms(cx, fields, matched, &out, m);
     out
+}
+
+/// Scores the documents an expansion (prefix, suffix, fuzzy) matched as RediSearch
+/// does: each by the first of its matching terms in byte order alone.
+fn score_first_terms(
+    cx: &Cx<'_>,
+    scope: &FieldScope,
+    mut terms: Vec<&[u8]>,
+    set: &DocSet,
+    m: &mut Matches,
+) {
+    m.scored = true;
+    terms.sort_unstable();
+    terms.dedup();
+    let mut unscored = set.clone();
+    for term in terms {
+        if unscored.is_empty() {
+            break;
+        }
+        let mut here = DocSet::new();
+        for (_, index) in text_fields(cx.def, cx.docs, scope) {
+            if let FieldIndex::Text { terms, .. } = index {
+                if let Some(postings) = terms.get(term) {
+                    here.or(postings);
+                }
+            }
+        }
+        here.and(&unscored);
+        score_term(cx, scope, term, &here, m);
+        unscored.and_not(&here);
+    }
+}
+
+/// Scores the tags an alternative matched, each like a term found once in the
+/// document (RediSearch keeps tags in term records); a prefix scores each document
+/// by its first matching tag in byte order, as text prefixes do.
+fn score_tags(
+    cx: &Cx<'_>,
+    alt: &TagAlternative,
+    tags: &std::collections::BTreeMap<Vec<u8>, DocSet>,
+    norm: &dyn Fn(Vec<u8>) -> Vec<u8>,
+    set: &DocSet,
+    m: &mut Matches,
+) {
+    let mut score_one = |postings: &DocSet, unscored: &mut DocSet| {
+        let freqs: HashMap<u64, f64> = postings
+            .iter()
+            .filter(|&id| unscored.contains(id))
+            .map(|id| (id, 1.0))
+            .collect();
+        for &id in freqs.keys() {
+            unscored.remove(id);
+        }
+        if !freqs.is_empty() {
+            add_scores(cx, postings.len(), freqs, m);
+        }
+    };
+    match alt {
+        TagAlternative::Exact(_) => {
+            if let Some(postings) = tags.get(&norm(alt.value())) {
+                score_one(postings, &mut set.clone());
+            }
+        }
+        TagAlternative::Prefix(_) => {
+            let p = norm(alt.value());
+            let mut unscored = set.clone();
+            for (_, postings) in tags
+                .range(p.clone()..)
+                .take_while(|(t, _)| t.starts_with(&p))
+            {
+                score_one(postings, &mut unscored);
+            }
+        }
+        TagAlternative::All(words) => {
+            for w in words {
+                score_tags(cx, w, tags, norm, set, m);
+            }
+        }
+    }
+}
+
+/// Scores the documents a numeric or geo range matched as RediSearch scores a result
+/// without a term: a frequency of 1 without idf (nothing under BM25STD).
+fn score_virtual(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
+    let add = match cx.opts.scorer {
+        Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::DisMax => 1.0,
+        Scorer::Bm25 => 1.0 / (1.0 + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
+        Scorer::Bm25Std | Scorer::DocScore => return,
+    };
+    for id in set.iter() {
+        *m.scores.entry(id).or_default() += add;
+    }
 }
 
 fn tag_alternative(
@@ -668,6 +845,8 @@ fn tag_alternative(
 ) -> DocSet {
     match alt {
         TagAlternative::Exact(_) => tags.get(&norm(alt.value())).cloned().unwrap_or_default(),
+        // MINPREFIX holds for tags too.
+        TagAlternative::Prefix(_) if alt.value().len() < MIN_AFFIX_LEN => DocSet::new(),
         TagAlternative::Prefix(_) => {
             let p = norm(alt.value());
             let mut out = DocSet::new();

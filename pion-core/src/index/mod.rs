@@ -21,6 +21,7 @@ mod json_fields;
 pub mod persist;
 pub mod query;
 pub mod schema;
+pub mod stem;
 mod text;
 pub mod tokens;
 

@@ -5,6 +5,7 @@
 //! Every option is either applied or refused with an error; none is accepted and
 //! ignored.
 
+use super::stem::{Language, LanguageError};
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
 use crate::vector::{Algorithm, IndexParams, Metric};
@@ -177,6 +178,8 @@ pub struct IndexDef {
     pub skip_initial_scan: bool,
     /// `STOPWORDS`: the stopword list, when not the default.
     pub stopwords: Option<Vec<Vec<u8>>>,
+    /// `LANGUAGE`: how TEXT fields and query terms are stemmed.
+    pub language: Language,
     /// The fields, in declaration order.
     pub fields: Vec<FieldSpec>,
 }
@@ -230,6 +233,20 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Why `FT.CREATE … LANGUAGE l` is refused: RediSearch's text for a name it does not
+/// know, Pion's for a language it has no stemmer for.
+fn language_error(e: LanguageError, name: &[u8]) -> OpError {
+    match e {
+        LanguageError::Unknown => err("Invalid language"),
+        LanguageError::NoStemmer => no_stemmer(name),
+    }
+}
+
+/// The refusal of a language RediSearch stems and Pion cannot.
+pub fn no_stemmer(name: &[u8]) -> OpError {
+    err(format!("Pion has no stemmer for LANGUAGE {}", lossy(name)))
+}
+
 fn parse_num<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
@@ -257,6 +274,7 @@ pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
         score: 1.0,
         skip_initial_scan: false,
         stopwords: None,
+        language: Language::ENGLISH,
         fields: Vec::new(),
     };
     loop {
@@ -291,13 +309,7 @@ pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
                     .ok_or_else(|| err("Invalid score"))?;
             }
             b"LANGUAGE" => match a.next() {
-                Some(l) if l.eq_ignore_ascii_case(b"english") => {}
-                Some(l) => {
-                    return Err(err(format!(
-                        "Pion's text analysis is English only: LANGUAGE {} is not supported",
-                        lossy(l)
-                    )))
-                }
+                Some(l) => def.language = Language::parse(l).map_err(|e| language_error(e, l))?,
                 None => return Err(err("Bad arguments for LANGUAGE: Expected an argument")),
             },
             b"SKIPINITIALSCAN" => def.skip_initial_scan = true,

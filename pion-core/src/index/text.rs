@@ -9,11 +9,9 @@ use crate::index::tokens;
 pub fn tokenize(raw: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Vec<u8>> {
     match stopwords {
         None => tokens::tokenize(raw).into_iter().map(|t| t.text).collect(),
-        Some(list) => raw
-            .split(|&b| tokens::is_separator(b))
-            .filter(|w| !w.is_empty())
-            .map(tokens::lowercase)
-            .filter(|w| !list.contains(w))
+        Some(list) => tokens::tokenize_with(raw, &|w| list.iter().any(|s| s == w))
+            .into_iter()
+            .map(|t| t.text)
             .collect(),
     }
 }

@@ -9,7 +9,7 @@
 use super::query::{FieldScope, Node};
 
 /// Bytes that separate words in text (besides whitespace).
-pub const SEPARATORS: &[u8] = b",.<>{}[]\"':;!@#$%^&*()-+=~";
+pub const SEPARATORS: &[u8] = b",./(){}[]:;~!@#$%^&*-=+|'`\"<>?";
 
 /// RediSearch's default English stopwords, dropped from indexed text and from query
 /// terms (but not from exact phrases).
@@ -50,6 +50,11 @@ pub struct Token {
 /// whitespace end words, a backslash makes the next byte part of the word,
 /// words are lowercased, stopwords dropped, numbers kept as words.
 pub fn tokenize(text: &[u8]) -> Vec<Token> {
+    tokenize_with(text, &is_stopword)
+}
+
+/// [`tokenize`] with another stopword list (an index's `STOPWORDS`).
+pub fn tokenize_with(text: &[u8], is_stopword: &dyn Fn(&[u8]) -> bool) -> Vec<Token> {
     let mut out = Vec::new();
     let mut word = Vec::new();
     let mut position = 0u32;
@@ -148,7 +153,7 @@ pub fn matches(node: &Node, doc: &TextDocument, other: &mut dyn FnMut(&Node) -> 
     match node {
         Node::Empty => false,
         Node::MatchAll => true,
-        Node::Term { fields, term } => doc.any_token(fields, |t| t == term.as_slice()),
+        Node::Term { fields, term, .. } => doc.any_token(fields, |t| t == term.as_slice()),
         Node::Prefix { fields, prefix } => doc.any_token(fields, |t| t.starts_with(prefix)),
         Node::Suffix { fields, suffix } => doc.any_token(fields, |t| t.ends_with(suffix)),
         Node::Fuzzy {

@@ -56,6 +56,9 @@ pub enum Node {
         fields: FieldScope,
         /// The term.
         term: Vec<u8>,
+        /// Added by stemming a written term ([`super::expand_stems`]); `FT.EXPLAIN`
+        /// marks it `(expanded)`.
+        expanded: bool,
     },
     /// `term*`: terms starting with `prefix`.
     Prefix {

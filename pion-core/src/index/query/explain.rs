@@ -106,8 +106,13 @@ fn node(out: &mut String, n: &Node, depth: usize) {
     match n {
         Node::Empty => out.push_str("<empty>\n"),
         Node::MatchAll => out.push_str("<WILDCARD>\n"),
-        Node::Term { fields, term } => {
-            let _ = writeln!(out, "{}{}", scope_prefix(fields), lossy(term));
+        Node::Term {
+            fields,
+            term,
+            expanded,
+        } => {
+            let mark = if *expanded { "(expanded)" } else { "" };
+            let _ = writeln!(out, "{}{}{mark}", scope_prefix(fields), lossy(term));
         }
         Node::Prefix { fields, prefix } => {
             let _ = writeln!(out, "{}PREFIX{{{}*}}", scope_prefix(fields), lossy(prefix));

@@ -171,8 +171,14 @@ pub(crate) fn tokenize(s: &[u8]) -> Vec<Token> {
         let num = if in_quotes { 0 } else { number_len(s, i) };
         let word = word_len(s, i);
         if num > 0 && num >= word {
-            out.push(tok(Kind::Number, i, &s[i..i + num]));
-            i += num;
+            // A number followed by `*` is a prefix of that text (`15*`, `-1.5*`).
+            if s.get(i + num) == Some(&b'*') {
+                out.push(tok(Kind::Prefix, i, &s[i..i + num]));
+                i += num + 1;
+            } else {
+                out.push(tok(Kind::Number, i, &s[i..i + num]));
+                i += num;
+            }
             continue;
         }
         if word > 0 {

@@ -17,6 +17,7 @@
 //! ```
 
 mod ast;
+mod expand;
 mod explain;
 mod lexer;
 mod params;
@@ -30,6 +31,7 @@ pub use ast::{
     unescape, FieldScope, GeoUnit, Hybrid, HybridPolicy, Node, NumericRange, Query, TagAlternative,
     VectorClause, VectorOption, VectorRange,
 };
+pub use expand::expand_stems;
 pub use explain::explain;
 /// A number as RediSearch reads one in a query or a `FILTER` (C's `strtod`, whole).
 pub(crate) use params::parse_double as parse_number;
@@ -94,6 +96,12 @@ pub trait FieldKinds {
     fn position(&self, name: &[u8]) -> Option<usize> {
         let _ = name;
         None
+    }
+
+    /// Whether a query word is a stopword, dropped from the query: RediSearch's
+    /// default list unless the index has its own (or `NOSTOPWORDS` keeps them all).
+    fn is_stopword(&self, term: &[u8]) -> bool {
+        crate::index::tokens::is_stopword(term)
     }
 }
 

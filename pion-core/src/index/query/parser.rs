@@ -13,7 +13,7 @@ use super::ast::{unescape, FieldScope, GeoUnit, Node, NumericRange, Query, TagAl
 use super::lexer::{tokenize, Kind, Token};
 use super::params::{parse_double, Params};
 use super::{FieldKind, FieldKinds, QueryError};
-use crate::index::tokens::{is_stopword, lowercase};
+use crate::index::tokens::lowercase;
 
 mod vector;
 
@@ -84,6 +84,19 @@ fn combine(left: Node, right: Node, union: bool, scope: &FieldScope) -> Node {
 }
 
 impl<'a> Parser<'a> {
+    /// A text term (lowercased, unescaped); stopwords give [`Node::Empty`].
+    fn text_term(&self, scope: &FieldScope, raw: &[u8], number: bool) -> Node {
+        let term = lowercase(&unescape(raw));
+        if !number && self.fields.is_stopword(&term) {
+            return Node::Empty;
+        }
+        Node::Term {
+            fields: scope.clone(),
+            term,
+            expanded: false,
+        }
+    }
+
     /// A parser over `src`.
     pub(crate) fn new(
         src: &'a [u8],
@@ -352,12 +365,13 @@ impl<'a> Parser<'a> {
         let fields = scope.clone();
         let node = match tok.kind {
             Kind::Number if !self.d2() && tok.raw.first() == Some(&b'+') => {
-                text_term(scope, &tok.raw[1..], true)
+                self.text_term(scope, &tok.raw[1..], true)
             }
-            Kind::Term | Kind::Number => text_term(scope, &tok.raw, tok.kind == Kind::Number),
+            Kind::Term | Kind::Number => self.text_term(scope, &tok.raw, tok.kind == Kind::Number),
             Kind::Param => Node::Term {
                 fields,
                 term: lowercase(&self.param(i)?),
+                expanded: false,
             },
             Kind::Prefix => Node::Prefix {
                 fields,
@@ -377,14 +391,14 @@ impl<'a> Parser<'a> {
                 let terms: Vec<Vec<u8>> = words.iter().map(|w| lowercase(&unescape(w))).collect();
                 if !self.d2() {
                     // DIALECT 1: no empty phrases or stopwords; one word is a term.
-                    if let Some(bad) = terms.iter().position(|t| is_stopword(t)) {
+                    if let Some(bad) = terms.iter().position(|t| self.fields.is_stopword(t)) {
                         return Err(self.syntax_at(i + 1 + bad, ""));
                     }
                     if terms.is_empty() {
                         return Err(self.syntax_at(i + 1, ""));
                     }
                     if terms.len() == 1 {
-                        return Ok(text_term(scope, &words[0], false));
+                        return Ok(self.text_term(scope, &words[0], false));
                     }
                 }
                 Node::Phrase { fields, terms }
@@ -629,18 +643,6 @@ pub(super) fn invalid_attribute(name: &[u8]) -> QueryError {
         "Invalid attribute {}",
         String::from_utf8_lossy(name)
     ))
-}
-
-/// A text term (lowercased, unescaped); stopwords give [`Node::Empty`].
-fn text_term(scope: &FieldScope, raw: &[u8], number: bool) -> Node {
-    let term = lowercase(&unescape(raw));
-    if !number && is_stopword(&term) {
-        return Node::Empty;
-    }
-    Node::Term {
-        fields: scope.clone(),
-        term,
-    }
 }
 
 /// Builds a numeric range from two range items. Literal bounds honour `(`; a

@@ -35,6 +35,7 @@ fn term(t: &str) -> Node {
     Node::Term {
         fields: FieldScope::All,
         term: t.as_bytes().to_vec(),
+        expanded: false,
     }
 }
 
@@ -42,6 +43,7 @@ fn scoped(fields: &[&str], t: &str) -> Node {
     Node::Term {
         fields: FieldScope::Fields(fields.iter().map(|f| f.as_bytes().to_vec()).collect()),
         term: t.as_bytes().to_vec(),
+        expanded: false,
     }
 }
 

@@ -42,6 +42,8 @@ const GOLDEN: &[Golden] = &[
     (1, "-hello", &[], Ok("NOT{\n  hello\n}\n")),
     (1, "~hello world", &[], Ok("OPTIONAL{\n  INTERSECT {\n    hello\n    world\n  }\n}\n")),
     (1, "hel*", &[], Ok("PREFIX{hel*}\n")),
+    (1, "1500*", &[], Ok("PREFIX{1500*}\n")),
+    (2, "-1.5*", &[], Ok("PREFIX{-1.5*}\n")),
     (1, "\"hello world\"", &[], Ok("EXACT {\n  hello\n  world\n}\n")),
     (1, "@t:hello", &[], Ok("@t:hello\n")),
     (1, "@t:(a|b)", &[], Ok("@t:b\n")),

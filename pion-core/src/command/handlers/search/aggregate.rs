@@ -22,7 +22,6 @@ use std::sync::Arc;
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, EvalOptions};
-use crate::index::query as q;
 use crate::index::IndexDef;
 use crate::reply::Reply;
 
@@ -389,9 +388,9 @@ pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
 fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
     let index = env.index;
     let def = index.def.read().clone();
-    let kinds = super::query::Kinds(&def);
-    let query = q::parse(&req.query, &req.params, req.dialect, &kinds)
-        .map_err(|e| err(e.message().to_string()))?;
+    let query = req
+        .analysis
+        .parse(&def, &req.query, &req.params, req.dialect)?;
     let (matches, plan) = {
         let docs = index.docs.read();
         let eval = EvalOptions {

@@ -1,8 +1,7 @@
 //! `FT.EXPLAIN` and `FT.EXPLAINCLI`: a query's parse tree as text, from
 //! [`crate::index::query::explain`].
-//!
-//! The text is always the `VERBATIM` form: RediSearch without `VERBATIM` also lists
-//! each term's stemmed expansions (`+word(expanded)`), and Pion has no stemmer.
+//! Without `VERBATIM` the tree shows each term's stemmed expansions
+//! (`+word(expanded)`), as the query runs.
 
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
@@ -37,12 +36,8 @@ fn render(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], name: &str) -> OpResult<String> {
     };
     let opts = super::query::parse_options(argv)?;
     let def = index.def.read().clone();
-    let query = q::parse(
-        &argv[2],
-        &opts.params,
-        opts.dialect,
-        &super::query::Kinds(&def),
-    )
-    .map_err(|e| OpError::custom(e.message().to_string()))?;
+    let query = opts
+        .analysis
+        .parse(&def, &argv[2], &opts.params, opts.dialect)?;
     Ok(q::explain(&query))
 }

@@ -55,9 +55,14 @@ fn restrict(node: Node, text_fields: &[Vec<u8>], allowed: &[Vec<u8>]) -> Node {
             .collect()
     };
     match node {
-        Node::Term { fields, term } => Node::Term {
+        Node::Term {
+            fields,
+            term,
+            expanded,
+        } => Node::Term {
             fields: n(fields),
             term,
+            expanded,
         },
         Node::Prefix { fields, prefix } => Node::Prefix {
             fields: n(fields),

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
 use crate::index::schema::{short_float, FieldKind, FieldSpec};
+use crate::index::stem::Language;
 use crate::index::FieldIndex;
 use crate::reply::Reply;
 use crate::vector::Algorithm;
@@ -134,14 +135,19 @@ pub(super) fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let n = docs.len();
     let records = docs.records as f64;
     let per_doc = if n == 0 { f64::NAN } else { records / n as f64 };
-    let definition = shape.map(vec![
+    let mut definition = vec![
         ("key_type", Reply::bulk(def.on.name())),
         (
             "prefixes",
             Reply::Array(def.prefixes.iter().map(Reply::bulk).collect()),
         ),
-        ("default_score", shape.num(def.score)),
-    ]);
+    ];
+    // RediSearch names the language only when it is not the default.
+    if def.language != Language::ENGLISH {
+        definition.push(("default_language", Reply::bulk(def.language.name())));
+    }
+    definition.push(("default_score", shape.num(def.score)));
+    let definition = shape.map(definition);
     let attributes = Reply::Array(
         def.fields
             .iter()

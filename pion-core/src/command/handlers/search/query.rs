@@ -15,6 +15,7 @@ use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
 use crate::index::query::{self as q, FieldKind, FieldKinds, Params, Query};
 use crate::index::schema::{FieldKind as SchemaKind, FieldSpec, IndexDef, KeyType, VectorSpec};
+use crate::index::stem::{Language, LanguageError};
 use crate::index::{Docs, Document, FieldIndex, Read};
 use crate::reply::Reply;
 use crate::util::num::{fmt_g, fmt_shortest};
@@ -27,11 +28,15 @@ const EXACT_FILTER_LIMIT: usize = 4096;
 const RERANK_EXTRA: usize = 16;
 
 /// The index's schema as the query parser asks about it.
-pub(super) struct Kinds<'a>(pub(super) &'a IndexDef);
+pub(super) struct Kinds<'a> {
+    def: &'a IndexDef,
+    /// `NOSTOPWORDS`: no query word is dropped.
+    keep_stopwords: bool,
+}
 
 impl FieldKinds for Kinds<'_> {
     fn kind(&self, name: &[u8]) -> Option<FieldKind> {
-        self.0.field(name).map(|(_, f)| match f.kind {
+        self.def.field(name).map(|(_, f)| match f.kind {
             SchemaKind::Text { .. } => FieldKind::Text,
             SchemaKind::Tag { .. } => FieldKind::Tag,
             SchemaKind::Numeric => FieldKind::Numeric,
@@ -41,7 +46,63 @@ impl FieldKinds for Kinds<'_> {
     }
 
     fn position(&self, name: &[u8]) -> Option<usize> {
-        self.0.field(name).map(|(i, _)| i)
+        self.def.field(name).map(|(i, _)| i)
+    }
+
+    fn is_stopword(&self, term: &[u8]) -> bool {
+        !self.keep_stopwords
+            && match &self.def.stopwords {
+                Some(list) => list.iter().any(|w| w == term),
+                None => crate::index::tokens::is_stopword(term),
+            }
+    }
+}
+
+/// How query words are analysed: `VERBATIM`, `LANGUAGE` and `NOSTOPWORDS`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Analysis {
+    /// `VERBATIM`: terms are not stemmed.
+    pub(super) verbatim: bool,
+    /// `LANGUAGE`: the stemmer, when not the index's own.
+    pub(super) language: Option<Language>,
+    /// `NOSTOPWORDS`: stopwords are searched like other words.
+    pub(super) keep_stopwords: bool,
+}
+
+impl Analysis {
+    /// Reads `LANGUAGE l` (the keyword just read, `i` at its argument).
+    pub(super) fn parse_language(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
+        let name = argv.get(*i).ok_or_else(|| {
+            err("Bad arguments for LANGUAGE: Expected an argument, but none provided")
+        })?;
+        *i += 1;
+        self.language = Some(Language::parse(name).map_err(|e| match e {
+            LanguageError::Unknown => err("No such language"),
+            LanguageError::NoStemmer => crate::index::schema::no_stemmer(name),
+        })?);
+        Ok(())
+    }
+
+    /// Parses a query for `def` and expands its terms by stemming (unless
+    /// `VERBATIM`), as RediSearch runs it.
+    pub(super) fn parse(
+        &self,
+        def: &IndexDef,
+        text: &[u8],
+        params: &Params,
+        dialect: u32,
+    ) -> OpResult<Query> {
+        let kinds = Kinds {
+            def,
+            keep_stopwords: self.keep_stopwords,
+        };
+        let mut query =
+            q::parse(text, params, dialect, &kinds).map_err(|e| err(e.message().to_string()))?;
+        if !self.verbatim {
+            let language = self.language.unwrap_or(def.language);
+            query.filter = q::expand_stems(query.filter, language);
+        }
+        Ok(query)
     }
 }
 
@@ -61,6 +122,8 @@ pub(super) struct Options {
     filters: super::filters::ResultFilters,
     /// `WITHPAYLOADS`: each result's payload (always nil: documents carry none).
     withpayloads: bool,
+    /// `VERBATIM`, `LANGUAGE`, `NOSTOPWORDS`.
+    pub(super) analysis: Analysis,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -85,6 +148,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         eval: EvalOptions::default(),
         filters: Default::default(),
         withpayloads: false,
+        analysis: Analysis::default(),
     };
     let mut i = 3;
     while i < argv.len() {
@@ -93,23 +157,13 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         match word.as_slice() {
             b"NOCONTENT" => o.nocontent = true,
             b"WITHSCORES" => o.withscores = true,
-            b"VERBATIM" => {}
+            b"VERBATIM" => o.analysis.verbatim = true,
+            b"NOSTOPWORDS" => o.analysis.keep_stopwords = true,
             b"WITHPAYLOADS" => o.withpayloads = true,
-            b"LANGUAGE" => {
-                let lang = argv.get(i).ok_or_else(|| {
-                    err("Bad arguments for LANGUAGE: Expected an argument, but none provided")
-                })?;
-                if !lang.eq_ignore_ascii_case(b"english") {
-                    return Err(err(format!(
-                        "Pion's text analysis is English only: LANGUAGE {} is not supported",
-                        String::from_utf8_lossy(lang)
-                    )));
-                }
-                i += 1;
-            }
+            b"LANGUAGE" => o.analysis.parse_language(argv, &mut i)?,
             // Named refusals: each would change the reply, and Pion does not do it yet.
-            b"NOSTOPWORDS" | b"EXPANDER" | b"EXPLAINSCORE" | b"SUMMARIZE" | b"HIGHLIGHT"
-            | b"WITHSORTKEYS" | b"PAYLOAD" => {
+            b"EXPANDER" | b"EXPLAINSCORE" | b"SUMMARIZE" | b"HIGHLIGHT" | b"WITHSORTKEYS"
+            | b"PAYLOAD" => {
                 return Err(err(format!(
                     "FT.SEARCH option {} is not supported by Pion",
                     String::from_utf8_lossy(&argv[i - 1])
@@ -273,8 +327,9 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     index.uses.fetch_add(1, Ordering::Relaxed);
     index.dialects[(opts.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
     let def = index.def.read().clone();
-    let mut query = q::parse(&argv[2], &opts.params, opts.dialect, &Kinds(&def))
-        .map_err(|e| err(e.message().to_string()))?;
+    let mut query = opts
+        .analysis
+        .parse(&def, &argv[2], &opts.params, opts.dialect)?;
     query.filter = opts.filters.wrap(&def, query.filter);
     // Matches and KNN candidates under the document lock; the exact re-rank reads
     // hashes, so it runs after the lock is released (shards before documents).

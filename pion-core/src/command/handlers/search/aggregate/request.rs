@@ -78,6 +78,8 @@ pub(super) struct Request {
     pub(super) scorer: crate::index::eval::Scorer,
     /// `ADDSCORES`: each row carries its document's text score as `__score`.
     pub(super) add_scores: bool,
+    /// `VERBATIM` and `LANGUAGE`.
+    pub(super) analysis: crate::command::handlers::search::query::Analysis,
 }
 
 /// A non-negative integer argument.
@@ -251,6 +253,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
         cursor: None,
         scorer: crate::index::eval::Scorer::default(),
         add_scores: false,
+        analysis: Default::default(),
     };
     let mut i = 3;
     while i < argv.len() {
@@ -258,7 +261,8 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
         let at = i;
         i += 1;
         match word.as_slice() {
-            b"VERBATIM" => {}
+            b"VERBATIM" => r.analysis.verbatim = true,
+            b"LANGUAGE" => r.analysis.parse_language(argv, &mut i)?,
             b"LOAD" => {
                 let a = argv.get(i).ok_or_else(|| bad("LOAD", NONE_PROVIDED))?;
                 i += 1;
@@ -459,8 +463,8 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                 i += 1;
             }
             b"ADDSCORES" => r.add_scores = true,
-            b"WITHSCORES" | b"NOCONTENT" | b"INORDER" | b"SLOP" | b"LANGUAGE" | b"EXPANDER"
-            | b"PAYLOAD" | b"INKEYS" | b"INFIELDS" => {
+            b"WITHSCORES" | b"NOCONTENT" | b"INORDER" | b"SLOP" | b"EXPANDER" | b"PAYLOAD"
+            | b"INKEYS" | b"INFIELDS" => {
                 return Err(err(format!(
                     "FT.AGGREGATE option {} is not supported by Pion",
                     lossy(&argv[at])
