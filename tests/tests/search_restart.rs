@@ -203,3 +203,55 @@ fn json_index_survives_sigkill_and_snapshot() {
     assert_eq!(count(&mut c, "*"), 399);
     assert_eq!(count(&mut c, "@n:[300 +inf]"), 101);
 }
+
+/// Dictionaries and synonym groups come back from the log after SIGKILL, and from a
+/// snapshot once the log that held them is gone; a snapshot of the older format
+/// (indexes without dictionaries) still loads, which the unit tests of the section
+/// cover.
+#[test]
+fn dictionaries_and_synonyms_survive_sigkill_and_snapshot() {
+    let dir = temp_dir("search-restart-lexicon");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let ok = |r: RespValue| assert_eq!(r.render(), "+OK");
+    ok(c.cmd(&[
+        "FT.CREATE",
+        "sy",
+        "PREFIX",
+        "1",
+        "s:",
+        "SCHEMA",
+        "t",
+        "TEXT",
+    ]));
+    ok(c.cmd(&["FT.SYNUPDATE", "sy", "g1", "kid", "child"]));
+    c.cmd(&["HSET", "s:1", "t", "a child sleeps"]);
+    assert_eq!(c.cmd(&["FT.DICTADD", "d", "zebra", "apple"]).render(), ":2");
+    let kids = |c: &mut Client| c.cmd(&["FT.SEARCH", "sy", "kid", "NOCONTENT"]).render();
+    assert_eq!(kids(&mut c), "*[:1, \"s:1\"]");
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(
+        kids(&mut c),
+        "*[:1, \"s:1\"]",
+        "synonyms after SIGKILL (log replay)"
+    );
+    assert_eq!(
+        c.cmd(&["FT.DICTDUMP", "d"]).render(),
+        "*[\"apple\", \"zebra\"]"
+    );
+    ok(c.cmd(&["SAVE"]));
+    assert_eq!(c.cmd(&["FT.DICTDEL", "d", "zebra"]).render(), ":1");
+    ok(c.cmd(&["FT.SYNUPDATE", "sy", "g2", "SKIPINITIALSCAN", "infant"]));
+    server.kill9();
+
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(kids(&mut c), "*[:1, \"s:1\"]", "synonyms from the snapshot");
+    assert_eq!(c.cmd(&["FT.DICTDUMP", "d"]).render(), "*[\"apple\"]");
+    let groups = c.cmd(&["FT.SYNDUMP", "sy"]).render();
+    assert!(groups.contains("\"infant\", *[\"g2\"]"), "{groups}");
+    assert!(groups.contains("\"kid\", *[\"g1\"]"), "{groups}");
+}

@@ -107,9 +107,9 @@ pub enum FieldIndex {
         terms: BTreeMap<Vec<u8>, DocSet>,
         /// Tokens of each document, in order.
         tokens: HashMap<u64, Vec<Vec<u8>>>,
-        /// The `+stem`s indexed beside a document's words, each with its word's
-        /// position (none for a `NOSTEM` field).
-        stems: HashMap<u64, Vec<(u32, Vec<u8>)>>,
+        /// The terms indexed beside a document's words at their positions: `+stem`s
+        /// (none in a `NOSTEM` field) and `~group`s of synonyms.
+        extras: HashMap<u64, Vec<Extra>>,
     },
     /// Tags: tag → documents.
     Tag {
@@ -139,7 +139,7 @@ impl FieldIndex {
             FieldKind::Text { .. } => FieldIndex::Text {
                 terms: BTreeMap::new(),
                 tokens: HashMap::new(),
-                stems: HashMap::new(),
+                extras: HashMap::new(),
             },
             FieldKind::Tag { .. } => FieldIndex::Tag {
                 tags: BTreeMap::new(),
@@ -152,6 +152,43 @@ impl FieldIndex {
             }
         }
     }
+}
+
+/// A term indexed beside a word of a TEXT field, at its position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extra {
+    /// The word's position.
+    pub position: u32,
+    /// `+stem` or `~group`.
+    pub term: Vec<u8>,
+    /// A stem counts less than its word ([`crate::index::stem::stem_weight`]); a
+    /// synonym group as much.
+    pub stem: bool,
+}
+
+/// The extra terms of one field's words: each word's synonym groups (`~g`), then its
+/// `+stem` where it has one, as RediSearch indexes them.
+fn extras_of(def: &IndexDef, field: &FieldSpec, words: &[Vec<u8>]) -> Vec<Extra> {
+    let stemmed = matches!(field.kind, FieldKind::Text { nostem: false, .. });
+    let mut out = Vec::new();
+    for (p, w) in words.iter().enumerate() {
+        let position = p as u32;
+        for group in def.synonyms.get(w).into_iter().flatten() {
+            out.push(Extra {
+                position,
+                term: crate::index::stem::synonym_term(group),
+                stem: false,
+            });
+        }
+        if let Some(term) = stemmed.then(|| def.language.indexed_stem(w)).flatten() {
+            out.push(Extra {
+                position,
+                term,
+                stem: true,
+            });
+        }
+    }
+    out
 }
 
 /// The numbers of a NUMERIC field in one document: one from a hash, any number from
@@ -372,20 +409,11 @@ impl Docs {
                     FieldIndex::Text {
                         terms,
                         tokens,
-                        stems,
+                        extras,
                     },
                 ) => {
-                    let stemmed =
-                        matches!(def.fields[i].kind, FieldKind::Text { nostem: false, .. });
-                    let doc_stems: Vec<(u32, Vec<u8>)> = if stemmed {
-                        toks.iter()
-                            .enumerate()
-                            .filter_map(|(p, t)| Some((p as u32, def.language.indexed_stem(t)?)))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    };
-                    for t in toks.iter().chain(doc_stems.iter().map(|(_, s)| s)) {
+                    let doc_extras = extras_of(def, &def.fields[i], &toks);
+                    for t in toks.iter().chain(doc_extras.iter().map(|e| &e.term)) {
                         terms.entry(t.clone()).or_default().insert(id);
                         distinct.insert(t.clone());
                     }
@@ -394,8 +422,8 @@ impl Docs {
                     }
                     self.token_totals[i] += toks.len() as u64;
                     tokens.insert(id, toks);
-                    if !doc_stems.is_empty() {
-                        stems.insert(id, doc_stems);
+                    if !doc_extras.is_empty() {
+                        extras.insert(id, doc_extras);
                     }
                 }
                 (Some(Parsed::Tag(vals)), FieldIndex::Tag { tags, of_doc }) => {
@@ -429,16 +457,16 @@ impl Docs {
                 FieldIndex::Text {
                     terms,
                     tokens,
-                    stems,
+                    extras,
                 } => {
                     let toks = tokens.remove(&id).unwrap_or_default();
                     if let Some(total) = self.token_totals.get_mut(i) {
                         *total = total.saturating_sub(toks.len() as u64);
                     }
-                    let doc_stems = stems.remove(&id).unwrap_or_default();
+                    let doc_extras = extras.remove(&id).unwrap_or_default();
                     for t in toks
                         .into_iter()
-                        .chain(doc_stems.into_iter().map(|(_, s)| s))
+                        .chain(doc_extras.into_iter().map(|e| e.term))
                     {
                         if let Some(set) = terms.get_mut(&t) {
                             set.remove(id);

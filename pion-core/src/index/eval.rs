@@ -16,6 +16,7 @@ mod slop;
 
 use std::collections::HashMap;
 
+use super::docs::Extra;
 use super::docs::{DocSet, Docs, FieldIndex};
 use super::schema::{FieldKind, IndexDef};
 use super::stem::{stem_weight, word_weight};
@@ -169,12 +170,12 @@ fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
 fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
     let mut freq: HashMap<&[u8], f64> = HashMap::new();
     for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        if let FieldIndex::Text { tokens, stems, .. } = index {
+        if let FieldIndex::Text { tokens, extras, .. } = index {
             for t in tokens.get(&id).into_iter().flatten() {
                 *freq.entry(t.as_slice()).or_default() += word_weight(weight);
             }
-            for (_, s) in stems.get(&id).into_iter().flatten() {
-                *freq.entry(s.as_slice()).or_default() += stem_weight(weight);
+            for e in extras.get(&id).into_iter().flatten() {
+                *freq.entry(e.term.as_slice()).or_default() += extra_weight(e, weight);
             }
         }
     }
@@ -256,22 +257,33 @@ fn document_frequency(cx: &Cx<'_>, term: &[u8]) -> usize {
     all.len()
 }
 
+/// What one extra term adds to its frequency in a field of weight `weight`.
+fn extra_weight(e: &Extra, weight: f64) -> f64 {
+    if e.stem {
+        stem_weight(weight)
+    } else {
+        word_weight(weight)
+    }
+}
+
 /// A term's frequency in one document: each occurrence, as a word or as a `+stem`,
 /// in any TEXT field, counted with its field's weight. RediSearch keeps one
 /// frequency per term and document, whatever field a query names.
 fn term_frequency(cx: &Cx<'_>, id: u64, term: &[u8]) -> f64 {
     let mut f = 0.0;
     for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        let FieldIndex::Text { tokens, stems, .. } = index else {
+        let FieldIndex::Text { tokens, extras, .. } = index else {
             continue;
         };
         let words = tokens.get(&id).map_or(0, |toks| {
             toks.iter().filter(|t| t.as_slice() == term).count()
         });
-        let stemmed = stems.get(&id).map_or(0, |s| {
-            s.iter().filter(|(_, s)| s.as_slice() == term).count()
-        });
-        f += word_weight(weight) * words as f64 + stem_weight(weight) * stemmed as f64;
+        f += word_weight(weight) * words as f64;
+        for e in extras.get(&id).into_iter().flatten() {
+            if e.term == term {
+                f += extra_weight(e, weight);
+            }
+        }
     }
     f
 }
@@ -378,7 +390,7 @@ fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     let mut base = 0;
     for (i, f) in cx.def.fields.iter().enumerate() {
-        let (FieldKind::Text { .. }, FieldIndex::Text { tokens, stems, .. }) =
+        let (FieldKind::Text { .. }, FieldIndex::Text { tokens, extras, .. }) =
             (&f.kind, &cx.docs.fields[i])
         else {
             continue;
@@ -391,14 +403,14 @@ fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
                     .filter(|(_, t)| test(t))
                     .map(|(p, _)| base + p),
             );
-            // A `+stem` stands at its word's position.
+            // A `+stem` or `~group` stands at its word's position.
             out.extend(
-                stems
+                extras
                     .get(&id)
                     .into_iter()
                     .flatten()
-                    .filter(|(_, s)| test(s))
-                    .map(|(p, _)| base + *p as usize),
+                    .filter(|e| test(&e.term))
+                    .map(|e| base + e.position as usize),
             );
         }
         // Fields follow each other as one stream of words, as RediSearch numbers them.

@@ -14,6 +14,7 @@
 //! document lock, release it, and only then lock shards to load the results.
 
 pub mod cursor;
+pub mod dicts;
 pub mod docs;
 pub mod document;
 pub mod eval;
@@ -173,6 +174,8 @@ pub struct Indexes {
     /// Whether any index exists (the write path's fast check).
     any: AtomicBool,
     builder_started: AtomicBool,
+    /// `FT.DICT*` dictionaries.
+    dicts: dicts::Dictionaries,
 }
 
 /// How long inserts must pause before the background builder links vectors.
@@ -185,6 +188,11 @@ impl Indexes {
     /// The registry's counters.
     pub fn stats(&self) -> &SearchStats {
         &self.stats
+    }
+
+    /// The `FT.DICT*` dictionaries.
+    pub fn dicts(&self) -> &dicts::Dictionaries {
+        &self.dicts
     }
 
     /// Whether any index exists.
@@ -228,9 +236,10 @@ impl Indexes {
         index
     }
 
-    /// Removes every index.
+    /// Removes every index and dictionary (`FLUSHALL`).
     pub fn clear(&self) {
         self.map.write().clear();
+        self.dicts.clear();
         self.any.store(false, Ordering::Release);
     }
 

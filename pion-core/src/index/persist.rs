@@ -8,16 +8,17 @@
 //! falls back to re-indexing that index from the hashes.
 //!
 //! ```text
-//! body  = version:u8(1) indexes:u32 index*
+//! body  = version:u8(2) indexes:u32 index* dicts:u32 dict*
 //! index = commands:u32 (argc:u32 arg:bytes*)* next_id:u64 complete:u8
 //!         docs:u32 (id:u64 key:bytes)* graphs:u32 (field:u32 graph:bytes)*
+//! dict  = name:bytes terms:u32 term:bytes*
 //! ```
+//!
+//! An index's commands are its `FT.CREATE` then its `FT.ALTER`s and `FT.SYNUPDATE`s in
+//! the order they ran. Version 1 (before dictionaries) has no `dicts`.
 //!
 //! An index whose initial scan was still running is saved incomplete (no documents,
 //! no graphs) and re-indexed from the hashes at load.
-//!
-//! ```text
-//! ```
 
 use std::sync::Arc;
 
@@ -29,12 +30,13 @@ use crate::util::codec::{put_bytes, put_u32, put_u64, DecodeError, Malformed, Re
 const FORMAT: &str = "search-index section";
 use crate::vector::VectorIndex;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// Serialises every index (call holding every shard).
 pub fn export(indexes: &Indexes) -> Vec<u8> {
     let all = indexes.all();
-    if all.is_empty() {
+    let dicts = indexes.dicts().all();
+    if all.is_empty() && dicts.is_empty() {
         return Vec::new();
     }
     let mut out = vec![VERSION];
@@ -82,8 +84,19 @@ pub fn export(indexes: &Indexes) -> Vec<u8> {
             put_bytes(&mut out, g);
         }
     }
+    put_u32(&mut out, dicts.len() as u32);
+    for (name, terms) in &dicts {
+        put_bytes(&mut out, name);
+        put_u32(&mut out, terms.len() as u32);
+        for t in terms {
+            put_bytes(&mut out, t);
+        }
+    }
     out
 }
+
+/// Dictionaries as read from a snapshot.
+type SavedDicts = Vec<(Vec<u8>, Vec<Vec<u8>>)>;
 
 /// One index as read from a snapshot.
 struct Saved {
@@ -94,9 +107,10 @@ struct Saved {
     graphs: Vec<(usize, Vec<u8>)>,
 }
 
-fn decode(body: &[u8]) -> Result<Vec<Saved>, Malformed> {
+fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedDicts), Malformed> {
     let mut r = Reader::new(body);
-    if r.u8()? != VERSION {
+    let version = r.u8()?;
+    if version != 1 && version != VERSION {
         return Err(Malformed("unknown search-index section version"));
     }
     let n = r.count(4)?;
@@ -134,7 +148,25 @@ fn decode(body: &[u8]) -> Result<Vec<Saved>, Malformed> {
             graphs,
         });
     }
-    Ok(out)
+    let mut dicts = Vec::new();
+    if version >= 2 {
+        for _ in 0..r.count(8)? {
+            let name = r.bytes()?.to_vec();
+            let nterms = r.count(4)?;
+            let mut terms = Vec::with_capacity(nterms);
+            for _ in 0..nterms {
+                terms.push(r.bytes()?.to_vec());
+            }
+            dicts.push((name, terms));
+        }
+    }
+    Ok((out, dicts))
+}
+
+fn restore_dicts(indexes: &Indexes, dicts: SavedDicts) {
+    for (name, terms) in dicts {
+        indexes.dicts().add(&name, &terms);
+    }
 }
 
 /// Recreates the indexes of a snapshot over the keys just loaded; returns how many
@@ -144,7 +176,8 @@ pub fn restore(
     keyspace: &Keyspace,
     body: &[u8],
 ) -> Result<usize, DecodeError> {
-    let saved = decode(body).map_err(|e| e.in_format(FORMAT))?;
+    let (saved, dicts) = decode(body).map_err(|e| e.in_format(FORMAT))?;
+    restore_dicts(indexes, dicts);
     let count = saved.len();
     for s in saved {
         let index = define(indexes, &s.commands)?;
@@ -164,7 +197,8 @@ pub fn restore_missing(
     keyspace: &Keyspace,
     body: &[u8],
 ) -> Result<usize, DecodeError> {
-    let saved = decode(body).map_err(|e| e.in_format(FORMAT))?;
+    let (saved, dicts) = decode(body).map_err(|e| e.in_format(FORMAT))?;
+    restore_dicts(indexes, dicts);
     let mut created = 0;
     for s in saved {
         // `FT.CREATE name …`: the name is its first argument.
@@ -182,7 +216,8 @@ pub fn restore_missing(
     Ok(created)
 }
 
-/// Creates an index from its `FT.CREATE` and `FT.ALTER` commands, without scanning.
+/// Creates an index from its `FT.CREATE`, `FT.ALTER` and `FT.SYNUPDATE` commands,
+/// without scanning.
 fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchIndex>, DecodeError> {
     let refused = |e: crate::error::OpError| {
         DecodeError::new(FORMAT, format!("definition refused: {}", e.wire_text()))
@@ -196,6 +231,15 @@ fn define(indexes: &Indexes, commands: &[Vec<Vec<u8>>]) -> Result<Arc<SearchInde
         .map_err(|e| DecodeError::new(FORMAT, e.0.to_string()))?;
     index.commands.lock().push(create.clone());
     for argv in alters {
+        if argv
+            .first()
+            .is_some_and(|c| c.eq_ignore_ascii_case(b"FT.SYNUPDATE"))
+        {
+            let update = schema::parse_synupdate(argv).map_err(refused)?;
+            index.def.write().add_synonyms(update.group, update.terms);
+            index.commands.lock().push(argv.clone());
+            continue;
+        }
         let at = argv
             .iter()
             .position(|a| a.eq_ignore_ascii_case(b"ADD"))
@@ -262,5 +306,31 @@ fn restore_documents(indexes: &Indexes, keyspace: &Keyspace, index: &SearchIndex
                 index.docs.write().index_as(&def, &key, doc, id, false);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dictionaries_round_trip_and_the_older_version_still_decodes() {
+        let indexes = Indexes::default();
+        indexes
+            .dicts()
+            .add(b"d", &[b"apple".to_vec(), b"zebra".to_vec()]);
+        let body = export(&indexes);
+        let (saved, dicts) = decode(&body).expect("decodes");
+        assert!(saved.is_empty());
+        assert_eq!(
+            dicts,
+            vec![(b"d".to_vec(), vec![b"apple".to_vec(), b"zebra".to_vec()])]
+        );
+        // Version 1: indexes only.
+        let mut v1 = vec![1u8];
+        put_u32(&mut v1, 0);
+        let (saved, dicts) = decode(&v1).expect("version 1 decodes");
+        assert!(saved.is_empty() && dicts.is_empty());
+        assert!(decode(&[9u8]).is_err());
     }
 }

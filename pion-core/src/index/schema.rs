@@ -6,9 +6,11 @@
 //! ignored.
 
 use super::stem::{Language, LanguageError};
+use super::tokens::lowercase;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
 use crate::vector::{Algorithm, IndexParams, Metric};
+use std::collections::BTreeMap;
 
 /// How a vector field's values are encoded in the hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,11 +182,23 @@ pub struct IndexDef {
     pub stopwords: Option<Vec<Vec<u8>>>,
     /// `LANGUAGE`: how TEXT fields and query terms are stemmed.
     pub language: Language,
+    /// `FT.SYNUPDATE`: each term's synonym groups, in the order they were given.
+    pub synonyms: BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
     /// The fields, in declaration order.
     pub fields: Vec<FieldSpec>,
 }
 
 impl IndexDef {
+    /// Adds `terms` (lowercased) to synonym group `group` (`FT.SYNUPDATE`).
+    pub fn add_synonyms(&mut self, group: &[u8], terms: &[Vec<u8>]) {
+        for t in terms {
+            let groups = self.synonyms.entry(lowercase(t)).or_default();
+            if !groups.iter().any(|g| g == group) {
+                groups.push(group.to_vec());
+            }
+        }
+    }
+
     /// Whether a key is under one of the prefixes.
     pub fn covers(&self, key: &[u8]) -> bool {
         self.prefixes.iter().any(|p| key.starts_with(p))
@@ -264,6 +278,29 @@ const REFUSED_INDEX_OPTIONS: &[&str] = &[
     "NOFREQS",
 ];
 
+/// What one `FT.SYNUPDATE` asks.
+pub struct SynonymUpdate<'a> {
+    /// The group id.
+    pub group: &'a [u8],
+    /// `SKIPINITIALSCAN`: documents are left as indexed.
+    pub skip_scan: bool,
+    /// The terms to add to the group.
+    pub terms: &'a [Vec<u8>],
+}
+
+/// `FT.SYNUPDATE index group [SKIPINITIALSCAN] term…` (the whole argument vector).
+pub fn parse_synupdate(argv: &[Vec<u8>]) -> OpResult<SynonymUpdate<'_>> {
+    if argv.len() < 4 {
+        return Err(OpError::WrongArity("FT.SYNUPDATE".into()));
+    }
+    let skip_scan = argv[3].eq_ignore_ascii_case(b"SKIPINITIALSCAN");
+    Ok(SynonymUpdate {
+        group: &argv[2],
+        skip_scan,
+        terms: &argv[if skip_scan { 4 } else { 3 }..],
+    })
+}
+
 /// Parses `FT.CREATE name [options] SCHEMA field…` (the whole argument vector).
 pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
     let mut a = Args { argv, at: 2 };
@@ -275,6 +312,7 @@ pub fn parse_create(argv: &[Vec<u8>]) -> OpResult<IndexDef> {
         skip_initial_scan: false,
         stopwords: None,
         language: Language::ENGLISH,
+        synonyms: BTreeMap::new(),
         fields: Vec::new(),
     };
     loop {

@@ -4,12 +4,17 @@
 //! matches its own postings, those of `+stem`, and those of the stem as a plain word.
 //!
 //! Both sides live here so that indexing and querying agree on every byte of a stem.
+//! Synonym groups (`FT.SYNUPDATE`) work the same way: a word of a group is also
+//! indexed as `~group`, which a query term of the group also searches.
 //! The stemmers are the Snowball algorithms, as generated Rust (`rust-stemmers`).
 
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// The byte that marks a stem in the term dictionary (`+run`).
 pub const STEM_PREFIX: u8 = b'+';
+
+/// The byte that marks a synonym group in the term dictionary (`~g1`).
+pub const SYNONYM_PREFIX: u8 = b'~';
 
 /// Indexed words shorter than this (in bytes) are not stemmed.
 pub const MIN_STEM_LENGTH: usize = 4;
@@ -129,6 +134,14 @@ impl Language {
         }
         out
     }
+}
+
+/// The term a synonym group is indexed and searched as (`~group`).
+pub fn synonym_term(group: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(group.len() + 1);
+    out.push(SYNONYM_PREFIX);
+    out.extend_from_slice(group);
+    out
 }
 
 fn marked(stem: &[u8]) -> Vec<u8> {

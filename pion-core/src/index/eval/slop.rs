@@ -210,7 +210,7 @@ fn term_positions(cx: &Cx<'_>, term: &[u8], id: u64) -> Vec<usize> {
     let mut out = Vec::new();
     let mut base = 0;
     for (_, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        let FieldIndex::Text { tokens, stems, .. } = index else {
+        let FieldIndex::Text { tokens, extras, .. } = index else {
             continue;
         };
         let toks = tokens.get(&id).map(Vec::as_slice).unwrap_or_default();
@@ -221,12 +221,12 @@ fn term_positions(cx: &Cx<'_>, term: &[u8], id: u64) -> Vec<usize> {
                 .map(|(p, _)| base + p),
         );
         out.extend(
-            stems
+            extras
                 .get(&id)
                 .into_iter()
                 .flatten()
-                .filter(|(_, s)| s.as_slice() == term)
-                .map(|(p, _)| base + *p as usize),
+                .filter(|e| e.term == term)
+                .map(|e| base + e.position as usize),
         );
         base += toks.len();
     }

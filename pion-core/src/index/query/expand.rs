@@ -1,23 +1,50 @@
-//! Query expansion by stemming, as RediSearch expands a parsed query before running
-//! it: each term becomes the union of itself, its `+stem` and (when it differs) its
-//! stem as a word, so `running` finds `runs` and `run`.
+//! Query expansion, as RediSearch's default expander rewrites a parsed query before
+//! running it: each term becomes the union of itself, its synonym groups (`~g`), its
+//! `+stem` and (when it differs) its stem as a word, so `running` finds `runs` and
+//! `run`, and `kid` finds `child` when both are in one `FT.SYNUPDATE` group.
 //!
 //! Only terms at the top, in unions and in intersections are expanded: terms under
 //! `-`, `~`, exact phrases, prefixes and the like keep their written form, as in
 //! RediSearch. `VERBATIM` skips the expansion altogether.
 
-use super::Node;
-use crate::index::stem::Language;
+use std::collections::BTreeMap;
 
-/// The tree with every expandable term stemmed in `language`.
-pub fn expand_stems(node: Node, language: Language) -> Node {
+use super::Node;
+use crate::index::stem::{synonym_term, Language};
+
+/// How terms expand: the stemmer, and the index's synonym groups by term.
+#[derive(Clone, Copy)]
+pub struct Expansion<'a> {
+    /// The stemming language.
+    pub language: Language,
+    /// Each term's synonym groups.
+    pub synonyms: &'a BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
+}
+
+impl Expansion<'_> {
+    /// The terms `term` expands to beyond itself.
+    fn of(&self, term: &[u8]) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = self
+            .synonyms
+            .get(term)
+            .into_iter()
+            .flatten()
+            .map(|g| synonym_term(g))
+            .collect();
+        out.extend(self.language.expansions(term));
+        out
+    }
+}
+
+/// The tree with every expandable term expanded.
+pub fn expand_terms(node: Node, how: Expansion<'_>) -> Node {
     match node {
         Node::Term {
             fields,
             term,
             expanded: false,
         } => {
-            let extra = language.expansions(&term);
+            let extra = how.of(&term);
             if extra.is_empty() {
                 return Node::Term {
                     fields,
@@ -39,17 +66,11 @@ pub fn expand_stems(node: Node, language: Language) -> Node {
         }
         Node::Union { fields, children } => Node::Union {
             fields,
-            children: children
-                .into_iter()
-                .map(|c| expand_stems(c, language))
-                .collect(),
+            children: children.into_iter().map(|c| expand_terms(c, how)).collect(),
         },
         Node::Intersect { fields, children } => Node::Intersect {
             fields,
-            children: children
-                .into_iter()
-                .map(|c| expand_stems(c, language))
-                .collect(),
+            children: children.into_iter().map(|c| expand_terms(c, how)).collect(),
         },
         other => other,
     }
@@ -60,13 +81,31 @@ mod tests {
     use super::*;
     use crate::index::query::{explain, parse, FieldKind, FieldList, Params, Query};
 
-    fn expanded(text: &str) -> String {
+    fn expanded_with(text: &str, synonyms: &BTreeMap<Vec<u8>, Vec<Vec<u8>>>) -> String {
         let fields = FieldList::new([("t", FieldKind::Text)]);
         let q = parse(text.as_bytes(), &Params::new(), 2, &fields).expect("valid query");
+        let how = Expansion {
+            language: Language::ENGLISH,
+            synonyms,
+        };
         explain(&Query {
-            filter: expand_stems(q.filter, Language::ENGLISH),
+            filter: expand_terms(q.filter, how),
             vector: q.vector,
         })
+    }
+
+    fn expanded(text: &str) -> String {
+        expanded_with(text, &BTreeMap::new())
+    }
+
+    #[test]
+    fn synonym_groups_come_before_the_stems() {
+        let mut synonyms = BTreeMap::new();
+        synonyms.insert(b"kid".to_vec(), vec![b"g1".to_vec(), b"G2".to_vec()]);
+        assert_eq!(
+            expanded_with("kid", &synonyms),
+            "UNION {\n  kid\n  ~g1(expanded)\n  ~G2(expanded)\n  +kid(expanded)\n}\n"
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use ast::{
     unescape, FieldScope, GeoUnit, Hybrid, HybridPolicy, Node, NumericRange, Query, TagAlternative,
     VectorClause, VectorOption, VectorRange,
 };
-pub use expand::expand_stems;
+pub use expand::{expand_terms, Expansion};
 pub use explain::explain;
 /// A number as RediSearch reads one in a query or a `FILTER` (C's `strtod`, whole).
 pub(crate) use params::parse_double as parse_number;

@@ -13,6 +13,8 @@ mod explain;
 mod filters;
 mod info;
 mod query;
+mod spellcheck;
+mod synonyms;
 
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
@@ -55,6 +57,22 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns a query's parse tree as an array of lines.", "1.0.0"),
     CommandSpec::new("ft.tagvals", -1, READONLY, Group::Search, tag_values)
         .doc("Returns the distinct values of a TAG field, as indexed.", "1.0.0"),
+    CommandSpec::new("ft.synupdate", -1, WRITE, Group::Search, synonyms::update).doc(
+        "Adds terms to a synonym group of an index (documents are re-indexed unless SKIPINITIALSCAN).",
+        "1.2.0",
+    ),
+    CommandSpec::new("ft.syndump", -1, READONLY, Group::Search, synonyms::dump)
+        .doc("Returns each term of an index's synonym groups with its groups.", "1.2.0"),
+    CommandSpec::new("ft.spellcheck", -1, READONLY, Group::Search, spellcheck::spellcheck).doc(
+        "Suggests spelling corrections for a query's words from the index's terms and dictionaries.",
+        "1.4.0",
+    ),
+    CommandSpec::new("ft.dictadd", -1, WRITE, Group::Search, spellcheck::dict_add)
+        .doc("Adds terms to a dictionary; returns how many were new.", "1.4.0"),
+    CommandSpec::new("ft.dictdel", -1, WRITE, Group::Search, spellcheck::dict_del)
+        .doc("Deletes terms from a dictionary; returns how many were there.", "1.4.0"),
+    CommandSpec::new("ft.dictdump", -1, READONLY, Group::Search, spellcheck::dict_dump)
+        .doc("Returns a dictionary's terms.", "1.4.0"),
     CommandSpec::new("ft.optimize", 2, WRITE, Group::Search, optimize).doc(
         "Links every vector still waiting outside an index's graphs now (queries are exact over them meanwhile).",
         "0.1.0",

@@ -83,8 +83,8 @@ impl Analysis {
         Ok(())
     }
 
-    /// Parses a query for `def` and expands its terms by stemming (unless
-    /// `VERBATIM`), as RediSearch runs it.
+    /// Parses a query for `def` and expands its terms by synonyms and stemming
+    /// (unless `VERBATIM`), as RediSearch runs it.
     pub(super) fn parse(
         &self,
         def: &IndexDef,
@@ -99,8 +99,11 @@ impl Analysis {
         let mut query =
             q::parse(text, params, dialect, &kinds).map_err(|e| err(e.message().to_string()))?;
         if !self.verbatim {
-            let language = self.language.unwrap_or(def.language);
-            query.filter = q::expand_stems(query.filter, language);
+            let how = q::Expansion {
+                language: self.language.unwrap_or(def.language),
+                synonyms: &def.synonyms,
+            };
+            query.filter = q::expand_terms(query.filter, how);
         }
         Ok(query)
     }
