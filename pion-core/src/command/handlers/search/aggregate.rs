@@ -14,6 +14,7 @@ pub mod expr;
 pub mod group;
 pub mod pipeline;
 mod request;
+mod sketches;
 pub mod value;
 
 use std::sync::atomic::Ordering;
@@ -48,6 +49,9 @@ pub(super) struct Pipeline {
     pub stage: Box<dyn Stage>,
     /// Lookups and counters.
     pub state: State,
+    /// `WITHSCORES`: each document's score, replied before its row (0 for a row that
+    /// is not one document, such as a group).
+    pub scores: Option<Arc<std::collections::HashMap<u64, f64>>>,
 }
 
 /// How a reference resolves when it is not already in the segment.
@@ -276,6 +280,7 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
             lookups: c.lookups,
             total: 0,
         },
+        scores: None,
     })
 }
 
@@ -289,6 +294,8 @@ pub(super) struct Chunk {
     pub done: bool,
     /// The error that ended the rows early (RESP3 replies carry it as a warning).
     pub warning: Option<String>,
+    /// `WITHSCORES`: each row's score.
+    pub scores: Option<Vec<f64>>,
 }
 
 /// Pulls up to `count` rows (`None`: all). An error at the first row is the reply;
@@ -302,6 +309,7 @@ pub(super) fn read_chunk(
     let first = pipe.stage.next(env, &mut pipe.state).map_err(err)?;
     let total = pipe.state.total;
     let mut rows = Vec::new();
+    let mut scores = pipe.scores.as_ref().map(|_| Vec::new());
     let mut next = first;
     let mut done = false;
     let mut warning = None;
@@ -310,6 +318,10 @@ pub(super) fn read_chunk(
             done = true;
             break;
         };
+        if let (Some(out), Some(map)) = (scores.as_mut(), pipe.scores.as_ref()) {
+            let id = row.doc.as_ref().map(|d| d.id);
+            out.push(id.and_then(|id| map.get(&id).copied()).unwrap_or(0.0));
+        }
         let seg = pipe.state.lookups.len() - 1;
         let fields = pipe.state.lookups[seg]
             .keys
@@ -334,14 +346,19 @@ pub(super) fn read_chunk(
         rows,
         done,
         warning,
+        scores,
     })
 }
 
 /// A chunk in the connection's protocol.
 pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
+    let mut scores = chunk.scores.map(Vec::into_iter);
     if !resp3 {
         let mut out = vec![Reply::Integer(chunk.total as i64)];
         for row in chunk.rows {
+            if let Some(s) = scores.as_mut().and_then(Iterator::next) {
+                out.push(Reply::bulk(crate::util::num::fmt_shortest(s)));
+            }
             out.push(Reply::Array(
                 row.into_iter()
                     .flat_map(|(k, v)| [Reply::Bulk(k), v.to_reply()])
@@ -354,17 +371,24 @@ pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
         .rows
         .into_iter()
         .map(|row| {
-            Reply::Map(vec![
-                (
-                    Reply::status("extra_attributes"),
-                    Reply::Map(
-                        row.into_iter()
-                            .map(|(k, v)| (Reply::Bulk(k), v.to_reply()))
-                            .collect(),
-                    ),
-                ),
-                (Reply::status("values"), Reply::Array(Vec::new())),
-            ])
+            let score = scores.as_mut().and_then(Iterator::next);
+            let score = score.map(|s| (Reply::status("score"), Reply::ShortDouble(s)));
+            Reply::Map(
+                score
+                    .into_iter()
+                    .chain([
+                        (
+                            Reply::status("extra_attributes"),
+                            Reply::Map(
+                                row.into_iter()
+                                    .map(|(k, v)| (Reply::Bulk(k), v.to_reply()))
+                                    .collect(),
+                            ),
+                        ),
+                        (Reply::status("values"), Reply::Array(Vec::new())),
+                    ])
+                    .collect(),
+            )
         })
         .collect();
     Reply::Map(vec![
@@ -407,6 +431,11 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         (matches, plan)
     };
     let scores = req.add_scores.then(|| matches.scores.clone());
+    let matches_scores = if req.with_scores {
+        matches.scores.clone()
+    } else {
+        Default::default()
+    };
     // The exact re-rank reads hashes: after the document lock is released.
     let mut matched = match (plan, &query.vector) {
         (Some(plan), Some(knn)) => Matched {
@@ -431,7 +460,11 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         }
     };
     matched.scores = scores;
-    compile(&def, req.steps, matched)
+    let mut pipe = compile(&def, req.steps, matched)?;
+    if req.with_scores {
+        pipe.scores = Some(Arc::new(matches_scores));
+    }
+    Ok(pipe)
 }
 
 /// `FT.AGGREGATE index query [steps and options]`.

@@ -9,7 +9,10 @@
 
 use std::collections::HashMap;
 
+use rand::Rng;
+
 use super::pipeline::{Env, Row, Stage, StageError, State};
+use super::sketches::{Hll, QuantileStream};
 use super::value::Value;
 
 /// khash's integer hash of a 64-bit key.
@@ -268,6 +271,21 @@ pub enum ReducerKind {
     ToList,
     /// `FIRST_VALUE n @p [BY @q [ASC|DESC]]`: the sort slot and direction.
     FirstValue(Option<(usize, bool)>),
+    /// `COUNT_DISTINCTISH 1 @p`: distinct values, estimated with a HyperLogLog.
+    CountDistinctish,
+    /// `HLL 1 @p`: that HyperLogLog itself, serialised.
+    Hll,
+    /// `HLL_SUM 1 @p`: the estimate of the merged serialised HyperLogLogs.
+    HllSum,
+    /// `QUANTILE 2|3 @p q [resolution]`.
+    Quantile {
+        /// The quantile, 0 to 1.
+        q: f64,
+        /// Values buffered before the summary is compressed.
+        resolution: usize,
+    },
+    /// `RANDOM_SAMPLE 2 @p n`: up to `n` values drawn uniformly.
+    RandomSample(usize),
 }
 
 /// One `REDUCE` of a `GROUPBY`.
@@ -302,6 +320,13 @@ enum Acc {
         value: Option<Value>,
         sort: Option<Value>,
     },
+    Hll(Hll),
+    HllSum(Option<Hll>),
+    Quantile(Box<QuantileStream>),
+    Sample {
+        seen: u64,
+        items: Vec<Value>,
+    },
 }
 
 impl Reducer {
@@ -322,6 +347,15 @@ impl Reducer {
             ReducerKind::FirstValue(_) => Acc::First {
                 value: None,
                 sort: None,
+            },
+            ReducerKind::CountDistinctish | ReducerKind::Hll => Acc::Hll(Hll::default()),
+            ReducerKind::HllSum => Acc::HllSum(None),
+            ReducerKind::Quantile { resolution, .. } => {
+                Acc::Quantile(Box::new(QuantileStream::new(resolution)))
+            }
+            ReducerKind::RandomSample(_) => Acc::Sample {
+                seen: 0,
+                items: Vec::new(),
             },
         }
     }
@@ -369,6 +403,54 @@ impl Reducer {
                     d.insert(v);
                 }
             }
+            Acc::Hll(h) => {
+                if let Some(v) = value().filter(|v| *v != Value::Null) {
+                    // RediSearch's seed, and the 64-bit hash folded to 32.
+                    let hash = v.hash(0x5f61_767a);
+                    h.add((hash as u32) ^ ((hash >> 32) as u32));
+                }
+            }
+            Acc::HllSum(sum) => {
+                if let Some(Value::Str(bytes)) = value() {
+                    if let Some(h) = Hll::deserialize(&bytes) {
+                        match sum {
+                            Some(s) => s.merge(&h),
+                            None => *sum = Some(h),
+                        }
+                    }
+                }
+            }
+            Acc::Quantile(qs) => match value() {
+                Some(Value::Array(items)) => {
+                    for x in items.iter().filter_map(Value::as_number) {
+                        qs.insert(x);
+                    }
+                }
+                Some(v) => {
+                    if let Some(x) = v.as_number() {
+                        qs.insert(x);
+                    }
+                }
+                None => {}
+            },
+            Acc::Sample { seen, items } => {
+                let ReducerKind::RandomSample(len) = self.kind else {
+                    return;
+                };
+                if let Some(v) = value() {
+                    if (items.len() as u64) < len as u64 {
+                        items.push(v);
+                    } else {
+                        // Reservoir sampling: the new value replaces a random one with
+                        // probability len / (seen + 1).
+                        let i = rand::thread_rng().gen_range(0..=*seen) as usize;
+                        if i < len {
+                            items[i] = v;
+                        }
+                    }
+                    *seen += 1;
+                }
+            }
             Acc::First { value: cur, sort } => {
                 let ReducerKind::FirstValue(by) = &self.kind else {
                     return;
@@ -400,8 +482,18 @@ impl Reducer {
     }
 }
 
-fn finish(acc: Acc) -> Value {
+fn finish(acc: Acc, kind: &ReducerKind) -> Value {
     match acc {
+        Acc::Hll(h) if matches!(kind, ReducerKind::Hll) => Value::Str(h.serialize()),
+        Acc::Hll(h) => Value::Num(h.count().trunc()),
+        Acc::HllSum(h) => Value::Num(h.map_or(0.0, |h| h.count().trunc())),
+        Acc::Quantile(mut qs) => {
+            let ReducerKind::Quantile { q, .. } = kind else {
+                return Value::Null;
+            };
+            Value::Num(qs.query(*q))
+        }
+        Acc::Sample { items, .. } => Value::Array(items),
         Acc::Count(n) => Value::Num(n as f64),
         Acc::Distinct(set) => Value::Num(set.len() as f64),
         Acc::Sum(s) => Value::Num(s),
@@ -462,7 +554,11 @@ impl Stage for Group {
                     doc: None,
                     slots: values
                         .into_iter()
-                        .chain(accs.into_iter().map(finish))
+                        .chain(
+                            accs.into_iter()
+                                .zip(&self.reducers)
+                                .map(|(acc, r)| finish(acc, &r.kind)),
+                        )
                         .map(Some)
                         .collect(),
                 })

@@ -78,6 +78,8 @@ pub(super) struct Request {
     pub(super) scorer: crate::index::eval::Scorer,
     /// `ADDSCORES`: each row carries its document's text score as `__score`.
     pub(super) add_scores: bool,
+    /// `WITHSCORES`: each row's score is replied before it.
+    pub(super) with_scores: bool,
     /// `VERBATIM` and `LANGUAGE`.
     pub(super) analysis: crate::command::handlers::search::query::Analysis,
 }
@@ -134,6 +136,9 @@ fn property(arg: &[u8]) -> Vec<u8> {
     arg.strip_prefix(b"@").unwrap_or(arg).to_vec()
 }
 
+/// The largest `RANDOM_SAMPLE` size and `QUANTILE` resolution (RediSearch's).
+const MAX_SAMPLE_SIZE: usize = 1000;
+
 fn parse_reduce(argv: &[Vec<u8>], at: &mut usize) -> OpResult<ReduceSpec> {
     let Some(name) = argv.get(*at) else {
         return Err(bad("REDUCE", "SUCCESS"));
@@ -150,9 +155,14 @@ fn parse_reduce(argv: &[Vec<u8>], at: &mut usize) -> OpResult<ReduceSpec> {
         b"STDDEV" => ReducerKind::StdDev,
         b"TOLIST" => ReducerKind::ToList,
         b"FIRST_VALUE" => ReducerKind::FirstValue(None),
-        b"COUNT_DISTINCTISH" | b"QUANTILE" | b"RANDOM_SAMPLE" | b"HLL" | b"HLL_SUM" => {
-            return Err(err(format!("Reducer {shown} is not supported by Pion")));
-        }
+        b"COUNT_DISTINCTISH" => ReducerKind::CountDistinctish,
+        b"QUANTILE" => ReducerKind::Quantile {
+            q: 0.0,
+            resolution: 500,
+        },
+        b"RANDOM_SAMPLE" => ReducerKind::RandomSample(0),
+        b"HLL" => ReducerKind::Hll,
+        b"HLL_SUM" => ReducerKind::HllSum,
         _ => return Err(err(format!("No such reducer: {shown}"))),
     };
     *at += 1;
@@ -210,6 +220,53 @@ fn parse_reduce(argv: &[Vec<u8>], at: &mut usize) -> OpResult<ReduceSpec> {
                 spec.by = Some((property(by), asc));
             }
         }
+        ReducerKind::Quantile { .. } => {
+            let Some(first) = args.first() else {
+                return Err(err(format!("Missing arguments for {shown}")));
+            };
+            spec.input = property(first);
+            let q = args
+                .get(1)
+                .and_then(|a| crate::index::query::parse_number(a))
+                .ok_or_else(|| bad(&shown, NOT_CONVERTED))?;
+            if !(0.0..=1.0).contains(&q) {
+                return Err(err("Percentage must be between 0.0 and 1.0"));
+            }
+            let mut resolution = 500;
+            if let Some(r) = args.get(2) {
+                resolution = std::str::from_utf8(r)
+                    .ok()
+                    .and_then(|s| s.parse::<usize>().ok())
+                    .ok_or_else(|| bad("<resolution>", NOT_CONVERTED))?;
+                if !(1..=MAX_SAMPLE_SIZE).contains(&resolution) {
+                    return Err(err("Invalid resolution"));
+                }
+            }
+            if let Some(extra) = args.get(3) {
+                return Err(err(format!(
+                    "Unknown argument `{}` at position 3 for {shown}",
+                    lossy(extra)
+                )));
+            }
+            spec.kind = ReducerKind::Quantile { q, resolution };
+        }
+        ReducerKind::RandomSample(_) => {
+            let Some(first) = args.first() else {
+                return Err(err(format!("Missing arguments for {shown}")));
+            };
+            spec.input = property(first);
+            let raw = args
+                .get(1)
+                .ok_or_else(|| bad("<sample size>", NONE_PROVIDED))?;
+            let len = std::str::from_utf8(raw)
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok())
+                .ok_or_else(|| bad("<sample size>", NOT_CONVERTED))?;
+            if len > MAX_SAMPLE_SIZE {
+                return Err(err("Sample size too large"));
+            }
+            spec.kind = ReducerKind::RandomSample(len);
+        }
         _ => {
             let Some(first) = args.first() else {
                 return Err(err(format!("Missing arguments for {shown}")));
@@ -253,6 +310,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
         cursor: None,
         scorer: crate::index::eval::Scorer::default(),
         add_scores: false,
+        with_scores: false,
         analysis: Default::default(),
     };
     let mut i = 3;
@@ -463,8 +521,9 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                 i += 1;
             }
             b"ADDSCORES" => r.add_scores = true,
-            b"WITHSCORES" | b"NOCONTENT" | b"INORDER" | b"SLOP" | b"EXPANDER" | b"PAYLOAD"
-            | b"INKEYS" | b"INFIELDS" => {
+            b"WITHSCORES" => r.with_scores = true,
+            b"NOCONTENT" | b"INORDER" | b"SLOP" | b"EXPANDER" | b"PAYLOAD" | b"INKEYS"
+            | b"INFIELDS" => {
                 return Err(err(format!(
                     "FT.AGGREGATE option {} is not supported by Pion",
                     lossy(&argv[at])
