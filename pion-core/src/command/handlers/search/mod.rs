@@ -11,6 +11,7 @@ mod aggregate;
 pub(crate) mod cursor;
 mod explain;
 mod filters;
+mod highlight;
 mod info;
 mod query;
 mod spellcheck;

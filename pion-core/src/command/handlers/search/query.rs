@@ -127,6 +127,8 @@ pub(super) struct Options {
     withpayloads: bool,
     /// `VERBATIM`, `LANGUAGE`, `NOSTOPWORDS`.
     pub(super) analysis: Analysis,
+    /// `HIGHLIGHT`.
+    highlight: Option<super::highlight::Highlight>,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -152,6 +154,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         filters: Default::default(),
         withpayloads: false,
         analysis: Analysis::default(),
+        highlight: None,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -165,8 +168,14 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"WITHPAYLOADS" => o.withpayloads = true,
             b"LANGUAGE" => o.analysis.parse_language(argv, &mut i)?,
             // Named refusals: each would change the reply, and Pion does not do it yet.
-            b"EXPANDER" | b"EXPLAINSCORE" | b"SUMMARIZE" | b"HIGHLIGHT" | b"WITHSORTKEYS"
-            | b"PAYLOAD" => {
+            b"HIGHLIGHT" => {
+                o.highlight = Some(super::highlight::Highlight::parse(
+                    o.highlight.take(),
+                    argv,
+                    &mut i,
+                )?)
+            }
+            b"EXPANDER" | b"EXPLAINSCORE" | b"SUMMARIZE" | b"WITHSORTKEYS" | b"PAYLOAD" => {
                 return Err(err(format!(
                     "FT.SEARCH option {} is not supported by Pion",
                     String::from_utf8_lossy(&argv[i - 1])
@@ -353,7 +362,20 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         run(&def, &docs, &query, matches, nearest, &opts)?
     };
     let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
-    load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref())
+    // HIGHLIGHT marks the terms each document matched.
+    let marks = match &opts.highlight {
+        Some(_) if !opts.nocontent => {
+            super::highlight::check_key_type(&def)?;
+            let docs = index.docs.read();
+            Some(
+                page.iter()
+                    .map(|h| super::highlight::matched_terms(&query.filter, &def, &docs, h.id))
+                    .collect(),
+            )
+        }
+        _ => None,
+    };
+    load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref(), marks)
 }
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
@@ -640,6 +662,23 @@ fn whole_document(
     out
 }
 
+/// A result's fields as replied: name and value.
+type Fields = Vec<(Vec<u8>, Read)>;
+
+/// Orders every result's fields as the first results named them: RediSearch replies
+/// whole documents through one list of field names per query, made as the results
+/// bring new names, so a later document follows the first one's order.
+fn same_field_order(results: &mut [(Hit, Fields)]) {
+    let mut order: HashMap<Vec<u8>, usize> = HashMap::new();
+    for (_, fields) in results.iter_mut() {
+        for (name, _) in fields.iter() {
+            let next = order.len();
+            order.entry(name.clone()).or_insert(next);
+        }
+        fields.sort_by_key(|(name, _)| order.get(name).copied().unwrap_or(usize::MAX));
+    }
+}
+
 fn load_and_reply(
     ctx: &mut Ctx<'_>,
     def: &IndexDef,
@@ -647,7 +686,9 @@ fn load_and_reply(
     total: usize,
     page: Vec<Hit>,
     score_name: Option<&[u8]>,
+    marks: Option<Vec<std::collections::HashSet<Vec<u8>>>>,
 ) -> OpResult<Reply> {
+    let mut marks = marks.map(Vec::into_iter);
     let resp3 = ctx.client.resp >= 3;
     let engine = ctx.engine();
     let now = ctx.now_ms();
@@ -655,6 +696,8 @@ fn load_and_reply(
     let every_match = opts.dialect >= 3;
     let mut results = Vec::with_capacity(page.len());
     for hit in page {
+        // Taken first: a result skipped below must not shift the next one's terms.
+        let terms = marks.as_mut().and_then(Iterator::next);
         let fields = if opts.nocontent {
             Vec::new()
         } else {
@@ -686,7 +729,14 @@ fn load_and_reply(
                 None => whole_document(def, opts, doc, score_name, dist, every_match),
             }
         };
+        let fields = match (&opts.highlight, terms) {
+            (Some(h), Some(terms)) => h.apply(def, &terms, fields),
+            _ => fields,
+        };
         results.push((hit, fields));
+    }
+    if opts.returns.is_none() {
+        same_field_order(&mut results);
     }
     let value = |v: Read| match v {
         Read::Bytes(b) => Reply::Bulk(b),
