@@ -5,23 +5,25 @@
 //! Scores follow RediSearch's definitions: a term's frequency in a document counts
 //! each occurrence with its field's weight, a document's length is its weighted token
 //! count, and TF-IDF's idf is `logb(1 + (N + 1) / df)` (a power of two). They
-//! agree with RediSearch's, including the distance penalty of multi-term queries
-//! ([`slop`]).
+//! agree with RediSearch's ([`score`]), including the distance penalty of multi-term
+//! queries ([`slop`]).
 //!
 //! `INORDER` keeps only documents where each intersection's text terms occur in the
 //! query's order; positions run on across TEXT fields in schema order, as RediSearch
 //! numbers a document's tokens.
 
+mod score;
 mod slop;
 
 use std::collections::HashMap;
 
-use super::docs::Extra;
 use super::docs::{DocSet, Docs, FieldIndex};
 use super::schema::{FieldKind, IndexDef};
-use super::stem::{stem_weight, word_weight};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::vector::SearchOptions;
+use score::{
+    average_length, finish_scores, score_first_terms, score_tags, score_terms, score_virtual,
+};
 
 /// What evaluating a filter gives: the matching documents, text scores, and the
 /// distances any `VECTOR_RANGE` node yielded (by field name to report them under).
@@ -131,104 +133,6 @@ struct Cx<'a> {
 /// The shortest prefix or suffix a query may expand (RediSearch's `MINPREFIX`).
 const MIN_AFFIX_LEN: usize = 2;
 
-/// BM25's k1, which RediSearch keeps as a C `float` (the scores carry its rounding).
-const K1: f64 = 1.2f32 as f64;
-
-/// BM25STD's length normalisation b (RediSearch's constant, not the textbook 0.75).
-const BM25_B: f64 = 0.5;
-
-fn average_length(def: &IndexDef, docs: &Docs) -> f64 {
-    let total: f64 = def
-        .fields
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| match f.kind {
-            FieldKind::Text { weight, .. } => {
-                Some(word_weight(weight) * docs.token_total(i) as f64)
-            }
-            _ => None,
-        })
-        .sum();
-    total / docs.len().max(1) as f64
-}
-
-/// A document's weighted token count (its length for TFIDF.DOCNORM and BM25STD).
-fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
-    text_fields(cx.def, cx.docs, &FieldScope::All)
-        .map(|(weight, index)| match index {
-            FieldIndex::Text { tokens, .. } => {
-                word_weight(weight) * tokens.get(&id).map_or(0, Vec::len) as f64
-            }
-            _ => 0.0,
-        })
-        .sum()
-}
-
-/// A document's highest weighted term frequency, the TFIDF norm. RediSearch adds one
-/// to it for each vector the document has, and its TFIDF scores carry that, so this
-/// does too.
-fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
-    let mut freq: HashMap<&[u8], f64> = HashMap::new();
-    for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        if let FieldIndex::Text { tokens, extras, .. } = index {
-            for t in tokens.get(&id).into_iter().flatten() {
-                *freq.entry(t.as_slice()).or_default() += word_weight(weight);
-            }
-            for e in extras.get(&id).into_iter().flatten() {
-                *freq.entry(e.term.as_slice()).or_default() += extra_weight(e, weight);
-            }
-        }
-    }
-    let vectors = cx
-        .docs
-        .fields
-        .iter()
-        .filter(|f| matches!(f, FieldIndex::Vector(v) if v.contains(id)))
-        .count();
-    freq.values().copied().fold(0.0, f64::max) + vectors as f64
-}
-
-/// Turns the summed term scores into the scorer's final document scores.
-fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
-    let score = cx.def.score;
-    let union_sets = match cx.opts.scorer {
-        Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::Bm25 => slop::union_child_sets(cx, root),
-        _ => Vec::new(),
-    };
-    match cx.opts.scorer {
-        Scorer::TfIdf | Scorer::TfIdfDocNorm => {
-            for (&id, s) in m.scores.iter_mut() {
-                let norm = if cx.opts.scorer == Scorer::TfIdf {
-                    max_freq(cx, id)
-                } else {
-                    doc_len(cx, id)
-                };
-                *s = if norm > 0.0 {
-                    score * *s / norm / slop::penalty(cx, root, id, &union_sets)
-                } else {
-                    0.0
-                };
-            }
-        }
-        Scorer::Bm25 => {
-            for (&id, s) in m.scores.iter_mut() {
-                *s = *s * score / slop::penalty(cx, root, id, &union_sets);
-            }
-        }
-        Scorer::Bm25Std => {
-            for s in m.scores.values_mut() {
-                *s *= score;
-            }
-        }
-        Scorer::DisMax => {}
-        Scorer::DocScore => {
-            for id in m.set.iter() {
-                m.scores.insert(id, score);
-            }
-        }
-    }
-}
-
 fn text_fields<'a>(
     def: &'a IndexDef,
     docs: &'a Docs,
@@ -255,103 +159,6 @@ fn document_frequency(cx: &Cx<'_>, term: &[u8]) -> usize {
         }
     }
     all.len()
-}
-
-/// What one extra term adds to its frequency in a field of weight `weight`.
-fn extra_weight(e: &Extra, weight: f64) -> f64 {
-    if e.stem {
-        stem_weight(weight)
-    } else {
-        word_weight(weight)
-    }
-}
-
-/// A term's frequency in one document: each occurrence, as a word or as a `+stem`,
-/// in any TEXT field, counted with its field's weight. RediSearch keeps one
-/// frequency per term and document, whatever field a query names.
-fn term_frequency(cx: &Cx<'_>, id: u64, term: &[u8]) -> f64 {
-    let mut f = 0.0;
-    for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        let FieldIndex::Text { tokens, extras, .. } = index else {
-            continue;
-        };
-        let words = tokens.get(&id).map_or(0, |toks| {
-            toks.iter().filter(|t| t.as_slice() == term).count()
-        });
-        f += word_weight(weight) * words as f64;
-        for e in extras.get(&id).into_iter().flatten() {
-            if e.term == term {
-                f += extra_weight(e, weight);
-            }
-        }
-    }
-    f
-}
-
-/// Scores one term over the documents of `set` that hold it in a field of `scope`:
-/// its frequency in the document, through the scorer, added to each document's sum.
-fn score_term(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], set: &DocSet, m: &mut Matches) {
-    let mut freqs: HashMap<u64, f64> = HashMap::new();
-    for (_, index) in text_fields(cx.def, cx.docs, scope) {
-        let FieldIndex::Text { terms, .. } = index else {
-            continue;
-        };
-        let Some(postings) = terms.get(term) else {
-            continue;
-        };
-        for id in postings.iter().filter(|&id| set.contains(id)) {
-            freqs
-                .entry(id)
-                .or_insert_with(|| term_frequency(cx, id, term));
-        }
-    }
-    if !freqs.is_empty() {
-        add_scores(cx, document_frequency(cx, term), freqs, m);
-    }
-}
-
-/// Adds each document's score for one term (or tag) of `df` documents, given its
-/// frequency in each.
-fn add_scores(cx: &Cx<'_>, df: usize, freqs: HashMap<u64, f64>, m: &mut Matches) {
-    let n = cx.docs.len() as f64;
-    let df = df.max(1) as f64;
-    // RediSearch divides its document table's size, one more than the documents.
-    let idf = (1.0 + (n + 1.0) / df).log2().floor();
-    for (id, f) in freqs {
-        let add = match cx.opts.scorer {
-            Scorer::TfIdf | Scorer::TfIdfDocNorm => f * idf,
-            Scorer::Bm25 => idf * f / (f + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
-            Scorer::Bm25Std => {
-                // RediSearch computes the logarithm's argument in single precision.
-                let ratio = ((n - df + 0.5) as f32) / ((df + 0.5) as f32);
-                let idf = f64::from(1.0f32 + ratio).ln();
-                let len = doc_len(cx, id);
-                let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
-                idf * f * (K1 + 1.0) / (f + K1 * (1.0 - BM25_B + BM25_B * len / avg))
-            }
-            Scorer::DisMax => f,
-            Scorer::DocScore => 0.0,
-        };
-        *m.scores.entry(id).or_default() += add;
-    }
-}
-
-/// Each matched term's score (prefix, suffix and fuzzy queries match several).
-fn score_terms<'t>(
-    cx: &Cx<'_>,
-    scope: &FieldScope,
-    terms: impl IntoIterator<Item = &'t [u8]>,
-    set: &DocSet,
-    m: &mut Matches,
-) {
-    m.scored = true;
-    let mut seen: Vec<&[u8]> = Vec::new();
-    for t in terms {
-        if !seen.contains(&t) {
-            seen.push(t);
-            score_term(cx, scope, t, set, m);
-        }
-    }
 }
 
 /// Which tokens a text node matches.
@@ -756,98 +563,6 @@ fn expand(
     }
     score_first_terms(cx, fields, matched, &out, m);
     out
-}
-
-/// Scores the documents an expansion (prefix, suffix, fuzzy) matched as RediSearch
-/// does: each by the first of its matching terms in byte order alone.
-fn score_first_terms(
-    cx: &Cx<'_>,
-    scope: &FieldScope,
-    mut terms: Vec<&[u8]>,
-    set: &DocSet,
-    m: &mut Matches,
-) {
-    m.scored = true;
-    terms.sort_unstable();
-    terms.dedup();
-    let mut unscored = set.clone();
-    for term in terms {
-        if unscored.is_empty() {
-            break;
-        }
-        let mut here = DocSet::new();
-        for (_, index) in text_fields(cx.def, cx.docs, scope) {
-            if let FieldIndex::Text { terms, .. } = index {
-                if let Some(postings) = terms.get(term) {
-                    here.or(postings);
-                }
-            }
-        }
-        here.and(&unscored);
-        score_term(cx, scope, term, &here, m);
-        unscored.and_not(&here);
-    }
-}
-
-/// Scores the tags an alternative matched, each like a term found once in the
-/// document (RediSearch keeps tags in term records); a prefix scores each document
-/// by its first matching tag in byte order, as text prefixes do.
-fn score_tags(
-    cx: &Cx<'_>,
-    alt: &TagAlternative,
-    tags: &std::collections::BTreeMap<Vec<u8>, DocSet>,
-    norm: &dyn Fn(Vec<u8>) -> Vec<u8>,
-    set: &DocSet,
-    m: &mut Matches,
-) {
-    let mut score_one = |postings: &DocSet, unscored: &mut DocSet| {
-        let freqs: HashMap<u64, f64> = postings
-            .iter()
-            .filter(|&id| unscored.contains(id))
-            .map(|id| (id, 1.0))
-            .collect();
-        for &id in freqs.keys() {
-            unscored.remove(id);
-        }
-        if !freqs.is_empty() {
-            add_scores(cx, postings.len(), freqs, m);
-        }
-    };
-    match alt {
-        TagAlternative::Exact(_) => {
-            if let Some(postings) = tags.get(&norm(alt.value())) {
-                score_one(postings, &mut set.clone());
-            }
-        }
-        TagAlternative::Prefix(_) => {
-            let p = norm(alt.value());
-            let mut unscored = set.clone();
-            for (_, postings) in tags
-                .range(p.clone()..)
-                .take_while(|(t, _)| t.starts_with(&p))
-            {
-                score_one(postings, &mut unscored);
-            }
-        }
-        TagAlternative::All(words) => {
-            for w in words {
-                score_tags(cx, w, tags, norm, set, m);
-            }
-        }
-    }
-}
-
-/// Scores the documents a numeric or geo range matched as RediSearch scores a result
-/// without a term: a frequency of 1 without idf (nothing under BM25STD).
-fn score_virtual(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
-    let add = match cx.opts.scorer {
-        Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::DisMax => 1.0,
-        Scorer::Bm25 => 1.0 / (1.0 + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
-        Scorer::Bm25Std | Scorer::DocScore => return,
-    };
-    for id in set.iter() {
-        *m.scores.entry(id).or_default() += add;
-    }
 }
 
 fn tag_alternative(
