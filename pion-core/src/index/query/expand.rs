@@ -17,6 +17,8 @@ use crate::index::stem::{synonym_term, Language};
 pub struct Expansion<'a> {
     /// The stemming language.
     pub language: Language,
+    /// Whether terms are stemmed (`EXPANDER SYNONYM` leaves them).
+    pub stems: bool,
     /// Each term's synonym groups.
     pub synonyms: &'a BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
 }
@@ -31,7 +33,9 @@ impl Expansion<'_> {
             .flatten()
             .map(|g| synonym_term(g))
             .collect();
-        out.extend(self.language.expansions(term));
+        if self.stems {
+            out.extend(self.language.expansions(term));
+        }
         out
     }
 }
@@ -86,6 +90,7 @@ mod tests {
         let q = parse(text.as_bytes(), &Params::new(), 2, &fields).expect("valid query");
         let how = Expansion {
             language: Language::ENGLISH,
+            stems: true,
             synonyms,
         };
         explain(&Query {

@@ -67,6 +67,19 @@ pub(super) struct Analysis {
     pub(super) language: Option<Language>,
     /// `NOSTOPWORDS`: stopwords are searched like other words.
     pub(super) keep_stopwords: bool,
+    /// `EXPANDER SBSTEM`: stems only; `EXPANDER SYNONYM`: synonyms only.
+    pub(super) expander: Option<Expander>,
+}
+
+/// RediSearch's query expanders that Pion has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Expander {
+    /// `SBSTEM`: Snowball stems.
+    Stems,
+    /// `SYNONYM`: synonym groups.
+    Synonyms,
+    /// `DEFAULT`: both (what a query gets without `EXPANDER`).
+    Default,
 }
 
 impl Analysis {
@@ -80,6 +93,29 @@ impl Analysis {
             LanguageError::Unknown => err("No such language"),
             LanguageError::NoStemmer => crate::index::schema::no_stemmer(name),
         })?);
+        Ok(())
+    }
+
+    /// Reads `EXPANDER name` (the keyword just read, `i` at its argument). Names are
+    /// case-sensitive, as in RediSearch; `PHONETIC` and names RediSearch does not know
+    /// are refused.
+    pub(super) fn parse_expander(&mut self, argv: &[Vec<u8>], i: &mut usize) -> OpResult<()> {
+        let name = argv.get(*i).ok_or_else(|| {
+            err("Bad arguments for EXPANDER: Expected an argument, but none provided")
+        })?;
+        *i += 1;
+        self.expander = Some(match name.as_slice() {
+            b"DEFAULT" => Expander::Default,
+            b"SBSTEM" => Expander::Stems,
+            b"SYNONYM" => Expander::Synonyms,
+            b"PHONETIC" => return Err(err("EXPANDER PHONETIC is not supported by Pion")),
+            other => {
+                return Err(err(format!(
+                    "Unknown EXPANDER `{}` (Pion has DEFAULT, SBSTEM and SYNONYM)",
+                    String::from_utf8_lossy(other)
+                )))
+            }
+        });
         Ok(())
     }
 
@@ -99,9 +135,16 @@ impl Analysis {
         let mut query =
             q::parse(text, params, dialect, &kinds).map_err(|e| err(e.message().to_string()))?;
         if !self.verbatim {
+            let none = Default::default();
+            let expander = self.expander.unwrap_or(Expander::Default);
             let how = q::Expansion {
                 language: self.language.unwrap_or(def.language),
-                synonyms: &def.synonyms,
+                stems: expander != Expander::Synonyms,
+                synonyms: if expander == Expander::Stems {
+                    &none
+                } else {
+                    &def.synonyms
+                },
             };
             query.filter = q::expand_terms(query.filter, how);
         }
@@ -167,6 +210,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"NOSTOPWORDS" => o.analysis.keep_stopwords = true,
             b"WITHPAYLOADS" => o.withpayloads = true,
             b"LANGUAGE" => o.analysis.parse_language(argv, &mut i)?,
+            b"EXPANDER" => o.analysis.parse_expander(argv, &mut i)?,
             // Named refusals: each would change the reply, and Pion does not do it yet.
             b"HIGHLIGHT" => {
                 o.highlight = Some(super::highlight::Highlight::parse(
@@ -175,7 +219,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
                     &mut i,
                 )?)
             }
-            b"EXPANDER" | b"EXPLAINSCORE" | b"SUMMARIZE" | b"WITHSORTKEYS" | b"PAYLOAD" => {
+            b"EXPLAINSCORE" | b"SUMMARIZE" | b"WITHSORTKEYS" | b"PAYLOAD" => {
                 return Err(err(format!(
                     "FT.SEARCH option {} is not supported by Pion",
                     String::from_utf8_lossy(&argv[i - 1])

@@ -321,6 +321,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
         match word.as_slice() {
             b"VERBATIM" => r.analysis.verbatim = true,
             b"LANGUAGE" => r.analysis.parse_language(argv, &mut i)?,
+            b"EXPANDER" => r.analysis.parse_expander(argv, &mut i)?,
             b"LOAD" => {
                 let a = argv.get(i).ok_or_else(|| bad("LOAD", NONE_PROVIDED))?;
                 i += 1;
@@ -522,8 +523,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
             }
             b"ADDSCORES" => r.add_scores = true,
             b"WITHSCORES" => r.with_scores = true,
-            b"NOCONTENT" | b"INORDER" | b"SLOP" | b"EXPANDER" | b"PAYLOAD" | b"INKEYS"
-            | b"INFIELDS" => {
+            b"NOCONTENT" | b"INORDER" | b"SLOP" | b"PAYLOAD" | b"INKEYS" | b"INFIELDS" => {
                 return Err(err(format!(
                     "FT.AGGREGATE option {} is not supported by Pion",
                     lossy(&argv[at])

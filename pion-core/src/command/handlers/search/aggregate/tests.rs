@@ -209,6 +209,17 @@ fn search_options_pion_does_not_apply_are_refused_by_name() {
     assert_eq!(r, Reply::Error("No such language".into()));
     let r = e.execute(0, &["FT.SEARCH", "idx", "*", "LANGUAGE", "german"]);
     assert_eq!(array(r)[0], Reply::Integer(3));
+    // Expanders: RediSearch's names, case-sensitive; phonetic matching is refused.
+    for (name, ok) in [
+        ("SBSTEM", true),
+        ("SYNONYM", true),
+        ("DEFAULT", true),
+        ("PHONETIC", false),
+        ("sbstem", false),
+    ] {
+        let r = e.execute(0, &["FT.SEARCH", "idx", "*", "EXPANDER", name]);
+        assert_eq!(!matches!(r, Reply::Error(_)), ok, "{name}: {r:?}");
+    }
     let r = e.execute(
         0,
         &[
