@@ -599,7 +599,8 @@ fn tag_alternative(
     }
 }
 
-fn levenshtein(a: &[u8], b: &[u8]) -> usize {
+/// The Levenshtein distance of two byte strings.
+pub(crate) fn levenshtein(a: &[u8], b: &[u8]) -> usize {
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.iter().enumerate() {
         let mut cur = vec![i + 1; b.len() + 1];

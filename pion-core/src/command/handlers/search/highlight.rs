@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 
 use crate::error::{OpError, OpResult};
-use crate::index::query::{FieldScope, Node};
+use crate::index::query::{unescape, FieldScope, Node};
 use crate::index::schema::{FieldKind, IndexDef, KeyType};
 use crate::index::stem::synonym_term;
 use crate::index::tokens::{is_separator, lowercase};
@@ -123,7 +123,7 @@ impl Highlight {
         let mut out = Vec::with_capacity(raw.len() + 16);
         let mut last = 0;
         for (start, end) in word_spans(raw) {
-            let word = lowercase(&unescaped(&raw[start..end]));
+            let word = lowercase(&unescape(&raw[start..end]));
             let hit = terms.contains(&word)
                 || (stemmed
                     && def
@@ -173,19 +173,6 @@ fn word_spans(raw: &[u8]) -> Vec<(usize, usize)> {
     }
     if let Some(s) = start {
         out.push((s, raw.len()));
-    }
-    out
-}
-
-fn unescaped(word: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(word.len());
-    let mut i = 0;
-    while i < word.len() {
-        if word[i] == b'\\' && i + 1 < word.len() {
-            i += 1;
-        }
-        out.push(word[i]);
-        i += 1;
     }
     out
 }
@@ -253,23 +240,9 @@ fn expands_to(node: &Node, term: &[u8]) -> bool {
         Node::Suffix { suffix, .. } => suffix.len() >= 2 && term.ends_with(suffix),
         Node::Fuzzy {
             term: t, distance, ..
-        } => edit_distance(term, t) <= usize::from(*distance),
+        } => crate::index::eval::levenshtein(term, t) <= usize::from(*distance),
         _ => false,
     }
-}
-
-fn edit_distance(a: &[u8], b: &[u8]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// `HIGHLIGHT` marks hash fields; JSON documents are refused.

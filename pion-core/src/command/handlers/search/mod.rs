@@ -8,6 +8,7 @@
 //! from the hashes, which are logged too).
 
 mod aggregate;
+mod analysis;
 pub(crate) mod cursor;
 mod explain;
 mod filters;
