@@ -7,13 +7,10 @@ use crate::index::tokens;
 /// The tokens of a TEXT value, in order. With `stopwords`, those words are dropped
 /// instead of the default list.
 pub fn tokenize(raw: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Vec<u8>> {
-    match stopwords {
-        None => tokens::tokenize(raw).into_iter().map(|t| t.text).collect(),
-        Some(list) => tokens::tokenize_with(raw, &|w| list.iter().any(|s| s == w))
-            .into_iter()
-            .map(|t| t.text)
-            .collect(),
-    }
+    tokens::tokenize_for_index(raw, stopwords)
+        .into_iter()
+        .map(|t| t.text)
+        .collect()
 }
 
 /// The tags of a TAG value: split on the field's separator when it has one, else

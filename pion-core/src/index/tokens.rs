@@ -6,9 +6,12 @@
 //! Indexing and querying must agree byte for byte (a term only matches if both
 //! sides produce the same token), which is why both go through this one module.
 
+use std::ops::Range;
+
 use super::query::{FieldScope, Node};
 
-/// Bytes that separate words in text (besides whitespace).
+/// Bytes that separate words in text, besides space and tab (RediSearch's list: other
+/// whitespace, such as a newline, does not end a word; it is dropped from it).
 pub const SEPARATORS: &[u8] = b",./(){}[]:;~!@#$%^&*-=+|'`\"<>?";
 
 /// RediSearch's default English stopwords, dropped from indexed text and from query
@@ -26,7 +29,7 @@ pub fn is_stopword(term: &[u8]) -> bool {
 
 /// Whether `c` separates words in text.
 pub fn is_separator(c: u8) -> bool {
-    c.is_ascii_whitespace() || SEPARATORS.contains(&c)
+    c == b' ' || c == b'\t' || SEPARATORS.contains(&c)
 }
 
 /// Lowercases text: Unicode-aware for valid UTF-8, ASCII-only otherwise.
@@ -37,13 +40,16 @@ pub fn lowercase(s: &[u8]) -> Vec<u8> {
     }
 }
 
-/// One token of a text: the lowercased word and its position among kept tokens.
+/// One token of a text: the lowercased word, its position among kept tokens and
+/// where it stands in the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     /// The word, lowercased, escapes removed.
     pub text: Vec<u8>,
     /// 0 for the first kept word, 1 for the next, …; stopwords take no position.
     pub position: u32,
+    /// The word's bytes in the text, escapes included.
+    pub span: Range<usize>,
 }
 
 /// Splits `text` into words the way RediSearch indexes a TEXT field: separators and
@@ -55,39 +61,76 @@ pub fn tokenize(text: &[u8]) -> Vec<Token> {
 
 /// [`tokenize`] with another stopword list (an index's `STOPWORDS`).
 pub fn tokenize_with(text: &[u8], is_stopword: &dyn Fn(&[u8]) -> bool) -> Vec<Token> {
-    let mut out = Vec::new();
-    let mut word = Vec::new();
     let mut position = 0u32;
-    let mut flush = |word: &mut Vec<u8>, out: &mut Vec<Token>| {
-        if word.is_empty() {
-            return;
-        }
-        let lower = lowercase(word);
-        word.clear();
-        if !is_stopword(&lower) {
+    let mut out = Vec::new();
+    for span in word_spans(text) {
+        let mut word = unescaped(&text[span.clone()]);
+        // Control bytes (a newline inside a word) are dropped, as RediSearch
+        // normalises a token; a word of nothing else is no word.
+        word.retain(|c| !c.is_ascii_control());
+        let lower = lowercase(&word);
+        if !lower.is_empty() && !is_stopword(&lower) {
             out.push(Token {
                 text: lower,
                 position,
+                span,
             });
             position += 1;
         }
-    };
+    }
+    out
+}
+
+/// [`tokenize`] with an index's `STOPWORDS` when it has its own list.
+pub fn tokenize_for_index(text: &[u8], stopwords: Option<&[Vec<u8>]>) -> Vec<Token> {
+    match stopwords {
+        None => tokenize(text),
+        Some(list) => tokenize_with(text, &|w| list.iter().any(|s| s == w)),
+    }
+}
+
+/// The byte spans of the words of a text: separators end words, a backslash keeps
+/// the next byte in the word (a backslash at the very end separates).
+pub fn word_spans(text: &[u8]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = None;
     let mut i = 0;
     while i < text.len() {
         let c = text[i];
         if c == b'\\' && i + 1 < text.len() {
-            word.push(text[i + 1]);
+            start.get_or_insert(i);
             i += 2;
             continue;
         }
         if is_separator(c) || c == b'\\' {
-            flush(&mut word, &mut out);
+            if let Some(s) = start.take() {
+                out.push(s..i);
+            }
         } else {
-            word.push(c);
+            start.get_or_insert(i);
         }
         i += 1;
     }
-    flush(&mut word, &mut out);
+    if let Some(s) = start {
+        out.push(s..text.len());
+    }
+    out
+}
+
+/// A word's bytes with its escapes removed (a backslash and the byte after it become
+/// that byte).
+fn unescaped(word: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(word.len());
+    let mut bytes = word.iter();
+    while let Some(&c) = bytes.next() {
+        match (c, bytes.clone().next()) {
+            (b'\\', Some(&next)) => {
+                out.push(next);
+                bytes.next();
+            }
+            _ => out.push(c),
+        }
+    }
     out
 }
 
@@ -231,6 +274,11 @@ mod tests {
         assert_eq!(words(r"foo\-bar a\ b"), ["foo-bar", "a b"]);
         assert_eq!(words("HÉLLO Wörld"), ["héllo", "wörld"]);
         assert_eq!(words("it's"), ["s"]);
+        // Only space and tab of the whitespace separate; control bytes are dropped.
+        assert_eq!(
+            words("alpha\nbeta gamma\r \nand x\ty \n"),
+            ["alphabeta", "gamma", "x", "y"]
+        );
         let toks = tokenize(b"the quick brown");
         assert_eq!(toks[0].position, 0);
         assert_eq!(toks[1].position, 1);
