@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::document::Document;
 use super::schema::{FieldKind, FieldSpec, IndexDef};
+use super::stem::{stem_weight, word_weight};
 use super::text;
 use crate::vector::VectorIndex;
 
@@ -166,6 +167,17 @@ pub struct Extra {
     pub stem: bool,
 }
 
+impl Extra {
+    /// What this term adds to its frequency in a field of weight `weight`.
+    pub fn weight(&self, weight: f64) -> f64 {
+        if self.stem {
+            stem_weight(weight)
+        } else {
+            word_weight(weight)
+        }
+    }
+}
+
 /// The extra terms of one field's words: each word's synonym groups (`~g`), then its
 /// `+stem` where it has one, as RediSearch indexes them.
 fn extras_of(def: &IndexDef, field: &FieldSpec, words: &[Vec<u8>]) -> Vec<Extra> {
@@ -284,6 +296,9 @@ pub struct Docs {
     /// Tokens of each text field over all documents, by field position (the average
     /// document length of the BM25 scorers).
     token_totals: Vec<u64>,
+    /// Each document's largest weighted term frequency over its TEXT fields (what
+    /// TFIDF divides by), kept from indexing so ranking every document stays cheap.
+    max_freqs: HashMap<u64, f64>,
 }
 
 impl Docs {
@@ -442,6 +457,33 @@ impl Docs {
             }
         }
         self.records += distinct.len() as u64;
+        let max = self.text_max_freq(def, id);
+        self.max_freqs.insert(id, max);
+    }
+
+    /// A document's largest weighted term frequency over its TEXT fields: each word
+    /// counts its field's weight, each `+stem` or synonym group as
+    /// [`Extra::weight`] says.
+    pub fn max_freq(&self, id: u64) -> f64 {
+        self.max_freqs.get(&id).copied().unwrap_or(0.0)
+    }
+
+    fn text_max_freq(&self, def: &IndexDef, id: u64) -> f64 {
+        let mut freq: HashMap<&[u8], f64> = HashMap::new();
+        for (spec, index) in def.fields.iter().zip(&self.fields) {
+            let (FieldKind::Text { weight, .. }, FieldIndex::Text { tokens, extras, .. }) =
+                (&spec.kind, index)
+            else {
+                continue;
+            };
+            for t in tokens.get(&id).into_iter().flatten() {
+                *freq.entry(t.as_slice()).or_default() += word_weight(*weight);
+            }
+            for e in extras.get(&id).into_iter().flatten() {
+                *freq.entry(e.term.as_slice()).or_default() += e.weight(*weight);
+            }
+        }
+        freq.values().copied().fold(0.0, f64::max)
     }
 
     /// Removes the document of `key`, if any; returns whether there was one.
@@ -451,6 +493,7 @@ impl Docs {
         };
         self.keys.remove(&id);
         self.values.remove(&id);
+        self.max_freqs.remove(&id);
         self.live.remove(id);
         for (i, field) in self.fields.iter_mut().enumerate() {
             match field {

@@ -23,6 +23,7 @@ use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::vector::SearchOptions;
 use score::{
     average_length, finish_scores, score_first_terms, score_tags, score_terms, score_virtual,
+    score_wildcard,
 };
 
 /// What evaluating a filter gives: the matching documents, text scores, and the
@@ -89,6 +90,9 @@ pub struct EvalOptions {
     pub in_order: bool,
     /// `SLOP`: at most this many other words between an intersection's text terms.
     pub slop: Option<usize>,
+    /// Score queries without text terms too (wildcards, tags, ranges), as RediSearch
+    /// ranks `FT.SEARCH` results; off, only text terms make scores.
+    pub rank_all: bool,
 }
 
 /// Evaluates a filter tree with the default options (TFIDF, any order).
@@ -111,11 +115,11 @@ pub fn evaluate_with(
         avg_len: average_length(def, docs),
     };
     m.set = eval(node, &cx, &mut m)?;
-    if m.scored {
+    if m.scored || opts.rank_all {
+        m.scored = true;
         finish_scores(&cx, node, &mut m);
     } else {
-        // Tags and ranges alone are not ranked (RediSearch's scores for them are not
-        // reproduced): their partial scores go.
+        // Tags and ranges alone are not ranked here: their partial scores go.
         m.scores.clear();
     }
     Ok(m)
@@ -150,8 +154,18 @@ fn text_fields<'a>(
 
 /// Documents holding `term` in any TEXT field (its document frequency).
 fn document_frequency(cx: &Cx<'_>, term: &[u8]) -> usize {
+    term_documents(cx.def, cx.docs, term)
+}
+
+/// A term's TF-IDF idf in an index (what RediSearch's highlighter weighs the fragments
+/// of a summary with).
+pub fn term_idf(def: &IndexDef, docs: &Docs, term: &[u8]) -> f64 {
+    score::tfidf_idf(docs.len(), term_documents(def, docs, term))
+}
+
+fn term_documents(def: &IndexDef, docs: &Docs, term: &[u8]) -> usize {
     let mut all = DocSet::new();
-    for (_, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
+    for (_, index) in text_fields(def, docs, &FieldScope::All) {
         if let FieldIndex::Text { terms, .. } = index {
             if let Some(set) = terms.get(term) {
                 all.or(set);
@@ -299,7 +313,13 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
     let (def, docs) = (cx.def, cx.docs);
     Ok(match node {
         Node::Empty => DocSet::new(),
-        Node::MatchAll => docs.all().clone(),
+        Node::MatchAll => {
+            // Every document, like a range: a frequency of one.
+            if cx.opts.rank_all {
+                score_wildcard(cx, docs.all(), m);
+            }
+            docs.all().clone()
+        }
         Node::Term { fields, term, .. } => {
             let mut out = DocSet::new();
             for (_, index) in text_fields(def, docs, fields) {

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 
 use super::slop;
 use super::{document_frequency, text_fields, Cx, Matches, Scorer};
-use crate::index::docs::{DocSet, Extra, FieldIndex};
+use crate::index::docs::{DocSet, FieldIndex};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::index::schema::FieldKind;
-use crate::index::stem::{stem_weight, word_weight};
+use crate::index::stem::word_weight;
 use crate::index::{Docs, IndexDef};
 
 /// BM25's k1, which RediSearch keeps as a C `float` (the scores carry its rounding).
@@ -49,24 +49,13 @@ pub(super) fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
 /// to it for each vector the document has, and its TFIDF scores carry that, so this
 /// does too.
 pub(super) fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
-    let mut freq: HashMap<&[u8], f64> = HashMap::new();
-    for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        if let FieldIndex::Text { tokens, extras, .. } = index {
-            for t in tokens.get(&id).into_iter().flatten() {
-                *freq.entry(t.as_slice()).or_default() += word_weight(weight);
-            }
-            for e in extras.get(&id).into_iter().flatten() {
-                *freq.entry(e.term.as_slice()).or_default() += extra_weight(e, weight);
-            }
-        }
-    }
     let vectors = cx
         .docs
         .fields
         .iter()
         .filter(|f| matches!(f, FieldIndex::Vector(v) if v.contains(id)))
         .count();
-    freq.values().copied().fold(0.0, f64::max) + vectors as f64
+    cx.docs.max_freq(id) + vectors as f64
 }
 
 /// Turns the summed term scores into the scorer's final document scores.
@@ -78,17 +67,21 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
     };
     match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm => {
-            for (&id, s) in m.scores.iter_mut() {
+            // Every result is divided, unscored ones too: a document without text
+            // scores infinity (or NaN, with nothing to divide), as in RediSearch.
+            for id in m.set.iter() {
                 let norm = if cx.opts.scorer == Scorer::TfIdf {
                     max_freq(cx, id)
                 } else {
                     doc_len(cx, id)
                 };
-                *s = if norm > 0.0 {
-                    score * *s / norm / slop::penalty(cx, root, id, &union_sets)
+                let s = m.scores.entry(id).or_default();
+                let penalty = if *s > 0.0 {
+                    slop::penalty(cx, root, id, &union_sets)
                 } else {
-                    0.0
+                    1.0
                 };
+                *s = score * *s / norm / penalty;
             }
         }
         Scorer::Bm25 => {
@@ -110,15 +103,6 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
     }
 }
 
-/// What one extra term adds to its frequency in a field of weight `weight`.
-pub(super) fn extra_weight(e: &Extra, weight: f64) -> f64 {
-    if e.stem {
-        stem_weight(weight)
-    } else {
-        word_weight(weight)
-    }
-}
-
 /// A term's frequency in one document: each occurrence, as a word or as a `+stem`,
 /// in any TEXT field, counted with its field's weight. RediSearch keeps one
 /// frequency per term and document, whatever field a query names.
@@ -134,7 +118,7 @@ pub(super) fn term_frequency(cx: &Cx<'_>, id: u64, term: &[u8]) -> f64 {
         f += word_weight(weight) * words as f64;
         for e in extras.get(&id).into_iter().flatten() {
             if e.term == term {
-                f += extra_weight(e, weight);
+                f += e.weight(weight);
             }
         }
     }
@@ -169,13 +153,18 @@ pub(super) fn score_term(
     }
 }
 
+/// TF-IDF's idf of a term in `df` of `n` documents: `logb(1 + (n + 1) / df)`, a power
+/// of two (RediSearch divides its document table's size, one more than the documents).
+pub(super) fn tfidf_idf(n: usize, df: usize) -> f64 {
+    (1.0 + (n as f64 + 1.0) / df.max(1) as f64).log2().floor()
+}
+
 /// Adds each document's score for one term (or tag) of `df` documents, given its
 /// frequency in each.
 pub(super) fn add_scores(cx: &Cx<'_>, df: usize, freqs: HashMap<u64, f64>, m: &mut Matches) {
+    let idf = tfidf_idf(cx.docs.len(), df);
     let n = cx.docs.len() as f64;
     let df = df.max(1) as f64;
-    // RediSearch divides its document table's size, one more than the documents.
-    let idf = (1.0 + (n + 1.0) / df).log2().floor();
     for (id, f) in freqs {
         let add = match cx.opts.scorer {
             Scorer::TfIdf | Scorer::TfIdfDocNorm => f * idf,
@@ -289,6 +278,20 @@ pub(super) fn score_tags(
                 score_tags(cx, w, tags, norm, set, m);
             }
         }
+    }
+}
+
+/// Scores every document of a wildcard as RediSearch scores its virtual results: like
+/// a range, and under BM25STD as a term of idf 1 found once.
+pub(super) fn score_wildcard(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
+    if cx.opts.scorer != Scorer::Bm25Std {
+        return score_virtual(cx, set, m);
+    }
+    let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
+    for id in set.iter() {
+        let len = doc_len(cx, id);
+        *m.scores.entry(id).or_default() +=
+            (K1 + 1.0) / (1.0 + K1 * (1.0 - BM25_B + BM25_B * len / avg));
     }
 }
 

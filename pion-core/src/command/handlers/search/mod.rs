@@ -12,6 +12,7 @@ mod analysis;
 pub(crate) mod cursor;
 mod explain;
 mod filters;
+mod fragments;
 mod highlight;
 mod info;
 mod query;

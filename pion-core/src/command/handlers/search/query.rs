@@ -21,6 +21,8 @@ use crate::reply::Reply;
 use crate::util::num::{fmt_g, fmt_shortest};
 use crate::vector::{Neighbor, SearchOptions};
 
+use super::highlight::{matched_terms, Marking, MatchedTerm};
+
 /// Filtered KNN switches to exact search over the filtered set below this size.
 const EXACT_FILTER_LIMIT: usize = 4096;
 
@@ -46,7 +48,8 @@ pub(super) struct Options {
     /// `VERBATIM`, `LANGUAGE`, `NOSTOPWORDS`.
     pub(super) analysis: Analysis,
     /// `HIGHLIGHT`.
-    highlight: Option<super::highlight::Highlight>,
+    /// `HIGHLIGHT` and `SUMMARIZE`.
+    marking: Option<Marking>,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -72,7 +75,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         filters: Default::default(),
         withpayloads: false,
         analysis: Analysis::default(),
-        highlight: None,
+        marking: None,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -86,15 +89,16 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             b"WITHPAYLOADS" => o.withpayloads = true,
             b"LANGUAGE" => o.analysis.parse_language(argv, &mut i)?,
             b"EXPANDER" => o.analysis.parse_expander(argv, &mut i)?,
+            b"HIGHLIGHT" => o
+                .marking
+                .get_or_insert_with(Marking::default)
+                .parse_highlight(argv, &mut i)?,
+            b"SUMMARIZE" => o
+                .marking
+                .get_or_insert_with(Marking::default)
+                .parse_summarize(argv, &mut i)?,
             // Named refusals: each would change the reply, and Pion does not do it yet.
-            b"HIGHLIGHT" => {
-                o.highlight = Some(super::highlight::Highlight::parse(
-                    o.highlight.take(),
-                    argv,
-                    &mut i,
-                )?)
-            }
-            b"EXPLAINSCORE" | b"SUMMARIZE" | b"WITHSORTKEYS" | b"PAYLOAD" => {
+            b"EXPLAINSCORE" | b"WITHSORTKEYS" | b"PAYLOAD" => {
                 return Err(err(format!(
                     "FT.SEARCH option {} is not supported by Pion",
                     String::from_utf8_lossy(&argv[i - 1])
@@ -258,6 +262,13 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     index.uses.fetch_add(1, Ordering::Relaxed);
     index.dialects[(opts.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
     let def = index.def.read().clone();
+    if let Some(marking) = opts.marking.as_ref().filter(|_| !opts.nocontent) {
+        let returned: Option<Vec<Vec<u8>>> = opts
+            .returns
+            .as_ref()
+            .map(|list| list.iter().map(|(name, _)| name.clone()).collect());
+        marking.check(&def, returned.as_deref())?;
+    }
     let mut query = opts
         .analysis
         .parse(&def, &argv[2], &opts.params, opts.dialect)?;
@@ -266,8 +277,12 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     // hashes, so it runs after the lock is released (shards before documents).
     let (matches, plan) = {
         let docs = index.docs.read();
-        let mut matches =
-            evaluate_with(&query.filter, &def, &docs, opts.eval).map_err(|e| err(e.0))?;
+        // Results are ranked by score unless a KNN clause ranks them by distance.
+        let eval = EvalOptions {
+            rank_all: query.vector.is_none(),
+            ..opts.eval
+        };
+        let mut matches = evaluate_with(&query.filter, &def, &docs, eval).map_err(|e| err(e.0))?;
         opts.filters.apply(&docs, &mut matches);
         let plan = match &query.vector {
             Some(knn) => Some(knn_candidates(&def, &docs, &query, knn, &matches)?),
@@ -281,14 +296,13 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         run(&def, &docs, &query, matches, nearest, &opts)?
     };
     let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
-    // HIGHLIGHT marks the terms each document matched.
-    let marks = match &opts.highlight {
+    // HIGHLIGHT and SUMMARIZE mark the terms each document matched.
+    let marks = match &opts.marking {
         Some(_) if !opts.nocontent => {
-            super::highlight::check_key_type(&def)?;
             let docs = index.docs.read();
             Some(
                 page.iter()
-                    .map(|h| super::highlight::matched_terms(&query.filter, &def, &docs, h.id))
+                    .map(|h| matched_terms(&query.filter, &def, &docs, h.id))
                     .collect(),
             )
         }
@@ -477,7 +491,15 @@ fn run(
             score_name = Some(name.clone());
         }
         if matches.scored {
-            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+            // NaN (a document without text, TFIDF's 0/0) ranks last.
+            let key = |h: &Hit| {
+                if h.score.is_nan() {
+                    f64::NEG_INFINITY
+                } else {
+                    h.score
+                }
+            };
+            hits.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.id.cmp(&b.id)));
         }
     }
     if let Some((field, asc)) = &opts.sortby {
@@ -605,7 +627,7 @@ fn load_and_reply(
     total: usize,
     page: Vec<Hit>,
     score_name: Option<&[u8]>,
-    marks: Option<Vec<std::collections::HashSet<Vec<u8>>>>,
+    marks: Option<Vec<Vec<MatchedTerm>>>,
 ) -> OpResult<Reply> {
     let mut marks = marks.map(Vec::into_iter);
     let resp3 = ctx.client.resp >= 3;
@@ -648,8 +670,8 @@ fn load_and_reply(
                 None => whole_document(def, opts, doc, score_name, dist, every_match),
             }
         };
-        let fields = match (&opts.highlight, terms) {
-            (Some(h), Some(terms)) => h.apply(def, &terms, fields),
+        let fields = match (&opts.marking, terms) {
+            (Some(m), Some(terms)) => m.apply(def, &terms, opts.returns.is_some(), fields),
             _ => fields,
         };
         results.push((hit, fields));
