@@ -184,6 +184,40 @@ fn agrees(how: Agreement, want: &str, got: &str) -> bool {
     }
 }
 
+/// The first results of a search with `EXPLAINSCORE`: each document's score and its
+/// explanation, rendered.
+fn explanations(
+    c: &mut Client,
+    query: &str,
+    scorer: &str,
+    extra: &[&str],
+) -> BTreeMap<String, String> {
+    let mut args = vec![
+        "FT.SEARCH",
+        "tx",
+        query,
+        "WITHSCORES",
+        "EXPLAINSCORE",
+        "NOCONTENT",
+        "LIMIT",
+        "0",
+        "5",
+        "SCORER",
+        scorer,
+    ];
+    args.extend_from_slice(extra);
+    let RespValue::Agg(b'*', Some(items)) = c.cmd(&args) else {
+        return BTreeMap::new();
+    };
+    items[1..]
+        .chunks(2)
+        .filter_map(|pair| match pair {
+            [key, explained] => Some((key.render(), explained.render())),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn text_scores_match_the_oracle_on_real_text() {
     let oracle = RedisServer::start_search_oracle();
@@ -195,6 +229,7 @@ fn text_scores_match_the_oracle_on_real_text() {
     let mut p = Client::connect(pion.port).expect("connect pion");
     let mut checked = 0;
     let mut exact_docs = 0;
+    let mut explained = 0;
     let mut failures = Vec::new();
     for text in &corpus.queries {
         for query in queries_of(text) {
@@ -215,6 +250,18 @@ fn text_scores_match_the_oracle_on_real_text() {
                         .collect();
                     if how == Agreement::Exact {
                         exact_docs += want.1.len();
+                        // Where the scores agree, so do their explanations, line for line.
+                        let want = explanations(&mut o, &query, scorer, extra);
+                        let got = explanations(&mut p, &query, scorer, extra);
+                        for (key, w) in &want {
+                            explained += usize::from(got.contains_key(key));
+                            if got.get(key).is_some_and(|g| g != w) {
+                                failures.push(format!(
+                                    "{query:?} {scorer} {extra:?} EXPLAINSCORE of {key}:\n  {w}\n  {}",
+                                    got[key]
+                                ));
+                            }
+                        }
                     }
                     if !same_docs || !differing.is_empty() {
                         failures.push(format!(
@@ -227,6 +274,7 @@ fn text_scores_match_the_oracle_on_real_text() {
         }
     }
     assert!(checked > 2000, "only {checked} searches");
+    assert!(explained > 1000, "only {explained} scores explained");
     assert!(
         exact_docs > 10_000,
         "only {exact_docs} documents scored exactly: the queries find too little"

@@ -12,8 +12,11 @@
 //! query's order; positions run on across TEXT fields in schema order, as RediSearch
 //! numbers a document's tokens.
 
+mod explain;
 mod score;
 mod slop;
+
+pub use explain::Explanation;
 
 use std::collections::HashMap;
 
@@ -123,6 +126,24 @@ pub fn evaluate_with(
         m.scores.clear();
     }
     Ok(m)
+}
+
+/// Explains document `id`'s score for a filter (`EXPLAINSCORE`), as RediSearch's
+/// scorers word it; `None` when the document does not match.
+pub fn explain_score(
+    node: &Node,
+    def: &IndexDef,
+    docs: &Docs,
+    opts: EvalOptions,
+    id: u64,
+) -> Option<Explanation> {
+    let cx = Cx {
+        def,
+        docs,
+        opts,
+        avg_len: average_length(def, docs),
+    };
+    explain::explain(&cx, node, id)
 }
 
 /// What every node's evaluation reads.

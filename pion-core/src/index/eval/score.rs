@@ -159,24 +159,35 @@ pub(super) fn tfidf_idf(n: usize, df: usize) -> f64 {
     (1.0 + (n as f64 + 1.0) / df.max(1) as f64).log2().floor()
 }
 
+/// BM25STD's idf of a term in `df` of `n` documents (RediSearch computes the
+/// logarithm's argument in single precision).
+pub(super) fn bm25std_idf(n: usize, df: usize) -> f64 {
+    let (n, df) = (n as f64, df.max(1) as f64);
+    let ratio = ((n - df + 0.5) as f32) / ((df + 0.5) as f32);
+    f64::from(1.0f32 + ratio).ln()
+}
+
+/// RediSearch's legacy BM25 of a frequency: no document length, the average length.
+pub(super) fn bm25(idf: f64, f: f64, avg_len: f64) -> f64 {
+    idf * f / (f + K1 * (1.0 - 0.5 + 0.5 * avg_len))
+}
+
+/// BM25STD of a frequency in a document of `len` weighted tokens.
+pub(super) fn bm25std(idf: f64, f: f64, len: f64, avg_len: f64) -> f64 {
+    let avg = if avg_len > 0.0 { avg_len } else { 1.0 };
+    idf * f * (K1 + 1.0) / (f + K1 * (1.0 - BM25_B + BM25_B * len / avg))
+}
+
 /// Adds each document's score for one term (or tag) of `df` documents, given its
 /// frequency in each.
 pub(super) fn add_scores(cx: &Cx<'_>, df: usize, freqs: HashMap<u64, f64>, m: &mut Matches) {
     let idf = tfidf_idf(cx.docs.len(), df);
-    let n = cx.docs.len() as f64;
-    let df = df.max(1) as f64;
+    let std_idf = bm25std_idf(cx.docs.len(), df);
     for (id, f) in freqs {
         let add = match cx.opts.scorer {
             Scorer::TfIdf | Scorer::TfIdfDocNorm => f * idf,
-            Scorer::Bm25 => idf * f / (f + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
-            Scorer::Bm25Std => {
-                // RediSearch computes the logarithm's argument in single precision.
-                let ratio = ((n - df + 0.5) as f32) / ((df + 0.5) as f32);
-                let idf = f64::from(1.0f32 + ratio).ln();
-                let len = doc_len(cx, id);
-                let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
-                idf * f * (K1 + 1.0) / (f + K1 * (1.0 - BM25_B + BM25_B * len / avg))
-            }
+            Scorer::Bm25 => bm25(idf, f, cx.avg_len),
+            Scorer::Bm25Std => bm25std(std_idf, f, doc_len(cx, id), cx.avg_len),
             Scorer::DisMax => f,
             Scorer::DocScore => 0.0,
         };
@@ -287,11 +298,8 @@ pub(super) fn score_wildcard(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
     if cx.opts.scorer != Scorer::Bm25Std {
         return score_virtual(cx, set, m);
     }
-    let avg = if cx.avg_len > 0.0 { cx.avg_len } else { 1.0 };
     for id in set.iter() {
-        let len = doc_len(cx, id);
-        *m.scores.entry(id).or_default() +=
-            (K1 + 1.0) / (1.0 + K1 * (1.0 - BM25_B + BM25_B * len / avg));
+        *m.scores.entry(id).or_default() += bm25std(1.0, 1.0, doc_len(cx, id), cx.avg_len);
     }
 }
 
@@ -300,7 +308,7 @@ pub(super) fn score_wildcard(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
 pub(super) fn score_virtual(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
     let add = match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::DisMax => 1.0,
-        Scorer::Bm25 => 1.0 / (1.0 + K1 * (1.0 - 0.5 + 0.5 * cx.avg_len)),
+        Scorer::Bm25 => bm25(1.0, 1.0, cx.avg_len),
         Scorer::Bm25Std | Scorer::DocScore => return,
     };
     for id in set.iter() {

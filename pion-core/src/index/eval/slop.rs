@@ -16,13 +16,7 @@ use crate::index::query::{FieldScope, Node, TagAlternative};
 /// The divisor of a document's score for a query whose tree is `root`.
 pub(super) fn penalty(cx: &Cx<'_>, root: &Node, id: u64, union_sets: &[Option<DocSet>]) -> f64 {
     let children: Vec<&Node> = match root {
-        Node::Intersect { children, .. } => {
-            let mut sorted: Vec<(usize, &Node)> =
-                children.iter().map(|c| (estimate(cx, c), c)).collect();
-            // A stable sort: children with as many documents keep the written order.
-            sorted.sort_by_key(|(n, _)| *n);
-            sorted.into_iter().map(|(_, c)| c).collect()
-        }
+        Node::Intersect { children, .. } => iteration_order(cx, children),
         Node::Union { children, .. } => children
             .iter()
             .zip(union_sets)
@@ -50,6 +44,15 @@ pub(super) fn penalty(cx: &Cx<'_>, root: &Node, id: u64, union_sets: &[Option<Do
     } else {
         (dist as f64).sqrt().floor()
     }
+}
+
+/// An intersection's children in RediSearch's iteration order: fewest documents
+/// first, ties as written.
+pub(super) fn iteration_order<'n>(cx: &Cx<'_>, children: &'n [Node]) -> Vec<&'n Node> {
+    let mut sorted: Vec<(usize, &Node)> = children.iter().map(|c| (estimate(cx, c), c)).collect();
+    // A stable sort: children with as many documents keep the written order.
+    sorted.sort_by_key(|(n, _)| *n);
+    sorted.into_iter().map(|(_, c)| c).collect()
 }
 
 /// For a union root, the documents of each child that positions alone cannot tell

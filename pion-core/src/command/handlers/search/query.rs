@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 pub(super) use super::analysis::Analysis;
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
-use crate::index::eval::{evaluate_with, EvalOptions, Matches, Scorer};
+use crate::index::eval::{evaluate_with, explain_score, EvalOptions, Explanation, Matches, Scorer};
 use crate::index::query::{self as q, Params, Query};
 use crate::index::schema::{FieldKind as SchemaKind, FieldSpec, IndexDef, KeyType, VectorSpec};
 use crate::index::{Docs, Document, FieldIndex, Read};
@@ -33,6 +33,8 @@ const RERANK_EXTRA: usize = 16;
 pub(super) struct Options {
     nocontent: bool,
     withscores: bool,
+    /// `EXPLAINSCORE`: each score with how it was computed.
+    explain_score: bool,
     returns: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     sortby: Option<(Vec<u8>, bool)>,
     offset: usize,
@@ -65,6 +67,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
     let mut o = Options {
         nocontent: false,
         withscores: false,
+        explain_score: false,
         returns: None,
         sortby: None,
         offset: 0,
@@ -98,7 +101,8 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
                 .get_or_insert_with(Marking::default)
                 .parse_summarize(argv, &mut i)?,
             // Named refusals: each would change the reply, and Pion does not do it yet.
-            b"EXPLAINSCORE" | b"WITHSORTKEYS" | b"PAYLOAD" => {
+            b"EXPLAINSCORE" => o.explain_score = true,
+            b"WITHSORTKEYS" | b"PAYLOAD" => {
                 return Err(err(format!(
                     "FT.SEARCH option {} is not supported by Pion",
                     String::from_utf8_lossy(&argv[i - 1])
@@ -241,6 +245,9 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
             }
         }
     }
+    if o.explain_score && !o.withscores {
+        return Err(err("EXPLAINSCORE must be accompanied with WITHSCORES"));
+    }
     Ok(o)
 }
 
@@ -250,6 +257,8 @@ struct Hit {
     key: Vec<u8>,
     distance: Option<f32>,
     score: f64,
+    /// `EXPLAINSCORE`: how the score was computed (filled for the page only).
+    explanation: Option<Explanation>,
 }
 
 /// `FT.SEARCH index query [options]`.
@@ -295,7 +304,19 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let docs = index.docs.read();
         run(&def, &docs, &query, matches, nearest, &opts)?
     };
-    let page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
+    let mut page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
+    if opts.explain_score {
+        if query.vector.is_some() {
+            // A KNN result's score would need its distance record explained too.
+            return Err(err(
+                "EXPLAINSCORE with a KNN clause is not supported by Pion",
+            ));
+        }
+        let docs = index.docs.read();
+        for h in &mut page {
+            h.explanation = explain_score(&query.filter, &def, &docs, opts.eval, h.id);
+        }
+    }
     // HIGHLIGHT and SUMMARIZE mark the terms each document matched.
     let marks = match &opts.marking {
         Some(_) if !opts.nocontent => {
@@ -312,6 +333,25 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 }
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
+
+/// A score, or with `EXPLAINSCORE` the score and its explanation: a line alone, or a
+/// line and the lines it sums, as RediSearch replies them.
+fn with_explanation(score: Reply, explanation: Option<Explanation>) -> Reply {
+    fn tree(e: Explanation) -> Reply {
+        let line = Reply::status_owned(e.text);
+        if e.children.is_empty() {
+            return line;
+        }
+        Reply::Array(vec![
+            line,
+            Reply::Array(e.children.into_iter().map(tree).collect()),
+        ])
+    }
+    match explanation {
+        Some(e) => Reply::Array(vec![score, tree(e)]),
+        None => score,
+    }
+}
 
 /// A KNN clause's candidates, taken from the index under its document lock.
 pub(super) struct KnnPlan {
@@ -467,6 +507,7 @@ fn run(
                     key: key.to_vec(),
                     distance: Some(n.distance),
                     score: 0.0,
+                    explanation: None,
                 })
             })
             .collect();
@@ -484,6 +525,7 @@ fn run(
                     key: key.to_vec(),
                     distance: range_dist.and_then(|(_, d)| d.get(&id).copied()),
                     score: matches.scores.get(&id).copied().unwrap_or(0.0),
+                    explanation: None,
                 })
             })
             .collect();
@@ -688,7 +730,8 @@ fn load_and_reply(
         for (hit, fields) in results {
             out.push(Reply::Bulk(hit.key));
             if opts.withscores {
-                out.push(Reply::Bulk(fmt_shortest(hit.score).into_bytes()));
+                let score = Reply::Bulk(fmt_shortest(hit.score).into_bytes());
+                out.push(with_explanation(score, hit.explanation));
             }
             if opts.withpayloads {
                 out.push(Reply::Null);
@@ -709,7 +752,8 @@ fn load_and_reply(
         .map(|(hit, fields)| {
             let mut m = vec![(Reply::status("id"), Reply::Bulk(hit.key))];
             if opts.withscores {
-                m.push((Reply::status("score"), Reply::ShortDouble(hit.score)));
+                let score = with_explanation(Reply::ShortDouble(hit.score), hit.explanation);
+                m.push((Reply::status("score"), score));
             }
             if opts.withpayloads {
                 m.push((Reply::status("payload"), Reply::Null));
