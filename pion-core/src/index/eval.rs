@@ -128,22 +128,24 @@ pub fn evaluate_with(
     Ok(m)
 }
 
-/// Explains document `id`'s score for a filter (`EXPLAINSCORE`), as RediSearch's
-/// scorers word it; `None` when the document does not match.
+/// Document `id`'s score for a filter and its explanation (`EXPLAINSCORE`), as
+/// RediSearch's scorers compute and word them; `None` when the document does not
+/// match. With `knn`, the document is a result of a KNN clause with that filter.
 pub fn explain_score(
     node: &Node,
     def: &IndexDef,
     docs: &Docs,
     opts: EvalOptions,
     id: u64,
-) -> Option<Explanation> {
+    knn: bool,
+) -> Option<(f64, Explanation)> {
     let cx = Cx {
         def,
         docs,
         opts,
         avg_len: average_length(def, docs),
     };
-    explain::explain(&cx, node, id)
+    explain::explain(&cx, node, id, knn)
 }
 
 /// What every node's evaluation reads.

@@ -43,8 +43,17 @@ enum Record {
     Virtual { freq: f64, weight: f64 },
     /// A numeric or geo range's record.
     Range,
-    /// An intersection's or union's children.
-    Aggregate { union: bool, children: Vec<Record> },
+    /// An intersection's, union's or KNN result's children.
+    Aggregate { kind: Kind, children: Vec<Record> },
+}
+
+/// What an aggregate record aggregates.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Intersect,
+    Union,
+    /// A KNN result: its distance record (frequency 0), then its filter's record.
+    Hybrid,
 }
 
 /// Whether a node matches the document (evaluated apart, its scores discarded).
@@ -88,7 +97,7 @@ fn first_expanded(
     let first = candidates.first()?;
     let record = term_record(cx, scope, first, id)?;
     Some(Record::Aggregate {
-        union: true,
+        kind: Kind::Union,
         children: vec![record],
     })
 }
@@ -117,7 +126,7 @@ fn tag_record(
                 .take_while(|(t, _)| t.starts_with(&p))
                 .find(|(_, s)| s.contains(id))?;
             Some(Record::Aggregate {
-                union: true,
+                kind: Kind::Union,
                 children: vec![term(tag, set)],
             })
         }
@@ -127,7 +136,7 @@ fn tag_record(
                 .map(|w| tag_record(w, tags, norm, id))
                 .collect::<Option<Vec<_>>>()?;
             Some(Record::Aggregate {
-                union: false,
+                kind: Kind::Intersect,
                 children,
             })
         }
@@ -168,7 +177,7 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
                 return children.pop();
             }
             Some(Record::Aggregate {
-                union: false,
+                kind: Kind::Intersect,
                 children,
             })
         }
@@ -181,7 +190,7 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
                 .filter_map(|c| record(c, cx, id))
                 .collect();
             Some(Record::Aggregate {
-                union: false,
+                kind: Kind::Intersect,
                 children,
             })
         }
@@ -193,7 +202,7 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
             }
             let children: Vec<Record> = live.iter().filter_map(|c| record(c, cx, id)).collect();
             (!children.is_empty()).then_some(Record::Aggregate {
-                union: true,
+                kind: Kind::Union,
                 children,
             })
         }
@@ -234,7 +243,7 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
                 .filter_map(|a| tag_record(a, tags, &norm, id))
                 .collect();
             (!children.is_empty()).then_some(Record::Aggregate {
-                union: true,
+                kind: Kind::Union,
                 children,
             })
         }
@@ -247,15 +256,30 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
     }
 }
 
-/// Explains the score of document `id` for the query `root`; `None` when the
-/// document does not match it.
-pub(super) fn explain(cx: &Cx<'_>, root: &Node, id: u64) -> Option<Explanation> {
-    let rec = record(root, cx, id)?;
+/// The score of document `id` for the query `root` and its explanation; `None` when
+/// the document does not match it. With `knn`, the document is a KNN result whose
+/// filter is `root`: its record holds the distance's too (a wildcard filter adds none).
+pub(super) fn explain(cx: &Cx<'_>, root: &Node, id: u64, knn: bool) -> Option<(f64, Explanation)> {
+    let distance = Record::Virtual {
+        freq: 0.0,
+        weight: 1.0,
+    };
+    let rec = match (knn, root) {
+        (false, _) => record(root, cx, id)?,
+        (true, Node::MatchAll) => distance,
+        (true, _) => Record::Aggregate {
+            kind: Kind::Hybrid,
+            children: vec![distance]
+                .into_iter()
+                .chain(record(root, cx, id))
+                .collect(),
+        },
+    };
     let score = cx.def.score;
     Some(match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm => {
             if score == 0.0 {
-                return Some(Explanation::leaf("Document score is 0".into()));
+                return Some((0.0, Explanation::leaf("Document score is 0".into())));
             }
             let (raw, tree) = tfidf(cx, &rec);
             let norm = if cx.opts.scorer == Scorer::TfIdf {
@@ -263,34 +287,50 @@ pub(super) fn explain(cx: &Cx<'_>, root: &Node, id: u64) -> Option<Explanation> 
             } else {
                 doc_len(cx, id)
             };
-            Explanation {
-                text: format!(
-                    "Final TFIDF : words TFIDF {raw:.2} * document score {score:.2} / norm {} / slop {}",
-                    norm as u32,
-                    slop_of(cx, root, id)
-                ),
-                children: vec![tree],
-            }
+            let slop = slop_of(cx, root, id);
+            let text = format!(
+                "Final TFIDF : words TFIDF {raw:.2} * document score {score:.2} / norm {} / slop {slop}",
+                norm as u32
+            );
+            let value = score * raw / norm / f64::from(slop);
+            (
+                value,
+                Explanation {
+                    text,
+                    children: vec![tree],
+                },
+            )
         }
         Scorer::Bm25 => {
             let (raw, tree) = bm25_tree(cx, &rec);
-            Explanation {
-                text: format!(
-                    "Final BM25 : words BM25 {raw:.2} * document score {score:.2} / slop {}",
-                    slop_of(cx, root, id)
-                ),
-                children: vec![tree],
-            }
+            let slop = slop_of(cx, root, id);
+            let text = format!(
+                "Final BM25 : words BM25 {raw:.2} * document score {score:.2} / slop {slop}"
+            );
+            (
+                score * raw / f64::from(slop),
+                Explanation {
+                    text,
+                    children: vec![tree],
+                },
+            )
         }
         Scorer::Bm25Std => {
             let (raw, tree) = bm25std_tree(cx, &rec, doc_len(cx, id));
-            Explanation {
-                text: format!("Final BM25 : words BM25 {raw:.2} * document score {score:.2}"),
-                children: vec![tree],
-            }
+            let text = format!("Final BM25 : words BM25 {raw:.2} * document score {score:.2}");
+            (
+                score * raw,
+                Explanation {
+                    text,
+                    children: vec![tree],
+                },
+            )
         }
-        Scorer::DisMax => dismax(&rec).1,
-        Scorer::DocScore => Explanation::leaf(format!("Document's score is {score:.2}")),
+        Scorer::DisMax => dismax(&rec),
+        Scorer::DocScore => (
+            score,
+            Explanation::leaf(format!("Document's score is {score:.2}")),
+        ),
     })
 }
 
@@ -423,14 +463,22 @@ fn dismax(rec: &Record) -> (f64, Explanation) {
         Record::Term { freq, .. } => leaf(1.0, *freq),
         Record::Virtual { freq, weight } => leaf(*weight, *freq),
         Record::Range => leaf(1.0, 1.0),
-        Record::Aggregate { union, children } => {
+        // A KNN result scores by its filter's record alone.
+        Record::Aggregate {
+            kind: Kind::Hybrid,
+            children,
+        } => match children.get(1) {
+            Some(filter) => dismax(filter),
+            None => leaf(1.0, 0.0),
+        },
+        Record::Aggregate { kind, children } => {
             let mut best = 0.0f64;
             let (sum, children) = children_of(children, |c| {
                 let (v, e) = dismax(c);
                 best = best.max(v);
                 (v, e)
             });
-            let v = if *union { best } else { sum };
+            let v = if *kind == Kind::Union { best } else { sum };
             let text = format!("{v:.2} = Weight 1.00 * children DISMAX {v:.2}");
             (v, Explanation { text, children })
         }

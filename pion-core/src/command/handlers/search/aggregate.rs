@@ -129,8 +129,9 @@ struct Matched {
     ids: Vec<(u64, Option<f32>)>,
     /// The name the distance is replied under.
     distance_name: Option<Vec<u8>>,
-    /// `ADDSCORES`: each document's text score (0 for one no text term matched).
-    scores: Option<std::collections::HashMap<u64, f64>>,
+    /// Named numbers each document brings, after the distance: `ADDSCORES`' text score
+    /// as `__score` (0 for one no text term matched), `FT.HYBRID`'s scores.
+    columns: Vec<(Vec<u8>, std::collections::HashMap<u64, f64>)>,
 }
 
 fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
@@ -141,11 +142,15 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
         pending: Vec::new(),
     };
     let distance_slot = matched.distance_name.map(|n| c.lookups[0].add(&n));
-    let scores = matched.scores.map(|s| (c.lookups[0].add(b"__score"), s));
+    let columns = matched
+        .columns
+        .into_iter()
+        .map(|(name, values)| (c.lookups[0].add(&name), values))
+        .collect();
     let mut stage: Box<dyn Stage> = Box::new(Root {
         ids: matched.ids.into_iter(),
         distance_slot,
-        scores,
+        columns,
     });
     for step in steps {
         match step {
@@ -444,7 +449,7 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
                 .map(|n| (n.label, Some(n.distance)))
                 .collect(),
             distance_name: Some(knn.score_field()),
-            scores: None,
+            columns: Vec::new(),
         },
         _ => {
             let range = matches.distances.first();
@@ -455,11 +460,13 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
                     .map(|id| (id, range.and_then(|(_, d)| d.get(&id).copied())))
                     .collect(),
                 distance_name: range.map(|(name, _)| name.clone()),
-                scores: None,
+                columns: Vec::new(),
             }
         }
     };
-    matched.scores = scores;
+    if let Some(scores) = scores {
+        matched.columns.push((b"__score".to_vec(), scores));
+    }
     let mut pipe = compile(&def, req.steps, matched)?;
     if req.with_scores {
         pipe.scores = Some(Arc::new(matches_scores));

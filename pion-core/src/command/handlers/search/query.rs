@@ -306,15 +306,11 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     let mut page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
     if opts.explain_score {
-        if query.vector.is_some() {
-            // A KNN result's score would need its distance record explained too.
-            return Err(err(
-                "EXPLAINSCORE with a KNN clause is not supported by Pion",
-            ));
-        }
+        let knn = query.vector.is_some();
         let docs = index.docs.read();
         for h in &mut page {
-            h.explanation = explain_score(&query.filter, &def, &docs, opts.eval, h.id);
+            h.explanation =
+                explain_score(&query.filter, &def, &docs, opts.eval, h.id, knn).map(|(_, e)| e);
         }
     }
     // HIGHLIGHT and SUMMARIZE mark the terms each document matched.
@@ -488,6 +484,24 @@ pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> 
     out
 }
 
+/// A KNN result's score: its filter's, beside the distance's record of frequency 0. A
+/// text filter's documents were scored when it was evaluated; a filter without text
+/// terms scores the result alone.
+fn knn_score(
+    def: &IndexDef,
+    docs: &Docs,
+    query: &Query,
+    matches: &Matches,
+    opts: &Options,
+    id: u64,
+) -> f64 {
+    match &query.filter {
+        q::Node::MatchAll => 0.0,
+        _ if matches.scored => matches.scores.get(&id).copied().unwrap_or(0.0),
+        filter => explain_score(filter, def, docs, opts.eval, id, true).map_or(0.0, |(s, _)| s),
+    }
+}
+
 fn run(
     def: &IndexDef,
     docs: &Docs,
@@ -506,13 +520,14 @@ fn run(
                     id: n.label,
                     key: key.to_vec(),
                     distance: Some(n.distance),
-                    score: 0.0,
+                    score: knn_score(def, docs, query, &matches, opts, n.label),
                     explanation: None,
                 })
             })
             .collect();
-        // RediSearch returns KNN results in document order unless sorted.
-        hits.sort_by_key(|h| h.id);
+        // RediSearch ranks KNN results by their filter's score (a wildcard's is 0), then
+        // in document order, unless sorted.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
         score_name = Some(knn.score_field());
     } else {
         let range_dist: Option<&(Vec<u8>, HashMap<u64, f32>)> = matches.distances.first();

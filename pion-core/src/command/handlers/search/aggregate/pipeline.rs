@@ -174,8 +174,9 @@ pub struct Root {
     pub ids: std::vec::IntoIter<(u64, Option<f32>)>,
     /// The slot the distance goes in.
     pub distance_slot: Option<usize>,
-    /// `ADDSCORES`: the slot of `__score` and each document's text score.
-    pub scores: Option<(usize, std::collections::HashMap<u64, f64>)>,
+    /// Numbers each document brings (`ADDSCORES`' `__score`, `FT.HYBRID`'s scores):
+    /// the slot and each document's value (0 for a document without one).
+    pub columns: Vec<(usize, std::collections::HashMap<u64, f64>)>,
 }
 
 impl Stage for Root {
@@ -200,11 +201,11 @@ impl Stage for Root {
                 doc: Some(Arc::new(doc)),
                 slots: Vec::new(),
             };
-            if let Some((slot, scores)) = &self.scores {
-                row.set(*slot, Value::Num(scores.get(&id).copied().unwrap_or(0.0)));
-            }
             if let (Some(slot), Some(d)) = (self.distance_slot, distance) {
                 row.set(slot, Value::Num(f64::from(d)));
+            }
+            for (slot, values) in &self.columns {
+                row.set(*slot, Value::Num(values.get(&id).copied().unwrap_or(0.0)));
             }
             return Ok(Some(row));
         }

@@ -189,50 +189,6 @@ fn group_and_sort() {
 #[test]
 fn search_options_pion_does_not_apply_are_refused_by_name() {
     let e = engine_with_docs(3);
-    // EXPLAINSCORE explains text scores; a KNN result's is refused.
-    let r = e.execute(
-        0,
-        &[
-            "FT.CREATE",
-            "vi",
-            "PREFIX",
-            "1",
-            "v:",
-            "SCHEMA",
-            "v",
-            "VECTOR",
-            "FLAT",
-            "6",
-            "TYPE",
-            "FLOAT32",
-            "DIM",
-            "2",
-            "DISTANCE_METRIC",
-            "L2",
-        ],
-    );
-    assert_eq!(r, Reply::ok());
-    let blob: Vec<u8> = [0f32, 0.0].iter().flat_map(|x| x.to_le_bytes()).collect();
-    let r = e.execute(
-        0,
-        &[
-            b"FT.SEARCH".to_vec(),
-            b"vi".to_vec(),
-            b"*=>[KNN 2 @v $b]".to_vec(),
-            b"PARAMS".to_vec(),
-            b"2".to_vec(),
-            b"b".to_vec(),
-            blob,
-            b"WITHSCORES".to_vec(),
-            b"EXPLAINSCORE".to_vec(),
-            b"DIALECT".to_vec(),
-            b"2".to_vec(),
-        ],
-    );
-    assert!(
-        matches!(r, Reply::Error(ref t) if t.contains("EXPLAINSCORE with a KNN clause")),
-        "{r:?}"
-    );
     for opt in ["WITHSORTKEYS", "PAYLOAD"] {
         let r = e.execute(0, &["FT.SEARCH", "idx", "*", opt]);
         let Reply::Error(text) = r else {
