@@ -49,7 +49,6 @@ pub(super) struct Options {
     withpayloads: bool,
     /// `VERBATIM`, `LANGUAGE`, `NOSTOPWORDS`.
     pub(super) analysis: Analysis,
-    /// `HIGHLIGHT`.
     /// `HIGHLIGHT` and `SUMMARIZE`.
     marking: Option<Marking>,
 }
@@ -100,8 +99,8 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
                 .marking
                 .get_or_insert_with(Marking::default)
                 .parse_summarize(argv, &mut i)?,
-            // Named refusals: each would change the reply, and Pion does not do it yet.
             b"EXPLAINSCORE" => o.explain_score = true,
+            // Named refusals: each would change the reply, and Pion does not do it yet.
             b"WITHSORTKEYS" | b"PAYLOAD" => {
                 return Err(err(format!(
                     "FT.SEARCH option {} is not supported by Pion",
@@ -286,7 +285,8 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     // hashes, so it runs after the lock is released (shards before documents).
     let (matches, plan) = {
         let docs = index.docs.read();
-        // Results are ranked by score unless a KNN clause ranks them by distance.
+        // Every document the query matches is scored, to rank them; a KNN clause's
+        // results are scored apart (`knn_score`), so its filter scores only text.
         let eval = EvalOptions {
             rank_all: query.vector.is_none(),
             ..opts.eval
