@@ -264,3 +264,101 @@ def test_aggregate_cursor_reads_every_row_once(client):
             break
         res = client.ft("docs").aggregate(res.cursor)
     assert sorted(int(y) for y in years) == list(range(1900, 1945))
+
+
+def hybrid_rows(res):
+    """(total, rows as dicts of str) from redis-py's hybrid result, either protocol."""
+    if isinstance(res, dict):
+        total, rows = res["total_results"], res["results"]
+    else:
+        total, rows = res.total_results, res.results
+    return total, [{decode(k): decode(v) for k, v in r.items()} for r in rows]
+
+
+@pytest.mark.filterwarnings("ignore:.*experimental")
+def test_hybrid_search_rrf_and_linear(client):
+    """redis-py's `hybrid_search` (FT.HYBRID): the fused ranking matches the fusion
+    computed here from FT.SEARCH's own text ranking and the exact distances."""
+    from redis.commands.search.hybrid_query import (
+        CombinationMethods,
+        CombineResultsMethod,
+        HybridFilter,
+        HybridPostProcessingConfig,
+        HybridQuery,
+        HybridSearchQuery,
+        HybridVsimQuery,
+        VectorSearchMethods,
+    )
+
+    vecs = create_docs(client, n=60)
+    q = vecs[5] + 0.05
+    ft = client.ft("docs")
+    # Text ranking: FT.SEARCH by BM25STD (ties in document order), top 20.
+    text = ft.search(
+        Query("dragon").scorer("BM25STD").with_scores().no_content().paging(0, 20).dialect(2)
+    )
+    _, text_docs = results(text)
+    text_rank = [d.id for d in text_docs]
+    vec_rank = exact_knn(vecs, q, 10)
+    rrf = {}
+    for ranking in (text_rank, vec_rank):
+        for r, key in enumerate(ranking):
+            rrf[key] = rrf.get(key, 0.0) + 1.0 / (60 + r + 1)
+    want = sorted(rrf, key=lambda k: -rrf[k])[:10]
+
+    query = HybridQuery(
+        HybridSearchQuery("dragon"),
+        HybridVsimQuery(
+            vector_field_name="@embedding",
+            vector_data="$v",
+            vsim_search_method=VectorSearchMethods.KNN,
+            vsim_search_method_params={"K": 10},
+        ),
+    )
+    res = ft.hybrid_search(query, params_substitution={"v": blob(q)})
+    total, rows = hybrid_rows(res)
+    assert total == len(rrf)
+    got = [r["__key"] for r in rows]
+    # Equal fused scores may order either way between this computation and the
+    # server's (float sums); compare scores rank by rank.
+    assert [round(rrf[k], 9) for k in got] == [round(rrf[k], 9) for k in want]
+    assert all(abs(float(r["__score"]) - rrf[r["__key"]]) < 1e-9 for r in rows)
+
+    # LINEAR, a vector pre-filter, yielded scores and post-processing.
+    post = HybridPostProcessingConfig()
+    post.load("@__key", "@year")
+    post.apply(double_year="@year * 2")
+    post.limit(0, 5)
+    query = HybridQuery(
+        HybridSearchQuery("river", scorer="BM25STD.TANH", yield_score_as="ts"),
+        HybridVsimQuery(
+            vector_field_name="@embedding",
+            vector_data="$v",
+            filter=HybridFilter("@genre:{fantasy}"),
+            yield_score_as="vs",
+        ),
+    )
+    combine = CombineResultsMethod(
+        CombinationMethods.LINEAR, ALPHA=0.5, BETA=0.5, YIELD_SCORE_AS="fused"
+    )
+    res = ft.hybrid_search(
+        query,
+        combine_method=combine,
+        post_processing=post,
+        params_substitution={"v": blob(q)},
+    )
+    _, rows = hybrid_rows(res)
+    assert len(rows) == 5
+    fused = [float(r["fused"]) for r in rows]
+    assert fused == sorted(fused, reverse=True)
+    for r in rows:
+        i = int(r["__key"].split(":")[1])
+        assert int(r["double_year"]) == 2 * (1900 + i)
+        ts = float(r.get("ts", 0.0))
+        assert 0.0 <= ts < 1.0
+        if "vs" in r:
+            # Only fantasy documents (odd ids) pass the vector filter.
+            assert i % 2 == 1
+            d = float(((vecs[i] - q) ** 2).sum())
+            assert abs(float(r["vs"]) - 1.0 / (1.0 + d)) < 1e-5
+        assert abs(float(r["fused"]) - (0.5 * ts + 0.5 * float(r.get("vs", 0.0)))) < 1e-9

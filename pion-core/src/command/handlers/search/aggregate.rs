@@ -17,6 +17,8 @@ mod request;
 mod sketches;
 pub mod value;
 
+pub(super) use request::{parse_reduce, Step};
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -30,7 +32,7 @@ use group::{Group, Reducer, ReducerKind};
 use pipeline::{
     norm_of, Apply, Env, Filter, Load, LoadAll, Lookup, Pager, Root, Sorter, Source, Stage, State,
 };
-use request::{parse_request, Request, Step};
+use request::{parse_request, Request};
 
 fn err(text: impl Into<String>) -> OpError {
     OpError::custom(text.into())
@@ -124,17 +126,30 @@ impl Compiler<'_> {
 }
 
 /// The documents a query matched, in the order the pipeline reads them.
-struct Matched {
+pub(super) struct Matched {
     /// Ids with the vector distance a KNN or range clause gave.
-    ids: Vec<(u64, Option<f32>)>,
+    pub(super) ids: Vec<(u64, Option<f32>)>,
     /// The name the distance is replied under.
-    distance_name: Option<Vec<u8>>,
+    pub(super) distance_name: Option<Vec<u8>>,
     /// Named numbers each document brings, after the distance: `ADDSCORES`' text score
-    /// as `__score` (0 for one no text term matched), `FT.HYBRID`'s scores.
-    columns: Vec<(Vec<u8>, std::collections::HashMap<u64, f64>)>,
+    /// as `__score`, `FT.HYBRID`'s scores.
+    pub(super) columns: Vec<Column>,
 }
 
-fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
+/// A named number each document brings.
+pub(super) struct Column {
+    /// The name rows carry it under.
+    pub(super) name: Vec<u8>,
+    /// Each document's value.
+    pub(super) values: std::collections::HashMap<u64, f64>,
+    /// The value of a document without one (`None`: its rows lack the field).
+    pub(super) absent: Option<f64>,
+    /// Whether rows reply it only when it is loaded.
+    pub(super) hidden: bool,
+}
+
+/// Compiles the steps against the index: the pipeline, ready to pull.
+pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
     let mut c = Compiler {
         def,
         lookups: vec![Lookup::default()],
@@ -145,7 +160,11 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
     let columns = matched
         .columns
         .into_iter()
-        .map(|(name, values)| (c.lookups[0].add(&name), values))
+        .map(|col| {
+            let slot = c.lookups[0].add(&col.name);
+            c.lookups[0].keys[slot].hidden = col.hidden;
+            (slot, col.values, col.absent)
+        })
         .collect();
     let mut stage: Box<dyn Stage> = Box::new(Root {
         ids: matched.ids.into_iter(),
@@ -161,15 +180,18 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
             Step::Load(fields) => {
                 let mut loads = Vec::new();
                 for (name, alias) in fields {
-                    let source = if name == b"__key" {
-                        Source::Key
-                    } else {
-                        match def.field(&name) {
+                    let hidden = c.lookups[0]
+                        .find(&name)
+                        .filter(|&s| c.lookups[0].keys[s].hidden);
+                    let source = match hidden {
+                        Some(from) => Source::Slot(from),
+                        None if name == b"__key" => Source::Key,
+                        None => match def.field(&name) {
                             Some((fi, _)) => Source::Field(fi),
                             None => Source::Named(name.clone()),
-                        }
+                        },
                     };
-                    let slot = c.lookups[0].add(&alias);
+                    let slot = c.lookups[0].add_shown(&alias);
                     loads.push((source, slot));
                 }
                 stage = Box::new(Load {
@@ -247,7 +269,12 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
                 });
                 c.lookups.push(out);
             }
-            Step::Arrange { sort, max, limit } => {
+            Step::Arrange {
+                sort,
+                max,
+                limit,
+                ties_in_id_order,
+            } => {
                 if let Some(keys) = sort {
                     let slots = keys
                         .iter()
@@ -264,6 +291,7 @@ fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipel
                         keys: slots,
                         seg: c.seg(),
                         cap,
+                        ties_in_id_order,
                         sorted: None,
                     });
                 }
@@ -332,6 +360,7 @@ pub(super) fn read_chunk(
             .keys
             .iter()
             .enumerate()
+            .filter(|(_, k)| !k.hidden)
             .filter_map(|(slot, k)| pipe.state.get(seg, &row, slot).map(|v| (k.name.clone(), v)))
             .collect();
         rows.push(fields);
@@ -465,7 +494,13 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         }
     };
     if let Some(scores) = scores {
-        matched.columns.push((b"__score".to_vec(), scores));
+        // A document no text term matched scores 0.
+        matched.columns.push(Column {
+            name: b"__score".to_vec(),
+            values: scores,
+            absent: Some(0.0),
+            hidden: false,
+        });
     }
     let mut pipe = compile(&def, req.steps, matched)?;
     if req.with_scores {

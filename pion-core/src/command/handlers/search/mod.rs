@@ -1,6 +1,6 @@
 //! RediSearch's `FT.*` commands over hashes: index management here, queries in
-//! [`query`], `FT.AGGREGATE` in [`aggregate`] (cursors in [`cursor`]), `FT.EXPLAIN` in
-//! [`explain`], `FT.INFO` in [`info`]. Replies keep RediSearch's shapes in RESP2
+//! [`query`], `FT.AGGREGATE` in [`aggregate`] (cursors in [`cursor`]), `FT.HYBRID`
+//! in [`hybrid`], `FT.EXPLAIN` in [`explain`], `FT.INFO` in [`info`]. Replies keep RediSearch's shapes in RESP2
 //! (flat arrays) and RESP3 (maps), and its error texts, which clients match on.
 //!
 //! Index definitions are part of the data: `FT.CREATE`, `FT.ALTER` and
@@ -14,6 +14,7 @@ mod explain;
 mod filters;
 mod fragments;
 mod highlight;
+mod hybrid;
 mod info;
 mod query;
 mod spellcheck;
@@ -49,6 +50,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ft.aggregate", -1, READONLY, Group::Search, aggregate::aggregate).doc(
         "Runs a query's documents through a pipeline of LOAD, APPLY, FILTER, GROUPBY/REDUCE, SORTBY and LIMIT steps.",
         "1.1.0",
+    ),
+    CommandSpec::new("ft.hybrid", -2, READONLY, Group::Search, hybrid::hybrid).doc(
+        "Fuses a text query's and a vector query's rankings (RRF or a linear combination), then shapes the rows with LOAD, GROUPBY/REDUCE, APPLY, SORTBY, FILTER and LIMIT.",
+        "8.4.0",
     ),
     CommandSpec::new("ft.cursor", -1, READONLY, Group::Search, cursor::cursor).doc(
         "Reads from (READ) or deletes (DEL) a cursor of FT.AGGREGATE … WITHCURSOR.",

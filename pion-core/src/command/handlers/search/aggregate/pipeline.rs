@@ -67,6 +67,9 @@ pub struct Key {
     pub name: Vec<u8>,
     /// A sortable schema field that gives the value when the row has none.
     pub sortable: Option<(usize, Norm)>,
+    /// A value rows carry for expressions and sorting but do not reply unless
+    /// loaded (`FT.HYBRID`'s `__score` and vector score).
+    pub hidden: bool,
 }
 
 /// The keys of one segment, in creation order.
@@ -88,9 +91,26 @@ impl Lookup {
             self.keys.push(Key {
                 name: name.to_vec(),
                 sortable: None,
+                hidden: false,
             });
             self.keys.len() - 1
         })
+    }
+
+    /// A new replied key, even when a hidden one has the name (a hidden value loaded
+    /// under its own name is replied where the `LOAD` puts it).
+    pub fn add_shown(&mut self, name: &[u8]) -> usize {
+        match self.keys.iter().position(|k| k.name == name && !k.hidden) {
+            Some(slot) => slot,
+            None => {
+                self.keys.push(Key {
+                    name: name.to_vec(),
+                    sortable: None,
+                    hidden: false,
+                });
+                self.keys.len() - 1
+            }
+        }
     }
 }
 
@@ -175,8 +195,9 @@ pub struct Root {
     /// The slot the distance goes in.
     pub distance_slot: Option<usize>,
     /// Numbers each document brings (`ADDSCORES`' `__score`, `FT.HYBRID`'s scores):
-    /// the slot and each document's value (0 for a document without one).
-    pub columns: Vec<(usize, std::collections::HashMap<u64, f64>)>,
+    /// the slot, each document's value, and the value of a document without one
+    /// (`None`: the row has no such field).
+    pub columns: Vec<(usize, std::collections::HashMap<u64, f64>, Option<f64>)>,
 }
 
 impl Stage for Root {
@@ -204,8 +225,10 @@ impl Stage for Root {
             if let (Some(slot), Some(d)) = (self.distance_slot, distance) {
                 row.set(slot, Value::Num(f64::from(d)));
             }
-            for (slot, values) in &self.columns {
-                row.set(*slot, Value::Num(values.get(&id).copied().unwrap_or(0.0)));
+            for (slot, values, absent) in &self.columns {
+                if let Some(v) = values.get(&id).copied().or(*absent) {
+                    row.set(*slot, Value::Num(v));
+                }
             }
             return Ok(Some(row));
         }
@@ -222,6 +245,8 @@ pub enum Source {
     Key,
     /// A name outside the schema: a hash field, or a JSONPath into a JSON document.
     Named(Vec<u8>),
+    /// Another slot of the row (a hidden value made visible by `LOAD`).
+    Slot(usize),
 }
 
 /// `LOAD` (and the loads RediSearch adds before `SORTBY`/`GROUPBY` for fields that
@@ -288,6 +313,7 @@ impl Stage for Load {
                 Source::Named(name) => {
                     read_doc(env, st, &doc.key, |d| d.named(name, false).map(loaded)).flatten()
                 }
+                Source::Slot(from) => row.slots.get(*from).cloned().flatten(),
             };
             if let Some(v) = value {
                 row.set(*slot, v);
@@ -408,6 +434,9 @@ pub struct Sorter {
     pub seg: usize,
     /// How many rows to keep.
     pub cap: usize,
+    /// Ties go in document order whatever the direction (RediSearch's sort by
+    /// score); otherwise in the last key's direction.
+    pub ties_in_id_order: bool,
     /// The sorted rows, once read.
     pub sorted: Option<std::vec::IntoIter<Row>>,
 }
@@ -434,7 +463,7 @@ impl Sorter {
         }
         let id = |r: &Row| r.doc.as_ref().map_or(0, |d| d.id);
         let o = id(a).cmp(&id(b));
-        if asc {
+        if asc || self.ties_in_id_order {
             o
         } else {
             o.reverse()

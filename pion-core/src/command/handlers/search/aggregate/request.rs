@@ -17,7 +17,7 @@ fn lossy(b: &[u8]) -> String {
 
 /// One `REDUCE` as written.
 #[derive(Debug, Clone)]
-pub(super) struct ReduceSpec {
+pub(in crate::command::handlers::search) struct ReduceSpec {
     pub(super) kind: ReducerKind,
     /// The property it reads (without `@`).
     pub(super) input: Vec<u8>,
@@ -29,7 +29,7 @@ pub(super) struct ReduceSpec {
 
 /// One step as written.
 #[derive(Debug, Clone)]
-pub(super) enum Step {
+pub(in crate::command::handlers::search) enum Step {
     Load(Vec<(Vec<u8>, Vec<u8>)>),
     LoadAll,
     Apply {
@@ -45,6 +45,8 @@ pub(super) enum Step {
         sort: Option<Vec<(Vec<u8>, bool)>>,
         max: Option<usize>,
         limit: Option<(usize, usize)>,
+        /// Ties in document order whatever the direction (a sort by score).
+        ties_in_id_order: bool,
     },
 }
 
@@ -139,7 +141,11 @@ fn property(arg: &[u8]) -> Vec<u8> {
 /// The largest `RANDOM_SAMPLE` size and `QUANTILE` resolution (RediSearch's).
 const MAX_SAMPLE_SIZE: usize = 1000;
 
-fn parse_reduce(argv: &[Vec<u8>], at: &mut usize) -> OpResult<ReduceSpec> {
+/// One `REDUCE name nargs args… [AS alias]`, from just after `REDUCE`.
+pub(in crate::command::handlers::search) fn parse_reduce(
+    argv: &[Vec<u8>],
+    at: &mut usize,
+) -> OpResult<ReduceSpec> {
     let Some(name) = argv.get(*at) else {
         return Err(bad("REDUCE", "SUCCESS"));
     };
@@ -294,6 +300,7 @@ fn arrange(steps: &mut Vec<Step>) -> &mut Step {
             sort: None,
             max: None,
             limit: None,
+            ties_in_id_order: false,
         });
     }
     let last = steps.len() - 1;
