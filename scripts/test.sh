@@ -103,12 +103,12 @@ if grep -qE '^test result: FAILED|^error' /tmp/pion-cargo-test.log || ! grep -q 
 fi
 echo "== Redis's own Tcl test units (tests/redis-tcl/units.txt) against pion-server"
 bash scripts/redis-tcl-units.sh "$CARGO_TARGET_DIR/debug/pion-server"
-echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries, ACL/config/function texts, Lua cmsgpack/struct, bitmap arguments, HyperLogLog values, geo arguments, stream arguments, JSON paths and arguments, RESTORE payloads; ${PION_FUZZ_SECONDS:-20}s each)"
+echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries, ACL/config/function texts, Lua cmsgpack/struct, bitmap arguments, HyperLogLog values, geo arguments, stream arguments, JSON paths and arguments, FT.HYBRID/FT.AGGREGATE arguments, RESTORE payloads; ${PION_FUZZ_SECONDS:-20}s each)"
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked -q || echo "cargo-fuzz unavailable: fuzz smoke skipped"
 fi
 if command -v cargo-fuzz >/dev/null 2>&1; then
-  for target in resp_decode command_execute wal_segment snapshot_load binary_frame search_query admin_text lua_binary bitmap_args hll_decode geo_args stream_args json_args restore_payload; do
+  for target in resp_decode command_execute wal_segment snapshot_load binary_frame search_query admin_text lua_binary bitmap_args hll_decode geo_args stream_args json_args hybrid_args restore_payload; do
     (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O "$target" -- \
       -max_total_time="${PION_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 2>&1 | tail -n 1)
   done

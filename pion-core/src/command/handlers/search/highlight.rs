@@ -10,6 +10,9 @@
 //! fields named, and those come first in the reply, in the order first named. A
 //! summarised field that is not TEXT, or has no match, is cut to its head.
 //!
+//! On JSON indexes a field is marked when `RETURN` names its attribute; a whole
+//! document (`$`, without `RETURN`) is only cut by `SUMMARIZE`, as in RediSearch.
+//!
 //! [`fragments`]: super::fragments
 
 use crate::error::{OpError, OpResult};
@@ -137,14 +140,15 @@ impl Marking {
         Ok(())
     }
 
-    /// Refuses what RediSearch refuses before running the query: JSON documents (not
-    /// marked by Pion), with `RETURN` a returned field outside the schema, without it a
-    /// named field outside the schema.
+    /// Refuses what RediSearch refuses before running the query: with `RETURN` a
+    /// returned field outside the schema, without it a named field outside the schema
+    /// (on JSON, any named field: a whole JSON document has no fields to name).
     pub(super) fn check(&self, def: &IndexDef, returns: Option<&[Vec<u8>]>) -> OpResult<()> {
-        if def.on == KeyType::Json {
-            return Err(OpError::custom(
-                "HIGHLIGHT and SUMMARIZE over JSON documents are not supported by Pion",
-            ));
+        if let (KeyType::Json, None, Some((f, _))) = (def.on, returns, self.named.first()) {
+            return Err(OpError::custom(format!(
+                "No such property `{}`",
+                String::from_utf8_lossy(f)
+            )));
         }
         match returns {
             Some(list) => match list.iter().find(|f| spec_of(def, f).is_none()) {
@@ -212,9 +216,13 @@ impl Marking {
     }
 }
 
-/// The schema field a reply names (by attribute or hash field).
+/// The schema field a reply names: by attribute or hash field, on JSON by attribute
+/// only (a JSONPath, or the whole document `$`, is not a field to mark).
 fn spec_of<'d>(def: &'d IndexDef, name: &[u8]) -> Option<&'d FieldSpec> {
-    def.fields.iter().find(|f| f.name == name || f.path == name)
+    let by_path = def.on != KeyType::Json;
+    def.fields
+        .iter()
+        .find(|f| f.name == name || (by_path && f.path == name))
 }
 
 /// One field's value highlighted and/or summarised; `None` to leave it as it is.
