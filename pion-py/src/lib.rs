@@ -74,10 +74,26 @@ struct Engine {
 #[pymethods]
 impl Engine {
     /// Opens (or creates) the durable engine in `path`; `path=None` keeps everything in
-    /// memory only. `appendfsync` is "always", "everysec" or "no".
+    /// memory only. `appendfsync` is "always", "everysec" or "no". `embed_model` is a
+    /// sentence-transformers model folder (`config.json`, `model.safetensors`,
+    /// `tokenizer.json`) that `AI.EMBED` and `AI.SEMANTIC_CACHE` embed with, as
+    /// `pion-server --embed-model` loads it; a folder that does not load is an error
+    /// before the data directory is touched.
     #[new]
-    #[pyo3(signature = (path=None, appendfsync="everysec"))]
-    fn new(py: Python<'_>, path: Option<String>, appendfsync: &str) -> PyResult<Engine> {
+    #[pyo3(signature = (path=None, appendfsync="everysec", embed_model=None))]
+    fn new(
+        py: Python<'_>,
+        path: Option<String>,
+        appendfsync: &str,
+        embed_model: Option<String>,
+    ) -> PyResult<Engine> {
+        let embedder = match embed_model {
+            Some(dir) => Some(std::sync::Arc::new(
+                py.allow_threads(|| pion_core::embed::open(std::path::Path::new(&dir)))
+                    .map_err(|e| PionError::new_err(e.to_string()))?,
+            )),
+            None => None,
+        };
         let engine = match path {
             None => CoreEngine::in_memory(EngineOptions::default()),
             Some(p) => {
@@ -88,6 +104,9 @@ impl Engine {
                     .map_err(|e| PionError::new_err(e.to_string()))?
             }
         };
+        if let Some(service) = embedder {
+            engine.set_embedder(service);
+        }
         Ok(Engine {
             engine: Some(engine),
         })

@@ -53,3 +53,33 @@ def test_in_memory_engine_and_prompt_cache_commands():
     assert e.fetch("py", block.decode()) == (4, [layer])
     assert pion.pack_tokens([1, 2, 3, 4]) == tokens
     assert pion.__version__
+
+
+def embed_model_dir():
+    """The all-MiniLM-L6-v2 folder the test command installs (PION_EMBED_MODEL)."""
+    import os
+
+    d = os.environ.get("PION_EMBED_MODEL")
+    if not d or not os.path.isfile(os.path.join(d, "model.safetensors")):
+        pytest.skip("PION_EMBED_MODEL names no model folder (scripts/test.sh sets it)")
+    return d
+
+
+def test_embedded_engine_embeds_and_caches_with_a_model(tmp_path):
+    import numpy as np
+
+    with pion.Engine(str(tmp_path / "data"), embed_model=embed_model_dir()) as e:
+        blobs = e.execute("AI.EMBED", "What is the capital of France?", "capital of France?")
+        a, b = (np.frombuffer(x, dtype=np.float32) for x in blobs)
+        assert a.shape == (384,)
+        assert abs(float(np.linalg.norm(a)) - 1.0) < 1e-4
+        assert float(a @ b) > 0.9
+        assert e.execute("AI.SEMANTIC_CACHE", "SET", "qa", "capital of France?", "Paris") == "OK"
+        hit = e.execute("AI.SEMANTIC_CACHE", "GET", "qa", "What is the capital of France?")
+        assert hit[0] == b"Paris" and 0.9 < float(hit[1]) < 1.0
+        assert e.execute("AI.SEMANTIC_CACHE", "GET", "qa", "Best pizza toppings for a party") is None
+    # Without a model the commands say so; a folder that does not load fails the open.
+    with pytest.raises(pion.PionError, match="model"):
+        pion.Engine().execute("AI.EMBED", "x")
+    with pytest.raises(pion.PionError, match="embedding model"):
+        pion.Engine(embed_model=str(tmp_path / "no-such-model"))
