@@ -49,12 +49,24 @@ impl Lane {
 /// lane's port).
 pub fn start(extra: &[&str]) -> (TempDir, PionProcess, u16) {
     let dir = temp_dir("binary-lane");
-    let lane_port = crate::free_port();
-    let port_arg = lane_port.to_string();
-    let mut args = vec!["--kvcache-port", port_arg.as_str()];
-    args.extend_from_slice(extra);
-    let server = PionProcess::start(dir.path(), &args);
-    (dir, server, lane_port)
+    let mut last = String::new();
+    // A lane port another test took between choosing and binding it is chosen again
+    // (the server's own port is retried by `PionProcess`).
+    for _ in 0..5 {
+        let lane_port = crate::free_port();
+        let port_arg = lane_port.to_string();
+        let mut args = vec!["--kvcache-port", port_arg.as_str()];
+        args.extend_from_slice(extra);
+        match PionProcess::try_start(dir.path(), &args) {
+            Ok(server) => return (dir, server, lane_port),
+            Err(e) if e.contains("Cannot serve the binary lane") => last = e,
+            Err(e) => panic!("pion-server on {} did not start: {e}", dir.path().display()),
+        }
+    }
+    panic!(
+        "pion-server on {} did not start: {last}",
+        dir.path().display()
+    )
 }
 
 /// The error text of a lane reply, or `None` for a success.

@@ -19,6 +19,7 @@ mod slop;
 pub use explain::Explanation;
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use super::docs::{DocSet, Docs, FieldIndex};
 use super::schema::{FieldKind, IndexDef};
@@ -46,6 +47,19 @@ pub struct Matches {
 /// Why a query cannot run, with RediSearch's text (the caller adds `ERR`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalError(pub String);
+
+impl EvalError {
+    /// The evaluation ran past its deadline.
+    pub fn timeout() -> EvalError {
+        EvalError(TIMED_OUT.to_string())
+    }
+
+    /// Whether this is a timeout, which RediSearch's default policy (`ON_TIMEOUT
+    /// RETURN`) answers with the results so far and a warning, not an error.
+    pub fn timed_out(&self) -> bool {
+        self.0 == TIMED_OUT
+    }
+}
 
 /// RediSearch's built-in text scorers (`SCORER name`; names are case-sensitive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,7 +110,16 @@ pub struct EvalOptions {
     /// Score queries without text terms too (wildcards, tags, ranges), as RediSearch
     /// ranks `FT.SEARCH` results; off, only text terms make scores.
     pub rank_all: bool,
+    /// `TIMEOUT`: when the evaluation gives up ([`EvalError::timed_out`]), checked
+    /// before each node of the tree and every [`DEADLINE_STRIDE`] scored documents.
+    pub deadline: Option<Instant>,
 }
+
+/// RediSearch's text for a query that ran past its `TIMEOUT`.
+pub const TIMED_OUT: &str = "Timeout limit was reached";
+
+/// How many documents are scored between two looks at the deadline.
+pub const DEADLINE_STRIDE: usize = 1024;
 
 /// Evaluates a filter tree with the default options (TFIDF, any order).
 pub fn evaluate(node: &Node, def: &IndexDef, docs: &Docs) -> Result<Matches, EvalError> {
@@ -120,7 +143,7 @@ pub fn evaluate_with(
     m.set = eval(node, &cx, &mut m)?;
     if m.scored || opts.rank_all {
         m.scored = true;
-        finish_scores(&cx, node, &mut m);
+        finish_scores(&cx, node, &mut m)?;
     } else {
         // Tags and ranges alone are not ranked here: their partial scores go.
         m.scores.clear();
@@ -155,6 +178,16 @@ struct Cx<'a> {
     opts: EvalOptions,
     /// Average weighted document length (the BM25 scorers).
     avg_len: f64,
+}
+
+impl Cx<'_> {
+    /// Fails once the deadline has passed.
+    fn in_time(&self) -> Result<(), EvalError> {
+        match self.opts.deadline {
+            Some(d) if Instant::now() >= d => Err(EvalError::timeout()),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The shortest prefix or suffix a query may expand (RediSearch's `MINPREFIX`).
@@ -333,6 +366,7 @@ fn terms_placed(children: &[Node], cx: &Cx<'_>, id: u64) -> bool {
 }
 
 fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> {
+    cx.in_time()?;
     let (def, docs) = (cx.def, cx.docs);
     Ok(match node {
         Node::Empty => DocSet::new(),

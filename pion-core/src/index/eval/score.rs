@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::slop;
-use super::{document_frequency, text_fields, Cx, Matches, Scorer};
+use super::{document_frequency, text_fields, Cx, EvalError, Matches, Scorer, DEADLINE_STRIDE};
 use crate::index::docs::{DocSet, FieldIndex};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::index::schema::FieldKind;
@@ -58,8 +58,9 @@ pub(super) fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
     cx.docs.max_freq(id) + vectors as f64
 }
 
-/// Turns the summed term scores into the scorer's final document scores.
-pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
+/// Turns the summed term scores into the scorer's final document scores; gives up
+/// past the deadline.
+pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result<(), EvalError> {
     let score = cx.def.score;
     let union_sets = match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::Bm25 => slop::union_child_sets(cx, root),
@@ -69,7 +70,10 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
         Scorer::TfIdf | Scorer::TfIdfDocNorm => {
             // Every result is divided, unscored ones too: a document without text
             // scores infinity (or NaN, with nothing to divide), as in RediSearch.
-            for id in m.set.iter() {
+            for (n, id) in m.set.iter().enumerate() {
+                if n % DEADLINE_STRIDE == DEADLINE_STRIDE - 1 {
+                    cx.in_time()?;
+                }
                 let norm = if cx.opts.scorer == Scorer::TfIdf {
                     max_freq(cx, id)
                 } else {
@@ -85,7 +89,10 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
             }
         }
         Scorer::Bm25 => {
-            for (&id, s) in m.scores.iter_mut() {
+            for (n, (&id, s)) in m.scores.iter_mut().enumerate() {
+                if n % DEADLINE_STRIDE == DEADLINE_STRIDE - 1 {
+                    cx.in_time()?;
+                }
                 *s = *s * score / slop::penalty(cx, root, id, &union_sets);
             }
         }
@@ -101,6 +108,7 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) {
             }
         }
     }
+    Ok(())
 }
 
 /// A term's frequency in one document: each occurrence, as a word or as a `+stem`,

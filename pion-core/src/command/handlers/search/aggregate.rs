@@ -293,6 +293,7 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
                         cap,
                         ties_in_id_order,
                         sorted: None,
+                        timed_out: false,
                     });
                 }
                 if let Some((off, num)) = limit {
@@ -312,6 +313,7 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
             def: def.clone(),
             lookups: c.lookups,
             total: 0,
+            deadline: None,
         },
         scores: None,
     })
@@ -332,20 +334,28 @@ pub(super) struct Chunk {
 }
 
 /// Pulls up to `count` rows (`None`: all). An error at the first row is the reply;
-/// a later one ends the rows there, as in RediSearch.
+/// a later one ends the rows there, as in RediSearch. A timeout is never the reply:
+/// the rows so far are, with the timeout as the warning.
 pub(super) fn read_chunk(
     pipe: &mut Pipeline,
     env: &Env<'_>,
     count: Option<usize>,
 ) -> OpResult<Chunk> {
     pipe.state.total = 0;
-    let first = pipe.stage.next(env, &mut pipe.state).map_err(err)?;
+    let mut warning = None;
+    let first = match pipe.stage.next(env, &mut pipe.state) {
+        Ok(first) => first,
+        Err(e) if e == pipeline::TIMED_OUT => {
+            warning = Some(e);
+            None
+        }
+        Err(e) => return Err(err(e)),
+    };
     let total = pipe.state.total;
     let mut rows = Vec::new();
     let mut scores = pipe.scores.as_ref().map(|_| Vec::new());
     let mut next = first;
     let mut done = false;
-    let mut warning = None;
     loop {
         let Some(row) = next else {
             done = true;
@@ -449,13 +459,31 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
     let query = req
         .analysis
         .parse(&def, &req.query, &req.params, req.dialect)?;
+    let deadline = super::query::deadline_of(req.timeout_ms);
     let (matches, plan) = {
         let docs = index.docs.read();
         let eval = EvalOptions {
             scorer: req.scorer,
+            deadline,
             ..EvalOptions::default()
         };
-        let matches = evaluate_with(&query.filter, &def, &docs, eval).map_err(|e| err(e.0))?;
+        let matches = match evaluate_with(&query.filter, &def, &docs, eval) {
+            Ok(m) => m,
+            // Past TIMEOUT before anything was found: a pipeline over nothing whose
+            // first read gives the timeout.
+            Err(e) if e.timed_out() => {
+                drop(docs);
+                let empty = Matched {
+                    ids: Vec::new(),
+                    distance_name: None,
+                    columns: Vec::new(),
+                };
+                let mut pipe = compile(&def, req.steps, empty)?;
+                pipe.state.deadline = deadline;
+                return Ok(pipe);
+            }
+            Err(e) => return Err(err(e.0)),
+        };
         let plan = match &query.vector {
             Some(knn) => Some(super::query::knn_candidates(
                 &def, &docs, &query, knn, &matches,
@@ -503,6 +531,7 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         });
     }
     let mut pipe = compile(&def, req.steps, matched)?;
+    pipe.state.deadline = deadline;
     if req.with_scores {
         pipe.scores = Some(Arc::new(matches_scores));
     }
@@ -539,6 +568,8 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
         return Ok(chunk_reply(chunk, resp3));
     };
     let chunk = read_chunk(&mut pipe, &env, Some(opts.count))?;
+    // TIMEOUT bounds this request; the cursor's later reads run to completion.
+    pipe.state.deadline = None;
     let done = chunk.done;
     let reply = chunk_reply(chunk, resp3);
     let id = if done {

@@ -13,9 +13,10 @@
 //! score (ties in document order) unless `SORTBY` or `NOSORT`, and paged 10 at a time
 //! unless `LIMIT`.
 //!
-//! `TIMEOUT` is checked between the phases (text, vector, fusion and shaping): past
-//! it, the phases not yet run are skipped and the reply carries RediSearch's warning
-//! naming the phase, as its default `ON_TIMEOUT RETURN` policy does.
+//! `TIMEOUT` bounds each subquery's evaluation and the shaping pipeline: a subquery
+//! past it contributes nothing, the pipeline stops at its next row, and the reply
+//! carries RediSearch's warning naming the phase (`(SEARCH)`, `(VSIM)`, `(POST
+//! PROCESSING)`), as its default `ON_TIMEOUT RETURN` policy does.
 
 mod request;
 
@@ -28,7 +29,7 @@ use super::aggregate::{compile, read_chunk, Column, Matched, Step};
 use super::query::{knn_candidates, knn_rerank, Analysis};
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
-use crate::index::eval::{evaluate_with, EvalOptions};
+use crate::index::eval::{evaluate_with, EvalError, EvalOptions, TIMED_OUT};
 use crate::index::query::{self as q, Node, Query};
 use crate::index::schema::{FieldKind, IndexDef};
 use crate::reply::Reply;
@@ -39,8 +40,6 @@ use request::{Fusion, HybridRequest, TextScorer, VectorMethod};
 const HYBRID_DIALECT: u32 = 2;
 /// `BM25STD.TANH`'s stretch: tanh(score / 4) (RediSearch's default factor).
 const TANH_FACTOR: f64 = 4.0;
-/// RediSearch's timeout warning, before the phase's suffix.
-const TIMEOUT_WARNING: &str = "Timeout limit was reached";
 
 fn err(text: impl Into<String>) -> OpError {
     OpError::custom(text.into())
@@ -77,35 +76,23 @@ pub(super) fn hybrid(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     let def = index.def.read().clone();
     let deadline = (req.timeout_ms > 0).then(|| started + Duration::from_millis(req.timeout_ms));
-    let late = || deadline.is_some_and(|d| Instant::now() > d);
     let mut warnings = Vec::new();
-
-    let text = text_ranking(&env, &def, &req)?;
-    let vector = if late() {
-        warnings.push(format!("{TIMEOUT_WARNING} (SEARCH)"));
-        None
-    } else {
-        Some(vector_ranking(&env, &def, &req)?)
+    // A subquery past TIMEOUT contributes nothing, and says so.
+    let mut ranked = |r: OpResult<Option<Ranking>>, phase: &str| -> OpResult<Ranking> {
+        Ok(r?.unwrap_or_else(|| {
+            warnings.push(format!("{TIMED_OUT} ({phase})"));
+            Vec::new()
+        }))
     };
-    let fused = match vector {
-        Some(vector) if !late() => Some(fuse(req.fusion, &text, &vector)),
-        Some(_) => {
-            warnings.push(format!("{TIMEOUT_WARNING} (VSIM)"));
-            None
-        }
-        None => None,
-    };
-    let Some(fused) = fused else {
-        return Ok(reply(0, Vec::new(), warnings, started));
-    };
+    let text = ranked(text_ranking(&env, &def, &req, deadline), "SEARCH")?;
+    let vector = ranked(vector_ranking(&env, &def, &req, deadline), "VSIM")?;
+    let fused = fuse(req.fusion, &text, &vector);
     let total = fused.len();
     let grouped = req.steps.iter().any(|s| matches!(s, Step::Group { .. }));
     let (matched, steps) = shape(req, fused);
     let mut pipe = compile(&def, steps, matched)?;
-    if late() {
-        warnings.push(format!("{TIMEOUT_WARNING} (POST PROCESSING)"));
-        return Ok(reply(total, Vec::new(), warnings, started));
-    }
+    // As in RediSearch, a subquery's timeout is the one reported.
+    pipe.state.deadline = deadline.filter(|_| warnings.is_empty());
     let chunk = read_chunk(&mut pipe, &env, None)?;
     if let Some(w) = chunk.warning {
         warnings.push(format!("{w} (POST PROCESSING)"));
@@ -161,16 +148,34 @@ fn parse_subquery(def: &IndexDef, text: &[u8], req: &HybridRequest, what: &str) 
     Ok(query)
 }
 
-/// The text query's best `WINDOW` documents by score (ties in document order).
-fn text_ranking(env: &Env<'_>, def: &IndexDef, req: &HybridRequest) -> OpResult<Ranking> {
+/// A subquery's evaluation: `None` past the deadline.
+fn evaluated<T>(r: Result<T, EvalError>) -> OpResult<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.timed_out() => Ok(None),
+        Err(e) => Err(err(e.0)),
+    }
+}
+
+/// The text query's best `WINDOW` documents by score (ties in document order);
+/// `None` past the deadline.
+fn text_ranking(
+    env: &Env<'_>,
+    def: &IndexDef,
+    req: &HybridRequest,
+    deadline: Option<Instant>,
+) -> OpResult<Option<Ranking>> {
     let query = parse_subquery(def, &req.text, req, "SEARCH")?;
     let docs = env.index.docs.read();
     let eval = EvalOptions {
         scorer: req.scorer.base(),
         rank_all: true,
+        deadline,
         ..EvalOptions::default()
     };
-    let matches = evaluate_with(&query.filter, def, &docs, eval).map_err(|e| err(e.0))?;
+    let Some(matches) = evaluated(evaluate_with(&query.filter, def, &docs, eval))? else {
+        return Ok(None);
+    };
     let mut ranked: Ranking = matches
         .set
         .iter()
@@ -196,7 +201,7 @@ fn text_ranking(env: &Env<'_>, def: &IndexDef, req: &HybridRequest) -> OpResult<
     let key = |s: f64| if s.is_nan() { f64::NEG_INFINITY } else { s };
     ranked.sort_by(|a, b| key(b.1).total_cmp(&key(a.1)).then(a.0.cmp(&b.0)));
     ranked.truncate(req.fusion.window());
-    Ok(ranked)
+    Ok(Some(ranked))
 }
 
 /// A distance as a score in [0, 1], as RediSearch's hybrid normalises it: L2
@@ -212,8 +217,17 @@ fn vector_score(metric: Metric, distance: f64) -> f64 {
 }
 
 /// The vector query's documents, nearest first (a filtered RANGE in document order),
-/// with their normalised scores.
-fn vector_ranking(env: &Env<'_>, def: &IndexDef, req: &HybridRequest) -> OpResult<Ranking> {
+/// with their normalised scores; `None` past the deadline.
+fn vector_ranking(
+    env: &Env<'_>,
+    def: &IndexDef,
+    req: &HybridRequest,
+    deadline: Option<Instant>,
+) -> OpResult<Option<Ranking>> {
+    let eval = EvalOptions {
+        deadline,
+        ..EvalOptions::default()
+    };
     let v = &req.vector;
     let filter_text = v.filter.as_deref().unwrap_or(b"*");
     let filter = parse_subquery(def, filter_text, req, "VSIM FILTER")?.filter;
@@ -264,10 +278,12 @@ fn vector_ranking(env: &Env<'_>, def: &IndexDef, req: &HybridRequest) -> OpResul
             };
             let plan = {
                 let docs = env.index.docs.read();
-                let matches = evaluate_with(&query.filter, def, &docs, EvalOptions::default())
-                    .map_err(|e| err(e.0))?;
+                let Some(matches) = evaluated(evaluate_with(&query.filter, def, &docs, eval))?
+                else {
+                    return Ok(None);
+                };
                 let Some(knn) = &query.vector else {
-                    return Ok(Vec::new());
+                    return Ok(Some(Vec::new()));
                 };
                 knn_candidates(def, &docs, &query, knn, &matches)?
             };
@@ -295,8 +311,9 @@ fn vector_ranking(env: &Env<'_>, def: &IndexDef, req: &HybridRequest) -> OpResul
                 },
             };
             let docs = env.index.docs.read();
-            let matches =
-                evaluate_with(&tree, def, &docs, EvalOptions::default()).map_err(|e| err(e.0))?;
+            let Some(matches) = evaluated(evaluate_with(&tree, def, &docs, eval))? else {
+                return Ok(None);
+            };
             let distances: HashMap<u64, f32> = matches
                 .distances
                 .into_iter()
@@ -315,10 +332,12 @@ fn vector_ranking(env: &Env<'_>, def: &IndexDef, req: &HybridRequest) -> OpResul
             found
         }
     };
-    Ok(nearest
-        .into_iter()
-        .map(|(id, d)| (id, vector_score(metric, f64::from(d))))
-        .collect())
+    Ok(Some(
+        nearest
+            .into_iter()
+            .map(|(id, d)| (id, vector_score(metric, f64::from(d))))
+            .collect(),
+    ))
 }
 
 /// The documents either ranking holds, text ranking first, with their fused scores.

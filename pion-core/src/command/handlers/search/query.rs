@@ -51,6 +51,8 @@ pub(super) struct Options {
     pub(super) analysis: Analysis,
     /// `HIGHLIGHT` and `SUMMARIZE`.
     marking: Option<Marking>,
+    /// `TIMEOUT` in milliseconds (0: none).
+    timeout_ms: u64,
 }
 
 fn err(text: impl Into<String>) -> OpError {
@@ -78,6 +80,7 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         withpayloads: false,
         analysis: Analysis::default(),
         marking: None,
+        timeout_ms: 0,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -230,9 +233,9 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
                 i += 1;
             }
             b"TIMEOUT" => {
-                // Queries here run to completion; a timeout cannot cut them short.
-                parse_usize(argv.get(i).map(Vec::as_slice).unwrap_or_default())
-                    .ok_or_else(|| err("Bad arguments for TIMEOUT: Could not convert argument to expected type"))?;
+                o.timeout_ms = parse_usize(argv.get(i).map(Vec::as_slice).unwrap_or_default())
+                    .ok_or_else(|| err("Bad arguments for TIMEOUT: Could not convert argument to expected type"))?
+                    as u64;
                 i += 1;
             }
             _ => {
@@ -281,6 +284,7 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .analysis
         .parse(&def, &argv[2], &opts.params, opts.dialect)?;
     query.filter = opts.filters.wrap(&def, query.filter);
+    let deadline = deadline_of(opts.timeout_ms);
     // Matches and KNN candidates under the document lock; the exact re-rank reads
     // hashes, so it runs after the lock is released (shards before documents).
     let (matches, plan) = {
@@ -289,9 +293,18 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         // results are scored apart (`knn_score`), so its filter scores only text.
         let eval = EvalOptions {
             rank_all: query.vector.is_none(),
+            deadline,
             ..opts.eval
         };
-        let mut matches = evaluate_with(&query.filter, &def, &docs, eval).map_err(|e| err(e.0))?;
+        let mut matches = match evaluate_with(&query.filter, &def, &docs, eval) {
+            Ok(m) => m,
+            // Past TIMEOUT before anything was found: no results, and a warning.
+            Err(e) if e.timed_out() => {
+                drop(docs);
+                return load_and_reply(ctx, &def, &opts, 0, Vec::new(), None, None, Some(e.0));
+            }
+            Err(e) => return Err(err(e.0)),
+        };
         opts.filters.apply(&docs, &mut matches);
         let plan = match &query.vector {
             Some(knn) => Some(knn_candidates(&def, &docs, &query, knn, &matches)?),
@@ -325,7 +338,26 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         _ => None,
     };
-    load_and_reply(ctx, &def, &opts, total, page, score_name.as_deref(), marks)
+    // Past TIMEOUT once ranked: the page found so far, and a warning.
+    let late = deadline
+        .filter(|d| std::time::Instant::now() >= *d)
+        .map(|_| crate::index::eval::TIMED_OUT.to_string());
+    load_and_reply(
+        ctx,
+        &def,
+        &opts,
+        total,
+        page,
+        score_name.as_deref(),
+        marks,
+        late,
+    )
+}
+
+/// When a query given `TIMEOUT ms` gives up (0: never).
+pub(super) fn deadline_of(timeout_ms: u64) -> Option<std::time::Instant> {
+    (timeout_ms > 0)
+        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms))
 }
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
@@ -677,6 +709,9 @@ fn same_field_order(results: &mut [(Hit, Fields)]) {
     }
 }
 
+/// Loads the page's documents and replies; `warning` (a timeout) goes in RESP3's
+/// `warning` list (RESP2 has no place for it).
+#[allow(clippy::too_many_arguments)]
 fn load_and_reply(
     ctx: &mut Ctx<'_>,
     def: &IndexDef,
@@ -685,6 +720,7 @@ fn load_and_reply(
     page: Vec<Hit>,
     score_name: Option<&[u8]>,
     marks: Option<Vec<Vec<MatchedTerm>>>,
+    warning: Option<String>,
 ) -> OpResult<Reply> {
     let mut marks = marks.map(Vec::into_iter);
     let resp3 = ctx.client.resp >= 3;
@@ -793,6 +829,9 @@ fn load_and_reply(
         (Reply::status("total_results"), Reply::Integer(total as i64)),
         (Reply::status("format"), Reply::status("STRING")),
         (Reply::status("results"), Reply::Array(items)),
-        (Reply::status("warning"), Reply::Array(Vec::new())),
+        (
+            Reply::status("warning"),
+            Reply::Array(warning.into_iter().map(Reply::status_owned).collect()),
+        ),
     ]))
 }

@@ -134,7 +134,14 @@ pub struct State {
     /// RediSearch's `total_results`: documents read so far (a `GROUPBY` sets it to
     /// its number of groups). Reset at the start of each chunk.
     pub total: usize,
+    /// `TIMEOUT`: past it the root gives [`TIMED_OUT`] instead of its next document
+    /// (a cursor's later reads have none).
+    pub deadline: Option<std::time::Instant>,
 }
+
+/// RediSearch's text for a request past its `TIMEOUT`: the rows so far are the reply,
+/// with this as a warning.
+pub const TIMED_OUT: &str = crate::index::eval::TIMED_OUT;
 
 impl State {
     /// A row's value in slot `slot` of segment `seg`.
@@ -202,6 +209,9 @@ pub struct Root {
 
 impl Stage for Root {
     fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
+        if st.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Err(TIMED_OUT.to_string());
+        }
         let fields = st.def.fields.len();
         for (id, distance) in self.ids.by_ref() {
             let doc = {
@@ -439,6 +449,8 @@ pub struct Sorter {
     pub ties_in_id_order: bool,
     /// The sorted rows, once read.
     pub sorted: Option<std::vec::IntoIter<Row>>,
+    /// Whether reading them stopped at the deadline (reported after the last row).
+    pub timed_out: bool,
 }
 
 impl Sorter {
@@ -475,13 +487,28 @@ impl Stage for Sorter {
     fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError> {
         if self.sorted.is_none() {
             let mut rows = Vec::new();
-            while let Some(r) = self.up.next(env, st)? {
-                rows.push(r);
+            // Past TIMEOUT the rows read so far are sorted and given, then the
+            // timeout ends them.
+            let mut timed_out = false;
+            loop {
+                match self.up.next(env, st) {
+                    Ok(Some(r)) => rows.push(r),
+                    Ok(None) => break,
+                    Err(e) if e == TIMED_OUT => {
+                        timed_out = true;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             rows.sort_by(|a, b| self.compare(st, a, b));
             rows.truncate(self.cap);
             self.sorted = Some(rows.into_iter());
+            self.timed_out = timed_out;
         }
-        Ok(self.sorted.as_mut().and_then(Iterator::next))
+        match self.sorted.as_mut().and_then(Iterator::next) {
+            None if std::mem::take(&mut self.timed_out) => Err(TIMED_OUT.to_string()),
+            next => Ok(next),
+        }
     }
 }

@@ -84,6 +84,8 @@ pub(super) struct Request {
     pub(super) with_scores: bool,
     /// `VERBATIM` and `LANGUAGE`.
     pub(super) analysis: crate::command::handlers::search::query::Analysis,
+    /// `TIMEOUT` in milliseconds (0: none).
+    pub(super) timeout_ms: u64,
 }
 
 /// A non-negative integer argument.
@@ -319,6 +321,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
         add_scores: false,
         with_scores: false,
         analysis: Default::default(),
+        timeout_ms: 0,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -512,10 +515,11 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                 i += 1;
             }
             b"TIMEOUT" => {
-                // Pipelines here run to completion; the value is only checked.
-                argv.get(i)
+                r.timeout_ms = argv
+                    .get(i)
                     .and_then(|a| count_arg(a))
-                    .ok_or_else(|| err("TIMEOUT requires a non negative integer"))?;
+                    .ok_or_else(|| err("TIMEOUT requires a non negative integer"))?
+                    as u64;
                 i += 1;
             }
             b"SCORER" => {

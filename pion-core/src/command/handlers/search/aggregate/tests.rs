@@ -235,3 +235,176 @@ fn search_options_pion_does_not_apply_are_refused_by_name() {
     );
     assert_eq!(array(r)[0], Reply::Integer(3));
 }
+
+/// A moment already past, as a deadline.
+fn past() -> std::time::Instant {
+    let now = std::time::Instant::now();
+    now.checked_sub(std::time::Duration::from_millis(10))
+        .unwrap_or(now)
+}
+
+/// An evaluation whose deadline has passed gives up with RediSearch's timeout text.
+#[test]
+fn evaluation_gives_up_past_its_deadline() {
+    use crate::index::eval::{evaluate_with, EvalOptions, TIMED_OUT};
+    let e = engine_with_docs(10);
+    let index = e.search().get(b"idx").expect("the index");
+    let def = index.def.read().clone();
+    let docs = index.docs.read();
+    let query = crate::index::query::Node::MatchAll;
+    let late = EvalOptions {
+        deadline: Some(past()),
+        ..EvalOptions::default()
+    };
+    let Err(failed) = evaluate_with(&query, &def, &docs, late) else {
+        panic!("evaluated past the deadline");
+    };
+    assert!(failed.timed_out());
+    assert_eq!(failed.0, TIMED_OUT);
+    let in_time = EvalOptions {
+        deadline: Some(std::time::Instant::now() + std::time::Duration::from_secs(60)),
+        ..EvalOptions::default()
+    };
+    let found = evaluate_with(&query, &def, &docs, in_time).expect("in time");
+    assert_eq!(found.set.len(), 10);
+}
+
+/// A pipeline past its deadline replies no rows and the timeout as a warning (RESP3's
+/// `warning`), not as an error.
+#[test]
+fn a_pipeline_past_its_deadline_warns() {
+    use super::pipeline::{Env, TIMED_OUT};
+    let e = engine_with_docs(10);
+    let index = e.search().get(b"idx").expect("the index");
+    let def = index.def.read().clone();
+    let ids = index
+        .docs
+        .read()
+        .all()
+        .iter()
+        .map(|id| (id, None))
+        .collect();
+    let matched = super::Matched {
+        ids,
+        distance_name: None,
+        columns: Vec::new(),
+    };
+    let steps = vec![super::Step::Load(vec![(b"n".to_vec(), b"n".to_vec())])];
+    let mut pipe = super::compile(&def, steps, matched).expect("compiles");
+    pipe.state.deadline = Some(past());
+    let env = Env {
+        engine: &e,
+        index: &index,
+        now_ms: 0,
+    };
+    let chunk = super::read_chunk(&mut pipe, &env, None).expect("a reply, not an error");
+    assert!(chunk.rows.is_empty());
+    assert_eq!(chunk.warning.as_deref(), Some(TIMED_OUT));
+    let reply = super::chunk_reply(chunk, true);
+    let Reply::Map(fields) = reply else {
+        panic!("RESP3 map");
+    };
+    assert_eq!(
+        fields.last().map(|(_, v)| v.clone()),
+        Some(Reply::Array(vec![Reply::status(TIMED_OUT)]))
+    );
+}
+
+/// A sort whose upstream times out gives the rows it read, sorted, then the timeout.
+#[test]
+fn a_sort_cut_short_gives_what_it_read() {
+    use super::pipeline::{Env, Row, Sorter, Stage, StageError, State, TIMED_OUT};
+    use super::value::Value;
+
+    /// Three rows, then the timeout.
+    struct Cut(Vec<f64>);
+    impl Stage for Cut {
+        fn next(&mut self, _: &Env<'_>, _: &mut State) -> Result<Option<Row>, StageError> {
+            match self.0.pop() {
+                Some(n) => {
+                    let mut row = Row::default();
+                    row.set(0, Value::Num(n));
+                    Ok(Some(row))
+                }
+                None => Err(TIMED_OUT.to_string()),
+            }
+        }
+    }
+    let e = engine_with_docs(1);
+    let index = e.search().get(b"idx").expect("the index");
+    let env = Env {
+        engine: &e,
+        index: &index,
+        now_ms: 0,
+    };
+    let mut lookup = super::pipeline::Lookup::default();
+    lookup.add(b"x");
+    let mut st = State {
+        def: index.def.read().clone(),
+        lookups: vec![lookup],
+        total: 0,
+        deadline: None,
+    };
+    let mut sorter = Sorter {
+        up: Box::new(Cut(vec![2.0, 3.0, 1.0])),
+        keys: vec![(0, true)],
+        seg: 0,
+        cap: 10,
+        ties_in_id_order: false,
+        sorted: None,
+        timed_out: false,
+    };
+    let mut got = Vec::new();
+    let end = loop {
+        match sorter.next(&env, &mut st) {
+            Ok(Some(row)) => got.push(st.get(0, &row, 0)),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    assert_eq!(
+        got,
+        vec![
+            Some(Value::Num(1.0)),
+            Some(Value::Num(2.0)),
+            Some(Value::Num(3.0))
+        ]
+    );
+    assert_eq!(end.as_deref(), Some(TIMED_OUT));
+}
+
+/// A TIMEOUT the query stays within changes nothing.
+#[test]
+fn a_timeout_in_reach_changes_nothing() {
+    let e = engine_with_docs(12);
+    let plain = e.execute(0, &["FT.AGGREGATE", "idx", "*", "LOAD", "1", "@n"]);
+    let bounded = e.execute(
+        0,
+        &[
+            "FT.AGGREGATE",
+            "idx",
+            "*",
+            "LOAD",
+            "1",
+            "@n",
+            "TIMEOUT",
+            "60000",
+        ],
+    );
+    assert_eq!(plain, bounded);
+    let plain = e.execute(0, &["FT.SEARCH", "idx", "*", "LIMIT", "0", "20"]);
+    let bounded = e.execute(
+        0,
+        &[
+            "FT.SEARCH",
+            "idx",
+            "*",
+            "LIMIT",
+            "0",
+            "20",
+            "TIMEOUT",
+            "60000",
+        ],
+    );
+    assert_eq!(plain, bounded);
+}
