@@ -485,7 +485,7 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
             Err(e) => return Err(err(e.0)),
         };
         let plan = match &query.vector {
-            Some(knn) => Some(super::query::knn_candidates(
+            Some(knn) => Some(super::knn::knn_candidates(
                 &def, &docs, &query, knn, &matches,
             )?),
             None => None,
@@ -501,7 +501,7 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
     // The exact re-rank reads hashes: after the document lock is released.
     let mut matched = match (plan, &query.vector) {
         (Some(plan), Some(knn)) => Matched {
-            ids: super::query::knn_rerank(env.engine, plan, env.now_ms)
+            ids: super::knn::knn_rerank(env.engine, plan, env.now_ms)
                 .into_iter()
                 .map(|n| (n.label, Some(n.distance)))
                 .collect(),

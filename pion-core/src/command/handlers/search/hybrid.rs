@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use super::aggregate::pipeline::Env;
 use super::aggregate::{compile, read_chunk, Column, Matched, Step};
-use super::query::{knn_candidates, knn_rerank, Analysis};
+use super::knn::{knn_candidates, knn_rerank};
+use super::query::Analysis;
 use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, EvalError, EvalOptions, TIMED_OUT};

@@ -16,6 +16,7 @@ mod fragments;
 mod highlight;
 mod hybrid;
 mod info;
+mod knn;
 mod query;
 mod spellcheck;
 mod synonyms;
