@@ -15,11 +15,11 @@ use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, explain_score, EvalOptions, Explanation, Matches, Scorer};
 use crate::index::query::{self as q, Params, Query};
-use crate::index::schema::{FieldKind as SchemaKind, FieldSpec, IndexDef, KeyType, VectorSpec};
-use crate::index::{Docs, Document, FieldIndex, Read};
+use crate::index::schema::{FieldKind as SchemaKind, IndexDef, KeyType};
+use crate::index::{Docs, Document, Read};
 use crate::reply::Reply;
 use crate::util::num::{fmt_g, fmt_shortest};
-use crate::vector::{Neighbor, SearchOptions};
+use crate::vector::Neighbor;
 
 use super::highlight::{matched_terms, Marking, MatchedTerm};
 use super::knn::{knn_candidates, knn_rerank};
