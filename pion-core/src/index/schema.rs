@@ -217,27 +217,7 @@ pub const INITIAL_CAP_BYTES: usize = 1 << 30;
 pub const INT8_MIN_DIM: usize = 32;
 
 /// A cursor over `FT.CREATE`/`FT.ALTER` arguments.
-struct Args<'a> {
-    argv: &'a [Vec<u8>],
-    at: usize,
-}
-
-impl<'a> Args<'a> {
-    fn peek(&self) -> Option<&'a [u8]> {
-        self.argv.get(self.at).map(Vec::as_slice)
-    }
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let a = self.peek()?;
-        self.at += 1;
-        Some(a)
-    }
-
-    fn is(&self, kw: &str) -> bool {
-        self.peek()
-            .is_some_and(|a| a.eq_ignore_ascii_case(kw.as_bytes()))
-    }
-}
+type Args<'a> = crate::util::args::ArgCursor<'a>;
 
 fn err(text: impl Into<String>) -> OpError {
     OpError::custom(text.into())

@@ -2,6 +2,7 @@
 //! glob matching, the log, byte codecs (with Redis's CRC-64 and LZF) and the clock. Every other layer may use them;
 //! they use nothing of the crate above this folder.
 
+pub mod args;
 pub mod clock;
 pub mod codec;
 pub mod crc64;

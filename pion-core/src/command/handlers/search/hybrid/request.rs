@@ -195,38 +195,7 @@ fn number(b: &[u8]) -> Option<f64> {
 }
 
 /// A cursor over the arguments.
-struct Args<'a> {
-    argv: &'a [Vec<u8>],
-    at: usize,
-}
-
-impl<'a> Args<'a> {
-    fn peek(&self) -> Option<&'a [u8]> {
-        self.argv.get(self.at).map(Vec::as_slice)
-    }
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let a = self.peek()?;
-        self.at += 1;
-        Some(a)
-    }
-
-    /// Consumes the next argument when it is `word` (any case).
-    fn eat(&mut self, word: &str) -> bool {
-        if self
-            .peek()
-            .is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()))
-        {
-            self.at += 1;
-            return true;
-        }
-        false
-    }
-
-    fn remaining(&self) -> usize {
-        self.argv.len().saturating_sub(self.at)
-    }
-}
+type Args<'a> = crate::util::args::ArgCursor<'a>;
 
 /// Parses `FT.HYBRID index …`.
 pub(super) fn parse(argv: &[Vec<u8>]) -> OpResult<HybridRequest> {
