@@ -77,7 +77,7 @@ def main():
     st = SentenceTransformer(model, device="cpu")
 
     port = free_port()
-    env = dict(os.environ, MATMUL_NUM_THREADS=str(args.threads))
+    env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))
     with tempfile.TemporaryDirectory() as d:
         server = subprocess.Popen(
             [args.server, "--port", str(port), "--wal", "off", "--kvcache", "off",

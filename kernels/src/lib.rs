@@ -1,6 +1,7 @@
 //! Pion's compute kernels: attention over a stored K/V prefix, the per-block summaries
 //! and query-aware block selection that let a long context attend a small part of its
-//! prefix, and the storage tiers' (de)quantisation.
+//! prefix, the storage tiers' (de)quantisation, and the sentence encoder's dense
+//! layers and attention ([`encoder`], CPU only).
 //!
 //! Everything here works on the prefix store's block layout as it is stored (see
 //! [`layout`]): per layer, per block, K then V, each `[kv_heads, tokens, head_dim]` in
@@ -21,6 +22,7 @@
 //! borrowed block bytes and gets states back.
 
 pub mod attend;
+pub mod encoder;
 mod error;
 pub mod gpu;
 pub mod layout;

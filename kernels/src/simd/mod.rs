@@ -10,7 +10,7 @@ use half::{bf16, f16};
 
 /// Whether this CPU runs the AVX2 copies.
 #[inline]
-fn fast() -> bool {
+pub(crate) fn fast() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2")
@@ -23,12 +23,13 @@ fn fast() -> bool {
     }
 }
 
-/// Defines `pub(crate) fn $name(args)` that runs `$body::<true>` (fused multiply-add)
-/// in an AVX2 + FMA + F16C copy where the CPU has them, `$body::<false>` otherwise.
+/// Defines `$vis fn $name(args)` that runs `$body::<true>` (fused multiply-add) in an
+/// AVX2 + FMA + F16C copy where the CPU has them, `$body::<false>` otherwise; the
+/// caller has `fast` (this module's) in scope.
 macro_rules! dispatched {
-    ($(#[$doc:meta])* $name:ident => $body:ident ($($arg:ident : $ty:ty),* $(,)?)) => {
+    ($(#[$doc:meta])* $vis:vis $name:ident => $body:ident ($($arg:ident : $ty:ty),* $(,)?)) => {
         $(#[$doc])*
-        pub(crate) fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx2,fma,f16c")]
@@ -46,10 +47,11 @@ macro_rules! dispatched {
         }
     };
 }
+pub(crate) use dispatched;
 
 /// `a * b + c`, fused where the copy has FMA.
 #[inline(always)]
-fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+pub(crate) fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
     if FMA {
         a.mul_add(b, c)
     } else {
@@ -60,7 +62,7 @@ fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
 /// The dot product of two equal-length rows, in 16 interleaved partial sums reduced
 /// pairwise (a fixed order).
 #[inline(always)]
-fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 16];
     let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
     let (ra, rb) = (ca.remainder(), cb.remainder());
@@ -110,7 +112,7 @@ fn scores_body<const FMA: bool>(
 dispatched! {
     /// `scores[r * stride + at + t] = queries[r] · keys[t]` for rows of `dim` elements,
     /// the loop every copy compiles.
-    scores_any => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32], cols: Columns)
+    pub(crate) scores_any => scores_body(queries: &[f32], keys: &[f32], dim: usize, scores: &mut [f32], cols: Columns)
 }
 
 /// A tile of K or V rows as the kernels read it: decoded into f32, or the stored
@@ -245,7 +247,7 @@ fn accumulate_body<const FMA: bool>(
 dispatched! {
     /// `out[r] += Σ_t weights[r * stride + at + t] * values[t]`, rows of `dim`
     /// elements, in token order, the loop every copy compiles.
-    accumulate_any => accumulate_body(weights: &[f32], cols: Columns, values: &[f32], dim: usize, out: &mut [f32])
+    pub(crate) accumulate_any => accumulate_body(weights: &[f32], cols: Columns, values: &[f32], dim: usize, out: &mut [f32])
 }
 
 /// `out[r] += Σ_t weights[r * stride + at + t] * values[t]`, rows of `dim` elements
@@ -297,7 +299,7 @@ fn max_body<const FAST: bool>(values: &[f32], max: &mut f32) {
 
 dispatched! {
     /// `max` raised to the largest of `values` (NaNs are passed over).
-    raise_max => max_body(values: &[f32], max: &mut f32)
+    pub(crate) raise_max => max_body(values: &[f32], max: &mut f32)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -328,7 +330,7 @@ fn f16_body<const FAST: bool>(src: &[u8], dst: &mut [f32]) {
 
 dispatched! {
     /// Little-endian f16 elements to f32 (`dst.len()` of them).
-    f16_to_f32 => f16_body(src: &[u8], dst: &mut [f32])
+    pub(crate) f16_to_f32 => f16_body(src: &[u8], dst: &mut [f32])
 }
 
 /// Little-endian bf16 elements to f32 (`dst.len()` of them).
@@ -376,14 +378,14 @@ fn affine_body<const FAST: bool>(
 dispatched! {
     /// Affine codes (8 or 4 bits, groups of 32 with one scale and bias each) to f32:
     /// `scale * q + bias`, as the store's decoder computes it.
-    affine_to_f32 => affine_body(codes: &[u8], bits: u32, scales: &[f32], biases: &[f32], dst: &mut [f32])
+    pub(crate) affine_to_f32 => affine_body(codes: &[u8], bits: u32, scales: &[f32], biases: &[f32], dst: &mut [f32])
 }
 
 /// `e^x` for `x ≤ 0` within 2 ulp (inputs under -87 give ~1e-38 rather than 0): a
 /// range reduction by ln 2 and a degree-6 polynomial, in arithmetic every copy
 /// vectorises (the rounding to an integer is the 1.5·2²³ trick, not a libm call).
 #[inline(always)]
-fn exp_neg(x: f32) -> f32 {
+pub(crate) fn exp_neg(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
@@ -423,7 +425,7 @@ fn softmax_body<const FAST: bool>(scores: &mut [f32], shift: f32, sum: &mut f32)
 dispatched! {
     /// `scores[i] = e^(scores[i] - shift)` (every score ≤ `shift`), and their sum in
     /// `sum`.
-    softmax_weights => softmax_body(scores: &mut [f32], shift: f32, sum: &mut f32)
+    pub(crate) softmax_weights => softmax_body(scores: &mut [f32], shift: f32, sum: &mut f32)
 }
 
 /// Asks the CPU to start loading `bytes` into its caches (one hint per 64-byte line),

@@ -4,8 +4,10 @@
 //! `modules.json` (whether a `Normalize` step follows) and `1_Pooling/config.json`
 //! (mean or CLS pooling).
 //!
-//! The forward pass is written out here over `matrixmultiply`'s SGEMM rather than
-//! taken from an ML framework: the whole encoder is a few matrix products per layer,
+//! The forward pass is written out here rather than taken from an ML framework: the
+//! whole encoder is a few dense layers per layer of the model (over weights packed
+//! once at load) and the arithmetic between them, in the kernels crate's
+//! [`kernels::encoder`],
 //! and a framework (candle with its GEMM and model zoo) costs minutes of build time
 //! on every build of the engine for nothing this model needs. Tokenising is the HF
 //! `tokenizers` crate, configured as sentence-transformers configures it (no padding,
@@ -16,6 +18,8 @@
 //! costs the sum of its sentences and nothing for padding.
 
 use std::path::{Path, PathBuf};
+
+use kernels::encoder::{attend, gelu_in_place, layer_norm, LayerNorm, PackedLinear};
 
 use super::EmbedError;
 
@@ -48,7 +52,7 @@ pub enum Pooling {
     Cls,
 }
 
-/// A dense layer: `y = x · Wᵀ + b`, with `W` kept as stored (`out × in`, row-major).
+/// A dense layer as stored: `y = x · Wᵀ + b`, `W` being `out × in`, row-major.
 struct Linear {
     weight: Vec<f32>,
     bias: Vec<f32>,
@@ -56,18 +60,13 @@ struct Linear {
     outputs: usize,
 }
 
-struct LayerNorm {
-    gain: Vec<f32>,
-    bias: Vec<f32>,
-}
-
 struct Layer {
     /// Query, key and value projections in one (`3·hidden` outputs).
-    qkv: Linear,
-    attn_out: Linear,
+    qkv: PackedLinear,
+    attn_out: PackedLinear,
     attn_norm: LayerNorm,
-    ffn_in: Linear,
-    ffn_out: Linear,
+    ffn_in: PackedLinear,
+    ffn_out: PackedLinear,
     ffn_norm: LayerNorm,
 }
 
@@ -220,6 +219,12 @@ impl Weights<'_> {
     }
 }
 
+impl Linear {
+    fn packed(self) -> PackedLinear {
+        PackedLinear::pack(&self.weight, &self.bias, self.inputs, self.outputs)
+    }
+}
+
 /// Concatenates the query, key and value projections into one layer.
 fn stack(parts: [Linear; 3]) -> Linear {
     let inputs = parts[0].inputs;
@@ -312,11 +317,18 @@ impl SentenceEncoder {
                     w.linear(&format!("{p}.attention.self.query"), h, h)?,
                     w.linear(&format!("{p}.attention.self.key"), h, h)?,
                     w.linear(&format!("{p}.attention.self.value"), h, h)?,
-                ]),
-                attn_out: w.linear(&format!("{p}.attention.output.dense"), h, h)?,
+                ])
+                .packed(),
+                attn_out: w
+                    .linear(&format!("{p}.attention.output.dense"), h, h)?
+                    .packed(),
                 attn_norm: w.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                ffn_in: w.linear(&format!("{p}.intermediate.dense"), h, config.intermediate)?,
-                ffn_out: w.linear(&format!("{p}.output.dense"), config.intermediate, h)?,
+                ffn_in: w
+                    .linear(&format!("{p}.intermediate.dense"), h, config.intermediate)?
+                    .packed(),
+                ffn_out: w
+                    .linear(&format!("{p}.output.dense"), config.intermediate, h)?
+                    .packed(),
                 ffn_norm: w.norm(&format!("{p}.output.LayerNorm"), h)?,
             });
         }
@@ -436,286 +448,30 @@ impl SentenceEncoder {
     /// One encoder layer over the stacked tokens of sentences of lengths `lens`.
     fn layer(&self, x: &mut Vec<f32>, lens: &[usize], layer: &Layer) {
         let h = self.config.hidden;
-        let heads = self.config.heads;
-        let dh = h / heads;
-        let n = x.len() / h;
-        let qkv = linear(x, n, &layer.qkv);
-        let mut context = vec![0f32; n * h];
-        let scale = 1.0 / (dh as f32).sqrt();
+        let qkv = layer.qkv.forward(x);
+        let mut context = vec![0f32; x.len()];
         let mut start = 0;
-        let mut scores = Vec::new();
         for &len in lens {
-            scores.resize(len * len, 0.0);
-            for head in 0..heads {
-                let q = &qkv[start * 3 * h + head * dh..];
-                let k = &qkv[start * 3 * h + h + head * dh..];
-                let v = &qkv[start * 3 * h + 2 * h + head * dh..];
-                // scores = Q·Kᵀ: Q is len × dh with row stride 3h, Kᵀ is dh × len.
-                gemm(
-                    (len, dh, len),
-                    scale,
-                    (q, 3 * h, 1),
-                    (k, 1, 3 * h),
-                    0.0,
-                    (&mut scores, len, 1),
-                );
-                for r in scores.chunks_exact_mut(len) {
-                    softmax(r);
-                }
-                let out = &mut context[start * h + head * dh..];
-                gemm(
-                    (len, len, dh),
-                    1.0,
-                    (&scores, len, 1),
-                    (v, 3 * h, 1),
-                    0.0,
-                    (out, h, 1),
-                );
-            }
+            attend(
+                &qkv[start * 3 * h..(start + len) * 3 * h],
+                len,
+                self.config.heads,
+                &mut context[start * h..(start + len) * h],
+            );
             start += len;
         }
-        let mut attn = linear(&context, n, &layer.attn_out);
+        let mut attn = layer.attn_out.forward(&context);
         for (a, r) in attn.iter_mut().zip(x.iter()) {
             *a += r;
         }
         layer_norm(&mut attn, &layer.attn_norm, self.config.eps);
-        let mut mid = linear(&attn, n, &layer.ffn_in);
+        let mut mid = layer.ffn_in.forward(&attn);
         gelu_in_place(&mut mid);
-        let mut out = linear(&mid, n, &layer.ffn_out);
+        let mut out = layer.ffn_out.forward(&mid);
         for (o, r) in out.iter_mut().zip(attn.iter()) {
             *o += r;
         }
         layer_norm(&mut out, &layer.ffn_norm, self.config.eps);
         *x = out;
-    }
-}
-
-/// `C = α·A·B + β·C` for row-major slices with the given row and column strides:
-/// `(m, k, n)`, then `(A, row stride, column stride)`, `(B, …)`, `(C, …)`.
-fn gemm(
-    (m, k, n): (usize, usize, usize),
-    alpha: f32,
-    (a, rsa, csa): (&[f32], usize, usize),
-    (b, rsb, csb): (&[f32], usize, usize),
-    beta: f32,
-    (c, rsc, csc): (&mut [f32], usize, usize),
-) {
-    if m == 0 || n == 0 {
-        return;
-    }
-    let last = |rows: usize, cols: usize, rs: usize, cs: usize| (rows - 1) * rs + (cols - 1) * cs;
-    // The last element each matrix reaches must lie inside its slice: checked here so
-    // the pointer arithmetic below stays in bounds (k = 0 reads nothing of A or B).
-    assert!(
-        k == 0 || last(m, k, rsa, csa) < a.len(),
-        "gemm: A out of bounds"
-    );
-    assert!(
-        k == 0 || last(k, n, rsb, csb) < b.len(),
-        "gemm: B out of bounds"
-    );
-    assert!(last(m, n, rsc, csc) < c.len(), "gemm: C out of bounds");
-    // SAFETY: every element sgemm reads or writes is at `row * rs + col * cs` with
-    // row and col within the dimensions, and the asserts above put the farthest one
-    // inside its slice; `c` is borrowed mutably, so nothing else aliases it.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            alpha,
-            a.as_ptr(),
-            rsa as isize,
-            csa as isize,
-            b.as_ptr(),
-            rsb as isize,
-            csb as isize,
-            beta,
-            c.as_mut_ptr(),
-            rsc as isize,
-            csc as isize,
-        );
-    }
-}
-
-/// `x · Wᵀ + b` for `n` rows of `x`.
-fn linear(x: &[f32], n: usize, l: &Linear) -> Vec<f32> {
-    let mut y = Vec::with_capacity(n * l.outputs);
-    for _ in 0..n {
-        y.extend_from_slice(&l.bias);
-    }
-    // Wᵀ as an (inputs × outputs) matrix: W's rows are its columns.
-    gemm(
-        (n, l.inputs, l.outputs),
-        1.0,
-        (x, l.inputs, 1),
-        (&l.weight, 1, l.inputs),
-        1.0,
-        (&mut y, l.outputs, 1),
-    );
-    y
-}
-
-fn layer_norm(x: &mut [f32], norm: &LayerNorm, eps: f32) {
-    let h = norm.gain.len();
-    for row in x.chunks_exact_mut(h) {
-        let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / h as f64;
-        let var = row
-            .iter()
-            .map(|&v| (f64::from(v) - mean).powi(2))
-            .sum::<f64>()
-            / h as f64;
-        let inv = 1.0 / (var + f64::from(eps)).sqrt();
-        for ((v, g), b) in row.iter_mut().zip(&norm.gain).zip(&norm.bias) {
-            *v = ((f64::from(*v) - mean) * inv) as f32 * g + b;
-        }
-    }
-}
-
-fn softmax(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for v in row.iter_mut() {
-        *v = exp_f32(*v - max);
-        sum += *v;
-    }
-    let inv = 1.0 / sum;
-    row.iter_mut().for_each(|v| *v *= inv);
-}
-
-/// BERT's exact GELU, `x·Φ(x)`, over a slice: branch-free f32 arithmetic the
-/// compiler vectorises (erf from Abramowitz and Stegun 7.1.26, absolute error below
-/// 1.5e-7, with [`exp_f32`]), within 4e-7 of the f64 form (`gelu_f64`, the tests'
-/// reference).
-fn gelu_in_place(xs: &mut [f32]) {
-    const P: f32 = 0.327_591_1;
-    const A: [f32; 5] = [
-        0.254_829_6,
-        -0.284_496_74,
-        1.421_413_7,
-        -1.453_152_1,
-        1.061_405_4,
-    ];
-    for x in xs.iter_mut() {
-        let v = *x;
-        let z = (v * std::f32::consts::FRAC_1_SQRT_2).abs();
-        let t = 1.0 / (1.0 + P * z);
-        let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
-        let erf_abs = 1.0 - poly * exp_f32(-z * z);
-        let erf = erf_abs.copysign(v);
-        *x = 0.5 * v * (1.0 + erf);
-    }
-}
-
-/// `e^x` for `x ≤ 0` (below −87: e^−87, about 1.6e-38), branch-free: `x = n·ln 2 + r` with
-/// `|r| ≤ ln 2 / 2`, `e^r` by its degree-6 Taylor polynomial (relative error below
-/// 2e-7), and `2^n` put into the exponent bits.
-fn exp_f32(x: f32) -> f32 {
-    let x = x.max(-87.0);
-    let n = (x * std::f32::consts::LOG2_E).round();
-    let r = x - n * std::f32::consts::LN_2;
-    let p = 1.0
-        + r * (1.0
-            + r * (0.5
-                + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
-    // n is in [-126, 0]: 2^n is a normal f32 with exponent field n + 127.
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
-    p * scale
-}
-
-/// GELU in f64 with the f64 erf below: the reference the fast form is tested against.
-#[cfg(test)]
-fn gelu_f64(x: f32) -> f32 {
-    let x = f64::from(x);
-    (0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))) as f32
-}
-
-/// The error function, from the complementary error function's Chebyshev-fitted
-/// approximation (Numerical Recipes' `erfc`, relative error below 1.2e-7).
-#[cfg(test)]
-fn erf(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let erfc = t * poly.exp();
-    if x >= 0.0 {
-        1.0 - erfc
-    } else {
-        erfc - 1.0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn erf_matches_known_values() {
-        for (x, want) in [
-            (0.0, 0.0),
-            (0.5, 0.520_499_877_813_046_5),
-            (1.0, 0.842_700_792_949_714_9),
-            (-1.5, -0.966_105_146_475_310_7),
-            (3.0, 0.999_977_909_503_001_4),
-        ] {
-            assert!((erf(x) - want).abs() < 2e-7, "erf({x}) = {}", erf(x));
-        }
-    }
-
-    #[test]
-    fn the_fast_gelu_matches_the_f64_one() {
-        let xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 / 1000.0).collect();
-        let mut fast = xs.clone();
-        gelu_in_place(&mut fast);
-        for (x, got) in xs.iter().zip(&fast) {
-            let want = gelu_f64(*x);
-            assert!(
-                (got - want).abs() <= 4e-7 * (1.0 + want.abs()),
-                "gelu({x}) = {got}, want {want}"
-            );
-        }
-        assert!(exp_f32(-100.0) < 2e-38);
-        for x in [0.0f32, -0.3, -1.0, -10.0, -50.0, -87.0] {
-            let want = f64::from(x).exp();
-            assert!(
-                (f64::from(exp_f32(x)) - want).abs() <= 3e-7 * want + 1e-38,
-                "exp({x})"
-            );
-        }
-    }
-
-    #[test]
-    fn gemm_with_strides_matches_a_plain_product() {
-        // A: 2×3, B given transposed (3×2 read through strides of a 2×3 array).
-        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
-        let bt = [1.0, 0.0, -1.0, 2.0, 1.0, 0.5];
-        let mut c = [0f32; 4];
-        gemm((2, 3, 2), 1.0, (&a, 3, 1), (&bt, 1, 3), 0.0, (&mut c, 2, 1));
-        // row0: [1,2,3]·[1,0,-1] = -2; [1,2,3]·[2,1,0.5] = 5.5
-        assert_eq!(c, [-2.0, 5.5, -2.0, 16.0]);
-    }
-
-    #[test]
-    fn softmax_and_layer_norm_are_normalised() {
-        let mut r = [1.0f32, 2.0, 3.0, 1000.0];
-        softmax(&mut r);
-        assert!((r.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-        assert!(r[3] > 0.999);
-        let norm = LayerNorm {
-            gain: vec![1.0; 4],
-            bias: vec![0.0; 4],
-        };
-        let mut x = [1.0f32, 2.0, 3.0, 4.0];
-        layer_norm(&mut x, &norm, 1e-12);
-        assert!(x.iter().sum::<f32>().abs() < 1e-5);
-        let var: f32 = x.iter().map(|v| v * v).sum::<f32>() / 4.0;
-        assert!((var - 1.0).abs() < 1e-4);
     }
 }
