@@ -204,6 +204,71 @@ fn json_index_survives_sigkill_and_snapshot() {
     assert_eq!(count(&mut c, "@n:[300 +inf]"), 101);
 }
 
+/// A multi-value vector field (`$.chunks[*].v`, three vectors a document) comes back
+/// from the log after SIGKILL and from a snapshot's graph, each document at its
+/// nearest chunk, and a deleted document takes all its vectors with it.
+#[test]
+fn json_multi_vector_index_survives_sigkill_and_snapshot() {
+    let dir = temp_dir("search-restart-json-multi");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let created = c.cmd(
+        &"FT.CREATE idx ON JSON PREFIX 1 doc: SCHEMA $.chunks[*].v AS v VECTOR HNSW 6 TYPE FLOAT32 DIM 2 DISTANCE_METRIC L2"
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(created.render(), "+OK");
+    let put = |c: &mut Client, from: usize, to: usize| {
+        for i in from..to {
+            let doc = format!(
+                r#"{{"chunks":[{{"v":[{i},0]}},{{"v":[{},1]}},{{"v":[{},2]}}]}}"#,
+                i + 1000,
+                i + 2000
+            );
+            let reply = c.cmd(&["JSON.SET", &format!("doc:{i}"), "$", &doc]);
+            assert_eq!(reply.render(), "+OK");
+        }
+    };
+    let vectors = |c: &mut Client| -> String {
+        let info = c.cmd(&["INFO", "search"]).render();
+        let (_, after) = info
+            .split_once("search_vectors:")
+            .unwrap_or_else(|| panic!("no search_vectors in {info}"));
+        after.chars().take_while(char::is_ascii_digit).collect()
+    };
+    put(&mut c, 0, 300);
+    // Nearest through each document's second chunk.
+    let q = vector(1150.2, 1.0);
+    let before = knn_ids(&mut c, &q, 5);
+    assert_eq!(
+        before,
+        ["doc:150", "doc:151", "doc:149", "doc:152", "doc:148"]
+    );
+    assert_eq!(vectors(&mut c), "900");
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(knn_ids(&mut c, &q, 5), before, "after SIGKILL (log replay)");
+    assert_eq!(vectors(&mut c), "900");
+
+    assert_eq!(c.cmd(&["FT.OPTIMIZE", "idx"]).render(), "+OK");
+    assert_eq!(c.cmd(&["SAVE"]).render(), "+OK");
+    put(&mut c, 300, 400);
+    c.cmd(&["JSON.DEL", "doc:150"]);
+    server.kill9();
+
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let info = c.cmd(&["INFO", "search"]).render();
+    assert!(info.contains("search_graphs_loaded:1"), "{info}");
+    assert_eq!(vectors(&mut c), "1197");
+    let after = knn_ids(&mut c, &q, 3);
+    assert_eq!(after, ["doc:151", "doc:149", "doc:152"]);
+    // The third chunk of a document loaded after the snapshot.
+    assert_eq!(knn_ids(&mut c, &vector(2350.1, 2.0), 1), ["doc:350"]);
+}
+
 /// Dictionaries and synonym groups come back from the log after SIGKILL, and from a
 /// snapshot once the log that held them is gone; a snapshot of the older format
 /// (indexes without dictionaries) still loads, which the unit tests of the section

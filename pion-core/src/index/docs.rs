@@ -6,12 +6,12 @@
 //! ids grow in indexing order; sets of documents are bitsets over ids.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 
 use super::document::Document;
 use super::schema::{FieldKind, FieldSpec, IndexDef};
 use super::stem::{stem_weight, word_weight};
 use super::text;
+use super::vectors::FieldVectors;
 use crate::vector::VectorIndex;
 
 /// A set of document ids (a bitset over ids).
@@ -123,9 +123,9 @@ pub enum FieldIndex {
     Numeric(HashMap<u64, Numbers>),
     /// The point of each document (longitude, latitude), as its geohash decodes.
     Geo(HashMap<u64, (f64, f64)>),
-    /// Vectors, labelled by document id (shared, so the graph builder links without
+    /// Vectors of each document (the graph is shared, so the builder links without
     /// holding the document lock).
-    Vector(Arc<VectorIndex>),
+    Vector(FieldVectors),
     /// `NOINDEX`: nothing searchable.
     None,
 }
@@ -149,7 +149,7 @@ impl FieldIndex {
             FieldKind::Numeric => FieldIndex::Numeric(HashMap::new()),
             FieldKind::Geo => FieldIndex::Geo(HashMap::new()),
             FieldKind::Vector(v) => {
-                FieldIndex::Vector(Arc::new(VectorIndex::new(v.params.clone())))
+                FieldIndex::Vector(FieldVectors::new(v.params.clone(), f.holds_many_vectors()))
             }
         }
     }
@@ -240,8 +240,8 @@ pub(super) enum Parsed {
     Tag(Vec<Vec<u8>>),
     /// A NUMERIC field's numbers.
     Numeric(Numbers),
-    /// A VECTOR field's vector.
-    Vector(Vec<f32>),
+    /// A VECTOR field's vectors: one, or those a multi-value JSON path matched.
+    Vector(Vec<Vec<f32>>),
     /// A GEO field's point (longitude, latitude).
     Geo(f64, f64),
 }
@@ -389,7 +389,7 @@ impl Docs {
         // Vectors first: a refused vector leaves nothing half-indexed.
         for (i, p) in parsed.iter().enumerate().filter(|_| link_vectors) {
             if let (Some(Parsed::Vector(v)), FieldIndex::Vector(index)) = (p, &self.fields[i]) {
-                if let Err(e) = index.upsert(id, v) {
+                if let Err(e) = index.insert(id, v) {
                     for field in &self.fields {
                         if let FieldIndex::Vector(index) = field {
                             index.remove(id);
@@ -567,8 +567,8 @@ impl Docs {
     /// Replaces a vector field's index (a graph loaded from a snapshot).
     pub fn set_vector_index(&mut self, field: usize, index: VectorIndex) -> bool {
         match self.fields.get_mut(field) {
-            Some(slot @ FieldIndex::Vector(_)) => {
-                *slot = FieldIndex::Vector(Arc::new(index));
+            Some(FieldIndex::Vector(slot)) => {
+                *slot = FieldVectors::with_index(index, slot.is_multi());
                 true
             }
             _ => false,
@@ -625,17 +625,16 @@ fn parse_fields(def: &IndexDef, doc: Document<'_>) -> Result<Vec<Option<Parsed>>
                     let (lon, lat) = parse_geo(raw)?;
                     Parsed::Geo(lon, lat)
                 }
-                FieldKind::Vector(v) => {
-                    Parsed::Vector(v.ty.decode(raw, v.params.dim).ok_or_else(|| {
-                        IndexingFailure {
-                            text: format!(
-                                "Could not add vector with blob size {} (expected size {})",
-                                raw.len(),
-                                v.params.dim * v.ty.width()
-                            ),
-                        }
-                    })?)
-                }
+                FieldKind::Vector(v) => Parsed::Vector(vec![v
+                    .ty
+                    .decode(raw, v.params.dim)
+                    .ok_or_else(|| IndexingFailure {
+                        text: format!(
+                            "Could not add vector with blob size {} (expected size {})",
+                            raw.len(),
+                            v.params.dim * v.ty.width()
+                        ),
+                    })?]),
             }))
         })
         .collect()

@@ -135,18 +135,27 @@ impl<'a> Document<'a> {
         }
     }
 
-    /// A vector field's vector (`None`: missing or not a vector of the right size).
-    pub fn vector(&self, f: &FieldSpec, spec: &VectorSpec) -> Option<Vec<f32>> {
+    /// A vector field's vectors: one, or each a multi-value JSON path matches (none
+    /// when missing or not vectors of the right size).
+    pub fn vectors(&self, f: &FieldSpec, spec: &VectorSpec) -> Vec<Vec<f32>> {
+        let dim = spec.params.dim;
         match (self, &f.json_path) {
-            (Document::Hash(h), _) => spec.ty.decode(h.get(&f.path)?, spec.params.dim),
+            (Document::Hash(h), _) => h
+                .get(&f.path)
+                .and_then(|raw| spec.ty.decode(raw, dim))
+                .into_iter()
+                .collect(),
             (Document::Json(root), Some(path)) => {
                 let ptrs = path.select(root);
-                let [ptr] = ptrs.as_slice() else {
-                    return None;
-                };
-                super::json_fields::vector_of(select::get(root, ptr)?, spec.params.dim).ok()
+                if !f.holds_many_vectors() && ptrs.len() != 1 {
+                    return Vec::new();
+                }
+                ptrs.iter()
+                    .filter_map(|p| select::get(root, p))
+                    .filter_map(|v| super::json_fields::vector_of(v, dim).ok())
+                    .collect()
             }
-            (Document::Json(_), None) => None,
+            (Document::Json(_), None) => Vec::new(),
         }
     }
 }

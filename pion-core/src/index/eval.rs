@@ -24,7 +24,6 @@ use std::time::Instant;
 use super::docs::{DocSet, Docs, FieldIndex};
 use super::schema::{FieldKind, IndexDef};
 use crate::index::query::{FieldScope, Node, TagAlternative};
-use crate::vector::SearchOptions;
 use score::{
     average_length, finish_scores, score_first_terms, score_tags, score_terms, score_virtual,
     score_wildcard,
@@ -594,7 +593,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     vs.params.dim * vs.ty.width()
                 ))
             })?;
-            let found = index.range(&query, vr.radius as f32, &SearchOptions::default());
+            let found = index.range(&query, vr.radius as f32);
             let mut out = DocSet::new();
             let mut dists = HashMap::new();
             for n in found {

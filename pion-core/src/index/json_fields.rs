@@ -10,6 +10,7 @@ use serde_json::Value as Json;
 use super::docs::{IndexingFailure, Numbers, Parsed};
 use super::schema::{FieldKind, FieldSpec, IndexDef};
 use super::text;
+use super::vectors::MAX_VECTORS_PER_DOCUMENT;
 use crate::value::json::select;
 
 fn failure(text: impl Into<String>) -> IndexingFailure {
@@ -46,9 +47,23 @@ pub(super) fn parse(
     let ptrs = path.select(root);
     let matches: Vec<&Json> = ptrs.iter().filter_map(|p| select::get(root, p)).collect();
     if let FieldKind::Vector(v) = &f.kind {
+        if f.holds_many_vectors() {
+            // Every vector the path matches, nulls skipped.
+            let vectors = matches
+                .iter()
+                .filter(|m| !m.is_null())
+                .map(|m| vector_of(m, v.params.dim))
+                .collect::<Result<Vec<_>, _>>()?;
+            if vectors.len() > MAX_VECTORS_PER_DOCUMENT {
+                return Err(failure(format!(
+                    "Pion indexes at most {MAX_VECTORS_PER_DOCUMENT} vectors per JSON document and field"
+                )));
+            }
+            return Ok((!vectors.is_empty()).then_some(Parsed::Vector(vectors)));
+        }
         return match matches.as_slice() {
             [] | [Json::Null] => Ok(None),
-            [one] => vector_of(one, v.params.dim).map(|v| Some(Parsed::Vector(v))),
+            [one] => vector_of(one, v.params.dim).map(|v| Some(Parsed::Vector(vec![v]))),
             _ => Err(failure(MANY_VECTORS)),
         };
     }
@@ -127,9 +142,10 @@ pub(super) fn parse(
     }))
 }
 
-/// Pion keeps one vector per document and field.
+/// A definite path (`$.embedding`) holds one vector, as in RediSearch; a path that
+/// may match several (`$.embeddings[*]`) indexes each.
 const MANY_VECTORS: &str =
-    "Pion indexes one vector per JSON document and field: the path matched several";
+    "A definite JSON path holds one vector: index several with a path such as `$.vecs[*]`";
 
 /// A JSON value as a vector of `dim` components, or why it is not one.
 pub(super) fn vector_of(v: &Json, dim: usize) -> Result<Vec<f32>, IndexingFailure> {

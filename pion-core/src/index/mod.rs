@@ -25,6 +25,7 @@ pub mod schema;
 pub mod stem;
 mod text;
 pub mod tokens;
+pub mod vectors;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -117,7 +118,7 @@ impl SearchIndex {
         docs.fields
             .iter()
             .filter_map(|f| match f {
-                FieldIndex::Vector(v) => Some(v.clone()),
+                FieldIndex::Vector(v) => Some(v.index().clone()),
                 _ => None,
             })
             .collect()
@@ -136,7 +137,7 @@ impl SearchIndex {
         docs.fields
             .iter()
             .map(|f| match f {
-                FieldIndex::Vector(v) => v.pending(),
+                FieldIndex::Vector(v) => v.index().pending(),
                 _ => 0,
             })
             .sum()

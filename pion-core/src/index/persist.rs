@@ -8,14 +8,17 @@
 //! falls back to re-indexing that index from the hashes.
 //!
 //! ```text
-//! body  = version:u8(2) indexes:u32 index* dicts:u32 dict*
+//! body  = version:u8(3) indexes:u32 index* dicts:u32 dict*
 //! index = commands:u32 (argc:u32 arg:bytes*)* next_id:u64 complete:u8
 //!         docs:u32 (id:u64 key:bytes)* graphs:u32 (field:u32 graph:bytes)*
 //! dict  = name:bytes terms:u32 term:bytes*
 //! ```
 //!
 //! An index's commands are its `FT.CREATE` then its `FT.ALTER`s and `FT.SYNUPDATE`s in
-//! the order they ran. Version 1 (before dictionaries) has no `dicts`.
+//! the order they ran. Version 1 (before dictionaries) has no `dicts`. Before
+//! version 3 a JSON document held one vector per field, labelled by its id; a graph
+//! of a multi-value field (see `index::vectors`) saved then is not loaded, the
+//! index is re-indexed from the documents instead.
 //!
 //! An index whose initial scan was still running is saved incomplete (no documents,
 //! no graphs) and re-indexed from the hashes at load.
@@ -30,7 +33,10 @@ use crate::util::codec::{put_bytes, put_u32, put_u64, DecodeError, Malformed, Re
 const FORMAT: &str = "search-index section";
 use crate::vector::VectorIndex;
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
+
+/// The first version whose multi-value vector fields label vectors by slot.
+const MULTI_VECTOR_SLOTS: u8 = 3;
 
 /// Serialises every index (call holding every shard).
 pub fn export(indexes: &Indexes) -> Vec<u8> {
@@ -72,7 +78,7 @@ pub fn export(indexes: &Indexes) -> Vec<u8> {
             .filter_map(|(i, f)| match f {
                 FieldIndex::Vector(v) => {
                     let mut g = Vec::new();
-                    v.write_to(&mut g);
+                    v.index().write_to(&mut g);
                     Some((i, g))
                 }
                 _ => None,
@@ -100,6 +106,8 @@ type SavedDicts = Vec<(Vec<u8>, Vec<Vec<u8>>)>;
 
 /// One index as read from a snapshot.
 struct Saved {
+    /// The section's version.
+    version: u8,
     commands: Vec<Vec<Vec<u8>>>,
     next_id: u64,
     complete: bool,
@@ -110,7 +118,7 @@ struct Saved {
 fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedDicts), Malformed> {
     let mut r = Reader::new(body);
     let version = r.u8()?;
-    if version != 1 && version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(Malformed("unknown search-index section version"));
     }
     let n = r.count(4)?;
@@ -141,6 +149,7 @@ fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedDicts), Malformed> {
             graphs.push((field, r.bytes()?.to_vec()));
         }
         out.push(Saved {
+            version,
             commands,
             next_id,
             complete,
@@ -267,9 +276,10 @@ fn restore_documents(indexes: &Indexes, keyspace: &Keyspace, index: &SearchIndex
             let ok = VectorIndex::read_from(&bytes)
                 .ok()
                 .filter(|g| {
-                    def.fields
-                        .get(field)
-                        .is_some_and(|f| matches!(&f.kind, schema::FieldKind::Vector(v) if v.params.dim == g.params().dim))
+                    def.fields.get(field).is_some_and(|f| {
+                        matches!(&f.kind, schema::FieldKind::Vector(v) if v.params.dim == g.params().dim)
+                            && (saved.version >= MULTI_VECTOR_SLOTS || !f.holds_many_vectors())
+                    })
                 })
                 .is_some_and(|g| docs.set_vector_index(field, g));
             if ok {
@@ -312,6 +322,40 @@ fn restore_documents(indexes: &Indexes, keyspace: &Keyspace, index: &SearchIndex
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{Engine, EngineOptions};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    /// A multi-value vector field's saved graph loads from this version, and is
+    /// rebuilt from the documents when saved by a version that labelled vectors by
+    /// document id.
+    #[test]
+    fn multi_value_graphs_of_older_versions_are_rebuilt() {
+        let create = "FT.CREATE m ON JSON PREFIX 1 m: SCHEMA $.v[*] AS v VECTOR HNSW 6 TYPE FLOAT32 DIM 2 DISTANCE_METRIC L2";
+        let create: Vec<&str> = create.split(' ').collect();
+        let doc = ["JSON.SET", "m:1", "$", r#"{"v":[[1,0],[2,0]]}"#];
+        let saved = Engine::in_memory(EngineOptions::default());
+        saved.execute(0, &create);
+        saved.execute(0, &doc);
+        let body = export(saved.search());
+        for (version, loaded, rebuilt) in [(VERSION, 1, 0), (2, 0, 1)] {
+            let mut body = body.clone();
+            body[0] = version;
+            let engine = Engine::in_memory(EngineOptions::default());
+            engine.execute(0, &doc);
+            assert_eq!(restore(engine.search(), engine.keyspace(), &body), Ok(1));
+            let stats = engine.search().stats();
+            assert_eq!(
+                stats.graphs_loaded.load(Relaxed),
+                loaded,
+                "version {version}"
+            );
+            assert_eq!(
+                stats.graphs_rebuilt.load(Relaxed),
+                rebuilt,
+                "version {version}"
+            );
+        }
+    }
 
     #[test]
     fn dictionaries_round_trip_and_the_older_version_still_decodes() {

@@ -165,6 +165,16 @@ pub struct FieldSpec {
     pub noindex: bool,
 }
 
+impl FieldSpec {
+    /// Whether a document may hold several vectors in this field: a VECTOR field of
+    /// an `ON JSON` index whose path may match several values (RediSearch indexes
+    /// each of them; a definite path such as `$.embedding` holds one vector).
+    pub fn holds_many_vectors(&self) -> bool {
+        matches!(self.kind, FieldKind::Vector(_))
+            && self.json_path.as_ref().is_some_and(|p| !p.is_definite())
+    }
+}
+
 /// An index definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexDef {

@@ -301,7 +301,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
                 docs += d.len();
                 for f in &d.fields {
                     if let crate::index::FieldIndex::Vector(v) = f {
-                        let st = v.stats();
+                        let st = v.index().stats();
                         vectors += st.vectors;
                         pending += st.pending;
                         bytes += st.memory_bytes;

@@ -149,6 +149,20 @@ impl Path {
     pub fn is_root(&self) -> bool {
         self.segments.is_empty()
     }
+
+    /// Whether the path can match one value at most (RedisJSON's *static* path):
+    /// names and indices one at a time, no wildcard, slice, filter, union or
+    /// recursive descent.
+    pub fn is_definite(&self) -> bool {
+        self.segments.iter().all(|s| {
+            !s.recursive
+                && match &s.selector {
+                    Selector::Names(names) => names.len() == 1,
+                    Selector::Indices(indices) => indices.len() == 1,
+                    Selector::Wildcard | Selector::Slice(..) | Selector::Filter(_) => false,
+                }
+        })
+    }
 }
 
 /// What RedisJSON expects after a dot.
@@ -513,6 +527,24 @@ mod tests {
 
     fn p(s: &str) -> Path {
         Path::parse(s.as_bytes()).expect("parses")
+    }
+
+    #[test]
+    fn definite_paths_match_one_value_at_most() {
+        for definite in ["$", ".", "$.a.b", "$.a[0]", "$['a'].b[-1]", "a.b"] {
+            assert!(p(definite).is_definite(), "{definite}");
+        }
+        for several in [
+            "$.a[*]",
+            "$..a",
+            "$.a[0,1]",
+            "$.a[1:3]",
+            "$['a','b']",
+            "$.a[?(@.x>1)]",
+            "$.*",
+        ] {
+            assert!(!p(several).is_definite(), "{several}");
+        }
     }
 
     #[test]

@@ -128,7 +128,7 @@ pub(super) fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .fields
         .iter()
         .map(|f| match f {
-            FieldIndex::Vector(v) => v.stats().memory_bytes,
+            FieldIndex::Vector(v) => v.index().stats().memory_bytes,
             _ => 0,
         })
         .sum();

@@ -7,7 +7,7 @@ use crate::index::eval::Matches;
 use crate::index::query::{self as q, Query};
 use crate::index::schema::{FieldKind as SchemaKind, FieldSpec, IndexDef, KeyType, VectorSpec};
 use crate::index::{Docs, Document, FieldIndex};
-use crate::vector::{Neighbor, SearchOptions};
+use crate::vector::Neighbor;
 
 /// Filtered KNN switches to exact search over the filtered set below this size.
 const EXACT_FILTER_LIMIT: usize = 4096;
@@ -87,27 +87,13 @@ pub(super) fn knn_candidates(
     let candidates: Vec<Neighbor> = if k == 0 {
         Vec::new()
     } else if !filtered {
-        vindex.search(
-            &qv,
-            want,
-            &SearchOptions {
-                ef: Some(ef.max(want)),
-                filter: None,
-            },
-        )
+        vindex.search(&qv, want, ef, None)
     } else if exact_among_matches {
         let ids: Vec<u64> = matches.set.iter().collect();
         vindex.search_among(&qv, want, &ids)
     } else {
         let allowed = |id: u64| matches.set.contains(id);
-        vindex.search(
-            &qv,
-            want,
-            &SearchOptions {
-                ef: Some(ef.max(want)),
-                filter: Some(&allowed),
-            },
-        )
+        vindex.search(&qv, want, ef, Some(&allowed))
     };
     Ok(KnnPlan {
         field: spec.clone(),
@@ -132,13 +118,19 @@ pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> 
         .into_iter()
         .map(|(n, key)| {
             let mut ks = engine.keyspace().lock_keys(&[&key], now_ms);
+            // A document of a multi-value field is as near as its nearest vector.
             let exact = ks
                 .peek(0, &key)
                 .ok()
                 .flatten()
                 .and_then(|e| Document::of(&e.value, plan.on))
-                .and_then(|doc| doc.vector(&plan.field, vs))
-                .map(|v| vs.params.metric.distance(&plan.query, &v));
+                .map(|doc| doc.vectors(&plan.field, vs))
+                .and_then(|vectors| {
+                    vectors
+                        .iter()
+                        .map(|v| vs.params.metric.distance(&plan.query, v))
+                        .min_by(f32::total_cmp)
+                });
             Neighbor {
                 label: n.label,
                 distance: exact.unwrap_or(n.distance),

@@ -505,15 +505,24 @@ fn format_distance(d: f32) -> Vec<u8> {
     fmt_g(f64::from(d), 12).into_bytes()
 }
 
-/// A `RETURN` list with the `SORTBY` field (if it names one) moved first.
-fn sorted_first<'a>(
+/// A `RETURN` list in RediSearch's order: the vector distance (if it names it),
+/// then the `SORTBY` field (likewise), then the rest as given. RediSearch replies
+/// fields in the order its query made their slots: the distance when the query
+/// was parsed, the sort key when the sort was planned, the others when loaded.
+fn return_order<'a>(
     list: &'a [(Vec<u8>, Vec<u8>)],
+    score_name: Option<&'a [u8]>,
     sort_name: Option<&'a [u8]>,
 ) -> impl Iterator<Item = &'a (Vec<u8>, Vec<u8>)> + 'a {
-    let is_sort = move |name: &[u8]| Some(name) == sort_name;
+    let is_score = move |name: &[u8]| Some(name) == score_name;
+    let is_sort = move |name: &[u8]| Some(name) == sort_name && !is_score(name);
     list.iter()
-        .filter(move |(n, _)| is_sort(n))
-        .chain(list.iter().filter(move |(n, _)| !is_sort(n)))
+        .filter(move |(n, _)| is_score(n))
+        .chain(list.iter().filter(move |(n, _)| is_sort(n)))
+        .chain(
+            list.iter()
+                .filter(move |(n, _)| !is_score(n) && !is_sort(n)),
+        )
 }
 
 /// A result's fields without `RETURN`: the KNN distance, then the `SORTBY` field,
@@ -604,8 +613,7 @@ fn load_and_reply(
             let dist = hit.distance.map(format_distance);
             let sort_name = opts.sortby.as_ref().map(|(f, _)| f.as_slice());
             match &opts.returns {
-                // The SORTBY field comes first when RETURN names it, as in RediSearch.
-                Some(list) => sorted_first(list, sort_name)
+                Some(list) => return_order(list, score_name, sort_name)
                     .filter_map(|(name, alias)| {
                         if Some(name.as_slice()) == score_name {
                             return dist.clone().map(|d| (alias.clone(), Read::Bytes(d)));
