@@ -14,6 +14,7 @@ pub mod file;
 pub mod keyspace_events;
 pub mod output_limits;
 mod params;
+pub mod search;
 
 pub use compat::{Compat, COMPAT};
 pub use eviction::MaxmemoryPolicy;
@@ -154,6 +155,8 @@ pub struct ConfigValues {
     /// `enable-debug-command`: `no`, `yes`, or `local` (loopback and Unix-socket
     /// clients only).
     pub enable_debug_command: DebugCommand,
+    /// The search engine's settings ([`search`]).
+    pub search: search::SearchSettings,
     /// Values of the compatibility directives that were set ([`compat`]).
     pub compat: BTreeMap<&'static str, String>,
 }
@@ -206,6 +209,7 @@ impl Default for ConfigValues {
             unixsocket: String::new(),
             unixsocketperm: 0,
             enable_debug_command: DebugCommand::No,
+            search: search::SearchSettings::default(),
             compat: BTreeMap::new(),
         }
     }
@@ -226,9 +230,13 @@ pub struct Param {
     pub set: Option<Setter>,
 }
 
-/// Every parameter: Pion's own, then the compatibility directives ([`compat`]).
+/// Every parameter: Pion's own, the search settings, then the compatibility
+/// directives ([`compat`]).
 pub fn all_params() -> impl Iterator<Item = &'static Param> {
-    PARAMS.iter().chain(compat::COMPAT_PARAMS.iter())
+    PARAMS
+        .iter()
+        .chain(search::params())
+        .chain(compat::COMPAT_PARAMS.iter())
 }
 
 /// Why `CONFIG SET` refused a value.

@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::command::ctx::Ctx;
+use crate::config::search::SearchSettings;
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, EvalOptions};
 use crate::index::IndexDef;
@@ -394,6 +395,14 @@ pub(super) fn read_chunk(
     })
 }
 
+/// A chunk cut short by its deadline is the error `ON_TIMEOUT FAIL` asks for.
+fn fail_on_timeout(chunk: Chunk, settings: &SearchSettings) -> OpResult<Chunk> {
+    if chunk.warning.as_deref() == Some(pipeline::TIMED_OUT) {
+        super::query::timed_out(settings)?;
+    }
+    Ok(chunk)
+}
+
 /// A chunk in the connection's protocol.
 pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
     let mut scores = chunk.scores.map(Vec::into_iter);
@@ -552,7 +561,8 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     if argv.len() < 3 {
         return Err(err("No query string provided"));
     }
-    let req = parse_request(argv)?;
+    let settings = ctx.config().with(|c| c.search.clone());
+    let req = parse_request(argv, &settings)?;
     index.uses.fetch_add(1, Ordering::Relaxed);
     index.dialects[(req.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
     let cursor = req.cursor;
@@ -564,10 +574,12 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
     };
     let mut pipe = prepare(&env, req)?;
     let Some(opts) = cursor else {
-        let chunk = read_chunk(&mut pipe, &env, None)?;
+        // MAXAGGREGATERESULTS bounds the rows of a request without a cursor.
+        let max = settings.max_aggregate_results.map(|n| n as usize);
+        let chunk = fail_on_timeout(read_chunk(&mut pipe, &env, max)?, &settings)?;
         return Ok(chunk_reply(chunk, resp3));
     };
-    let chunk = read_chunk(&mut pipe, &env, Some(opts.count))?;
+    let chunk = fail_on_timeout(read_chunk(&mut pipe, &env, Some(opts.count))?, &settings)?;
     // TIMEOUT bounds this request; the cursor's later reads run to completion.
     pipe.state.deadline = None;
     let done = chunk.done;

@@ -34,7 +34,8 @@ fn render(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], name: &str) -> OpResult<String> {
     let Some(index) = ctx.search().get(&argv[1]) else {
         return Err(super::no_such_index(&argv[1]));
     };
-    let opts = super::query::parse_options(argv)?;
+    let settings = ctx.config().with(|c| c.search.clone());
+    let opts = super::query::parse_options(argv, &settings)?;
     let def = index.def.read().clone();
     let query = opts
         .analysis

@@ -76,7 +76,9 @@ pub(super) fn hybrid(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         now_ms: ctx.now_ms(),
     };
     let def = index.def.read().clone();
-    let deadline = (req.timeout_ms > 0).then(|| started + Duration::from_millis(req.timeout_ms));
+    let settings = ctx.config().with(|c| c.search.clone());
+    let timeout_ms = req.timeout_ms.unwrap_or(settings.timeout_ms);
+    let deadline = (timeout_ms > 0).then(|| started + Duration::from_millis(timeout_ms));
     let mut warnings = Vec::new();
     // A subquery past TIMEOUT contributes nothing, and says so.
     let mut ranked = |r: OpResult<Option<Ranking>>, phase: &str| -> OpResult<Ranking> {
@@ -97,6 +99,10 @@ pub(super) fn hybrid(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let chunk = read_chunk(&mut pipe, &env, None)?;
     if let Some(w) = chunk.warning {
         warnings.push(format!("{w} (POST PROCESSING)"));
+    }
+    // Under ON_TIMEOUT FAIL a timeout anywhere is the reply.
+    if !warnings.is_empty() {
+        super::query::timed_out(&settings)?;
     }
     let total = if grouped { chunk.total } else { total };
     let rows = chunk

@@ -18,6 +18,7 @@ mod hybrid;
 mod info;
 mod knn;
 mod query;
+mod settings;
 mod spellcheck;
 mod synonyms;
 
@@ -82,6 +83,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Deletes terms from a dictionary; returns how many were there.", "1.4.0"),
     CommandSpec::new("ft.dictdump", -1, READONLY, Group::Search, spellcheck::dict_dump)
         .doc("Returns a dictionary's terms.", "1.4.0"),
+    CommandSpec::new("ft.config", -1, ADMIN, Group::Search, settings::config).doc(
+        "Reads (GET), changes (SET) or describes (HELP) the search settings, RediSearch's names for CONFIG's search-* parameters.",
+        "1.0.0",
+    ),
     CommandSpec::new("ft.optimize", 2, WRITE, Group::Search, optimize).doc(
         "Links every vector still waiting outside an index's graphs now (queries are exact over them meanwhile).",
         "0.1.0",

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 pub(super) use super::analysis::Analysis;
 use crate::command::ctx::Ctx;
+use crate::config::search::{OnTimeout, SearchSettings};
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, explain_score, EvalOptions, Explanation, Matches, Scorer};
 use crate::index::query::{self as q, Params, Query};
@@ -58,8 +59,9 @@ fn parse_usize(b: &[u8]) -> Option<usize> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
-/// Parses the options after the query.
-pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
+/// Parses the options after the query; `settings` give the dialect and the timeout
+/// of a query that names none.
+pub(super) fn parse_options(argv: &[Vec<u8>], settings: &SearchSettings) -> OpResult<Options> {
     let mut o = Options {
         nocontent: false,
         withscores: false,
@@ -69,13 +71,13 @@ pub(super) fn parse_options(argv: &[Vec<u8>]) -> OpResult<Options> {
         offset: 0,
         limit: 10,
         params: Params::new(),
-        dialect: 1,
+        dialect: u32::from(settings.default_dialect),
         eval: EvalOptions::default(),
         filters: Default::default(),
         withpayloads: false,
         analysis: Analysis::default(),
         marking: None,
-        timeout_ms: 0,
+        timeout_ms: settings.timeout_ms,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -264,7 +266,18 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let Some(index) = engine.search().get(&argv[1]) else {
         return Err(super::no_such_index(&argv[1]));
     };
-    let opts = parse_options(argv)?;
+    let settings = ctx.config().with(|c| c.search.clone());
+    let opts = parse_options(argv, &settings)?;
+    // MAXSEARCHRESULTS bounds the page asked for, and the results a page reaches.
+    let max = settings
+        .max_search_results
+        .map_or(usize::MAX, |n| n as usize);
+    if opts.limit > max {
+        return Err(err(format!("LIMIT exceeds maximum of {max}")));
+    }
+    if opts.offset > max {
+        return Err(err(format!("OFFSET exceeds maximum of {max}")));
+    }
     index.uses.fetch_add(1, Ordering::Relaxed);
     index.dialects[(opts.dialect as usize - 1).min(3)].fetch_add(1, Ordering::Relaxed);
     let def = index.def.read().clone();
@@ -293,10 +306,12 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         };
         let mut matches = match evaluate_with(&query.filter, &def, &docs, eval) {
             Ok(m) => m,
-            // Past TIMEOUT before anything was found: no results, and a warning.
+            // Past TIMEOUT before anything was found: no results, and a warning (or,
+            // with ON_TIMEOUT FAIL, the error).
             Err(e) if e.timed_out() => {
                 drop(docs);
-                return load_and_reply(ctx, &def, &opts, 0, Vec::new(), None, None, Some(e.0));
+                let warning = timed_out(&settings)?;
+                return load_and_reply(ctx, &def, &opts, 0, Vec::new(), None, None, Some(warning));
             }
             Err(e) => return Err(err(e.0)),
         };
@@ -312,7 +327,8 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let docs = index.docs.read();
         run(&def, &docs, &query, matches, nearest, &opts)?
     };
-    let mut page: Vec<Hit> = hits.drain(..).skip(opts.offset).take(opts.limit).collect();
+    let end = opts.offset.saturating_add(opts.limit).min(max);
+    let mut page: Vec<Hit> = hits.drain(..).take(end).skip(opts.offset).collect();
     if opts.explain_score {
         let knn = query.vector.is_some();
         let docs = index.docs.read();
@@ -333,10 +349,11 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         _ => None,
     };
-    // Past TIMEOUT once ranked: the page found so far, and a warning.
-    let late = deadline
-        .filter(|d| std::time::Instant::now() >= *d)
-        .map(|_| crate::index::eval::TIMED_OUT.to_string());
+    // Past TIMEOUT once ranked: the page found so far, and a warning (or the error).
+    let late = match deadline {
+        Some(d) if std::time::Instant::now() >= d => Some(timed_out(&settings)?),
+        _ => None,
+    };
     load_and_reply(
         ctx,
         &def,
@@ -347,6 +364,15 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         marks,
         late,
     )
+}
+
+/// What a query past its deadline replies: the warning its results carry, or under
+/// `ON_TIMEOUT FAIL` the error instead.
+pub(super) fn timed_out(settings: &SearchSettings) -> OpResult<String> {
+    match settings.on_timeout {
+        OnTimeout::Return => Ok(crate::index::eval::TIMED_OUT.to_string()),
+        OnTimeout::Fail => Err(err(crate::index::eval::TIMED_OUT)),
+    }
 }
 
 /// When a query given `TIMEOUT ms` gives up (0: never).

@@ -63,12 +63,13 @@ struct Request {
 const BAD_DISTANCE: &str = "bad distance given, distance must be a natural number between 1 to 4";
 const NO_TERMS: &str = "TERM arg is given but no TERM params comes after";
 
-fn parse(argv: &[Vec<u8>]) -> OpResult<Request> {
+/// Parses the options; a request without `DIALECT` has the configured default.
+fn parse(argv: &[Vec<u8>], default_dialect: u8) -> OpResult<Request> {
     let mut r = Request {
         distance: 1,
         include: Vec::new(),
         exclude: Vec::new(),
-        dialect: 1,
+        dialect: u32::from(default_dialect),
     };
     let mut i = 3;
     while i < argv.len() {
@@ -185,7 +186,7 @@ pub(super) fn spellcheck(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply>
     let Some(index) = ctx.search().get(&argv[1]) else {
         return Err(err("Unknown Index name"));
     };
-    let req = parse(argv)?;
+    let req = parse(argv, ctx.config().with(|c| c.search.default_dialect))?;
     let dicts = ctx.search().dicts();
     let load = |names: &[Vec<u8>]| -> BTreeSet<Vec<u8>> {
         names

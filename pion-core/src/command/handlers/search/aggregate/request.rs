@@ -4,6 +4,7 @@
 
 use super::expr::{self, Expr};
 use super::group::ReducerKind;
+use crate::config::search::SearchSettings;
 use crate::error::{OpError, OpResult};
 use crate::index::query::Params;
 
@@ -61,8 +62,6 @@ pub struct CursorOpts {
 
 /// The default rows per cursor read.
 const CURSOR_CHUNK: usize = 1000;
-/// The default (and largest) `MAXIDLE`.
-const MAX_IDLE_MS: u64 = 300_000;
 
 /// A parsed `FT.AGGREGATE`.
 pub(super) struct Request {
@@ -309,19 +308,21 @@ fn arrange(steps: &mut Vec<Step>) -> &mut Step {
     &mut steps[last]
 }
 
-/// Parses `FT.AGGREGATE index query …` (arguments from the query on).
-pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
+/// Parses `FT.AGGREGATE index query …` (arguments from the query on); `settings`
+/// give the dialect, the timeout and the cursor idle time of a request that names
+/// none, and bound its `LIMIT` and `MAXIDLE`.
+pub(super) fn parse_request(argv: &[Vec<u8>], settings: &SearchSettings) -> OpResult<Request> {
     let mut r = Request {
         query: argv[2].clone(),
         params: Params::new(),
-        dialect: 1,
+        dialect: u32::from(settings.default_dialect),
         steps: Vec::new(),
         cursor: None,
         scorer: crate::index::eval::Scorer::default(),
         add_scores: false,
         with_scores: false,
         analysis: Default::default(),
-        timeout_ms: 0,
+        timeout_ms: settings.timeout_ms,
     };
     let mut i = 3;
     while i < argv.len() {
@@ -460,6 +461,9 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                 };
                 let off = count_arg(off).ok_or_else(|| err("LIMIT needs two numeric arguments"))?;
                 let num = count_arg(num).ok_or_else(|| err("LIMIT needs two numeric arguments"))?;
+                if let Some(max) = settings.max_aggregate_results.filter(|m| num as u64 > *m) {
+                    return Err(err(format!("LIMIT exceeds maximum of {max}")));
+                }
                 i += 2;
                 if let Step::Arrange { limit, .. } = arrange(&mut r.steps) {
                     *limit = Some((off, num));
@@ -468,7 +472,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
             b"WITHCURSOR" => {
                 let mut c = CursorOpts {
                     count: CURSOR_CHUNK,
-                    max_idle_ms: MAX_IDLE_MS,
+                    max_idle_ms: settings.cursor_max_idle_ms,
                 };
                 loop {
                     let opt = argv.get(i).map(|a| a.to_ascii_uppercase());
@@ -479,7 +483,7 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                         }
                         Some(b"MAXIDLE") => {
                             let n = cursor_number(argv.get(i + 1), "MAXIDLE")?;
-                            c.max_idle_ms = n.min(MAX_IDLE_MS);
+                            c.max_idle_ms = n.min(settings.cursor_max_idle_ms);
                         }
                         _ => break,
                     }
@@ -546,6 +550,21 @@ pub(super) fn parse_request(argv: &[Vec<u8>]) -> OpResult<Request> {
                     lossy(&argv[at]),
                     at - 2
                 )))
+            }
+        }
+    }
+    // A sort keeps no more than MAXAGGREGATERESULTS rows, its LIMIT's window included,
+    // as RediSearch sizes its sorter.
+    if let Some(max) = settings.max_aggregate_results {
+        let max = max as usize;
+        for step in &mut r.steps {
+            if let Step::Arrange {
+                sort: Some(_),
+                limit: Some((off, num)),
+                ..
+            } = step
+            {
+                *num = (*num).min(max.saturating_sub(*off));
             }
         }
     }

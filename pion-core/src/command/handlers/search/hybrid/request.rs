@@ -178,8 +178,8 @@ pub(super) struct HybridRequest {
     pub(super) arrange: Arrange,
     /// `PARAMS`.
     pub(super) params: Params,
-    /// `TIMEOUT` in milliseconds (0: none).
-    pub(super) timeout_ms: u64,
+    /// `TIMEOUT` in milliseconds (0: none; not given: the configured one).
+    pub(super) timeout_ms: Option<u64>,
 }
 
 /// A non-negative integer argument without sign.
@@ -216,7 +216,7 @@ pub(super) fn parse(argv: &[Vec<u8>]) -> OpResult<HybridRequest> {
         steps: Vec::new(),
         arrange: Arrange::default(),
         params: Params::new(),
-        timeout_ms: 0,
+        timeout_ms: None,
     };
     tail::tail(&mut a, &mut req)?;
     Ok(req)

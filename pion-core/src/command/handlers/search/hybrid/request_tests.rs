@@ -134,7 +134,7 @@ fn both_forms_and_every_clause_parse() {
     assert_eq!(r.arrange.limit, Some((0, 5)));
     assert_eq!(r.arrange.position, Some(2));
     assert_eq!(r.params.get(b"b"), Some(&b"xxxx"[..]));
-    assert_eq!(r.timeout_ms, 100);
+    assert_eq!(r.timeout_ms, Some(100));
 }
 
 #[test]

@@ -91,10 +91,11 @@ pub(super) fn tail(a: &mut Args<'_>, req: &mut HybridRequest) -> OpResult<()> {
                 }
             }
             b"TIMEOUT" => {
-                req.timeout_ms = a
-                    .next()
-                    .and_then(unsigned)
-                    .ok_or_else(|| err("TIMEOUT: Value below minimum"))?;
+                req.timeout_ms = Some(
+                    a.next()
+                        .and_then(unsigned)
+                        .ok_or_else(|| err("TIMEOUT: Value below minimum"))?,
+                );
             }
             b"DIALECT" => return Err(err(DIALECT_REFUSED)),
             b"FORMAT" => {
