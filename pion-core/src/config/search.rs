@@ -41,6 +41,9 @@ pub struct SearchSettings {
     pub default_dialect: u8,
     /// `CURSOR_MAX_IDLE`: the longest `MAXIDLE` a cursor may have, and its default.
     pub cursor_max_idle_ms: u64,
+    /// `MAXEXPANSIONS` (also `MAXPREFIXEXPANSIONS`): how many terms a prefix, suffix
+    /// or fuzzy term, or tags a tag prefix, stands for at most.
+    pub max_expansions: u64,
 }
 
 impl Default for SearchSettings {
@@ -56,6 +59,7 @@ impl Default for SearchSettings {
             max_aggregate_results: None,
             default_dialect: 1,
             cursor_max_idle_ms: 300_000,
+            max_expansions: 200,
         }
     }
 }
@@ -96,6 +100,21 @@ pub struct SearchOption {
     pub param: Param,
 }
 
+/// `MAXEXPANSIONS` and `MAXPREFIXEXPANSIONS`, two `FT.CONFIG` names of one setting.
+const MAX_EXPANSIONS: Param = Param {
+    name: "search-max-prefix-expansions",
+    aliases: &[],
+    get: |c| c.search.max_expansions.to_string(),
+    set: Some(|c, v| {
+        let n = non_negative(v)?;
+        if n == 0 {
+            return Err(OUT_OF_BOUNDS.into());
+        }
+        c.search.max_expansions = n;
+        Ok(())
+    }),
+};
+
 /// Every search setting, in `FT.CONFIG GET *`'s order.
 pub static SEARCH_OPTIONS: &[SearchOption] = &[
     SearchOption {
@@ -123,6 +142,16 @@ pub static SEARCH_OPTIONS: &[SearchOption] = &[
                 Ok(())
             }),
         },
+    },
+    SearchOption {
+        name: "MAXEXPANSIONS",
+        description: "Maximum prefix expansions to be used in a query",
+        param: MAX_EXPANSIONS,
+    },
+    SearchOption {
+        name: "MAXPREFIXEXPANSIONS",
+        description: "Maximum prefix expansions to be used in a query",
+        param: MAX_EXPANSIONS,
     },
     SearchOption {
         name: "TIMEOUT",
@@ -202,9 +231,18 @@ pub fn option(name: &str) -> Option<&'static SearchOption> {
         .find(|o| o.name.eq_ignore_ascii_case(name))
 }
 
-/// The `CONFIG` parameters of the search settings.
+/// The `CONFIG` parameters of the search settings, each once (two `FT.CONFIG` names
+/// may share one).
 pub fn params() -> impl Iterator<Item = &'static Param> {
-    SEARCH_OPTIONS.iter().map(|o| &o.param)
+    SEARCH_OPTIONS
+        .iter()
+        .enumerate()
+        .filter(|(i, o)| {
+            SEARCH_OPTIONS[..*i]
+                .iter()
+                .all(|earlier| earlier.param.name != o.param.name)
+        })
+        .map(|(_, o)| &o.param)
 }
 
 /// A setting's value as `FT.CONFIG` shows it.

@@ -8,11 +8,15 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::document::Document;
+use super::frequencies::{TermFrequencies, TermPostings};
 use super::schema::{FieldKind, FieldSpec, IndexDef};
 use super::stem::{stem_weight, word_weight};
 use super::text;
 use super::vectors::FieldVectors;
 use crate::vector::VectorIndex;
+
+/// A map keyed by document id, with a fast hasher (ids are ours, not a client's).
+pub type IdMap<V> = HashMap<u64, V, ahash::RandomState>;
 
 /// A set of document ids (a bitset over ids).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -107,22 +111,22 @@ pub enum FieldIndex {
         /// Postings: words and `+stem`s alike.
         terms: BTreeMap<Vec<u8>, DocSet>,
         /// Tokens of each document, in order.
-        tokens: HashMap<u64, Vec<Vec<u8>>>,
+        tokens: IdMap<Vec<Vec<u8>>>,
         /// The terms indexed beside a document's words at their positions: `+stem`s
         /// (none in a `NOSTEM` field) and `~group`s of synonyms.
-        extras: HashMap<u64, Vec<Extra>>,
+        extras: IdMap<Vec<Extra>>,
     },
     /// Tags: tag → documents.
     Tag {
         /// Postings.
         tags: BTreeMap<Vec<u8>, DocSet>,
         /// Tags of each document.
-        of_doc: HashMap<u64, Vec<Vec<u8>>>,
+        of_doc: IdMap<Vec<Vec<u8>>>,
     },
     /// Numbers of each document.
-    Numeric(HashMap<u64, Numbers>),
+    Numeric(IdMap<Numbers>),
     /// The point of each document (longitude, latitude), as its geohash decodes.
-    Geo(HashMap<u64, (f64, f64)>),
+    Geo(IdMap<(f64, f64)>),
     /// Vectors of each document (the graph is shared, so the builder links without
     /// holding the document lock).
     Vector(FieldVectors),
@@ -139,15 +143,15 @@ impl FieldIndex {
         match &f.kind {
             FieldKind::Text { .. } => FieldIndex::Text {
                 terms: BTreeMap::new(),
-                tokens: HashMap::new(),
-                extras: HashMap::new(),
+                tokens: IdMap::default(),
+                extras: IdMap::default(),
             },
             FieldKind::Tag { .. } => FieldIndex::Tag {
                 tags: BTreeMap::new(),
-                of_doc: HashMap::new(),
+                of_doc: IdMap::default(),
             },
-            FieldKind::Numeric => FieldIndex::Numeric(HashMap::new()),
-            FieldKind::Geo => FieldIndex::Geo(HashMap::new()),
+            FieldKind::Numeric => FieldIndex::Numeric(IdMap::default()),
+            FieldKind::Geo => FieldIndex::Geo(IdMap::default()),
             FieldKind::Vector(v) => {
                 FieldIndex::Vector(FieldVectors::new(v.params.clone(), f.holds_many_vectors()))
             }
@@ -281,10 +285,10 @@ pub struct IndexingFailure {
 pub struct Docs {
     next_id: u64,
     by_key: HashMap<Vec<u8>, u64>,
-    keys: HashMap<u64, Vec<u8>>,
+    keys: IdMap<Vec<u8>>,
     live: DocSet,
     /// Sortable/returnable values by document: one slot per schema field.
-    values: HashMap<u64, Vec<Option<Vec<u8>>>>,
+    values: IdMap<Vec<Option<Vec<u8>>>>,
     /// One structure per schema field.
     pub fields: Vec<FieldIndex>,
     /// Hashes that could not be indexed.
@@ -296,9 +300,20 @@ pub struct Docs {
     /// Tokens of each text field over all documents, by field position (the average
     /// document length of the BM25 scorers).
     token_totals: Vec<u64>,
-    /// Each document's largest weighted term frequency over its TEXT fields (what
-    /// TFIDF divides by), kept from indexing so ranking every document stays cheap.
-    max_freqs: HashMap<u64, f64>,
+    /// What the scorers read of each document, kept from indexing so that ranking
+    /// every document stays cheap.
+    stats: IdMap<DocStats>,
+    /// Each term's weighted frequency in each document.
+    term_freqs: TermFrequencies,
+}
+
+/// What the scorers read of one document.
+#[derive(Debug, Clone, Copy, Default)]
+struct DocStats {
+    /// The largest weighted term frequency over its TEXT fields (TFIDF's norm).
+    max_freq: f64,
+    /// Its weighted token count (TFIDF.DOCNORM's norm, BM25STD's length).
+    len: f64,
 }
 
 impl Docs {
@@ -415,8 +430,16 @@ impl Docs {
             })
             .collect();
         self.values.insert(id, values);
-        // RediSearch's records: one per distinct term of a document, whatever the fields.
-        let mut distinct: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        // Each distinct term's weighted frequency over every TEXT field: RediSearch's
+        // records, one per distinct term of a document, whatever the fields.
+        let mut freqs: HashMap<Vec<u8>, f64, ahash::RandomState> = HashMap::default();
+        let mut count = |term: &[u8], add: f64| match freqs.get_mut(term) {
+            Some(f) => *f += add,
+            None => {
+                freqs.insert(term.to_vec(), add);
+            }
+        };
+        let mut len = 0.0;
         for (i, p) in parsed.into_iter().enumerate() {
             match (p, &mut self.fields[i]) {
                 (
@@ -427,15 +450,32 @@ impl Docs {
                         extras,
                     },
                 ) => {
+                    let weight = match def.fields[i].kind {
+                        FieldKind::Text { weight, .. } => weight,
+                        _ => 1.0,
+                    };
                     let doc_extras = extras_of(def, &def.fields[i], &toks);
+                    for t in &toks {
+                        count(t, word_weight(weight));
+                    }
+                    for e in &doc_extras {
+                        count(&e.term, e.weight(weight));
+                    }
                     for t in toks.iter().chain(doc_extras.iter().map(|e| &e.term)) {
-                        terms.entry(t.clone()).or_default().insert(id);
-                        distinct.insert(t.clone());
+                        match terms.get_mut(t) {
+                            Some(set) => set.insert(id),
+                            None => {
+                                let mut set = DocSet::new();
+                                set.insert(id);
+                                terms.insert(t.clone(), set);
+                            }
+                        }
                     }
                     if self.token_totals.len() <= i {
                         self.token_totals.resize(i + 1, 0);
                     }
                     self.token_totals[i] += toks.len() as u64;
+                    len += word_weight(weight) * toks.len() as f64;
                     tokens.insert(id, toks);
                     if !doc_extras.is_empty() {
                         extras.insert(id, doc_extras);
@@ -456,34 +496,39 @@ impl Docs {
                 _ => {}
             }
         }
-        self.records += distinct.len() as u64;
-        let max = self.text_max_freq(def, id);
-        self.max_freqs.insert(id, max);
+        self.records += freqs.len() as u64;
+        let max_freq = freqs.values().copied().fold(0.0, f64::max);
+        self.term_freqs
+            .add(id, freqs.iter().map(|(t, f)| (t.as_slice(), *f)));
+        self.stats.insert(id, DocStats { max_freq, len });
     }
 
     /// A document's largest weighted term frequency over its TEXT fields: each word
     /// counts its field's weight, each `+stem` or synonym group as
     /// [`Extra::weight`] says.
     pub fn max_freq(&self, id: u64) -> f64 {
-        self.max_freqs.get(&id).copied().unwrap_or(0.0)
+        self.stats.get(&id).map_or(0.0, |s| s.max_freq)
     }
 
-    fn text_max_freq(&self, def: &IndexDef, id: u64) -> f64 {
-        let mut freq: HashMap<&[u8], f64> = HashMap::new();
-        for (spec, index) in def.fields.iter().zip(&self.fields) {
-            let (FieldKind::Text { weight, .. }, FieldIndex::Text { tokens, extras, .. }) =
-                (&spec.kind, index)
-            else {
-                continue;
-            };
-            for t in tokens.get(&id).into_iter().flatten() {
-                *freq.entry(t.as_slice()).or_default() += word_weight(*weight);
-            }
-            for e in extras.get(&id).into_iter().flatten() {
-                *freq.entry(e.term.as_slice()).or_default() += e.weight(*weight);
-            }
-        }
-        freq.values().copied().fold(0.0, f64::max)
+    /// A document's weighted token count over its TEXT fields (each token counts its
+    /// field's weight).
+    pub fn doc_len(&self, id: u64) -> f64 {
+        self.stats.get(&id).map_or(0.0, |s| s.len)
+    }
+
+    /// A term's postings with frequencies, over every TEXT field.
+    pub fn term_postings(&self, term: &[u8]) -> Option<&TermPostings> {
+        self.term_freqs.get(term)
+    }
+
+    /// Documents holding `term` in any TEXT field.
+    pub fn document_frequency(&self, term: &[u8]) -> usize {
+        self.term_freqs.document_frequency(term)
+    }
+
+    /// A term's weighted frequency in a document, over every TEXT field.
+    pub fn term_frequency(&self, term: &[u8], id: u64) -> f64 {
+        self.term_freqs.get(term).map_or(0.0, |p| p.frequency(id))
     }
 
     /// Removes the document of `key`, if any; returns whether there was one.
@@ -493,8 +538,9 @@ impl Docs {
         };
         self.keys.remove(&id);
         self.values.remove(&id);
-        self.max_freqs.remove(&id);
+        self.stats.remove(&id);
         self.live.remove(id);
+        let mut doc_terms: HashSet<Vec<u8>, ahash::RandomState> = HashSet::default();
         for (i, field) in self.fields.iter_mut().enumerate() {
             match field {
                 FieldIndex::Text {
@@ -517,6 +563,7 @@ impl Docs {
                                 terms.remove(&t);
                             }
                         }
+                        doc_terms.insert(t);
                     }
                 }
                 FieldIndex::Tag { tags, of_doc } => {
@@ -541,6 +588,8 @@ impl Docs {
                 FieldIndex::None => {}
             }
         }
+        self.term_freqs
+            .remove(doc_terms.iter().map(Vec::as_slice), &self.live);
         true
     }
 

@@ -21,7 +21,7 @@ pub use explain::Explanation;
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::docs::{DocSet, Docs, FieldIndex};
+use super::docs::{DocSet, Docs, FieldIndex, IdMap};
 use super::schema::{FieldKind, IndexDef};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use score::{
@@ -36,7 +36,7 @@ pub struct Matches {
     /// Matching documents.
     pub set: DocSet,
     /// Text scores of documents that matched text terms.
-    pub scores: HashMap<u64, f64>,
+    pub scores: IdMap<f64>,
     /// Yielded distances: (name to return it under, per document).
     pub distances: Vec<(Vec<u8>, HashMap<u64, f32>)>,
     /// Whether the query had text terms (results are then ordered by score).
@@ -98,7 +98,7 @@ impl Scorer {
 }
 
 /// How a filter is evaluated beyond its tree (`FT.SEARCH`'s `SCORER` and `INORDER`).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct EvalOptions {
     /// How text matches are scored.
     pub scorer: Scorer,
@@ -112,6 +112,25 @@ pub struct EvalOptions {
     /// `TIMEOUT`: when the evaluation gives up ([`EvalError::timed_out`]), checked
     /// before each node of the tree and every [`DEADLINE_STRIDE`] scored documents.
     pub deadline: Option<Instant>,
+    /// `MAXEXPANSIONS`: how many terms (or tags) a prefix, suffix or fuzzy term
+    /// stands for at most, the first in byte order.
+    pub max_expansions: usize,
+}
+
+/// RediSearch's default `MAXEXPANSIONS`.
+pub const DEFAULT_MAX_EXPANSIONS: usize = 200;
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            scorer: Scorer::default(),
+            in_order: false,
+            slop: None,
+            rank_all: false,
+            deadline: None,
+            max_expansions: DEFAULT_MAX_EXPANSIONS,
+        }
+    }
 }
 
 /// RediSearch's text for a query that ran past its `TIMEOUT`.
@@ -209,25 +228,13 @@ fn text_fields<'a>(
 
 /// Documents holding `term` in any TEXT field (its document frequency).
 fn document_frequency(cx: &Cx<'_>, term: &[u8]) -> usize {
-    term_documents(cx.def, cx.docs, term)
+    cx.docs.document_frequency(term)
 }
 
 /// A term's TF-IDF idf in an index (what RediSearch's highlighter weighs the fragments
 /// of a summary with).
-pub fn term_idf(def: &IndexDef, docs: &Docs, term: &[u8]) -> f64 {
-    score::tfidf_idf(docs.len(), term_documents(def, docs, term))
-}
-
-fn term_documents(def: &IndexDef, docs: &Docs, term: &[u8]) -> usize {
-    let mut all = DocSet::new();
-    for (_, index) in text_fields(def, docs, &FieldScope::All) {
-        if let FieldIndex::Text { terms, .. } = index {
-            if let Some(set) = terms.get(term) {
-                all.or(set);
-            }
-        }
-    }
-    all.len()
+pub fn term_idf(docs: &Docs, term: &[u8]) -> f64 {
+    score::tfidf_idf(docs.len(), docs.document_frequency(term))
 }
 
 /// Which tokens a text node matches.
@@ -394,21 +401,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
         {
             DocSet::new()
         }
-        Node::Prefix { fields, prefix } => {
-            expand(cx, fields, m, |t| t.starts_with(prefix), Some(prefix))
+        Node::Prefix { fields, .. } | Node::Suffix { fields, .. } | Node::Fuzzy { fields, .. } => {
+            expand(cx, node, fields, m)
         }
-        Node::Suffix { fields, suffix } => expand(cx, fields, m, |t| t.ends_with(suffix), None),
-        Node::Fuzzy {
-            fields,
-            term,
-            distance,
-        } => expand(
-            cx,
-            fields,
-            m,
-            |t| levenshtein(t, term) <= usize::from(*distance),
-            None,
-        ),
         Node::Phrase { fields, terms } => {
             let mut out = DocSet::new();
             for (_, index) in text_fields(def, docs, fields) {
@@ -472,7 +467,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
         Node::Union { children, .. } if cx.opts.scorer == Scorer::DisMax => {
             // DISMAX scores a union by its best alternative, not their sum.
             let mut out = DocSet::new();
-            let mut best: HashMap<u64, f64> = HashMap::new();
+            let mut best: IdMap<f64> = IdMap::default();
             for c in children {
                 let outer = std::mem::take(&mut m.scores);
                 out.or(&eval(c, cx, m)?);
@@ -531,7 +526,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             };
             let mut out = DocSet::new();
             for alt in alternatives {
-                let set = tag_alternative(alt, tags, &norm);
+                let set = tag_alternative(alt, tags, &norm, cx.opts.max_expansions);
                 score_tags(cx, alt, tags, &norm, &set, m);
                 out.or(&set);
             }
@@ -608,43 +603,97 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
     })
 }
 
-/// A node matching every indexed term that passes `test` (prefix, suffix, fuzzy): the
-/// union of their postings, each document scored by one of them. With `from`, terms are visited from
-/// that prefix on only.
-fn expand(
-    cx: &Cx<'_>,
-    fields: &FieldScope,
-    m: &mut Matches,
-    test: impl Fn(&[u8]) -> bool,
-    from: Option<&Vec<u8>>,
-) -> DocSet {
+/// The indexed terms an expansion node (prefix, suffix, fuzzy) stands for: those
+/// that fit it in a TEXT field of its scope, in byte order, the first `limit` of them
+/// (RediSearch's `MAXEXPANSIONS`); none for a prefix or suffix shorter than
+/// `MINPREFIX`, or for any other node.
+pub fn expansion_terms<'d>(
+    def: &IndexDef,
+    docs: &'d Docs,
+    node: &Node,
+    limit: usize,
+) -> Vec<&'d [u8]> {
+    let (fields, test, from): (&FieldScope, TokenTest<'_>, Option<&[u8]>) = match node {
+        Node::Prefix { fields, prefix } if prefix.len() >= MIN_AFFIX_LEN => (
+            fields,
+            Box::new(move |t: &[u8]| t.starts_with(prefix)),
+            Some(prefix),
+        ),
+        Node::Suffix { fields, suffix } if suffix.len() >= MIN_AFFIX_LEN => {
+            (fields, Box::new(move |t: &[u8]| t.ends_with(suffix)), None)
+        }
+        Node::Fuzzy {
+            fields,
+            term,
+            distance,
+        } => (
+            fields,
+            Box::new(move |t: &[u8]| levenshtein(t, term) <= usize::from(*distance)),
+            None,
+        ),
+        _ => return Vec::new(),
+    };
+    let mut out: Vec<&'d [u8]> = Vec::new();
+    for (i, f) in def.fields.iter().enumerate() {
+        if !matches!(f.kind, FieldKind::Text { .. }) || !fields.contains(&f.name) {
+            continue;
+        }
+        let Some(FieldIndex::Text { terms, .. }) = docs.fields.get(i) else {
+            continue;
+        };
+        match from {
+            // Each field's terms are in order: its first `limit` are enough.
+            Some(p) => out.extend(
+                terms
+                    .range(p.to_vec()..)
+                    .map(|(t, _)| t.as_slice())
+                    .take_while(|t| t.starts_with(p))
+                    .take(limit),
+            ),
+            None => out.extend(terms.keys().map(Vec::as_slice).filter(|t| test(t))),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out.truncate(limit);
+    out
+}
+
+/// A node matching the terms an expansion stands for ([`expansion_terms`]): the
+/// union of their postings in the node's fields, each document scored by one of them.
+fn expand(cx: &Cx<'_>, node: &Node, fields: &FieldScope, m: &mut Matches) -> DocSet {
+    let matched = expansion_terms(cx.def, cx.docs, node, cx.opts.max_expansions);
     let mut out = DocSet::new();
-    let mut matched: Vec<&[u8]> = Vec::new();
     for (_, index) in text_fields(cx.def, cx.docs, fields) {
         let FieldIndex::Text { terms, .. } = index else {
             continue;
         };
-        let found: Box<dyn Iterator<Item = (&Vec<u8>, &DocSet)>> = match from {
-            Some(p) => Box::new(
-                terms
-                    .range(p.clone()..)
-                    .take_while(|(t, _)| t.starts_with(p)),
-            ),
-            None => Box::new(terms.iter().filter(|(t, _)| test(t))),
-        };
-        for (t, set) in found {
-            out.or(set);
-            matched.push(t);
+        for t in &matched {
+            if let Some(set) = terms.get(*t) {
+                out.or(set);
+            }
         }
     }
     score_first_terms(cx, fields, matched, &out, m);
     out
 }
 
+/// The tags a prefix stands for, in byte order, the first `limit` of them.
+fn tag_prefix_matches<'t>(
+    tags: &'t std::collections::BTreeMap<Vec<u8>, DocSet>,
+    prefix: &'t [u8],
+    limit: usize,
+) -> impl Iterator<Item = (&'t Vec<u8>, &'t DocSet)> + 't {
+    tags.range(prefix.to_vec()..)
+        .take_while(move |(t, _)| t.starts_with(prefix))
+        .take(limit)
+}
+
 fn tag_alternative(
     alt: &TagAlternative,
     tags: &std::collections::BTreeMap<Vec<u8>, DocSet>,
     norm: &dyn Fn(Vec<u8>) -> Vec<u8>,
+    limit: usize,
 ) -> DocSet {
     match alt {
         TagAlternative::Exact(_) => tags.get(&norm(alt.value())).cloned().unwrap_or_default(),
@@ -653,10 +702,7 @@ fn tag_alternative(
         TagAlternative::Prefix(_) => {
             let p = norm(alt.value());
             let mut out = DocSet::new();
-            for (_, set) in tags
-                .range(p.clone()..)
-                .take_while(|(t, _)| t.starts_with(&p))
-            {
+            for (_, set) in tag_prefix_matches(tags, &p, limit) {
                 out.or(set);
             }
             out
@@ -664,7 +710,7 @@ fn tag_alternative(
         TagAlternative::All(words) => {
             let mut out: Option<DocSet> = None;
             for w in words {
-                let set = tag_alternative(w, tags, norm);
+                let set = tag_alternative(w, tags, norm, limit);
                 match &mut out {
                     None => out = Some(set),
                     Some(o) => o.and(&set),

@@ -18,6 +18,7 @@ pub mod dicts;
 pub mod docs;
 pub mod document;
 pub mod eval;
+pub mod frequencies;
 mod json_fields;
 pub mod persist;
 pub mod query;
@@ -36,7 +37,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::keyspace::{Keyspace, Locked};
 use crate::value::Value;
-pub use docs::{DocSet, Docs, FieldIndex};
+pub use docs::{DocSet, Docs, FieldIndex, IdMap};
 pub use document::{Document, Read};
 pub use schema::{FieldKind, FieldSpec, IndexDef, KeyType};
 

@@ -79,22 +79,15 @@ fn term_record(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], id: u64) -> Option<
 
 /// The first term in byte order, of the document's terms in `scope`, an expansion
 /// stands for (the one it scores by).
-fn first_expanded(
-    cx: &Cx<'_>,
-    scope: &FieldScope,
-    id: u64,
-    fits: impl Fn(&[u8]) -> bool,
-) -> Option<Record> {
-    let mut candidates: Vec<&Vec<u8>> = text_fields(cx.def, cx.docs, scope)
-        .filter_map(|(_, index)| match index {
-            FieldIndex::Text { terms, .. } => Some(terms),
-            _ => None,
-        })
-        .flat_map(|terms| terms.iter().filter(|(_, s)| s.contains(id)).map(|(t, _)| t))
-        .filter(|t| fits(t))
-        .collect();
-    candidates.sort();
-    let first = candidates.first()?;
+fn first_expanded(cx: &Cx<'_>, node: &Node, scope: &FieldScope, id: u64) -> Option<Record> {
+    let first = super::expansion_terms(cx.def, cx.docs, node, cx.opts.max_expansions)
+        .into_iter()
+        .find(|t| {
+            text_fields(cx.def, cx.docs, scope).any(|(_, index)| match index {
+                FieldIndex::Text { terms, .. } => terms.get(*t).is_some_and(|s| s.contains(id)),
+                _ => false,
+            })
+        })?;
     let record = term_record(cx, scope, first, id)?;
     Some(Record::Aggregate {
         kind: Kind::Union,
@@ -107,6 +100,7 @@ fn tag_record(
     tags: &std::collections::BTreeMap<Vec<u8>, crate::index::DocSet>,
     norm: &dyn Fn(Vec<u8>) -> Vec<u8>,
     id: u64,
+    limit: usize,
 ) -> Option<Record> {
     let term = |tag: &[u8], set: &crate::index::DocSet| Record::Term {
         name: tag.to_vec(),
@@ -121,10 +115,8 @@ fn tag_record(
         }
         TagAlternative::Prefix(_) => {
             let p = norm(alt.value());
-            let (tag, set) = tags
-                .range(p.clone()..)
-                .take_while(|(t, _)| t.starts_with(&p))
-                .find(|(_, s)| s.contains(id))?;
+            let (tag, set) =
+                super::tag_prefix_matches(tags, &p, limit).find(|(_, s)| s.contains(id))?;
             Some(Record::Aggregate {
                 kind: Kind::Union,
                 children: vec![term(tag, set)],
@@ -133,7 +125,7 @@ fn tag_record(
         TagAlternative::All(words) => {
             let children = words
                 .iter()
-                .map(|w| tag_record(w, tags, norm, id))
+                .map(|w| tag_record(w, tags, norm, id, limit))
                 .collect::<Option<Vec<_>>>()?;
             Some(Record::Aggregate {
                 kind: Kind::Intersect,
@@ -152,19 +144,9 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
             weight: 1.0,
         }),
         Node::Term { fields, term, .. } => term_record(cx, fields, term, id),
-        Node::Prefix { fields, prefix } => first_expanded(cx, fields, id, |t| {
-            prefix.len() >= 2 && t.starts_with(prefix)
-        }),
-        Node::Suffix { fields, suffix } => {
-            first_expanded(cx, fields, id, |t| suffix.len() >= 2 && t.ends_with(suffix))
+        Node::Prefix { fields, .. } | Node::Suffix { fields, .. } | Node::Fuzzy { fields, .. } => {
+            first_expanded(cx, node, fields, id)
         }
-        Node::Fuzzy {
-            fields,
-            term,
-            distance,
-        } => first_expanded(cx, fields, id, |t| {
-            super::levenshtein(t, term) <= usize::from(*distance)
-        }),
         Node::Phrase { fields, terms } => {
             if !matches(node, cx, id) {
                 return None;
@@ -233,14 +215,16 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
             };
             let live: Vec<&TagAlternative> = alternatives
                 .iter()
-                .filter(|a| !super::tag_alternative(a, tags, &norm).is_empty())
+                .filter(|a| {
+                    !super::tag_alternative(a, tags, &norm, cx.opts.max_expansions).is_empty()
+                })
                 .collect();
             if let [only] = live.as_slice() {
-                return tag_record(only, tags, &norm, id);
+                return tag_record(only, tags, &norm, id, cx.opts.max_expansions);
             }
             let children: Vec<Record> = live
                 .iter()
-                .filter_map(|a| tag_record(a, tags, &norm, id))
+                .filter_map(|a| tag_record(a, tags, &norm, id, cx.opts.max_expansions))
                 .collect();
             (!children.is_empty()).then_some(Record::Aggregate {
                 kind: Kind::Union,
@@ -335,8 +319,7 @@ pub(super) fn explain(cx: &Cx<'_>, root: &Node, id: u64, knn: bool) -> Option<(f
 }
 
 fn slop_of(cx: &Cx<'_>, root: &Node, id: u64) -> u32 {
-    let union_sets = slop::union_child_sets(cx, root);
-    slop::penalty(cx, root, id, &union_sets) as u32
+    slop::Penalty::plan(cx, root).of(cx, id) as u32
 }
 
 /// Sums an aggregate's children with `each`, keeping their explanations.

@@ -2,10 +2,8 @@
 //! RediSearch's scorers, and how the summed scores become the final ones (the norm,
 //! the document score, the distance penalty of [`super::slop`]).
 
-use std::collections::HashMap;
-
 use super::slop;
-use super::{document_frequency, text_fields, Cx, EvalError, Matches, Scorer, DEADLINE_STRIDE};
+use super::{text_fields, Cx, EvalError, Matches, Scorer, DEADLINE_STRIDE};
 use crate::index::docs::{DocSet, FieldIndex};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use crate::index::schema::FieldKind;
@@ -35,14 +33,7 @@ pub(super) fn average_length(def: &IndexDef, docs: &Docs) -> f64 {
 
 /// A document's weighted token count (its length for TFIDF.DOCNORM and BM25STD).
 pub(super) fn doc_len(cx: &Cx<'_>, id: u64) -> f64 {
-    text_fields(cx.def, cx.docs, &FieldScope::All)
-        .map(|(weight, index)| match index {
-            FieldIndex::Text { tokens, .. } => {
-                word_weight(weight) * tokens.get(&id).map_or(0, Vec::len) as f64
-            }
-            _ => 0.0,
-        })
-        .sum()
+    cx.docs.doc_len(id)
 }
 
 /// A document's highest weighted term frequency, the TFIDF norm. RediSearch adds one
@@ -62,10 +53,11 @@ pub(super) fn max_freq(cx: &Cx<'_>, id: u64) -> f64 {
 /// past the deadline.
 pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result<(), EvalError> {
     let score = cx.def.score;
-    let union_sets = match cx.opts.scorer {
-        Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::Bm25 => slop::union_child_sets(cx, root),
-        _ => Vec::new(),
+    let penalty = match cx.opts.scorer {
+        Scorer::TfIdf | Scorer::TfIdfDocNorm | Scorer::Bm25 => Some(slop::Penalty::plan(cx, root)),
+        _ => None,
     };
+    let penalty_of = |id: u64| penalty.as_ref().map_or(1.0, |p| p.of(cx, id));
     match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm => {
             // Every result is divided, unscored ones too: a document without text
@@ -80,11 +72,7 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result
                     doc_len(cx, id)
                 };
                 let s = m.scores.entry(id).or_default();
-                let penalty = if *s > 0.0 {
-                    slop::penalty(cx, root, id, &union_sets)
-                } else {
-                    1.0
-                };
+                let penalty = if *s > 0.0 { penalty_of(id) } else { 1.0 };
                 *s = score * *s / norm / penalty;
             }
         }
@@ -93,7 +81,7 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result
                 if n % DEADLINE_STRIDE == DEADLINE_STRIDE - 1 {
                     cx.in_time()?;
                 }
-                *s = *s * score / slop::penalty(cx, root, id, &union_sets);
+                *s = *s * score / penalty_of(id);
             }
         }
         Scorer::Bm25Std => {
@@ -115,22 +103,7 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result
 /// in any TEXT field, counted with its field's weight. RediSearch keeps one
 /// frequency per term and document, whatever field a query names.
 pub(super) fn term_frequency(cx: &Cx<'_>, id: u64, term: &[u8]) -> f64 {
-    let mut f = 0.0;
-    for (weight, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        let FieldIndex::Text { tokens, extras, .. } = index else {
-            continue;
-        };
-        let words = tokens.get(&id).map_or(0, |toks| {
-            toks.iter().filter(|t| t.as_slice() == term).count()
-        });
-        f += word_weight(weight) * words as f64;
-        for e in extras.get(&id).into_iter().flatten() {
-            if e.term == term {
-                f += e.weight(weight);
-            }
-        }
-    }
-    f
+    cx.docs.term_frequency(term, id)
 }
 
 /// Scores one term over the documents of `set` that hold it in a field of `scope`:
@@ -142,23 +115,34 @@ pub(super) fn score_term(
     set: &DocSet,
     m: &mut Matches,
 ) {
-    let mut freqs: HashMap<u64, f64> = HashMap::new();
-    for (_, index) in text_fields(cx.def, cx.docs, scope) {
-        let FieldIndex::Text { terms, .. } = index else {
-            continue;
-        };
-        let Some(postings) = terms.get(term) else {
-            continue;
-        };
-        for id in postings.iter().filter(|&id| set.contains(id)) {
-            freqs
-                .entry(id)
-                .or_insert_with(|| term_frequency(cx, id, term));
+    let Some(postings) = cx.docs.term_postings(term) else {
+        return;
+    };
+    // Under a field modifier, only documents holding the term in one of its fields.
+    let scoped: Option<DocSet> = match scope {
+        FieldScope::All => None,
+        FieldScope::Fields(_) => {
+            let mut within = DocSet::new();
+            for (_, index) in text_fields(cx.def, cx.docs, scope) {
+                if let FieldIndex::Text { terms, .. } = index {
+                    if let Some(docs) = terms.get(term) {
+                        within.or(docs);
+                    }
+                }
+            }
+            within.and(set);
+            Some(within)
         }
-    }
-    if !freqs.is_empty() {
-        add_scores(cx, document_frequency(cx, term), freqs, m);
-    }
+    };
+    let within = scoped.as_ref().unwrap_or(set);
+    // Grown once, not rehashed over and over while a common term is scored.
+    m.scores.reserve(postings.live().min(within.len()));
+    let freqs = postings
+        .entries()
+        .iter()
+        .filter(|(id, _)| within.contains(*id))
+        .copied();
+    add_scores(cx, postings.live(), freqs, m);
 }
 
 /// TF-IDF's idf of a term in `df` of `n` documents: `logb(1 + (n + 1) / df)`, a power
@@ -188,7 +172,12 @@ pub(super) fn bm25std(idf: f64, f: f64, len: f64, avg_len: f64) -> f64 {
 
 /// Adds each document's score for one term (or tag) of `df` documents, given its
 /// frequency in each.
-pub(super) fn add_scores(cx: &Cx<'_>, df: usize, freqs: HashMap<u64, f64>, m: &mut Matches) {
+pub(super) fn add_scores(
+    cx: &Cx<'_>,
+    df: usize,
+    freqs: impl IntoIterator<Item = (u64, f64)>,
+    m: &mut Matches,
+) {
     let idf = tfidf_idf(cx.docs.len(), df);
     let std_idf = bm25std_idf(cx.docs.len(), df);
     for (id, f) in freqs {
@@ -264,12 +253,12 @@ pub(super) fn score_tags(
     m: &mut Matches,
 ) {
     let mut score_one = |postings: &DocSet, unscored: &mut DocSet| {
-        let freqs: HashMap<u64, f64> = postings
+        let freqs: Vec<(u64, f64)> = postings
             .iter()
             .filter(|&id| unscored.contains(id))
             .map(|id| (id, 1.0))
             .collect();
-        for &id in freqs.keys() {
+        for &(id, _) in &freqs {
             unscored.remove(id);
         }
         if !freqs.is_empty() {
@@ -285,10 +274,7 @@ pub(super) fn score_tags(
         TagAlternative::Prefix(_) => {
             let p = norm(alt.value());
             let mut unscored = set.clone();
-            for (_, postings) in tags
-                .range(p.clone()..)
-                .take_while(|(t, _)| t.starts_with(&p))
-            {
+            for (_, postings) in super::tag_prefix_matches(tags, &p, cx.opts.max_expansions) {
                 score_one(postings, &mut unscored);
             }
         }

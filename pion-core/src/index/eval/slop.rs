@@ -9,67 +9,215 @@
 //! integer part of the root of the sum, or the number of children less one when the
 //! sum is 0 (never below 1).
 
-use super::{eval, levenshtein, text_fields, Cx, Matches, MIN_AFFIX_LEN};
+use std::collections::HashMap;
+
+use super::{eval, text_fields, Cx, Matches};
 use crate::index::docs::{DocSet, FieldIndex};
 use crate::index::query::{FieldScope, Node, TagAlternative};
 
-/// The divisor of a document's score for a query whose tree is `root`.
-pub(super) fn penalty(cx: &Cx<'_>, root: &Node, id: u64, union_sets: &[Option<DocSet>]) -> f64 {
-    let children: Vec<&Node> = match root {
-        Node::Intersect { children, .. } => iteration_order(cx, children),
-        Node::Union { children, .. } => children
-            .iter()
-            .zip(union_sets)
-            .filter(|(c, set)| match set {
-                Some(set) => set.contains(id),
-                None => offsets(cx, c, id).is_some_and(|o| !o.is_empty()),
-            })
-            .map(|(c, _)| c)
-            .collect(),
-        _ => return 1.0,
-    };
-    if children.len() <= 1 {
-        return 1.0;
+/// What the penalty of every document needs from the query, worked out once per
+/// query: the root's children in the order they pair, what a union's children
+/// matched, and the terms each expansion (prefix, suffix, fuzzy) stands for.
+pub(super) struct Penalty<'n, 'd> {
+    root: Root<'n>,
+    /// Expansion nodes (by address) and their indexed terms, in byte order.
+    expansions: HashMap<*const Node, Vec<&'d [u8]>>,
+}
+
+enum Root<'n> {
+    /// The root pairs nothing: every penalty is 1.
+    None,
+    /// An intersection's children in iteration order.
+    Intersect(Vec<&'n Node>),
+    /// A union's children, each with the documents it matched.
+    Union(Vec<(&'n Node, DocSet)>),
+}
+
+impl<'n, 'd> Penalty<'n, 'd> {
+    /// Plans the penalty of a query whose tree is `root`.
+    pub(super) fn plan(cx: &Cx<'d>, root: &'n Node) -> Penalty<'n, 'd> {
+        let mut expansions = HashMap::new();
+        collect_expansions(cx, root, &mut expansions);
+        let root = match root {
+            Node::Intersect { children, .. } if children.len() > 1 => {
+                Root::Intersect(iteration_order_with(cx, children, &expansions))
+            }
+            Node::Union { children, .. } if children.len() > 1 => Root::Union(
+                children
+                    .iter()
+                    .map(|c| (c, union_child_set(cx, c, &expansions)))
+                    .collect(),
+            ),
+            _ => Root::None,
+        };
+        Penalty { root, expansions }
     }
-    let lists: Vec<Vec<usize>> = children.iter().filter_map(|c| offsets(cx, c, id)).collect();
-    let dist: usize = lists
-        .windows(2)
-        .map(|pair| {
-            let d = closest(&pair[0], &pair[1]);
-            d * d
-        })
-        .sum();
-    if dist == 0 {
-        (children.len() - 1) as f64
-    } else {
-        (dist as f64).sqrt().floor()
+
+    /// The divisor of document `id`'s score.
+    pub(super) fn of(&self, cx: &Cx<'_>, id: u64) -> f64 {
+        let children: Vec<&Node> = match &self.root {
+            Root::None => return 1.0,
+            Root::Intersect(children) => children.clone(),
+            Root::Union(children) => children
+                .iter()
+                .filter(|(_, set)| set.contains(id))
+                .map(|(c, _)| *c)
+                .collect(),
+        };
+        if children.len() <= 1 {
+            return 1.0;
+        }
+        let lists: Vec<Vec<usize>> = children
+            .iter()
+            .filter_map(|c| self.offsets(cx, c, id))
+            .collect();
+        let dist: usize = lists
+            .windows(2)
+            .map(|pair| {
+                let d = closest(&pair[0], &pair[1]);
+                d * d
+            })
+            .sum();
+        if dist == 0 {
+            (children.len() - 1) as f64
+        } else {
+            (dist as f64).sqrt().floor()
+        }
+    }
+
+    /// The positions a child's result carries in a document: those of its matched
+    /// terms (in every field, as RediSearch's term records keep them), merged; `None`
+    /// for a child without text.
+    fn offsets(&self, cx: &Cx<'_>, node: &Node, id: u64) -> Option<Vec<usize>> {
+        let mut out = match node {
+            Node::Term { fields, term, .. } => {
+                if holds(cx, fields, term, id) {
+                    term_positions(cx, term, id)
+                } else {
+                    Vec::new()
+                }
+            }
+            Node::Prefix { fields, .. }
+            | Node::Suffix { fields, .. }
+            | Node::Fuzzy { fields, .. } => {
+                // Scored by its first matching term alone, which alone gives positions.
+                let terms = self
+                    .expansions
+                    .get(&(node as *const Node))
+                    .map_or(&[][..], Vec::as_slice);
+                first_held(cx, fields, terms, id)
+                    .map(|t| term_positions(cx, t, id))
+                    .unwrap_or_default()
+            }
+            Node::Phrase { terms, .. } => terms
+                .iter()
+                .flat_map(|t| term_positions(cx, t, id))
+                .collect(),
+            Node::Union { children, .. } | Node::Intersect { children, .. } => {
+                let mut all: Option<Vec<usize>> = None;
+                for c in children {
+                    if let Some(p) = self.offsets(cx, c, id) {
+                        all.get_or_insert_with(Vec::new).extend(p);
+                    }
+                }
+                all?
+            }
+            // Unmatched, an optional child is a result without positions.
+            Node::Optional { child, .. } => match self.offsets(cx, child, id) {
+                Some(o) if !o.is_empty() => o,
+                _ => return None,
+            },
+            // A union of tag terms: positions, none of them stored.
+            Node::Tag { alternatives, .. }
+                if alternatives.len() > 1
+                    || alternatives
+                        .iter()
+                        .any(|a| matches!(a, TagAlternative::Prefix(_))) =>
+            {
+                Vec::new()
+            }
+            _ => return None,
+        };
+        out.sort_unstable();
+        Some(out)
+    }
+}
+
+/// Every expansion node under `node` whose terms positions may be asked for (not
+/// under a negation, which has none) and the indexed terms it stands for.
+fn collect_expansions<'d>(cx: &Cx<'d>, node: &Node, out: &mut HashMap<*const Node, Vec<&'d [u8]>>) {
+    match node {
+        Node::Prefix { .. } | Node::Suffix { .. } | Node::Fuzzy { .. } => {
+            let terms = super::expansion_terms(cx.def, cx.docs, node, cx.opts.max_expansions);
+            out.insert(node as *const Node, terms);
+        }
+        Node::Union { children, .. } | Node::Intersect { children, .. } => {
+            for c in children {
+                collect_expansions(cx, c, out);
+            }
+        }
+        Node::Optional { child, .. } => collect_expansions(cx, child, out),
+        _ => {}
     }
 }
 
 /// An intersection's children in RediSearch's iteration order: fewest documents
 /// first, ties as written.
 pub(super) fn iteration_order<'n>(cx: &Cx<'_>, children: &'n [Node]) -> Vec<&'n Node> {
-    let mut sorted: Vec<(usize, &Node)> = children.iter().map(|c| (estimate(cx, c), c)).collect();
+    let mut expansions = HashMap::new();
+    for c in children {
+        collect_expansions(cx, c, &mut expansions);
+    }
+    iteration_order_with(cx, children, &expansions)
+}
+
+fn iteration_order_with<'n>(
+    cx: &Cx<'_>,
+    children: &'n [Node],
+    expansions: &HashMap<*const Node, Vec<&[u8]>>,
+) -> Vec<&'n Node> {
+    let mut sorted: Vec<(usize, &Node)> = children
+        .iter()
+        .map(|c| (estimate(cx, c, expansions), c))
+        .collect();
     // A stable sort: children with as many documents keep the written order.
     sorted.sort_by_key(|(n, _)| *n);
     sorted.into_iter().map(|(_, c)| c).collect()
 }
 
-/// For a union root, the documents of each child that positions alone cannot tell
-/// (groups, phrases, tags, ranges…); `None` for a plain text leaf.
-pub(super) fn union_child_sets(cx: &Cx<'_>, root: &Node) -> Vec<Option<DocSet>> {
-    let Node::Union { children, .. } = root else {
-        return Vec::new();
+/// The documents a union's child matched. A text leaf matched those holding its
+/// term (or one of its expansion's terms) in its fields: the documents its
+/// positions are not empty for, read from the postings.
+fn union_child_set(
+    cx: &Cx<'_>,
+    child: &Node,
+    expansions: &HashMap<*const Node, Vec<&[u8]>>,
+) -> DocSet {
+    let (fields, terms): (&FieldScope, Vec<&[u8]>) = match child {
+        Node::Term { fields, term, .. } => (fields, vec![term.as_slice()]),
+        Node::Prefix { fields, .. } | Node::Suffix { fields, .. } | Node::Fuzzy { fields, .. } => (
+            fields,
+            expansions
+                .get(&(child as *const Node))
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        other => return eval(other, cx, &mut Matches::default()).unwrap_or_default(),
     };
-    children
-        .iter()
-        .map(|c| match c {
-            Node::Term { .. } | Node::Prefix { .. } | Node::Suffix { .. } | Node::Fuzzy { .. } => {
-                None
+    let mut out = DocSet::new();
+    for (_, index) in text_fields(cx.def, cx.docs, fields) {
+        if let FieldIndex::Text {
+            terms: postings, ..
+        } = index
+        {
+            for t in &terms {
+                if let Some(set) = postings.get(*t) {
+                    out.or(set);
+                }
             }
-            other => Some(eval(other, cx, &mut Matches::default()).unwrap_or_default()),
-        })
-        .collect()
+        }
+    }
+    out
 }
 
 /// The closest distance between a position of `a` and one of `b` (both sorted),
@@ -100,11 +248,13 @@ fn closest(a: &[usize], b: &[usize]) -> usize {
 /// How many documents a child's iterator expects (RediSearch orders an
 /// intersection's children by it): a term's document count, a union's sum, an
 /// intersection's least. Children without text never pair, so their place is moot.
-fn estimate(cx: &Cx<'_>, node: &Node) -> usize {
+fn estimate(cx: &Cx<'_>, node: &Node, expansions: &HashMap<*const Node, Vec<&[u8]>>) -> usize {
     match node {
         Node::Term { term, .. } => super::document_frequency(cx, term),
-        Node::Prefix { .. } | Node::Suffix { .. } | Node::Fuzzy { .. } => expanded_terms(cx, node)
-            .iter()
+        Node::Prefix { .. } | Node::Suffix { .. } | Node::Fuzzy { .. } => expansions
+            .get(&(node as *const Node))
+            .into_iter()
+            .flatten()
             .map(|t| super::document_frequency(cx, t))
             .sum(),
         Node::Phrase { terms, .. } => terms
@@ -112,38 +262,41 @@ fn estimate(cx: &Cx<'_>, node: &Node) -> usize {
             .map(|t| super::document_frequency(cx, t))
             .min()
             .unwrap_or(0),
-        Node::Union { children, .. } => children.iter().map(|c| estimate(cx, c)).sum(),
-        Node::Intersect { children, .. } => {
-            children.iter().map(|c| estimate(cx, c)).min().unwrap_or(0)
-        }
+        Node::Union { children, .. } => children.iter().map(|c| estimate(cx, c, expansions)).sum(),
+        Node::Intersect { children, .. } => children
+            .iter()
+            .map(|c| estimate(cx, c, expansions))
+            .min()
+            .unwrap_or(0),
         Node::Tag { .. } => eval(node, cx, &mut Matches::default()).map_or(0, |s| s.len()),
         _ => usize::MAX,
     }
 }
 
-/// The indexed terms (any field) an expansion node stands for, in byte order.
-fn expanded_terms<'a>(cx: &'a Cx<'_>, node: &Node) -> Vec<&'a [u8]> {
-    let test: super::TokenTest<'_> = match node {
-        Node::Prefix { prefix, .. } if prefix.len() >= MIN_AFFIX_LEN => {
-            Box::new(move |t: &[u8]| t.starts_with(prefix))
-        }
-        Node::Suffix { suffix, .. } if suffix.len() >= MIN_AFFIX_LEN => {
-            Box::new(move |t: &[u8]| t.ends_with(suffix))
-        }
-        Node::Fuzzy { term, distance, .. } => {
-            Box::new(move |t: &[u8]| levenshtein(t, term) <= usize::from(*distance))
-        }
-        _ => return Vec::new(),
-    };
-    let mut out: Vec<&[u8]> = Vec::new();
-    for (_, index) in text_fields(cx.def, cx.docs, &FieldScope::All) {
-        if let FieldIndex::Text { terms, .. } = index {
-            out.extend(terms.keys().map(Vec::as_slice).filter(|t| test(t)));
+/// The first of `sorted` (terms in byte order) that the document holds within
+/// `scope`: found from the document's own words, fewer than an expansion's terms.
+fn first_held<'t>(
+    cx: &Cx<'_>,
+    scope: &FieldScope,
+    sorted: &[&'t [u8]],
+    id: u64,
+) -> Option<&'t [u8]> {
+    let mut best: Option<&'t [u8]> = None;
+    for (_, index) in text_fields(cx.def, cx.docs, scope) {
+        let FieldIndex::Text { tokens, extras, .. } = index else {
+            continue;
+        };
+        let words = tokens.get(&id).into_iter().flatten().map(Vec::as_slice);
+        let added = extras.get(&id).into_iter().flatten();
+        for t in words.chain(added.map(|e| e.term.as_slice())) {
+            if best.is_none_or(|b| t < b) {
+                if let Ok(i) = sorted.binary_search(&t) {
+                    best = Some(sorted[i]);
+                }
+            }
         }
     }
-    out.sort_unstable();
-    out.dedup();
-    out
+    best
 }
 
 /// Whether `term` is in the document within `scope`.
@@ -152,59 +305,6 @@ fn holds(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], id: u64) -> bool {
         FieldIndex::Text { terms, .. } => terms.get(term).is_some_and(|s| s.contains(id)),
         _ => false,
     })
-}
-
-/// The positions a child's result carries in a document: those of its matched terms
-/// (in every field, as RediSearch's term records keep them), merged; `None` for a
-/// child without text.
-fn offsets(cx: &Cx<'_>, node: &Node, id: u64) -> Option<Vec<usize>> {
-    let mut out = match node {
-        Node::Term { fields, term, .. } => {
-            if holds(cx, fields, term, id) {
-                term_positions(cx, term, id)
-            } else {
-                Vec::new()
-            }
-        }
-        Node::Prefix { fields, .. } | Node::Suffix { fields, .. } | Node::Fuzzy { fields, .. } => {
-            // Scored by its first matching term alone, which alone gives positions.
-            expanded_terms(cx, node)
-                .into_iter()
-                .find(|t| holds(cx, fields, t, id))
-                .map(|t| term_positions(cx, t, id))
-                .unwrap_or_default()
-        }
-        Node::Phrase { terms, .. } => terms
-            .iter()
-            .flat_map(|t| term_positions(cx, t, id))
-            .collect(),
-        Node::Union { children, .. } | Node::Intersect { children, .. } => {
-            let mut all: Option<Vec<usize>> = None;
-            for c in children {
-                if let Some(p) = offsets(cx, c, id) {
-                    all.get_or_insert_with(Vec::new).extend(p);
-                }
-            }
-            all?
-        }
-        // Unmatched, an optional child is a result without positions.
-        Node::Optional { child, .. } => match offsets(cx, child, id) {
-            Some(o) if !o.is_empty() => o,
-            _ => return None,
-        },
-        // A union of tag terms: positions, none of them stored.
-        Node::Tag { alternatives, .. }
-            if alternatives.len() > 1
-                || alternatives
-                    .iter()
-                    .any(|a| matches!(a, TagAlternative::Prefix(_))) =>
-        {
-            Vec::new()
-        }
-        _ => return None,
-    };
-    out.sort_unstable();
-    Some(out)
 }
 
 /// Every position of `term` in a document, as a word or a `+stem`, numbered across

@@ -54,7 +54,7 @@ pub(super) struct Pipeline {
     pub state: State,
     /// `WITHSCORES`: each document's score, replied before its row (0 for a row that
     /// is not one document, such as a group).
-    pub scores: Option<Arc<std::collections::HashMap<u64, f64>>>,
+    pub scores: Option<Arc<crate::index::IdMap<f64>>>,
 }
 
 /// How a reference resolves when it is not already in the segment.
@@ -142,7 +142,7 @@ pub(super) struct Column {
     /// The name rows carry it under.
     pub(super) name: Vec<u8>,
     /// Each document's value.
-    pub(super) values: std::collections::HashMap<u64, f64>,
+    pub(super) values: crate::index::IdMap<f64>,
     /// The value of a document without one (`None`: its rows lack the field).
     pub(super) absent: Option<f64>,
     /// Whether rows reply it only when it is loaded.
@@ -474,6 +474,7 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         let eval = EvalOptions {
             scorer: req.scorer,
             deadline,
+            max_expansions: super::max_expansions(env.engine),
             ..EvalOptions::default()
         };
         let matches = match evaluate_with(&query.filter, &def, &docs, eval) {

@@ -16,6 +16,7 @@
 //! [`fragments`]: super::fragments
 
 use crate::error::{OpError, OpResult};
+use crate::index::eval::expansion_terms;
 use crate::index::query::{FieldScope, Node};
 use crate::index::schema::{FieldKind, FieldSpec, IndexDef, KeyType};
 use crate::index::stem::synonym_term;
@@ -296,20 +297,33 @@ fn holds(def: &IndexDef, docs: &Docs, scope: &FieldScope, term: &[u8], id: u64) 
 
 /// The terms of a query tree that a document matched (negations left out), in the
 /// query's order, each once.
-pub(super) fn matched_terms(node: &Node, def: &IndexDef, docs: &Docs, id: u64) -> Vec<MatchedTerm> {
+pub(super) fn matched_terms(
+    node: &Node,
+    def: &IndexDef,
+    docs: &Docs,
+    id: u64,
+    max_expansions: usize,
+) -> Vec<MatchedTerm> {
     let mut found = Vec::new();
-    collect(node, def, docs, id, &mut found);
+    collect(node, def, docs, id, max_expansions, &mut found);
     let mut out: Vec<MatchedTerm> = Vec::new();
     for term in found {
         if !out.iter().any(|t| t.term == term) {
-            let idf = crate::index::eval::term_idf(def, docs, &term) as f32;
+            let idf = crate::index::eval::term_idf(docs, &term) as f32;
             out.push(MatchedTerm { term, idf });
         }
     }
     out
 }
 
-fn collect(node: &Node, def: &IndexDef, docs: &Docs, id: u64, out: &mut Vec<Vec<u8>>) {
+fn collect(
+    node: &Node,
+    def: &IndexDef,
+    docs: &Docs,
+    id: u64,
+    max_expansions: usize,
+    out: &mut Vec<Vec<u8>>,
+) {
     match node {
         Node::Term { fields, term, .. } if holds(def, docs, fields, term, id) => {
             out.push(term.clone());
@@ -323,41 +337,17 @@ fn collect(node: &Node, def: &IndexDef, docs: &Docs, id: u64, out: &mut Vec<Vec<
         }
         Node::Prefix { fields, .. } | Node::Suffix { fields, .. } | Node::Fuzzy { fields, .. } => {
             // Like its score, an expansion counts by its first matching term.
-            let mut candidates: Vec<&Vec<u8>> = Vec::new();
-            for f in &docs.fields {
-                if let FieldIndex::Text { terms, .. } = f {
-                    candidates.extend(
-                        terms
-                            .iter()
-                            .filter(|(_, set)| set.contains(id))
-                            .map(|(t, _)| t),
-                    );
-                }
-            }
-            candidates.sort();
-            let first = candidates
+            let first = expansion_terms(def, docs, node, max_expansions)
                 .into_iter()
-                .find(|t| expands_to(node, t) && holds(def, docs, fields, t, id));
-            out.extend(first.cloned());
+                .find(|t| holds(def, docs, fields, t, id));
+            out.extend(first.map(<[u8]>::to_vec));
         }
         Node::Intersect { children, .. } | Node::Union { children, .. } => {
             for c in children {
-                collect(c, def, docs, id, out);
+                collect(c, def, docs, id, max_expansions, out);
             }
         }
-        Node::Optional { child, .. } => collect(child, def, docs, id, out),
+        Node::Optional { child, .. } => collect(child, def, docs, id, max_expansions, out),
         _ => {}
-    }
-}
-
-/// Whether an expansion node stands for `term`.
-fn expands_to(node: &Node, term: &[u8]) -> bool {
-    match node {
-        Node::Prefix { prefix, .. } => prefix.len() >= 2 && term.starts_with(prefix),
-        Node::Suffix { suffix, .. } => suffix.len() >= 2 && term.ends_with(suffix),
-        Node::Fuzzy {
-            term: t, distance, ..
-        } => crate::index::eval::levenshtein(term, t) <= usize::from(*distance),
-        _ => false,
     }
 }

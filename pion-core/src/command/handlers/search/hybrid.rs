@@ -33,6 +33,7 @@ use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, EvalError, EvalOptions, TIMED_OUT};
 use crate::index::query::{self as q, Node, Query};
 use crate::index::schema::{FieldKind, IndexDef};
+use crate::index::IdMap;
 use crate::reply::Reply;
 use crate::vector::Metric;
 use request::{Fusion, HybridRequest, TextScorer, VectorMethod};
@@ -178,6 +179,7 @@ fn text_ranking(
         scorer: req.scorer.base(),
         rank_all: true,
         deadline,
+        max_expansions: super::max_expansions(env.engine),
         ..EvalOptions::default()
     };
     let Some(matches) = evaluated(evaluate_with(&query.filter, def, &docs, eval))? else {
@@ -233,6 +235,7 @@ fn vector_ranking(
 ) -> OpResult<Option<Ranking>> {
     let eval = EvalOptions {
         deadline,
+        max_expansions: super::max_expansions(env.engine),
         ..EvalOptions::default()
     };
     let v = &req.vector;
@@ -393,7 +396,7 @@ fn shape(req: HybridRequest, fused: Vec<Fused>) -> (Matched, Vec<Step>) {
     // `LOAD`s name, as if loaded last.
     let mut columns = Vec::new();
     let mut yielded = Vec::new();
-    let mut column = |name: Vec<u8>, values: HashMap<u64, f64>, shown: bool| {
+    let mut column = |name: Vec<u8>, values: IdMap<f64>, shown: bool| {
         if shown {
             yielded.push((name.clone(), name.clone()));
         }
@@ -411,7 +414,7 @@ fn shape(req: HybridRequest, fused: Vec<Fused>) -> (Matched, Vec<Step>) {
             .collect();
         column(alias, values, true);
     }
-    let vector_values: HashMap<u64, f64> = fused
+    let vector_values: IdMap<f64> = fused
         .iter()
         .filter_map(|f| f.vector.map(|s| (f.id, s)))
         .collect();
@@ -422,7 +425,7 @@ fn shape(req: HybridRequest, fused: Vec<Fused>) -> (Matched, Vec<Step>) {
             column(name, vector_values, false);
         }
     }
-    let scores: HashMap<u64, f64> = fused.iter().map(|f| (f.id, f.score)).collect();
+    let scores: IdMap<f64> = fused.iter().map(|f| (f.id, f.score)).collect();
     if let Some(alias) = req.fused_alias {
         column(alias, scores.clone(), true);
     }

@@ -93,6 +93,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
+/// `MAXEXPANSIONS`: how many terms an expansion stands for at most, now.
+pub(super) fn max_expansions(engine: &crate::engine::Engine) -> usize {
+    let n = engine.config().with(|c| c.search.max_expansions);
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
 /// The reply to a missing index in `FT.SEARCH`/`FT.AGGREGATE`/`FT.EXPLAIN`.
 pub(crate) fn no_such_index(name: &[u8]) -> OpError {
     OpError::custom(format!("{}: no such index", String::from_utf8_lossy(name)))

@@ -267,7 +267,8 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         return Err(super::no_such_index(&argv[1]));
     };
     let settings = ctx.config().with(|c| c.search.clone());
-    let opts = parse_options(argv, &settings)?;
+    let mut opts = parse_options(argv, &settings)?;
+    opts.eval.max_expansions = usize::try_from(settings.max_expansions).unwrap_or(usize::MAX);
     // MAXSEARCHRESULTS bounds the page asked for, and the results a page reaches.
     let max = settings
         .max_search_results
@@ -323,12 +324,12 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         (matches, plan)
     };
     let nearest = plan.map(|p| knn_rerank(engine, p, ctx.now_ms()));
+    let end = opts.offset.saturating_add(opts.limit).min(max);
     let (total, mut hits, score_name) = {
         let docs = index.docs.read();
-        run(&def, &docs, &query, matches, nearest, &opts)?
+        run(&def, &docs, &query, matches, nearest, &opts, end)?
     };
-    let end = opts.offset.saturating_add(opts.limit).min(max);
-    let mut page: Vec<Hit> = hits.drain(..).take(end).skip(opts.offset).collect();
+    let mut page: Vec<Hit> = hits.drain(..).skip(opts.offset).collect();
     if opts.explain_score {
         let knn = query.vector.is_some();
         let docs = index.docs.read();
@@ -343,7 +344,9 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             let docs = index.docs.read();
             Some(
                 page.iter()
-                    .map(|h| matched_terms(&query.filter, &def, &docs, h.id))
+                    .map(|h| {
+                        matched_terms(&query.filter, &def, &docs, h.id, opts.eval.max_expansions)
+                    })
                     .collect(),
             )
         }
@@ -420,6 +423,9 @@ fn knn_score(
     }
 }
 
+/// Ranks the matches and keeps the first `end` of them in order, with their keys;
+/// also says how many matched. Only those are sorted: the rest are set apart by a
+/// selection, as a page of ten out of every document needs.
 fn run(
     def: &IndexDef,
     docs: &Docs,
@@ -427,46 +433,58 @@ fn run(
     matches: Matches,
     nearest: Option<Vec<Neighbor>>,
     opts: &Options,
+    end: usize,
 ) -> OpResult<Ranked> {
     let mut hits: Vec<Hit>;
     let mut score_name = None;
+    let hit = |id: u64, distance: Option<f32>, score: f64| Hit {
+        id,
+        key: Vec::new(),
+        distance,
+        score,
+        explanation: None,
+    };
+    // By score, best first (NaN, a document without text under TFIDF's 0/0, last),
+    // then in document order.
+    let ranked;
     if let (Some(knn), Some(nearest)) = (&query.vector, nearest) {
-        hits = nearest
-            .into_iter()
-            .filter_map(|n| {
-                docs.key(n.label).map(|key| Hit {
-                    id: n.label,
-                    key: key.to_vec(),
-                    distance: Some(n.distance),
-                    score: knn_score(def, docs, query, &matches, opts, n.label),
-                    explanation: None,
-                })
-            })
-            .collect();
         // RediSearch ranks KNN results by their filter's score (a wildcard's is 0), then
         // in document order, unless sorted.
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        hits = nearest
+            .into_iter()
+            .filter(|n| docs.key(n.label).is_some())
+            .map(|n| {
+                let score = knn_score(def, docs, query, &matches, opts, n.label);
+                hit(n.label, Some(n.distance), score)
+            })
+            .collect();
+        ranked = true;
         score_name = Some(knn.score_field());
     } else {
-        let range_dist: Option<&(Vec<u8>, HashMap<u64, f32>)> = matches.distances.first();
+        let range_dist = matches.distances.first();
         hits = matches
             .set
             .iter()
-            .filter_map(|id| {
-                docs.key(id).map(|key| Hit {
+            .map(|id| {
+                let distance = range_dist.and_then(|(_, d)| d.get(&id).copied());
+                hit(
                     id,
-                    key: key.to_vec(),
-                    distance: range_dist.and_then(|(_, d)| d.get(&id).copied()),
-                    score: matches.scores.get(&id).copied().unwrap_or(0.0),
-                    explanation: None,
-                })
+                    distance,
+                    matches.scores.get(&id).copied().unwrap_or(0.0),
+                )
             })
             .collect();
         if let Some((name, _)) = range_dist {
             score_name = Some(name.clone());
         }
-        if matches.scored {
-            // NaN (a document without text, TFIDF's 0/0) ranks last.
+        ranked = matches.scored;
+    }
+    let total = hits.len();
+    match &opts.sortby {
+        Some((field, asc)) => {
+            hits = sorted_by_field(hits, def, docs, field, *asc, score_name.as_deref(), end)?;
+        }
+        None if ranked => {
             let key = |h: &Hit| {
                 if h.score.is_nan() {
                     f64::NEG_INFINITY
@@ -474,56 +492,87 @@ fn run(
                     h.score
                 }
             };
-            hits.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.id.cmp(&b.id)));
+            first_in_order(&mut hits, end, |a, b| {
+                key(b).total_cmp(&key(a)).then(a.id.cmp(&b.id))
+            });
         }
+        // Document order, as the set gives them.
+        None => hits.truncate(end),
     }
-    if let Some((field, asc)) = &opts.sortby {
-        sort_hits(&mut hits, def, docs, field, *asc, score_name.as_deref())?;
+    for h in &mut hits {
+        h.key = docs.key(h.id).map(<[u8]>::to_vec).unwrap_or_default();
     }
-    Ok((hits.len(), hits, score_name))
+    Ok((total, hits, score_name))
 }
 
-fn sort_hits(
-    hits: &mut [Hit],
+/// Keeps the first `k` of `items` in `order` (a total order), sorted: a selection
+/// sets the rest apart, so only `k` are sorted.
+fn first_in_order<T>(items: &mut Vec<T>, k: usize, order: impl Fn(&T, &T) -> std::cmp::Ordering) {
+    if k == 0 {
+        items.clear();
+        return;
+    }
+    if k < items.len() {
+        items.select_nth_unstable_by(k - 1, &order);
+        items.truncate(k);
+    }
+    items.sort_unstable_by(order);
+}
+
+/// A result's `SORTBY` value, read once per result before ordering.
+enum SortKey {
+    Number(f64),
+    Text(Vec<u8>),
+    /// The document has no value for the field: last either way.
+    Missing,
+}
+
+/// The first `end` hits in `SORTBY` order (ties in document order).
+fn sorted_by_field(
+    hits: Vec<Hit>,
     def: &IndexDef,
     docs: &Docs,
     field: &[u8],
     asc: bool,
     score_name: Option<&[u8]>,
-) -> OpResult<()> {
-    if score_name == Some(field) {
-        hits.sort_by(|a, b| {
-            let o = a
-                .distance
-                .unwrap_or(f32::INFINITY)
-                .total_cmp(&b.distance.unwrap_or(f32::INFINITY));
-            (if asc { o } else { o.reverse() }).then(a.id.cmp(&b.id))
-        });
-        return Ok(());
-    }
-    let Some((fi, spec)) = def.field(field) else {
-        return Err(err(format!(
-            "Property `{}` not loaded nor in schema",
-            String::from_utf8_lossy(field)
-        )));
-    };
-    let numeric = matches!(spec.kind, SchemaKind::Numeric);
-    hits.sort_by(|a, b| {
-        let (va, vb) = (docs.value(a.id, fi), docs.value(b.id, fi));
-        let o = match (va, vb) {
-            (None, None) => std::cmp::Ordering::Equal,
-            // Documents without the field go last either way.
-            (None, Some(_)) => return std::cmp::Ordering::Greater,
-            (Some(_), None) => return std::cmp::Ordering::Less,
-            (Some(x), Some(y)) if numeric => {
-                let p = |v: &[u8]| crate::util::num::parse_f64(v.trim_ascii()).unwrap_or(f64::NAN);
-                p(x).total_cmp(&p(y))
-            }
-            (Some(x), Some(y)) => x.to_ascii_lowercase().cmp(&y.to_ascii_lowercase()),
+    end: usize,
+) -> OpResult<Vec<Hit>> {
+    let key_of: Box<dyn Fn(&Hit) -> SortKey> = if score_name == Some(field) {
+        // The distance a KNN or range clause yielded; a document without one is
+        // infinitely far (first when descending).
+        Box::new(|h: &Hit| SortKey::Number(f64::from(h.distance.unwrap_or(f32::INFINITY))))
+    } else {
+        let Some((fi, spec)) = def.field(field) else {
+            return Err(err(format!(
+                "Property `{}` not loaded nor in schema",
+                String::from_utf8_lossy(field)
+            )));
         };
-        (if asc { o } else { o.reverse() }).then(a.id.cmp(&b.id))
+        let numeric = matches!(spec.kind, SchemaKind::Numeric);
+        Box::new(move |h: &Hit| match docs.value(h.id, fi) {
+            None => SortKey::Missing,
+            Some(v) if numeric => {
+                SortKey::Number(crate::util::num::parse_f64(v.trim_ascii()).unwrap_or(f64::NAN))
+            }
+            Some(v) => SortKey::Text(v.to_ascii_lowercase()),
+        })
+    };
+    let mut keyed: Vec<(SortKey, Hit)> = hits.into_iter().map(|h| (key_of(&h), h)).collect();
+    let direction = |o: std::cmp::Ordering| if asc { o } else { o.reverse() };
+    first_in_order(&mut keyed, end, |(ka, a), (kb, b)| {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let o = match (ka, kb) {
+            (SortKey::Missing, SortKey::Missing) => Equal,
+            (SortKey::Missing, _) => Greater,
+            (_, SortKey::Missing) => Less,
+            (SortKey::Number(x), SortKey::Number(y)) => direction(x.total_cmp(y)),
+            (SortKey::Text(x), SortKey::Text(y)) => direction(x.cmp(y)),
+            // One field's values are all numbers or all text.
+            _ => Equal,
+        };
+        o.then(a.id.cmp(&b.id))
     });
-    Ok(())
+    Ok(keyed.into_iter().map(|(_, h)| h).collect())
 }
 
 /// A distance as RediSearch prints it: `%.12g` of the f32 widened to f64.

@@ -154,7 +154,24 @@ mod tests {
             run(&e, "FT.CONFIG SET TIMEOUT -1"),
             Reply::error("Value is outside acceptable bounds")
         );
-        assert_eq!(array_len(&run(&e, "FT.CONFIG GET *")), 6);
+        assert_eq!(array_len(&run(&e, "FT.CONFIG GET *")), 8);
+        // Two names of one setting: set under one, read under the other and by CONFIG.
+        assert_eq!(run(&e, "FT.CONFIG SET MAXEXPANSIONS 7"), Reply::ok());
+        assert_eq!(
+            run(&e, "FT.CONFIG GET MAXPREFIXEXPANSIONS"),
+            Reply::Array(vec![Reply::Array(vec![
+                Reply::status("MAXPREFIXEXPANSIONS"),
+                Reply::bulk("7"),
+            ])])
+        );
+        assert_eq!(
+            run(&e, "CONFIG GET search-max-prefix-expansions"),
+            Reply::Map(vec![(
+                Reply::bulk("search-max-prefix-expansions"),
+                Reply::bulk("7")
+            )]),
+            "one CONFIG parameter behind both names"
+        );
         assert_eq!(
             run(&e, "FT.CONFIG SET TIMEOUT 7 8"),
             Reply::status("EXCESSARGS")

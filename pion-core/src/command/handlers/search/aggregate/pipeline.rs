@@ -204,7 +204,7 @@ pub struct Root {
     /// Numbers each document brings (`ADDSCORES`' `__score`, `FT.HYBRID`'s scores):
     /// the slot, each document's value, and the value of a document without one
     /// (`None`: the row has no such field).
-    pub columns: Vec<(usize, std::collections::HashMap<u64, f64>, Option<f64>)>,
+    pub columns: Vec<(usize, crate::index::IdMap<f64>, Option<f64>)>,
 }
 
 impl Stage for Root {
