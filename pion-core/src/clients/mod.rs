@@ -199,6 +199,9 @@ pub struct Transaction {
 pub struct Nested {
     /// When the outer command started: every command inside sees this time.
     pub started: std::time::Instant,
+    /// The wall-clock time (Unix ms) the outer command runs at, read once: every
+    /// command inside sees it, as a script or transaction does in Redis.
+    pub now_ms: i64,
     /// The write-ahead-log effects of the commands so far, as (database, command).
     pub effects: Vec<(usize, Vec<Vec<u8>>)>,
     /// The commands run inside a script (`EVAL`, `FCALL`), not a transaction: the

@@ -385,14 +385,17 @@ fn run_exclusive(
     };
     client.nested = Some(crate::clients::Nested {
         started,
+        now_ms: engine.now_ms(),
         effects: Vec::new(),
         in_script,
         script_keys,
     });
     let out = run_resolved(engine, client, argv, resolved, started);
-    let effects = client.nested.take().map(|n| n.effects).unwrap_or_default();
+    let (now, effects) = client
+        .nested
+        .take()
+        .map_or_else(|| (engine.now_ms(), Vec::new()), |n| (n.now_ms, n.effects));
     if let (false, Some(d)) = (effects.is_empty(), engine.durability()) {
-        let now = engine.wall_ms_at(started);
         let seq = d
             .wal()
             .append(now, effects.iter().map(|(db, c)| (*db, c.as_slice())));
@@ -423,7 +426,14 @@ fn run_resolved(
         .shared
         .last_cmd
         .store(resolved.stat, Ordering::Relaxed);
-    let now = engine.wall_ms_at(started);
+    // The wall clock read now, not derived from `started` through the monotonic
+    // clock: the two drift apart while the system clock is slewed, and a client's
+    // `PXAT` is set by the wall clock (as Redis's `mstime()` is). Inside a script or
+    // transaction, the outer command's time.
+    let now = client
+        .nested
+        .as_ref()
+        .map_or_else(|| engine.now_ms(), |n| n.now_ms);
     let result = {
         let mut ctx = Ctx::new(engine, client, lock_keys(engine, spec, argv, &keys, now));
         // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.

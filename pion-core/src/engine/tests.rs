@@ -103,3 +103,33 @@ fn derived_wall_clock_tracks_the_system_clock() {
         std::thread::sleep(Duration::from_millis(3));
     }
 }
+
+/// A command runs at the wall clock's time, read when it runs: a client's `PXAT` is
+/// set by that clock, so after the wall clock steps ahead of the monotonic one (an
+/// NTP correction) a key set to expire 10 s from now still has 10 s to live, not 10 s
+/// plus the step. Inside a transaction every command sees the `EXEC`'s time.
+#[test]
+fn commands_run_at_the_wall_clocks_time() {
+    let (clock, hand) = crate::util::clock::Clock::manual(1_700_000_000_000);
+    let engine = Engine::in_memory(EngineOptions {
+        disable_active_expiry: true,
+        clock: clock.clone(),
+        ..EngineOptions::default()
+    });
+    hand.step_wall(Duration::from_secs(5));
+    let at = (clock.unix_ms() + 10_000).to_string();
+    assert_eq!(
+        engine.execute(0, &["SET", "k", "v", "PXAT", &at]),
+        Reply::ok()
+    );
+    assert_eq!(engine.execute(0, &["PTTL", "k"]), Reply::Integer(10_000));
+    let mut s = engine.session();
+    assert_eq!(s.execute(&["MULTI"]), Reply::ok());
+    s.execute(&["PTTL", "k"]);
+    s.execute(&["PTTL", "k"]);
+    hand.step_wall(Duration::from_secs(1));
+    let Reply::Array(ttls) = s.execute(&["EXEC"]) else {
+        panic!("EXEC replies an array");
+    };
+    assert_eq!(ttls, vec![Reply::Integer(9_000), Reply::Integer(9_000)]);
+}

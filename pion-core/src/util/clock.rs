@@ -33,6 +33,8 @@ pub struct ManualClock {
     base: Instant,
     base_unix_us: i64,
     offset_us: AtomicI64,
+    /// How far the wall clock was stepped apart from the monotonic one.
+    wall_step_us: AtomicI64,
 }
 
 impl ManualClock {
@@ -46,8 +48,17 @@ impl ManualClock {
         self.base + Duration::from_micros(self.offset_us.load(Ordering::SeqCst) as u64)
     }
 
+    /// Steps the wall clock alone, as an NTP correction does: the monotonic clock
+    /// does not move.
+    pub fn step_wall(&self, by: Duration) {
+        self.wall_step_us
+            .fetch_add(by.as_micros() as i64, Ordering::SeqCst);
+    }
+
     fn unix_us(&self) -> i64 {
-        self.base_unix_us + self.offset_us.load(Ordering::SeqCst)
+        self.base_unix_us
+            + self.offset_us.load(Ordering::SeqCst)
+            + self.wall_step_us.load(Ordering::SeqCst)
     }
 
     fn unix_ms(&self) -> i64 {
@@ -62,6 +73,7 @@ impl Clock {
             base: Instant::now(),
             base_unix_us: start_unix_ms * 1000,
             offset_us: AtomicI64::new(0),
+            wall_step_us: AtomicI64::new(0),
         });
         (Clock::Manual(Arc::clone(&m)), m)
     }
