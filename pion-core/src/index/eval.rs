@@ -245,16 +245,7 @@ type TokenTest<'a> = Box<dyn Fn(&[u8]) -> bool + 'a>;
 fn positions(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Vec<usize>> {
     let (fields, test): (&FieldScope, TokenTest<'_>) = match node {
         Node::Term { fields, term, .. } => (fields, Box::new(move |t| t == term.as_slice())),
-        Node::Prefix { fields, prefix } => (fields, Box::new(move |t| t.starts_with(prefix))),
-        Node::Suffix { fields, suffix } => (fields, Box::new(move |t| t.ends_with(suffix))),
-        Node::Fuzzy {
-            fields,
-            term,
-            distance,
-        } => (
-            fields,
-            Box::new(move |t| levenshtein(t, term) <= usize::from(*distance)),
-        ),
+        Node::Prefix { .. } | Node::Suffix { .. } | Node::Fuzzy { .. } => expansion_test(node)?,
         Node::Phrase { fields, terms } => (fields, Box::new(move |t| terms.iter().any(|p| p == t))),
         Node::Intersect { children, .. } | Node::Union { children, .. } => {
             let mut all: Option<Vec<usize>> = None;
@@ -613,25 +604,19 @@ pub fn expansion_terms<'d>(
     node: &Node,
     limit: usize,
 ) -> Vec<&'d [u8]> {
-    let (fields, test, from): (&FieldScope, TokenTest<'_>, Option<&[u8]>) = match node {
-        Node::Prefix { fields, prefix } if prefix.len() >= MIN_AFFIX_LEN => (
-            fields,
-            Box::new(move |t: &[u8]| t.starts_with(prefix)),
-            Some(prefix),
-        ),
-        Node::Suffix { fields, suffix } if suffix.len() >= MIN_AFFIX_LEN => {
-            (fields, Box::new(move |t: &[u8]| t.ends_with(suffix)), None)
+    // MINPREFIX: shorter prefixes and suffixes stand for nothing.
+    let from = match node {
+        Node::Prefix { prefix, .. } | Node::Suffix { suffix: prefix, .. }
+            if prefix.len() < MIN_AFFIX_LEN =>
+        {
+            return Vec::new();
         }
-        Node::Fuzzy {
-            fields,
-            term,
-            distance,
-        } => (
-            fields,
-            Box::new(move |t: &[u8]| levenshtein(t, term) <= usize::from(*distance)),
-            None,
-        ),
-        _ => return Vec::new(),
+        // A prefix's terms are a range of each field's ordered terms.
+        Node::Prefix { prefix, .. } => Some(prefix.as_slice()),
+        _ => None,
+    };
+    let Some((fields, test)) = expansion_test(node) else {
+        return Vec::new();
     };
     let mut out: Vec<&'d [u8]> = Vec::new();
     for (i, f) in def.fields.iter().enumerate() {
@@ -657,6 +642,24 @@ pub fn expansion_terms<'d>(
     out.dedup();
     out.truncate(limit);
     out
+}
+
+/// The fields an expansion node (prefix, suffix, fuzzy) searches and which tokens it
+/// matches; `None` for any other node.
+fn expansion_test(node: &Node) -> Option<(&FieldScope, TokenTest<'_>)> {
+    Some(match node {
+        Node::Prefix { fields, prefix } => (fields, Box::new(move |t| t.starts_with(prefix))),
+        Node::Suffix { fields, suffix } => (fields, Box::new(move |t| t.ends_with(suffix))),
+        Node::Fuzzy {
+            fields,
+            term,
+            distance,
+        } => (
+            fields,
+            Box::new(move |t| levenshtein(t, term) <= usize::from(*distance)),
+        ),
+        _ => return None,
+    })
 }
 
 /// A node matching the terms an expansion stands for ([`expansion_terms`]): the

@@ -80,14 +80,8 @@ fn term_record(cx: &Cx<'_>, scope: &FieldScope, term: &[u8], id: u64) -> Option<
 /// The first term in byte order, of the document's terms in `scope`, an expansion
 /// stands for (the one it scores by).
 fn first_expanded(cx: &Cx<'_>, node: &Node, scope: &FieldScope, id: u64) -> Option<Record> {
-    let first = super::expansion_terms(cx.def, cx.docs, node, cx.opts.max_expansions)
-        .into_iter()
-        .find(|t| {
-            text_fields(cx.def, cx.docs, scope).any(|(_, index)| match index {
-                FieldIndex::Text { terms, .. } => terms.get(*t).is_some_and(|s| s.contains(id)),
-                _ => false,
-            })
-        })?;
+    let terms = super::expansion_terms(cx.def, cx.docs, node, cx.opts.max_expansions);
+    let first = slop::first_held(cx, scope, &terms, id)?;
     let record = term_record(cx, scope, first, id)?;
     Some(Record::Aggregate {
         kind: Kind::Union,

@@ -275,7 +275,7 @@ fn estimate(cx: &Cx<'_>, node: &Node, expansions: &HashMap<*const Node, Vec<&[u8
 
 /// The first of `sorted` (terms in byte order) that the document holds within
 /// `scope`: found from the document's own words, fewer than an expansion's terms.
-fn first_held<'t>(
+pub(super) fn first_held<'t>(
     cx: &Cx<'_>,
     scope: &FieldScope,
     sorted: &[&'t [u8]],
