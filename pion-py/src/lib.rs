@@ -3,6 +3,11 @@
 //! Replies become Python values; error replies raise `pion.PionError` with the
 //! server's message. The GIL is released while a command runs.
 
+// The engine's memory is counted as pion-server counts it (`used_memory`, `maxmemory`):
+// every Rust allocation in this module goes through the counting allocator.
+#[global_allocator]
+static ALLOC: pion_core::util::alloc::CountingAlloc = pion_core::util::alloc::CountingAlloc;
+
 use pion_core::durability::DurabilityOptions;
 use pion_core::{Engine as CoreEngine, EngineOptions, Reply};
 use pyo3::exceptions::PyException;

@@ -328,7 +328,17 @@ impl Worker {
                     engine.request_log_sync();
                 }
             }
-            let mut woken = false;
+            // Messages pushed to this thread's clients (Pub/Sub, invalidations) go out
+            // before this pass runs more commands, as Redis writes every client's
+            // output before it reads more: held back, they would count as used memory
+            // when the next command meets maxmemory, and the keys evicted for them
+            // would push more (tracking's eviction feedback loop).
+            let woken = events.iter().any(|e| e.token() == WAKER);
+            if woken {
+                self.admission.adopt_inbox(&mut self.conns, engine);
+                self.deliver_ready();
+                self.flush_pending(engine, &limits);
+            }
             for event in events.iter() {
                 match event.token() {
                     Token(t) if (FIRST_LISTENER..FIRST_CONN).contains(&t) => {
@@ -336,11 +346,7 @@ impl Worker {
                             self.admission.accept_all(l, &mut self.conns, engine);
                         }
                     }
-                    WAKER => {
-                        woken = true;
-                        self.admission.adopt_inbox(&mut self.conns, engine);
-                        self.deliver_ready();
-                    }
+                    WAKER => {}
                     token => self.serve(token, engine, &limits),
                 }
             }
@@ -363,6 +369,8 @@ impl Worker {
                 for token in held {
                     self.flush_one(token, engine, &limits);
                 }
+                // After a purge (memory freed in bulk), this thread's free pages too.
+                pion_core::util::alloc::collect_if_purged();
                 last_sweep = std::time::Instant::now();
             }
         }

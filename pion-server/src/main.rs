@@ -10,10 +10,13 @@ use pion_server::Server;
 
 // mimalloc: the server allocates small argument and reply buffers per command; a
 // thread-caching allocator keeps that off the hot path (measured in doc/benchmarks.md).
+// Counted, so that `used_memory` and `maxmemory` see what the process really holds.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: pion_core::util::alloc::CountingAlloc = pion_core::util::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
+    // Before the keyspace allocates: huge pages would hold freed memory resident.
+    pion_core::util::alloc::keep_huge_pages_out();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut opts = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
         Ok(Command::Serve(opts)) => opts,

@@ -9,6 +9,11 @@ use std::sync::Arc;
 /// Slices given to one vectored write at most.
 const MAX_SLICES: usize = 64;
 
+/// The reply buffer a connection keeps, made with it and kept for the next replies
+/// once the rest is written (Redis keeps a client's 16 KiB reply buffer and frees the
+/// rest): a big reply, or a burst of pushed messages, leaves no memory held behind it.
+const KEPT_CAPACITY: usize = 16 * 1024;
+
 /// A shared buffer that goes out right after `bytes[..at]`.
 struct Attached {
     at: usize,
@@ -16,7 +21,6 @@ struct Attached {
 }
 
 /// Bytes not yet written to the socket, in order.
-#[derive(Default)]
 pub struct Output {
     /// Encoded reply bytes; `bytes[..written]` are gone already.
     bytes: Vec<u8>,
@@ -24,6 +28,21 @@ pub struct Output {
     /// Shared buffers, by position in `bytes`; the first has `sent` bytes gone.
     attached: VecDeque<Attached>,
     sent: usize,
+}
+
+impl Default for Output {
+    /// An empty output with its reply buffer made at once, as Redis makes each
+    /// client's: a connection's memory is counted from the start, not when a burst
+    /// of replies or pushed messages first fills it (which, under `maxmemory`, would
+    /// count against the keys).
+    fn default() -> Output {
+        Output {
+            bytes: Vec::with_capacity(KEPT_CAPACITY),
+            written: 0,
+            attached: VecDeque::new(),
+            sent: 0,
+        }
+    }
 }
 
 impl Output {
@@ -119,6 +138,9 @@ impl Output {
         if self.is_empty() {
             self.bytes.clear();
             self.written = 0;
+            if self.bytes.capacity() > KEPT_CAPACITY {
+                self.bytes = Vec::with_capacity(KEPT_CAPACITY);
+            }
         }
     }
 
@@ -187,5 +209,30 @@ mod tests {
         let n: usize = first.iter().map(|s| s.len()).sum();
         out.advance(n);
         assert_eq!(out.len(), 200 * 4 - n);
+    }
+
+    #[test]
+    fn a_written_buffer_keeps_at_most_a_reply_chunk() {
+        let mut out = Output::default();
+        out.bytes_mut().extend_from_slice(&[b'x'; 100]);
+        out.advance(100);
+        assert_eq!(
+            out.capacity(),
+            KEPT_CAPACITY,
+            "the buffer stays for the next replies"
+        );
+        out.bytes_mut().extend_from_slice(&vec![b'y'; 1 << 20]);
+        out.advance(1 << 19);
+        assert!(
+            out.capacity() >= 1 << 20,
+            "still writing: nothing is dropped"
+        );
+        out.advance(1 << 19);
+        assert!(out.is_empty());
+        assert_eq!(
+            out.capacity(),
+            KEPT_CAPACITY,
+            "a written megabyte is given back"
+        );
     }
 }

@@ -19,6 +19,24 @@ def test_commands_and_errors(tmp_path):
             e.execute("NOPE")
 
 
+def test_the_embedded_engine_counts_the_memory_it_holds():
+    def memory(e):
+        text = e.execute("INFO", "memory")
+        text = text.decode() if isinstance(text, bytes) else text
+        return dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+
+    with pion.Engine() as e:
+        assert memory(e)["mem_allocator"].startswith("mimalloc-")
+        before = int(memory(e)["used_memory"])
+        for i in range(2000):
+            e.execute("SET", f"k{i}", b"x" * 1000)
+        grown = int(memory(e)["used_memory"]) - before
+        # The values, and what holds them: counted by the allocator, not estimated.
+        assert grown >= 2000 * 1000
+        e.execute("FLUSHALL")
+        assert int(memory(e)["used_memory"]) < before + grown // 4
+
+
 def test_data_survives_reopening_and_the_directory_is_locked(tmp_path):
     path = str(tmp_path / "data")
     e = pion.Engine(path)

@@ -12,7 +12,7 @@ use crate::evict::{Evictor, OOM_ERROR};
 /// bring used memory under the limit (always so under `noeviction`).
 pub fn before_command(engine: &Engine, deny_oom: bool) -> OpResult<()> {
     let limit = engine.maxmemory();
-    if limit == 0 || engine.keyspace().used_memory() as u64 <= limit {
+    if limit == 0 || engine.used_memory_for_eviction() <= limit {
         return Ok(());
     }
     // While writes are paused nothing is evicted either (that would be a write).
@@ -36,7 +36,11 @@ fn free_memory(engine: &Engine, evictor: &Evictor, limit: u64) -> bool {
         engine.search().key_expired(db, key);
         notify_evicted(engine, db, key);
     };
-    evictor.free_memory(engine.keyspace(), now, limit, &mut on_removed)
+    // Evicting comes before the command: what it tells the client that sent the
+    // command (its tracked keys' invalidations) precedes the reply.
+    let _before = engine.pubsub().tracking.before_command();
+    let measured = || engine.memory_for_eviction();
+    evictor.free_memory(engine.keyspace(), now, limit, &measured, &mut on_removed)
 }
 
 /// Tells the rest of the server that a key was evicted (called holding the key's

@@ -101,6 +101,10 @@ pub struct WalStats {
     pub bytes_on_disk: AtomicU64,
 }
 
+/// The largest pending buffer kept for the next batch once written (Redis keeps its
+/// AOF buffer under 4,000 bytes the same way).
+const KEPT_BUFFER: usize = 4096;
+
 struct Pending {
     buf: Vec<u8>,
     last_seq: u64,
@@ -113,6 +117,9 @@ pub struct Wal {
     policy: AtomicU8,
     segment_limit: u64,
     pending: Mutex<Pending>,
+    /// The pending buffer's capacity, for the memory figures (Redis's
+    /// `mem_aof_buffer`, which eviction does not count).
+    buffered: AtomicU64,
     segment: Mutex<Segment>,
     spare: Mutex<Option<Spare>>,
     closed: Mutex<Vec<Closed>>,
@@ -166,6 +173,7 @@ impl Wal {
                 buf: Vec::new(),
                 last_seq: last,
             }),
+            buffered: AtomicU64::new(0),
             segment: Mutex::new(segment),
             spare: Mutex::new(None),
             closed: Mutex::new(Vec::new()),
@@ -194,6 +202,12 @@ impl Wal {
     /// Counters.
     pub fn stats(&self) -> &WalStats {
         &self.stats
+    }
+
+    /// Bytes the log holds in memory for records not yet written to its segment
+    /// file (the pending buffer's capacity, kept for the next batch).
+    pub fn buffered_bytes(&self) -> u64 {
+        self.buffered.load(Ordering::Relaxed)
     }
 
     /// Sequence number of the last appended record.
@@ -254,6 +268,8 @@ impl Wal {
             let seq = p.last_seq + 1;
             p.last_seq = seq;
             frame(seq, &payload, payload_crc, &mut p.buf);
+            self.buffered
+                .store(p.buf.capacity() as u64, Ordering::Relaxed);
             self.appended.store(seq, Ordering::Release);
             if payload.capacity() > 64 << 20 {
                 *payload = Vec::new();
@@ -429,6 +445,7 @@ impl Wal {
         let _seg = self.segment.lock();
         let mut p = self.pending.lock();
         p.buf = Vec::new();
+        self.buffered.store(0, Ordering::Relaxed);
         p.last_seq
     }
 
@@ -481,12 +498,15 @@ impl Wal {
             return Err(e);
         }
         let mut p = self.pending.lock();
-        if p.buf.is_empty() && p.buf.capacity() < buf.capacity() && buf.capacity() <= 64 << 20 {
-            // Reuse the larger allocation for the next batch.
+        if p.buf.is_empty() && p.buf.capacity() < buf.capacity() && buf.capacity() <= KEPT_BUFFER {
+            // Reuse a small allocation for the next batch; a larger one goes back
+            // (it is counted in used memory, as Redis keeps only a small AOF buffer).
             let mut buf = buf;
             buf.clear();
             p.buf = buf;
         }
+        self.buffered
+            .store(p.buf.capacity() as u64, Ordering::Relaxed);
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The engine's periodic work, Redis's `serverCron` for the keyspace: every `1/hz`
 //! seconds it re-anchors the derived wall clock, keeps the client-side-caching table
-//! within its limit, and expires keys whose deadline passed (in a transaction's or a
-//! script's absence, as Redis does).
+//! within its limit, expires keys whose deadline passed (in a transaction's or a
+//! script's absence, as Redis does), and gives memory freed in bulk back to the system.
 
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
@@ -58,6 +58,8 @@ pub(super) fn spawn_expiry_cycle(engine: Weak<EngineInner>) {
                     );
                 });
             }
+            // Memory freed in bulk goes back to the system within a tick.
+            crate::util::alloc::purge_if_shrunk();
             drop(inner);
             std::thread::sleep(Duration::from_millis(1000 / hz));
         });

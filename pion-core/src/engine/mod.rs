@@ -71,6 +71,9 @@ pub(crate) struct EngineInner {
     config_file: std::sync::OnceLock<crate::config::file::ConfigFile>,
     /// `maxmemory` (cached likewise; 0 = no limit).
     maxmemory: AtomicU64,
+    /// Used memory when the engine was made, before any data was loaded
+    /// (`used_memory_startup`).
+    startup_memory: u64,
     /// An LFU `maxmemory-policy` is selected (cached likewise).
     lfu_policy: std::sync::atomic::AtomicBool,
     /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
@@ -404,6 +407,7 @@ impl Engine {
             maxmemory: AtomicU64::new(0),
             lfu_policy: std::sync::atomic::AtomicBool::new(false),
             error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
+            startup_memory: crate::util::alloc::allocated().unwrap_or(0),
             epoch: clock.now(),
             wall_at_epoch_us: std::sync::atomic::AtomicI64::new(clock.unix_us()),
             clock,
@@ -591,6 +595,38 @@ impl Engine {
     /// `maxmemory` in bytes (0: no limit).
     pub fn maxmemory(&self) -> u64 {
         self.inner.maxmemory.load(Ordering::Relaxed)
+    }
+
+    /// The memory figures now (`INFO memory`, `MEMORY STATS`), noting the peak.
+    pub fn memory_report(&self) -> crate::monitor::memstats::MemoryReport {
+        crate::monitor::memstats::MemoryReport::read(
+            &self.inner.keyspace,
+            &self.inner.operator.peak,
+            self.inner.startup_memory,
+            self.memory_not_counted_for_evict(),
+        )
+    }
+
+    /// Bytes held that eviction leaves out (Redis's `mem_not_counted_for_evict`):
+    /// the log's buffer of records not yet written, which evicting keys only grows.
+    pub fn memory_not_counted_for_evict(&self) -> u64 {
+        self.durability().map_or(0, |d| d.wal().buffered_bytes())
+    }
+
+    /// What `maxmemory` is compared with: the bytes the process holds through the
+    /// counting allocator (`util::alloc`) less what eviction leaves out, where that
+    /// allocator is the global one; otherwise the keyspace's own estimate of its keys
+    /// and values. With the allocator it is an atomic read; the estimate locks every
+    /// shard.
+    pub fn memory_for_eviction(&self) -> Option<u64> {
+        crate::util::alloc::allocated()
+            .map(|held| held.saturating_sub(self.memory_not_counted_for_evict()))
+    }
+
+    /// [`memory_for_eviction`](Self::memory_for_eviction), or the estimate.
+    pub fn used_memory_for_eviction(&self) -> u64 {
+        self.memory_for_eviction()
+            .unwrap_or_else(|| self.inner.keyspace.estimated_memory() as u64)
     }
 
     /// Re-reads the settings the command path checks on every call, after

@@ -81,12 +81,15 @@ impl Evictor {
 
     /// Evicts keys until used memory is at most `limit`, calling `on_removed` for each
     /// key removed (holding its shard); returns false when the policy allows no
-    /// eviction or nothing more can be evicted.
+    /// eviction or nothing more can be evicted. `measured` reads used memory where it
+    /// is measured (the counting allocator); `None` from it means the keyspace's
+    /// estimate is the figure. Each key's removal counts what it freed.
     pub fn free_memory(
         &self,
         ks: &Keyspace,
         now: i64,
         limit: u64,
+        measured: &dyn Fn() -> Option<u64>,
         on_removed: &mut dyn FnMut(usize, &[u8]),
     ) -> bool {
         let policy = self.policy();
@@ -94,7 +97,7 @@ impl Evictor {
             return false;
         }
         let mut pool = self.pool.lock();
-        let used = ks.used_memory() as u64;
+        let used = measured().unwrap_or_else(|| ks.estimated_memory() as u64);
         if used <= limit {
             return true;
         }

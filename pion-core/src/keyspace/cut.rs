@@ -88,7 +88,7 @@ fn dump(shard: &Shard) -> (usize, Vec<u8>) {
     let mut keys = 0;
     for (db, d) in shard.dbs.iter().enumerate() {
         let Some(d) = d else { continue };
-        for slot in &d.slots {
+        for slot in d.slots.iter() {
             for (k, e) in slot {
                 crate::keyspace::dump::encode_entry(db, k.as_slice(), e, &mut body);
                 keys += 1;

@@ -48,7 +48,7 @@ impl Keyspace {
                     let Some((_, key)) = d.expires.range((t, Vec::new())..).next() else {
                         continue;
                     };
-                    if let Some(e) = d.slots[locate(key).local].get(key.as_slice()) {
+                    if let Some(e) = d.slots.get(locate(key).local, key.as_slice()) {
                         out.push(Candidate {
                             score: score(e),
                             db,
@@ -67,10 +67,9 @@ impl Keyspace {
                 if taken >= per_db {
                     break;
                 }
-                let slot = &d.slots[(start + step) % SLOTS_PER_SHARD];
-                if slot.is_empty() {
+                let Some(slot) = d.slots.table((start + step) % SLOTS_PER_SHARD) else {
                     continue;
-                }
+                };
                 let skip = rng.gen_range(0..slot.len());
                 for (k, e) in slot
                     .iter()
@@ -93,7 +92,9 @@ impl Keyspace {
     /// Evicts one key if it still exists (and, when `volatile`, still has a time to
     /// live): removes it under its shard's lock and calls `on_removed` before the lock
     /// is released, so whatever records the removal (the write-ahead log, search
-    /// indexes) sees it in the order commands on that key ran. Returns the bytes freed.
+    /// indexes) sees it in the order commands on that key ran. Returns the bytes freed:
+    /// measured around the removal where the counting allocator is installed, else
+    /// the key's estimate.
     pub fn evict(
         &self,
         db: usize,
@@ -103,13 +104,25 @@ impl Keyspace {
     ) -> Option<usize> {
         let loc = locate(key);
         let mut shard = self.lock_shard(loc.shard);
-        let entry = shard.db(db)?.slots[loc.local].get(key)?;
+        let entry = shard.db(db)?.slots.get(loc.local, key)?;
         if volatile && entry.expire_at().is_none() {
             return None;
         }
+        let before = crate::util::alloc::thread_net();
         let removed = shard.remove(db, loc.local, key)?;
+        let estimate = removed.accounted as usize;
+        drop(removed);
+        // What the removal itself freed, as Redis measures it around the deletion
+        // only (and on this thread only, where the removal ran): what telling others
+        // costs (the log's record, invalidation messages to tracking clients) must not
+        // count against it, or each eviction would pay for the next one's messages and
+        // drain the database.
+        let freed = match (before, crate::util::alloc::thread_net()) {
+            (Some(before), Some(after)) => before.saturating_sub(after).max(0) as usize,
+            _ => estimate,
+        };
         on_removed(db, key);
-        Some(removed.accounted as usize)
+        Some(freed)
     }
 }
 

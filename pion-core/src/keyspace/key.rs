@@ -25,6 +25,7 @@ pub enum StoredKey {
 
 impl StoredKey {
     /// The key's bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match self {
             StoredKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
@@ -49,12 +50,14 @@ impl From<&[u8]> for StoredKey {
 }
 
 impl Borrow<[u8]> for StoredKey {
+    #[inline]
     fn borrow(&self) -> &[u8] {
         self.as_slice()
     }
 }
 
 impl Hash for StoredKey {
+    #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
         // Must equal `<[u8] as Hash>::hash` for `Borrow<[u8]>` lookups to work.
         self.as_slice().hash(state);
@@ -62,6 +65,7 @@ impl Hash for StoredKey {
 }
 
 impl PartialEq for StoredKey {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         self.as_slice() == other.as_slice()
     }

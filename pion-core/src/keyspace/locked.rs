@@ -156,7 +156,7 @@ impl<'a> Locked<'a> {
         let Some(d) = shard.db(db) else {
             return Ok(false);
         };
-        match d.slots[loc.local].get(key) {
+        match d.slots.get(loc.local, key) {
             None => Ok(false),
             // Under CLIENT PAUSE it reads as missing but stays (Redis's rule).
             Some(e) if e.is_expired(now) && ks.expiry_held(now) => Ok(false),
@@ -184,7 +184,7 @@ impl<'a> Locked<'a> {
         let shard = self.shard(loc.shard)?;
         let entry = shard
             .db_mut(db)
-            .and_then(|d| d.slots[loc.local].get_mut(key));
+            .and_then(|d| d.slots.get_mut(loc.local, key));
         if let Some(e) = entry {
             if touch && lfu {
                 e.lfu_touch(now, rand::random::<f64>(), params);
@@ -204,7 +204,7 @@ impl<'a> Locked<'a> {
             return Ok(None);
         }
         let shard = self.shard(loc.shard)?;
-        Ok(shard.db(db).and_then(|d| d.slots[loc.local].get(key)))
+        Ok(shard.db(db).and_then(|d| d.slots.get(loc.local, key)))
     }
 
     /// The entry stored under a key, even one past its time to live that nothing has
@@ -213,7 +213,7 @@ impl<'a> Locked<'a> {
         self.check_db(db)?;
         let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
-        Ok(shard.db(db).and_then(|d| d.slots[loc.local].get(key)))
+        Ok(shard.db(db).and_then(|d| d.slots.get(loc.local, key)))
     }
 
     /// The value of a live key, for reading. Counts a keyspace hit or miss.
@@ -252,7 +252,7 @@ impl<'a> Locked<'a> {
         let shard = self.shard(loc.shard)?;
         shard
             .db_mut(db)
-            .and_then(|d| d.slots[loc.local].get_mut(key))
+            .and_then(|d| d.slots.get_mut(loc.local, key))
             .map(|e| &mut e.value)
             .ok_or_else(not_locked)
     }
@@ -279,7 +279,7 @@ impl<'a> Locked<'a> {
         }
         entry.set_accounted(entry.value.mem_usage() + key.len());
         let d = shard.db_or_create(db);
-        let old = d.slots[loc.local].get_mut(key);
+        let old = d.slots.get_mut(loc.local, key);
         let mut stale_deadline = None;
         let mut created = false;
         match old {
@@ -300,7 +300,7 @@ impl<'a> Locked<'a> {
             }
             None => {
                 let added = entry.accounted as usize;
-                d.slots[loc.local].insert(StoredKey::from(key), entry);
+                d.slots.insert(loc.local, StoredKey::from(key), entry);
                 d.keys += 1;
                 shard.used_memory += added;
                 created = true;
@@ -363,7 +363,7 @@ impl<'a> Locked<'a> {
         let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
         let d = shard.db_or_create(db);
-        let Some(entry) = d.slots[loc.local].get_mut(key) else {
+        let Some(entry) = d.slots.get_mut(loc.local, key) else {
             return Ok(false);
         };
         let old = entry.set_deadline(at);
@@ -390,7 +390,7 @@ impl<'a> Locked<'a> {
         let Some(d) = shard.db_mut(db) else {
             return Ok(false);
         };
-        let Some(entry) = d.slots[loc.local].get_mut(key) else {
+        let Some(entry) = d.slots.get_mut(loc.local, key) else {
             return Ok(false);
         };
         if entry.value.is_empty_collection() {
@@ -420,7 +420,7 @@ impl<'a> Locked<'a> {
         let mut out = Vec::new();
         for shard in self.all_shards()? {
             if let Some(d) = shard.db(db) {
-                for slot in &d.slots {
+                for slot in d.slots.iter() {
                     out.extend(
                         slot.iter()
                             .filter(|(_, e)| !e.is_expired(now))
@@ -484,7 +484,7 @@ impl<'a> Locked<'a> {
                     continue;
                 }
                 if let Some(d) = shard.db(db) {
-                    for slot in &d.slots {
+                    for slot in d.slots.iter() {
                         if pick < slot.len() {
                             found = slot
                                 .iter()

@@ -259,8 +259,9 @@ impl Keyspace {
         (keys, volatile, avg_ttl)
     }
 
-    /// Approximate bytes used by keys and values.
-    pub fn used_memory(&self) -> usize {
+    /// The keyspace's estimate of the bytes its keys and values take (each key's
+    /// figure is refreshed after every write to it; `MEMORY USAGE` computes the same).
+    pub fn estimated_memory(&self) -> usize {
         self.shards.iter().map(|s| s.lock().used_memory()).sum()
     }
 

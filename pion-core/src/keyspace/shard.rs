@@ -7,7 +7,23 @@ use super::key::StoredKey;
 use super::SLOTS_PER_SHARD;
 use crate::value::Value;
 
-type SlotMap = HashMap<StoredKey, Entry, ahash::RandomState>;
+type SlotMap = HashMap<StoredKey, Entry, SlotHasher>;
+
+/// The hasher of every slot table: ahash under keys drawn once per process. It is
+/// zero-sized, so a table's header is 32 bytes instead of 64 (a shard has 256 slots
+/// per database, and 16,384 in all).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SlotHasher;
+
+impl std::hash::BuildHasher for SlotHasher {
+    type Hasher = ahash::AHasher;
+
+    #[inline]
+    fn build_hasher(&self) -> ahash::AHasher {
+        static KEYS: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
+        KEYS.get_or_init(ahash::RandomState::new).build_hasher()
+    }
+}
 
 /// A stored key's value and metadata, kept small: the slot tables hold entries
 /// inline, so every byte here is paid on each lookup's cache lines.
@@ -144,10 +160,102 @@ pub(crate) fn lru_clock(now_ms: i64) -> u32 {
     (now_ms / 1000) as u32
 }
 
+/// A database's slot tables in one shard: only the slots that hold keys have one,
+/// made when the first key arrives and dropped with the last (as Redis 8's per-slot
+/// dictionaries are). The tables sit together, inline, and a small index maps a slot
+/// to its table: a lookup is one index read and the table's header, and a database's
+/// part of a shard costs half a KiB until its slots fill, not 256 tables.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    /// Per slot: its table's position in `tables` plus one (0: no table).
+    index: [u16; SLOTS_PER_SHARD],
+    tables: Vec<SlotMap>,
+    /// The slot of each table, by position (to fix the index when a table moves).
+    owners: Vec<u16>,
+}
+
+impl Slots {
+    fn new() -> Slots {
+        Slots {
+            index: [0; SLOTS_PER_SHARD],
+            tables: Vec::new(),
+            owners: Vec::new(),
+        }
+    }
+
+    /// Where slot `local`'s table is, if it has one.
+    #[inline]
+    fn position(&self, local: usize) -> Option<usize> {
+        match self.index.get(local) {
+            Some(&at) if at > 0 => Some(usize::from(at) - 1),
+            _ => None,
+        }
+    }
+
+    /// The table of slot `local`, if it holds a key.
+    #[inline]
+    pub fn table(&self, local: usize) -> Option<&SlotMap> {
+        self.tables.get(self.position(local)?)
+    }
+
+    /// Every table that holds a key (in no particular order).
+    pub fn iter(&self) -> impl Iterator<Item = &SlotMap> {
+        self.tables.iter()
+    }
+
+    /// The entry of `key` in slot `local`.
+    #[inline]
+    pub fn get(&self, local: usize, key: &[u8]) -> Option<&Entry> {
+        self.table(local)?.get(key)
+    }
+
+    /// The entry of `key` in slot `local`, for writing.
+    #[inline]
+    pub fn get_mut(&mut self, local: usize, key: &[u8]) -> Option<&mut Entry> {
+        let at = self.position(local)?;
+        self.tables.get_mut(at)?.get_mut(key)
+    }
+
+    /// Stores `entry` under `key` in slot `local`, making the slot's table if needed;
+    /// returns the entry it replaced.
+    pub fn insert(&mut self, local: usize, key: StoredKey, entry: Entry) -> Option<Entry> {
+        let at = match self.position(local) {
+            Some(at) => at,
+            None => {
+                debug_assert!(local < SLOTS_PER_SHARD, "slot {local} is not in a shard");
+                self.tables.push(SlotMap::default());
+                self.owners.push(local as u16);
+                // At most SLOTS_PER_SHARD (256) tables: positions fit a u16.
+                self.index[local] = self.tables.len() as u16;
+                self.tables.len() - 1
+            }
+        };
+        // `at` is a table's position: the index only holds positions of tables.
+        self.tables[at].insert(key, entry)
+    }
+
+    /// Removes `key` from slot `local`, dropping the slot's table once it is empty
+    /// (the last table takes its place).
+    pub fn remove(&mut self, local: usize, key: &[u8]) -> Option<Entry> {
+        let at = self.position(local)?;
+        let table = self.tables.get_mut(at)?;
+        let removed = table.remove(key);
+        if table.is_empty() {
+            self.tables.swap_remove(at);
+            self.owners.swap_remove(at);
+            self.index[local] = 0;
+            if let Some(&moved) = self.owners.get(at) {
+                self.index[usize::from(moved)] = at as u16 + 1;
+            }
+        }
+        removed
+    }
+}
+
 /// One database's part of a shard.
 #[derive(Debug)]
 pub(crate) struct DbShard {
-    pub slots: Vec<SlotMap>,
+    pub slots: Slots,
     pub expires: BTreeSet<(i64, Vec<u8>)>,
     pub keys: usize,
     /// Sum of the indexed deadlines, for `INFO keyspace`'s `avg_ttl`.
@@ -157,7 +265,7 @@ pub(crate) struct DbShard {
 impl DbShard {
     fn new() -> DbShard {
         DbShard {
-            slots: (0..SLOTS_PER_SHARD).map(|_| SlotMap::default()).collect(),
+            slots: Slots::new(),
             expires: BTreeSet::new(),
             keys: 0,
             deadline_sum: 0,
@@ -228,7 +336,7 @@ impl Shard {
     /// Removes a key outright (no expiry check), keeping counters and indexes right.
     pub fn remove(&mut self, db: usize, local: usize, key: &[u8]) -> Option<Entry> {
         let d = self.db_mut(db)?;
-        let entry = d.slots[local].remove(key)?;
+        let entry = d.slots.remove(local, key)?;
         d.keys -= 1;
         if let Some(at) = entry.expire_at() {
             d.unindex_deadline(at, key);
@@ -245,8 +353,9 @@ impl Shard {
         now_ms: i64,
         visit: &mut impl FnMut(&[u8], &Entry),
     ) -> usize {
-        let Some(d) = self.db(db) else { return 0 };
-        let slot = &d.slots[local];
+        let Some(slot) = self.db(db).and_then(|d| d.slots.table(local)) else {
+            return 0;
+        };
         for (k, e) in slot {
             if !e.is_expired(now_ms) {
                 visit(k.as_slice(), e);
@@ -279,7 +388,7 @@ impl Shard {
                 // removal must never rest on the index alone.
                 let due_now = self
                     .db(db)
-                    .and_then(|d| d.slots[local].get(key.as_slice()))
+                    .and_then(|d| d.slots.get(local, key.as_slice()))
                     .is_some_and(|e| e.is_expired(now_ms));
                 if due_now && self.remove(db, local, &key).is_some() {
                     removed += 1;
@@ -324,5 +433,51 @@ mod tests {
         assert_eq!(e.expire_at(), Some(i64::MIN + 1));
         assert_eq!(e.set_deadline(None), Some(i64::MIN + 1));
         assert!(!e.is_expired(i64::MAX));
+    }
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+
+    #[test]
+    fn slot_tables_come_and_go_with_their_keys() {
+        let mut slots = Slots::new();
+        let entry = |n: i64| {
+            Entry::new(
+                Value::Str(crate::value::StrValue::new(n.to_string().into_bytes())),
+                0,
+            )
+        };
+        // Slots out of order, across the bitmap's words, one twice.
+        for (i, local) in [200usize, 3, 64, 255, 0, 3, 130].iter().enumerate() {
+            let key = format!("k{i}");
+            assert!(slots
+                .insert(*local, StoredKey::from(key.as_bytes()), entry(i as i64))
+                .is_none());
+        }
+        assert_eq!(slots.tables.len(), 6);
+        let mut sizes: Vec<usize> = slots.iter().map(|t| t.len()).collect();
+        sizes.sort_unstable();
+        assert_eq!(sizes, [1, 1, 1, 1, 1, 2]);
+        assert!(slots.get(3, b"k1").is_some() && slots.get(3, b"k5").is_some());
+        assert!(slots.get(64, b"k2").is_some() && slots.get(130, b"k6").is_some());
+        assert!(slots.get(4, b"k1").is_none() && slots.table(199).is_none());
+        slots.get_mut(255, b"k3").expect("k3").set_deadline(Some(7));
+        assert_eq!(slots.get(255, b"k3").and_then(|e| e.expire_at()), Some(7));
+        // A replaced key keeps its table; the last key leaving drops it.
+        assert!(slots
+            .insert(0, StoredKey::from(&b"k4"[..]), entry(9))
+            .is_some());
+        assert!(slots.remove(3, b"k1").is_some());
+        assert!(slots.table(3).is_some());
+        assert!(slots.remove(3, b"k5").is_some());
+        assert!(slots.table(3).is_none());
+        assert!(slots.remove(3, b"k5").is_none());
+        assert_eq!(slots.tables.len(), 5);
+        for (local, key) in [(0, "k4"), (64, "k2"), (130, "k6"), (200, "k0"), (255, "k3")] {
+            assert!(slots.remove(local, key.as_bytes()).is_some(), "{key}");
+        }
+        assert!(slots.tables.is_empty() && slots.index.iter().all(|i| *i == 0));
     }
 }

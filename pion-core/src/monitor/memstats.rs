@@ -1,10 +1,13 @@
-//! Memory figures for `INFO memory` and `MEMORY STATS`: used memory (the keyspace's
-//! estimate, which eviction compares with `maxmemory`), its peak, the process's
-//! resident set size and the ratio between the two, under Redis's field names.
+//! Memory figures for `INFO memory` and `MEMORY STATS` under Redis's field names:
+//! used memory (what the counting allocator says the process holds, or the keyspace's
+//! estimate where that allocator is not installed — the figure eviction compares with
+//! `maxmemory`), its peak, the start-up baseline, the keys' own share, the process's
+//! resident set size and the ratio between the two.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::keyspace::Keyspace;
+use crate::util::alloc;
 use crate::util::num::human_bytes;
 
 /// The highest used memory seen (`used_memory_peak`), process-wide per engine.
@@ -19,10 +22,15 @@ impl Peak {
 }
 
 /// One reading of the memory figures.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MemoryReport {
-    /// Bytes of keys and values (estimated), what eviction keeps under `maxmemory`.
+    /// Bytes the process holds (counted by the allocator), or the keys' and values'
+    /// estimate without it: what eviction keeps under `maxmemory`.
     pub used: u64,
+    /// The keys' and values' own estimate (`used_memory_dataset`), at most `used`.
+    pub dataset: u64,
+    /// `used` when the engine had just started (`used_memory_startup`).
+    pub startup: u64,
     /// Highest `used` seen.
     pub peak: u64,
     /// Resident set size of the process (0 where unknown).
@@ -31,21 +39,33 @@ pub struct MemoryReport {
     pub keys: u64,
     /// Physical memory of the machine (0 where unknown).
     pub system: u64,
+    /// Bytes eviction leaves out of `used` (`mem_not_counted_for_evict`).
+    pub not_counted: u64,
+    /// The allocator's name (`mem_allocator`).
+    pub allocator: String,
 }
 
 impl MemoryReport {
-    /// Reads the figures of `keyspace` now, noting its used memory in `peak`.
-    pub fn read(keyspace: &Keyspace, peak: &Peak) -> MemoryReport {
-        let used = keyspace.used_memory() as u64;
+    /// Reads the figures of `keyspace` now, noting its used memory in `peak`;
+    /// `startup` is the used memory the engine started with, `not_counted` what
+    /// eviction leaves out of it (the log's buffer).
+    pub fn read(keyspace: &Keyspace, peak: &Peak, startup: u64, not_counted: u64) -> MemoryReport {
+        let estimate = keyspace.estimated_memory() as u64;
+        let used = alloc::allocated().unwrap_or(estimate);
+        let dataset = estimate.min(used);
         let keys = (0..keyspace.databases())
             .map(|db| keyspace.db_size(db) as u64)
             .sum();
         MemoryReport {
             used,
+            dataset,
+            startup: startup.min(used),
             peak: peak.note(used),
             rss: rss_bytes(),
             keys,
             system: system_bytes(),
+            not_counted: not_counted.min(used),
+            allocator: alloc::name(),
         }
     }
 
@@ -67,6 +87,23 @@ impl MemoryReport {
         }
     }
 
+    /// What is not the keys' and values' own bytes (`used_memory_overhead`): tables,
+    /// client and log buffers, indexes, scripts, the start-up baseline.
+    pub fn overhead(&self) -> u64 {
+        self.used - self.dataset
+    }
+
+    /// The dataset as a percentage of what was allocated since start-up (Redis's
+    /// `used_memory_dataset_perc`).
+    pub fn dataset_percentage(&self) -> f64 {
+        let net = self.used.saturating_sub(self.startup);
+        if net == 0 {
+            100.0
+        } else {
+            (self.dataset as f64 * 100.0 / net as f64).min(100.0)
+        }
+    }
+
     /// The `INFO memory` fields (before `maxmemory` and the policy).
     pub fn info_fields(&self) -> Vec<(&'static str, String)> {
         vec![
@@ -80,10 +117,13 @@ impl MemoryReport {
                 "used_memory_peak_perc",
                 format!("{:.2}%", self.peak_percentage()),
             ),
-            ("used_memory_overhead", "0".into()),
-            ("used_memory_startup", "0".into()),
-            ("used_memory_dataset", self.used.to_string()),
-            ("used_memory_dataset_perc", "100.00%".into()),
+            ("used_memory_overhead", self.overhead().to_string()),
+            ("used_memory_startup", self.startup.to_string()),
+            ("used_memory_dataset", self.dataset.to_string()),
+            (
+                "used_memory_dataset_perc",
+                format!("{:.2}%", self.dataset_percentage()),
+            ),
             ("total_system_memory", self.system.to_string()),
             ("total_system_memory_human", human_bytes(self.system)),
         ]
@@ -100,11 +140,11 @@ impl MemoryReport {
                 "mem_fragmentation_bytes",
                 (self.rss as i64 - self.used as i64).to_string(),
             ),
-            ("mem_not_counted_for_evict", "0".into()),
+            ("mem_not_counted_for_evict", self.not_counted.to_string()),
             ("mem_clients_slaves", "0".into()),
             ("mem_clients_normal", "0".into()),
-            ("mem_aof_buffer", "0".into()),
-            ("mem_allocator", "libc".into()),
+            ("mem_aof_buffer", self.not_counted.to_string()),
+            ("mem_allocator", self.allocator.clone()),
             ("lazyfree_pending_objects", "0".into()),
             ("lazyfreed_objects", "0".into()),
         ]

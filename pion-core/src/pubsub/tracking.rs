@@ -99,6 +99,20 @@ impl Drop for Executing {
     }
 }
 
+/// Work that runs before the command of the executing client (eviction), until
+/// dropped: its invalidations reach that client before the command's reply, as
+/// Redis evicts before it calls the command.
+pub struct BeforeCommand {
+    /// The executing client's mark, put back when this ends.
+    held: u64,
+}
+
+impl Drop for BeforeCommand {
+    fn drop(&mut self) {
+        EXECUTING.with(|e| e.set(self.held));
+    }
+}
+
 /// An open batch of `BCAST` invalidations: closing it (dropping it, so a command that
 /// fails halfway still closes it) sends them, one message per prefix.
 pub struct Batch<'a> {
@@ -153,6 +167,14 @@ impl Table {
             }
             Executing { outermost }
         })
+    }
+
+    /// Lifts the executing client's mark while work that precedes its command runs
+    /// (see [`BeforeCommand`]).
+    pub fn before_command(&self) -> BeforeCommand {
+        BeforeCommand {
+            held: EXECUTING.with(|e| e.replace(0)),
+        }
     }
 
     /// Opens a batch of `BCAST` invalidations on this thread for the command of

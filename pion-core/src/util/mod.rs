@@ -1,7 +1,9 @@
 //! Utilities with no knowledge of the engine: Redis's number formats and parsers,
-//! glob matching, the log, byte codecs (with Redis's CRC-64 and LZF) and the clock. Every other layer may use them;
+//! glob matching, the log, byte codecs (with Redis's CRC-64 and LZF), the clock and the
+//! counting allocator. Every other layer may use them;
 //! they use nothing of the crate above this folder.
 
+pub mod alloc;
 pub mod args;
 pub mod clock;
 pub mod codec;

@@ -128,8 +128,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "memory" => {
             header!("# Memory");
-            let report =
-                crate::monitor::memstats::MemoryReport::read(e.keyspace(), &e.operator().peak);
+            let report = e.memory_report();
             for (k, v) in report.info_fields() {
                 line(k, &v);
             }

@@ -6,7 +6,6 @@ use crate::command::flags::*;
 use crate::command::handlers::util::{int, is_kw};
 use crate::command::{CommandSpec, Group, KeySpecDoc};
 use crate::error::{OpError, OpResult};
-use crate::monitor::memstats::MemoryReport;
 use crate::reply::Reply;
 
 /// `MEMORY`'s subcommands.
@@ -70,17 +69,17 @@ fn usage(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     })
 }
 
-/// `MEMORY STATS`: Redis's fields, with what Pion measures (keyspace estimate,
-/// resident set) where Redis reads its allocator.
+/// `MEMORY STATS`: Redis's fields, from the counting allocator (or the keyspace's
+/// estimate without it) and the resident set.
 fn stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     let e = ctx.engine();
-    let r = MemoryReport::read(e.keyspace(), &e.operator().peak);
+    let r = e.memory_report();
     let int = |n: u64| Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX));
     let mut out: Vec<(Reply, Reply)> = Vec::new();
     let mut put = |k: &str, v: Reply| out.push((Reply::bulk(k), v));
     put("peak.allocated", int(r.peak));
     put("total.allocated", int(r.used));
-    put("startup.allocated", int(0));
+    put("startup.allocated", int(r.startup));
     put("replication.backlog", int(0));
     put("clients.slaves", int(0));
     put("clients.normal", int(0));
@@ -110,14 +109,18 @@ fn stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
             ]),
         );
     }
-    put("overhead.total", int(0));
+    put("overhead.total", int(r.overhead()));
     put("keys.count", int(r.keys));
     put(
         "keys.bytes-per-key",
-        int(r.used.checked_div(r.keys).unwrap_or(0)),
+        int(r
+            .used
+            .saturating_sub(r.startup)
+            .checked_div(r.keys)
+            .unwrap_or(0)),
     );
-    put("dataset.bytes", int(r.used));
-    put("dataset.percentage", Reply::Double(100.0));
+    put("dataset.bytes", int(r.dataset));
+    put("dataset.percentage", Reply::Double(r.dataset_percentage()));
     put("peak.percentage", Reply::Double(r.peak_percentage()));
     put("allocator.allocated", int(r.used));
     put("allocator.active", int(r.used));
@@ -141,7 +144,7 @@ fn stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// `MEMORY DOCTOR`: a short report of what looks wrong.
 fn doctor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    let r = MemoryReport::read(ctx.keyspace(), &ctx.operator().peak);
+    let r = ctx.engine().memory_report();
     let limit = ctx.engine().maxmemory();
     let text = if r.keys == 0 || r.used < 5 * 1024 * 1024 {
         "This instance holds little or no data: there is nothing to diagnose yet.".to_string()
@@ -157,16 +160,18 @@ fn doctor(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::Verbatim("txt", text.into_bytes()))
 }
 
-/// `MEMORY MALLOC-STATS`: Pion uses the system allocator, which reports nothing.
+/// `MEMORY MALLOC-STATS`: the allocator's own statistics (mimalloc's, as JSON), where
+/// the counting allocator is installed.
 fn malloc_stats(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
-    Ok(Reply::Verbatim(
-        "txt",
-        b"Stats not supported for the current allocator".to_vec(),
-    ))
+    let text = crate::util::alloc::stats_json()
+        .unwrap_or_else(|| "Stats not supported for the current allocator".to_string());
+    Ok(Reply::Verbatim("txt", text.into_bytes()))
 }
 
-/// `MEMORY PURGE`: nothing to purge with the system allocator.
+/// `MEMORY PURGE`: gives the allocator's free pages back to the system now (with the
+/// system allocator there is nothing to ask, and Redis answers OK too).
 fn purge(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
+    crate::util::alloc::purge();
     Ok(Reply::ok())
 }
 

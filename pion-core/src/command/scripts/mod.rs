@@ -52,7 +52,7 @@ pub fn fcall(
 /// `noeviction`).
 fn over_maxmemory(engine: &Engine) -> bool {
     let limit = engine.maxmemory();
-    limit > 0 && engine.keyspace().used_memory() as u64 > limit
+    limit > 0 && engine.used_memory_for_eviction() > limit
 }
 
 /// Ends a forked debugging session: every key its script wrote is as it was before,

@@ -1,0 +1,401 @@
+//! The allocator Pion measures its memory with: mimalloc, wrapped so that every block it
+//! hands out is counted at the size mimalloc rounds it to (as Redis's zmalloc counts
+//! jemalloc's usable sizes). What
+//! the process really holds for data and overhead — keys, values, indexes, client
+//! buffers, the log's buffers, Lua — is then one number, which `used_memory`,
+//! `maxmemory` and eviction read, instead of a sum of per-key estimates that misses
+//! most of it.
+//!
+//! A program opts in by naming [`CountingAlloc`] its global allocator (pion-server and
+//! pion-py do):
+//!
+//! ```ignore
+//! #[global_allocator]
+//! static ALLOC: pion_core::util::alloc::CountingAlloc = pion_core::util::alloc::CountingAlloc;
+//! ```
+//!
+//! Without it [`allocated`] is `None` and the engine falls back to its per-key
+//! estimate. The count is per process: engines sharing one process share it.
+//!
+//! Counting costs a plain load and store per allocation and free: each thread owns a
+//! counter (on its own cache line) that only it writes, and a reading sums them. A
+//! reading is exact but for allocations in flight on other threads at that moment.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+/// Threads with a counter of their own; any further thread counts into [`SHARED`]
+/// with atomic adds (threads are never given their counter back: a thread's count
+/// stays part of the total after it ends, as the blocks it allocated may).
+pub const COUNTERS: usize = 256;
+
+/// One thread's count, alone on its cache line so that no other thread's
+/// allocations touch it.
+#[repr(align(64))]
+struct Counter(AtomicI64);
+
+static COUNTS: [Counter; COUNTERS] = [const { Counter(AtomicI64::new(0)) }; COUNTERS];
+/// Counters handed out so far (may run past [`COUNTERS`]).
+static CLAIMED: AtomicUsize = AtomicUsize::new(0);
+/// The count of threads past the first [`COUNTERS`].
+static SHARED: AtomicI64 = AtomicI64::new(0);
+
+/// Whether [`CountingAlloc`] is the global allocator: [`UNKNOWN`] until [`installed`]
+/// has looked.
+static INSTALLED: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const YES: u8 = 1;
+const NO: u8 = 2;
+
+/// A thread that has not asked for a counter yet.
+const UNCLAIMED: usize = usize::MAX;
+
+thread_local! {
+    /// This thread's counter ([`COUNTERS`]: it counts into [`SHARED`]). A `Cell` of
+    /// an integer needs no destructor, so reaching it never allocates (which an
+    /// allocator must not do).
+    static MINE: Cell<usize> = const { Cell::new(UNCLAIMED) };
+}
+
+/// mimalloc, counted. See the module's comment.
+pub struct CountingAlloc;
+
+/// This thread's counter, claimed on first use; `None` past [`COUNTERS`] threads or
+/// while the thread is being torn down.
+#[inline]
+fn my_counter() -> Option<&'static AtomicI64> {
+    let index = MINE
+        .try_with(|m| {
+            let mut i = m.get();
+            if i == UNCLAIMED {
+                i = CLAIMED.fetch_add(1, Ordering::Relaxed).min(COUNTERS);
+                m.set(i);
+            }
+            i
+        })
+        .unwrap_or(COUNTERS);
+    COUNTS.get(index).map(|c| &c.0)
+}
+
+#[inline]
+fn note(delta: i64) {
+    match my_counter() {
+        // Only this thread writes its counter: a load and a store, no atomic add.
+        Some(c) => c.store(c.load(Ordering::Relaxed) + delta, Ordering::Relaxed),
+        None => {
+            SHARED.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The calling thread's count so far (0 before its first counted allocation).
+fn own_count() -> Option<i64> {
+    let index = MINE.try_with(Cell::get).ok()?;
+    match index {
+        UNCLAIMED => Some(0),
+        i => COUNTS.get(i).map(|c| c.0.load(Ordering::Relaxed)),
+    }
+}
+
+/// Whether [`CountingAlloc`] is the global allocator: a box allocated through the
+/// global allocator either moves this thread's count or does not. (Calling
+/// `CountingAlloc` directly, as its tests do, does not make it the global one.)
+pub fn installed() -> bool {
+    match INSTALLED.load(Ordering::Relaxed) {
+        YES => true,
+        NO => false,
+        _ => {
+            let before = own_count();
+            let probe = std::hint::black_box(Box::new(0u64));
+            let counted = own_count() != before;
+            drop(probe);
+            INSTALLED.store(if counted { YES } else { NO }, Ordering::Relaxed);
+            counted
+        }
+    }
+}
+
+/// What a block of `size` bytes takes: the size mimalloc rounds it to (its size
+/// class), computed from the size alone, with no look at the block (a pointer lookup
+/// per allocation would cost a cache miss). Counting the same function of the layout's
+/// size at allocation, reallocation and free keeps the count consistent whatever
+/// mimalloc does in place.
+#[inline]
+fn rounded(size: usize) -> i64 {
+    // SAFETY: mi_good_size is pure arithmetic on its argument.
+    unsafe { libmimalloc_sys::mi_good_size(size) as i64 }
+}
+
+// SAFETY: every method forwards to mimalloc's aligned entry points with the layout's
+// size and alignment, exactly as the `mimalloc` crate's `MiMalloc` does; the counting
+// around them only computes a size and touches this thread's counter.
+unsafe impl GlobalAlloc for CountingAlloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as GlobalAlloc::alloc requires, `layout` has a non-zero size.
+        let p = unsafe { libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()) };
+        if !p.is_null() {
+            note(rounded(layout.size()));
+        }
+        p as *mut u8
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()) };
+        if !p.is_null() {
+            note(rounded(layout.size()));
+        }
+        p as *mut u8
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note(-rounded(layout.size()));
+        // SAFETY: `ptr` came from this allocator (GlobalAlloc::dealloc's contract).
+        unsafe { libmimalloc_sys::mi_free(ptr as *mut c_void) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from this allocator with `layout` (GlobalAlloc::realloc's
+        // contract); mimalloc keeps the alignment it is given.
+        let p = unsafe {
+            libmimalloc_sys::mi_realloc_aligned(ptr as *mut c_void, new_size, layout.align())
+        };
+        // On failure the old block stays allocated and counted.
+        if !p.is_null() {
+            note(rounded(new_size) - rounded(layout.size()));
+        }
+        p as *mut u8
+    }
+}
+
+/// Bytes the process holds through [`CountingAlloc`]; `None` when it is not the
+/// global allocator.
+pub fn allocated() -> Option<u64> {
+    if !installed() {
+        return None;
+    }
+    let claimed = CLAIMED.load(Ordering::Relaxed).min(COUNTERS);
+    let own: i64 = COUNTS[..claimed]
+        .iter()
+        .map(|c| c.0.load(Ordering::Relaxed))
+        .sum();
+    Some((own + SHARED.load(Ordering::Relaxed)).max(0) as u64)
+}
+
+/// What the calling thread has allocated less what it has freed, exactly (blocks
+/// other threads free for it are theirs); `None` when [`CountingAlloc`] is not the
+/// global allocator. The difference of two readings is what the thread's work in
+/// between allocated or freed, whatever other threads did meanwhile — eviction
+/// measures a key's removal this way.
+pub fn thread_net() -> Option<i64> {
+    if !installed() {
+        return None;
+    }
+    // A thread without a counter of its own cannot tell its share apart.
+    my_counter().map(|c| c.load(Ordering::Relaxed))
+}
+
+/// The allocator's name as `INFO`'s `mem_allocator` gives it.
+pub fn name() -> String {
+    if installed() {
+        // SAFETY: mi_version has no preconditions.
+        let v = unsafe { libmimalloc_sys::mi_version() };
+        format!("mimalloc-{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+    } else {
+        "libc".to_string()
+    }
+}
+
+/// Gives free memory back to the system now: the calling thread's free pages and
+/// every page the allocator already holds free (`MEMORY PURGE`, and the engine's cron
+/// after large frees). Returns false when the allocator is not [`CountingAlloc`].
+pub fn purge() -> bool {
+    if !installed() {
+        return false;
+    }
+    // SAFETY: mi_collect has no preconditions; `force` also purges free pages whose
+    // delay has not passed yet.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+    HIGH_WATER.store(allocated().unwrap_or(0), Ordering::Relaxed);
+    PURGES.fetch_add(1, Ordering::Relaxed);
+    true
+}
+
+/// Collects the calling thread's heap once after each [`purge`] made elsewhere. A
+/// thread's empty pages stay in its own heap until it collects, and blocks another
+/// thread freed reach it only then, so a purge gives back all it can only once every
+/// thread that allocated has done this: the server's workers call it every tick (an
+/// atomic read unless a purge happened).
+pub fn collect_if_purged() {
+    let purges = PURGES.load(Ordering::Relaxed);
+    if COLLECTED.with(Cell::get) == purges {
+        return;
+    }
+    COLLECTED.with(|c| c.set(purges));
+    if installed() {
+        // SAFETY: mi_collect has no preconditions.
+        unsafe { libmimalloc_sys::mi_collect(true) };
+    }
+}
+
+/// How many purges there were: each thread that allocates much collects its own heap
+/// once after each ([`collect_if_purged`]).
+static PURGES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The purge this thread last collected its heap for.
+    static COLLECTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The most bytes allocated since free pages were last given back.
+static HIGH_WATER: AtomicU64 = AtomicU64::new(0);
+
+/// How far allocated memory must fall below its high-water mark before
+/// [`purge_if_shrunk`] gives pages back: this much, or an eighth of the mark.
+pub const PURGE_AFTER_FALL: u64 = 8 << 20;
+
+/// Gives free pages back to the system when allocated memory has fallen well below
+/// the most it reached since the last purge (a `FLUSHALL`, deletes, expiry or eviction
+/// freed much of it). mimalloc returns pages on its own only while it is busy
+/// allocating, so an idle server would otherwise keep its peak resident. The engine's
+/// cron calls this every tick; it costs an atomic read unless it purges. Returns
+/// whether it purged.
+pub fn purge_if_shrunk() -> bool {
+    let Some(now) = allocated() else {
+        return false;
+    };
+    let high = HIGH_WATER.fetch_max(now, Ordering::Relaxed).max(now);
+    if high - now < PURGE_AFTER_FALL.max(high / 8) {
+        return false;
+    }
+    purge()
+}
+
+/// Keeps transparent huge pages out of this process (`prctl(PR_SET_THP_DISABLE)`),
+/// as Redis asks of its hosts. mimalloc marks its arenas for huge pages, and the
+/// kernel then backs a 2 MiB page whole for a few live blocks in it: after deletes or
+/// under eviction the resident set grows far past what is allocated (measured: RSS
+/// 1.53x `maxmemory` with them, 1.27x without, two threads under an eviction load).
+/// Returns false where the kernel refuses or this is not Linux.
+pub fn keep_huge_pages_out() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_THP_DISABLE takes plain integers and touches no memory of
+        // ours.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// The allocator's own statistics as JSON text (`MEMORY MALLOC-STATS`); `None` when
+/// the allocator is not [`CountingAlloc`].
+pub fn stats_json() -> Option<String> {
+    if !installed() {
+        return None;
+    }
+    // SAFETY: with a null buffer mimalloc allocates the text with its own malloc and
+    // returns it (or null); it is copied out, then freed with mi_free.
+    unsafe {
+        let text = libmimalloc_sys::mi_stats_get_json(0, std::ptr::null_mut());
+        if text.is_null() {
+            return None;
+        }
+        let out = std::ffi::CStr::from_ptr(text)
+            .to_string_lossy()
+            .into_owned();
+        libmimalloc_sys::mi_free(text as *mut c_void);
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The unit tests run under the system allocator; these drive CountingAlloc
+    // directly (tests/tests/memory.rs checks it as pion-server's global allocator).
+
+    /// The calling thread's count, through the counter it claims.
+    fn count() -> i64 {
+        own_count().expect("thread-locals")
+    }
+
+    #[test]
+    fn counts_size_classes_through_alloc_realloc_and_free() {
+        let a = CountingAlloc;
+        let before = count();
+        let layout = Layout::from_size_align(100, 8).expect("layout");
+        // SAFETY: a valid layout; each block is freed once with its layout.
+        unsafe {
+            let p = a.alloc(layout);
+            assert!(!p.is_null());
+            let size = libmimalloc_sys::mi_usable_size(p as *const c_void) as i64;
+            assert!(size >= 100);
+            assert_eq!(
+                count() - before,
+                size,
+                "the size class is what the block takes"
+            );
+            let q = a.realloc(p, layout, 5000);
+            let grown = libmimalloc_sys::mi_usable_size(q as *const c_void) as i64;
+            assert!(grown >= 5000);
+            assert_eq!(count() - before, grown);
+            // Shrunk in place, the block is counted at its new size class.
+            let r = a.realloc(q, Layout::from_size_align(5000, 8).expect("layout"), 4000);
+            assert_eq!(count() - before, rounded(4000));
+            let q = r;
+            a.dealloc(q, Layout::from_size_align(4000, 8).expect("layout"));
+            let z = a.alloc_zeroed(layout);
+            assert!(std::slice::from_raw_parts(z, 100).iter().all(|&b| b == 0));
+            a.dealloc(z, layout);
+        }
+        assert_eq!(count(), before);
+        // The unit tests' global allocator is the system's.
+        assert!(!installed());
+        assert_eq!(allocated(), None);
+        assert_eq!(thread_net(), None);
+        assert_eq!(name(), "libc");
+    }
+
+    #[test]
+    fn each_thread_counts_on_its_own_counter_and_the_sum_is_exact() {
+        let a = CountingAlloc;
+        let sum = || -> i64 {
+            let claimed = CLAIMED.load(Ordering::Relaxed).min(COUNTERS);
+            COUNTS[..claimed]
+                .iter()
+                .map(|c| c.0.load(Ordering::Relaxed))
+                .sum::<i64>()
+                + SHARED.load(Ordering::Relaxed)
+        };
+        let layout = Layout::from_size_align(1 << 20, 64).expect("layout");
+        // SAFETY: a valid layout; the block is freed once, on another thread.
+        let block = unsafe { a.alloc(layout) } as usize;
+        assert!(block != 0);
+        let mine = count();
+        assert!(mine >= 1 << 20);
+        let other = std::thread::spawn(move || {
+            // A block allocated here and freed on another thread counts on each
+            // side: this thread's count goes down, the allocating one's stays.
+            // SAFETY: the block came from CountingAlloc with `layout`.
+            unsafe { a.dealloc(block as *mut u8, layout) };
+            count()
+        })
+        .join()
+        .expect("thread");
+        assert!(other <= -(1 << 20));
+        assert_eq!(count(), mine);
+        // Other tests allocate too, but only through their own counters and only
+        // small blocks they free before they end: the sum is within their share.
+        assert!(sum().abs() < 1 << 20, "the two sides cancel in the sum");
+    }
+}

@@ -1,0 +1,186 @@
+//! Memory as the operator sees it, against the pion-server binary (whose global
+//! allocator counts what it holds): `used_memory` follows what the process really
+//! holds, `FLUSHALL` gives the memory back to the system, and under `maxmemory` a
+//! sustained write load keeps used memory at the limit with every eviction policy
+//! tried, the resident set close behind.
+
+use std::time::{Duration, Instant};
+
+use pion_tests::{temp_dir, Client, PionProcess, RespValue};
+
+const VALUE_LEN: usize = 1000;
+
+fn info(c: &mut Client, section: &str) -> String {
+    match c.cmd(&["INFO", section]) {
+        RespValue::Bulk(_, Some(t)) => String::from_utf8(t).expect("utf8"),
+        other => panic!("INFO: {}", other.render()),
+    }
+}
+
+fn field(text: &str, name: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("INFO lacks {name}"))
+        .trim()
+        .to_string()
+}
+
+fn number(c: &mut Client, name: &str) -> u64 {
+    field(&info(c, "memory"), name).parse().expect("a number")
+}
+
+fn ok(c: &mut Client, args: &[&str]) {
+    let r = c.cmd(args);
+    assert!(!r.is_error(), "{} failed: {}", args.join(" "), r.render());
+}
+
+/// Writes `count` keys `prefix:i` of `VALUE_LEN` bytes (with `extra` arguments after
+/// the value), pipelined 500 at a time; returns how many replies were errors.
+fn write(c: &mut Client, prefix: &str, count: usize, extra: &[&str]) -> usize {
+    let value = "v".repeat(VALUE_LEN);
+    let mut errors = 0;
+    for start in (0..count).step_by(500) {
+        let end = (start + 500).min(count);
+        let mut batch = Vec::new();
+        for i in start..end {
+            let key = format!("{prefix}:{i}");
+            let mut args = vec!["SET", key.as_str(), value.as_str()];
+            args.extend_from_slice(extra);
+            batch.extend(Client::encode(&args));
+        }
+        c.send_raw(&batch).expect("send");
+        for _ in start..end {
+            let (reply, _) = c.read_reply().expect("reply");
+            errors += usize::from(reply.is_error());
+        }
+    }
+    errors
+}
+
+#[test]
+fn used_memory_is_what_the_process_holds() {
+    let dir = temp_dir("memory-accounting");
+    let server = PionProcess::start(dir.path(), &["--wal", "off", "--threads", "2"]);
+    let mut c = server.client();
+    let text = info(&mut c, "memory");
+    assert!(
+        field(&text, "mem_allocator").starts_with("mimalloc-"),
+        "{text}"
+    );
+    let startup: u64 = field(&text, "used_memory_startup").parse().expect("number");
+    assert!(startup > 0, "the start-up baseline is measured");
+    let (used0, rss0) = (
+        number(&mut c, "used_memory"),
+        number(&mut c, "used_memory_rss"),
+    );
+    assert_eq!(write(&mut c, "k", 40_000, &[]), 0);
+    let (used1, rss1) = (
+        number(&mut c, "used_memory"),
+        number(&mut c, "used_memory_rss"),
+    );
+    let grown = used1 - used0;
+    // 40,000 values of 1,000 bytes, their keys and the tables that hold them.
+    assert!(
+        grown >= 40_000 * VALUE_LEN as u64,
+        "used_memory grew by {grown}"
+    );
+    // What is counted is what the process holds: most of its resident growth, and
+    // not more than it.
+    let resident = rss1.saturating_sub(rss0) as f64;
+    let share = grown as f64 / resident;
+    assert!(
+        (0.6..=1.1).contains(&share),
+        "used_memory grew by {grown}, RSS by {resident} (share {share:.2})"
+    );
+    // The keys' own estimate is part of it, the tables and buffers the rest.
+    let dataset = number(&mut c, "used_memory_dataset");
+    assert!(
+        dataset > 0 && dataset <= used1,
+        "dataset {dataset} of {used1}"
+    );
+    let stats = match c.cmd(&["MEMORY", "MALLOC-STATS"]) {
+        RespValue::Bulk(_, Some(t)) => String::from_utf8(t).expect("utf8"),
+        other => panic!("MEMORY MALLOC-STATS: {}", other.render()),
+    };
+    assert!(stats.contains("\"mimalloc_version\""), "{stats}");
+}
+
+#[test]
+fn flushall_gives_the_memory_back() {
+    let dir = temp_dir("memory-flushall");
+    let server = PionProcess::start(dir.path(), &["--wal", "off", "--threads", "2"]);
+    // Two connections, so both worker threads allocate (and their heaps hold pages).
+    let mut a = server.client();
+    let mut b = server.client();
+    let empty = number(&mut a, "used_memory_rss");
+    assert_eq!(write(&mut a, "a", 40_000, &[]), 0);
+    assert_eq!(write(&mut b, "b", 40_000, &[]), 0);
+    let loaded = number(&mut a, "used_memory_rss");
+    assert!(loaded > empty + 60_000_000, "RSS {empty} -> {loaded}");
+    ok(&mut a, &["FLUSHALL"]);
+    // No MEMORY PURGE: the server gives the memory back by itself within seconds.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let rss = number(&mut a, "used_memory_rss");
+        if rss <= 2 * empty {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "RSS {rss} after FLUSHALL, {empty} empty, {loaded} loaded"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // MEMORY PURGE does the same at once.
+    assert_eq!(write(&mut a, "c", 20_000, &[]), 0);
+    ok(&mut a, &["FLUSHALL"]);
+    ok(&mut a, &["MEMORY", "PURGE"]);
+    let rss = number(&mut a, "used_memory_rss");
+    assert!(
+        rss <= 2 * empty,
+        "RSS {rss} after MEMORY PURGE, {empty} empty"
+    );
+}
+
+/// Under `maxmemory` a write load four times the headroom keeps used memory at the
+/// limit under `policy` (and the resident set within 1.6x of what the limit allows).
+fn bounded_under(policy: &str, extra: &[&str]) {
+    let dir = temp_dir("memory-maxmemory");
+    let server = PionProcess::start(dir.path(), &["--wal", "off"]);
+    let mut c = server.client();
+    let headroom: u64 = 24 << 20;
+    let (used0, rss0) = (
+        number(&mut c, "used_memory"),
+        number(&mut c, "used_memory_rss"),
+    );
+    let limit = used0 + headroom;
+    ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", policy]);
+    ok(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    let errors = write(&mut c, "w", 4 * headroom as usize / VALUE_LEN, extra);
+    assert_eq!(errors, 0, "{policy}: writes refused");
+    let evicted: u64 = field(&info(&mut c, "stats"), "evicted_keys")
+        .parse()
+        .expect("number");
+    assert!(evicted > 0, "{policy}: nothing evicted");
+    let used = number(&mut c, "used_memory") - number(&mut c, "mem_not_counted_for_evict");
+    assert!(
+        used <= limit + 64 * 1024,
+        "{policy}: used_memory {used} past maxmemory {limit}"
+    );
+    let rss = number(&mut c, "used_memory_rss");
+    let grown = rss.saturating_sub(rss0) as f64;
+    assert!(
+        grown <= 1.6 * headroom as f64,
+        "{policy}: RSS grew by {grown} for {headroom} of headroom"
+    );
+}
+
+#[test]
+fn maxmemory_holds_under_a_sustained_write_load_allkeys_lru() {
+    bounded_under("allkeys-lru", &[]);
+}
+
+#[test]
+fn maxmemory_holds_under_a_sustained_write_load_volatile_ttl() {
+    bounded_under("volatile-ttl", &["EX", "100000"]);
+}
