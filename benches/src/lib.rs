@@ -31,6 +31,19 @@ pub fn free_port() -> u16 {
         .unwrap_or(0)
 }
 
+/// Waits until something listens on `port` (10 s at most, then panics: the server
+/// did not start).
+pub fn wait_port(port: u16) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("server on port {port} did not start");
+}
+
 /// A server process started by a harness, killed (and reaped) when dropped.
 pub struct Proc(pub Child);
 

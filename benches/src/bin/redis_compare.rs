@@ -12,21 +12,9 @@
 //! write-ahead log, both at the given fsync policy and each in a fresh data directory
 //! (removed afterwards). Only writes pay for it, so then only SET is measured.
 
-use pion_benches::{free_port, Proc};
+use pion_benches::{free_port, wait_port, Proc};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("server on port {port} did not start");
-}
 
 /// A fresh data directory for one server, removed on drop (after the server: declare
 /// it before the `Proc` that uses it).

@@ -12,21 +12,9 @@
 //! explicit ids `0-1 …` with a consumer group, so `XREADGROUP … >` always finds new
 //! entries and `XACK` acknowledges ids that exist.
 
-use pion_benches::{free_port, Proc};
+use pion_benches::{free_port, wait_port, Proc};
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("server on port {port} did not start");
-}
 
 fn resp(args: &[String]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
