@@ -1,10 +1,9 @@
 //! The allocator Pion measures its memory with: mimalloc, wrapped so that every block it
 //! hands out is counted at the size mimalloc rounds it to (as Redis's zmalloc counts
-//! jemalloc's usable sizes). What
-//! the process really holds for data and overhead — keys, values, indexes, client
-//! buffers, the log's buffers, Lua — is then one number, which `used_memory`,
-//! `maxmemory` and eviction read, instead of a sum of per-key estimates that misses
-//! most of it.
+//! jemalloc's usable sizes). What the process really holds for data and overhead —
+//! keys, values, indexes, client buffers, the log's buffers, Lua — is then one number,
+//! which `used_memory`, `maxmemory` and eviction read, instead of a sum of per-key
+//! estimates that misses most of it.
 //!
 //! A program opts in by naming [`CountingAlloc`] its global allocator (pion-server and
 //! pion-py do):
@@ -90,18 +89,23 @@ fn note(delta: i64) {
     }
 }
 
-/// The calling thread's count so far (0 before its first counted allocation).
+/// The calling thread's count so far (0 before its first counted allocation); for a
+/// thread past [`COUNTERS`], the shared count it adds to.
 fn own_count() -> Option<i64> {
     let index = MINE.try_with(Cell::get).ok()?;
     match index {
         UNCLAIMED => Some(0),
-        i => COUNTS.get(i).map(|c| c.0.load(Ordering::Relaxed)),
+        i => Some(COUNTS.get(i).map_or_else(
+            || SHARED.load(Ordering::Relaxed),
+            |c| c.0.load(Ordering::Relaxed),
+        )),
     }
 }
 
 /// Whether [`CountingAlloc`] is the global allocator: a box allocated through the
-/// global allocator either moves this thread's count or does not. (Calling
-/// `CountingAlloc` directly, as its tests do, does not make it the global one.)
+/// global allocator either moves this thread's count or does not (only
+/// `CountingAlloc` moves any count). Calling `CountingAlloc` directly, as its tests
+/// do, does not make it the global one.
 pub fn installed() -> bool {
     match INSTALLED.load(Ordering::Relaxed) {
         YES => true,
