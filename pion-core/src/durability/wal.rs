@@ -101,8 +101,7 @@ pub struct WalStats {
     pub bytes_on_disk: AtomicU64,
 }
 
-/// The largest pending buffer kept for the next batch once written (Redis keeps its
-/// AOF buffer under 4,000 bytes the same way).
+/// The largest pending buffer kept once written (as Redis keeps its AOF buffer's).
 const KEPT_BUFFER: usize = 4096;
 
 struct Pending {
@@ -117,8 +116,7 @@ pub struct Wal {
     policy: AtomicU8,
     segment_limit: u64,
     pending: Mutex<Pending>,
-    /// The pending buffer's capacity, for the memory figures (Redis's
-    /// `mem_aof_buffer`, which eviction does not count).
+    /// The pending buffer's capacity (`mem_aof_buffer`, which eviction leaves out).
     buffered: AtomicU64,
     segment: Mutex<Segment>,
     spare: Mutex<Option<Spare>>,
@@ -499,8 +497,7 @@ impl Wal {
         }
         let mut p = self.pending.lock();
         if p.buf.is_empty() && p.buf.capacity() < buf.capacity() && buf.capacity() <= KEPT_BUFFER {
-            // Reuse a small allocation for the next batch; a larger one goes back
-            // (it is counted in used memory, as Redis keeps only a small AOF buffer).
+            // A small allocation serves the next batch; a larger one goes back.
             let mut buf = buf;
             buf.clear();
             p.buf = buf;

@@ -616,8 +616,8 @@ impl Engine {
     /// What `maxmemory` is compared with: the bytes the process holds through the
     /// counting allocator (`util::alloc`) less what eviction leaves out, where that
     /// allocator is the global one; otherwise the keyspace's own estimate of its keys
-    /// and values. With the allocator it is an atomic read; the estimate locks every
-    /// shard.
+    /// and values. With the allocator it sums the threads' counters; the estimate
+    /// locks every shard.
     pub fn memory_for_eviction(&self) -> Option<u64> {
         crate::util::alloc::allocated()
             .map(|held| held.saturating_sub(self.memory_not_counted_for_evict()))
