@@ -102,7 +102,7 @@ pub struct WalStats {
 }
 
 /// The largest pending buffer kept once written (as Redis keeps its AOF buffer's).
-const KEPT_BUFFER: usize = 4096;
+const KEPT_BUFFER: usize = 1024;
 
 struct Pending {
     buf: Vec<u8>,

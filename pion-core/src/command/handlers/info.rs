@@ -49,6 +49,12 @@ pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if argv.len() == 1 {
         wanted.extend(DEFAULT.iter().map(|s| s.to_string()));
     }
+    // The memory figures are read before the reply is built, so that they do not
+    // count the reply itself (Redis's maxmemory tests read INFO within 4 KiB).
+    let memory = wanted
+        .iter()
+        .any(|w| w == "memory")
+        .then(|| ctx.engine().memory_report());
     let mut out = String::new();
     let order = DEFAULT.iter().chain(ALL_EXTRA);
     for section in order {
@@ -58,12 +64,17 @@ pub fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         if !out.is_empty() {
             out.push_str("\r\n");
         }
-        render(ctx, section, &mut out);
+        render(ctx, section, &mut out, memory.as_ref());
     }
     Ok(Reply::Verbatim("txt", out.into_bytes()))
 }
 
-fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
+fn render(
+    ctx: &mut Ctx<'_>,
+    section: &str,
+    out: &mut String,
+    memory: Option<&crate::monitor::memstats::MemoryReport>,
+) {
     let e = ctx.engine();
     let now = e.now_ms();
     let cfg = e.config().snapshot();
@@ -128,7 +139,7 @@ fn render(ctx: &mut Ctx<'_>, section: &str, out: &mut String) {
         }
         "memory" => {
             header!("# Memory");
-            let report = e.memory_report();
+            let report = memory.cloned().unwrap_or_else(|| e.memory_report());
             for (k, v) in report.info_fields() {
                 line(k, &v);
             }
