@@ -9,6 +9,7 @@
 pub mod hash;
 pub mod json;
 pub mod list;
+pub mod packed;
 pub mod rdb;
 pub mod set;
 pub mod stream;

@@ -10,6 +10,7 @@ pub mod table;
 
 use rand::Rng;
 
+use super::packed::PackedPairs;
 use super::{sampled_size, EncodingLimits};
 use table::ScanTable;
 
@@ -21,8 +22,9 @@ pub struct HashValue {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Repr {
-    Listpack(Vec<(Vec<u8>, Vec<u8>)>),
-    Table(ScanTable<Vec<u8>>),
+    Listpack(PackedPairs),
+    /// Boxed, so a small hash's value stays the size of its packed buffer's header.
+    Table(Box<ScanTable<Vec<u8>>>),
 }
 
 impl Default for HashValue {
@@ -35,7 +37,7 @@ impl HashValue {
     /// An empty hash in the compact encoding.
     pub fn new() -> HashValue {
         HashValue {
-            repr: Repr::Listpack(Vec::new()),
+            repr: Repr::Listpack(PackedPairs::new()),
         }
     }
 
@@ -43,19 +45,28 @@ impl HashValue {
     /// pairs in their order, whatever their sizes (as Redis loads a listpack). The
     /// caller has checked that the fields are distinct.
     pub fn restored(pairs: Vec<(Vec<u8>, Vec<u8>)>, listpack: bool) -> HashValue {
-        let mut h = HashValue {
-            repr: Repr::Listpack(pairs),
-        };
-        if !listpack {
-            h.convert();
+        if listpack {
+            let mut packed = PackedPairs::new();
+            for (f, v) in &pairs {
+                packed.push(f, v);
+            }
+            return HashValue {
+                repr: Repr::Listpack(packed),
+            };
         }
-        h
+        let mut m = ScanTable::with_capacity(pairs.len());
+        for (f, v) in pairs {
+            m.insert(f, v);
+        }
+        HashValue {
+            repr: Repr::Table(Box::new(m)),
+        }
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
         match &self.repr {
-            Repr::Listpack(v) => v.len(),
+            Repr::Listpack(p) => p.len(),
             Repr::Table(m) => m.len(),
         }
     }
@@ -81,20 +92,8 @@ impl HashValue {
     /// The value of a field.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
-            Repr::Listpack(v) => v
-                .iter()
-                .find(|(f, _)| f == field)
-                .map(|(_, v)| v.as_slice()),
+            Repr::Listpack(p) => p.find(field).map(|at| p.value_at(at)),
             Repr::Table(m) => m.get(field).map(Vec::as_slice),
-        }
-    }
-
-    /// Mutable access to the value of a field. The caller must keep the value within
-    /// `hash-max-listpack-value` or use [`HashValue::insert`], which converts.
-    pub fn get_mut(&mut self, field: &[u8]) -> Option<&mut Vec<u8>> {
-        match &mut self.repr {
-            Repr::Listpack(v) => v.iter_mut().find(|(f, _)| f == field).map(|(_, v)| v),
-            Repr::Table(m) => m.get_mut(field),
         }
     }
 
@@ -112,13 +111,13 @@ impl HashValue {
             self.convert();
         }
         match &mut self.repr {
-            Repr::Listpack(v) => {
-                if let Some(slot) = v.iter_mut().find(|(f, _)| *f == field) {
-                    slot.1 = value;
+            Repr::Listpack(p) => {
+                if let Some(at) = p.find(&field) {
+                    p.set_value(at, &value);
                     return false;
                 }
-                v.push((field, value));
-                if v.len() > limits.hash_max_listpack_entries {
+                p.push(&field, &value);
+                if p.len() > limits.hash_max_listpack_entries {
                     self.convert();
                 }
                 true
@@ -129,21 +128,23 @@ impl HashValue {
 
     /// Switches a listpack to the hash-table encoding (no-op for a table).
     fn convert(&mut self) {
-        if let Repr::Listpack(v) = &mut self.repr {
-            let mut m = ScanTable::with_capacity(v.len());
-            for (f, val) in std::mem::take(v) {
-                m.insert(f, val);
+        if let Repr::Listpack(p) = &self.repr {
+            let mut m = ScanTable::with_capacity(p.len());
+            for (f, val) in p.iter() {
+                m.insert(f.to_vec(), val.to_vec());
             }
-            self.repr = Repr::Table(m);
+            self.repr = Repr::Table(Box::new(m));
         }
     }
 
     /// Removes a field; returns its value if it existed.
     pub fn remove(&mut self, field: &[u8]) -> Option<Vec<u8>> {
         match &mut self.repr {
-            Repr::Listpack(v) => {
-                let pos = v.iter().position(|(f, _)| f == field)?;
-                Some(v.remove(pos).1)
+            Repr::Listpack(p) => {
+                let at = p.find(field)?;
+                let value = p.value_at(at).to_vec();
+                p.remove(at);
+                Some(value)
             }
             Repr::Table(m) => m.remove(field),
         }
@@ -152,7 +153,7 @@ impl HashValue {
     /// All field/value pairs (insertion order while compact).
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match &self.repr {
-            Repr::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            Repr::Listpack(p) => Box::new(p.iter()),
             Repr::Table(m) => Box::new(m.iter().map(|(f, v)| (f, v.as_slice()))),
         }
     }
@@ -160,12 +161,25 @@ impl HashValue {
     /// A uniformly chosen field and its value, or `None` when empty.
     pub fn random(&self, rng: &mut impl Rng) -> Option<(&[u8], &[u8])> {
         match &self.repr {
-            Repr::Listpack(v) if v.is_empty() => None,
-            Repr::Listpack(v) => {
-                let (f, val) = &v[rng.gen_range(0..v.len())];
-                Some((f.as_slice(), val.as_slice()))
-            }
+            Repr::Listpack(p) if p.is_empty() => None,
+            Repr::Listpack(p) => p.nth(rng.gen_range(0..p.len())),
             Repr::Table(m) => m.random(rng).map(|(f, v)| (f, v.as_slice())),
+        }
+    }
+
+    /// `count` uniformly chosen fields with their values, repeats allowed
+    /// (`HRANDFIELD` with a negative count). A listpack is walked once, not once per
+    /// pick.
+    pub fn random_with_repeats(&self, count: usize, rng: &mut impl Rng) -> Vec<(&[u8], &[u8])> {
+        match &self.repr {
+            Repr::Listpack(p) if p.is_empty() => Vec::new(),
+            Repr::Listpack(p) => {
+                let pairs: Vec<_> = p.iter().collect();
+                (0..count)
+                    .map(|_| pairs[rng.gen_range(0..pairs.len())])
+                    .collect()
+            }
+            Repr::Table(_) => (0..count).filter_map(|_| self.random(rng)).collect(),
         }
     }
 
@@ -175,8 +189,8 @@ impl HashValue {
     /// present for the whole scan is seen even if the table resizes in between.
     pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
         match &self.repr {
-            Repr::Listpack(v) => {
-                for (f, val) in v {
+            Repr::Listpack(p) => {
+                for (f, val) in p.iter() {
                     visit(f, val);
                 }
                 0
@@ -186,12 +200,15 @@ impl HashValue {
     }
 
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
-        sampled_size(
-            self.iter().map(|(f, v)| f.len() + v.len()),
-            self.len(),
-            24,
-            samples,
-        )
+        match &self.repr {
+            Repr::Listpack(p) => p.heap_bytes() + std::mem::size_of::<HashValue>(),
+            Repr::Table(_) => sampled_size(
+                self.iter().map(|(f, v)| f.len() + v.len()),
+                self.len(),
+                24,
+                samples,
+            ),
+        }
     }
 }
 

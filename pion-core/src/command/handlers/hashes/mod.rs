@@ -354,9 +354,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         if count.unsigned_abs() > MAX_RANDOM_REPLY {
             return Err(OpError::custom("ERR value is out of range"));
         }
-        (0..count.unsigned_abs())
-            .filter_map(|_| h.random(rng))
-            .collect()
+        h.random_with_repeats(count.unsigned_abs() as usize, rng)
     } else {
         let count = usize::try_from(count).unwrap_or(usize::MAX);
         if count >= h.len() {
