@@ -53,7 +53,7 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
             out.push(TYPE_ZSET);
             put_u32(out, z.len() as u32);
             for m in z.iter() {
-                put_bytes(out, &m.member);
+                put_bytes(out, m.member);
                 put_u64(out, m.score.to_bits());
             }
         }

@@ -451,7 +451,7 @@ fn value_digest(entry: &Entry) -> [u8; 20] {
         Value::ZSet(z) => {
             h.update(b"zset");
             for m in z.iter() {
-                feed(&mut h, &m.member);
+                feed(&mut h, m.member);
                 h.update(&m.score.to_bits().to_le_bytes());
             }
         }

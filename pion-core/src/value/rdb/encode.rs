@@ -155,7 +155,7 @@ fn zset(z: &ZSetValue, w: &mut Writer) {
     if z.is_listpack() {
         let mut b = Builder::new();
         for m in z.iter() {
-            b.push(&m.member);
+            b.push(m.member);
             push_score(&mut b, m.score);
         }
         w.byte(types::ZSET_LISTPACK);
@@ -165,7 +165,7 @@ fn zset(z: &ZSetValue, w: &mut Writer) {
         w.byte(types::ZSET_2);
         w.len(z.len() as u64);
         for m in z.iter().rev() {
-            w.string(&m.member);
+            w.string(m.member);
             w.binary_double(m.score);
         }
     }

@@ -274,7 +274,7 @@ pub(crate) fn find(z: &ZSetValue, search: &Search, limit: u64) -> Vec<Found> {
             let (lon, lat) = hash::decode_score(e.score);
             if let Some(dist) = search.contains(lon, lat) {
                 out.push(Found {
-                    member: e.member.clone(),
+                    member: e.member.to_vec(),
                     score: e.score,
                     dist,
                     lon,

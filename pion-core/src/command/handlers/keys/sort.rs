@@ -251,7 +251,7 @@ fn load(ctx: &mut Ctx<'_>, db: usize, key: &[u8], o: &Options<'_>) -> OpResult<(
             )
         }
         Value::ZSet(z) => {
-            let items = z.iter().map(|m| m.member.clone()).collect();
+            let items = z.iter().map(|m| m.member.to_vec()).collect();
             (
                 Kind::ZSet,
                 if o.dont_sort {

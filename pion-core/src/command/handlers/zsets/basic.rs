@@ -278,7 +278,7 @@ pub(super) fn zrandmember(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
         let mut rng = ctx.client.rng.clone();
         let pick = read_zset(ctx, &argv[1])?.and_then(|z| {
             let i = rng.gen_range(0..z.len().max(1));
-            z.get_by_rank(i).map(|e| Reply::bulk(&e.member))
+            z.get_by_rank(i).map(|e| Reply::bulk(e.member))
         });
         ctx.client.rng = rng;
         return Ok(pick.unwrap_or(Reply::Null));
@@ -356,8 +356,8 @@ pub(super) fn zscan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let listpack = z.is_listpack();
     let mut items = Vec::new();
     for e in z.iter() {
-        if options.matches(&e.member) {
-            items.push(Reply::bulk(&e.member));
+        if options.matches(e.member) {
+            items.push(Reply::bulk(e.member));
             items.push(Reply::Bulk(scan_score(e.score, listpack).into_bytes()));
         }
     }

@@ -18,7 +18,7 @@ use crate::command::KeySpecDoc;
 use crate::command::{CommandSpec, Group};
 use crate::error::OpResult;
 use crate::reply::Reply;
-use crate::value::zset::ScoredMember;
+use crate::value::zset::ZEntry;
 use crate::value::ZSetValue;
 
 const Z: Group = Group::SortedSet;
@@ -197,17 +197,17 @@ pub(crate) fn write_zset<'c>(
 
 /// Members, or member/score pairs with `withscores`, as `ZRANGE` replies.
 pub(crate) fn members_reply<'a>(
-    items: impl Iterator<Item = &'a ScoredMember>,
+    items: impl Iterator<Item = ZEntry<'a>>,
     withscores: bool,
 ) -> Reply {
     if withscores {
         Reply::Pairs(
             items
-                .map(|e| (Reply::bulk(&e.member), Reply::Double(e.score)))
+                .map(|e| (Reply::bulk(e.member), Reply::Double(e.score)))
                 .collect(),
         )
     } else {
-        Reply::Array(items.map(|e| Reply::bulk(&e.member)).collect())
+        Reply::Array(items.map(|e| Reply::bulk(e.member)).collect())
     }
 }
 

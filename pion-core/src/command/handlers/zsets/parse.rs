@@ -8,7 +8,7 @@
 
 use crate::error::{OpError, OpResult};
 use crate::util::strtod::strtod;
-use crate::value::zset::ScoredMember;
+use crate::value::zset::ZEntry;
 
 /// A score, increment or weight argument the way Redis's `getDoubleFromObject` reads
 /// it (see [`crate::util::num::parse_f64`]).
@@ -61,7 +61,7 @@ impl ScoreRange {
     }
 
     /// Whether an entry sorts before the interval.
-    pub fn below(&self, e: &ScoredMember) -> bool {
+    pub fn below(&self, e: &ZEntry<'_>) -> bool {
         if self.min_ex {
             e.score <= self.min
         } else {
@@ -70,7 +70,7 @@ impl ScoreRange {
     }
 
     /// Whether an entry is not after the interval's end.
-    pub fn not_above(&self, e: &ScoredMember) -> bool {
+    pub fn not_above(&self, e: &ZEntry<'_>) -> bool {
         if self.max_ex {
             e.score < self.max
         } else {
@@ -122,22 +122,22 @@ impl LexRange {
     }
 
     /// Whether an entry sorts before the interval.
-    pub fn below(&self, e: &ScoredMember) -> bool {
+    pub fn below(&self, e: &ZEntry<'_>) -> bool {
         match &self.min {
             LexBound::NegInf => false,
             LexBound::PosInf => true,
-            LexBound::Incl(x) => e.member.as_slice() < x.as_slice(),
-            LexBound::Excl(x) => e.member.as_slice() <= x.as_slice(),
+            LexBound::Incl(x) => e.member < x.as_slice(),
+            LexBound::Excl(x) => e.member <= x.as_slice(),
         }
     }
 
     /// Whether an entry is not after the interval's end.
-    pub fn not_above(&self, e: &ScoredMember) -> bool {
+    pub fn not_above(&self, e: &ZEntry<'_>) -> bool {
         match &self.max {
             LexBound::NegInf => false,
             LexBound::PosInf => true,
-            LexBound::Incl(x) => e.member.as_slice() <= x.as_slice(),
-            LexBound::Excl(x) => e.member.as_slice() < x.as_slice(),
+            LexBound::Incl(x) => e.member <= x.as_slice(),
+            LexBound::Excl(x) => e.member < x.as_slice(),
         }
     }
 }

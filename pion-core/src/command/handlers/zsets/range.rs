@@ -11,7 +11,7 @@ use crate::command::ctx::Ctx;
 use crate::command::handlers::util::{int, is_kw};
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
-use crate::value::zset::ScoredMember;
+use crate::value::zset::{ScoredMember, ZEntry};
 use crate::value::{Value, ZSetValue};
 
 /// How the two bounds of a range are read.
@@ -154,7 +154,7 @@ fn bound_interval(z: &ZSetValue, bounds: &Bounds) -> (usize, usize) {
 }
 
 /// The entries a request selects, in reply order.
-fn select<'z>(z: &'z ZSetValue, req: &Request) -> Vec<&'z ScoredMember> {
+fn select<'z>(z: &'z ZSetValue, req: &Request) -> Vec<ZEntry<'z>> {
     let (start, end) = match req.bounds {
         Bounds::Rank(a, b) => rank_interval(z.len(), a, b, req.rev),
         _ => bound_interval(z, &req.bounds),
@@ -227,7 +227,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
     let limits = ctx.limits();
     let picked: Vec<ScoredMember> = match read_zset(ctx, &argv[2])? {
         None => Vec::new(),
-        Some(z) => select(z, &req).into_iter().cloned().collect(),
+        Some(z) => select(z, &req).into_iter().map(ZEntry::to_owned).collect(),
     };
     let db = ctx.db();
     let dst = &argv[1];

@@ -101,7 +101,7 @@ fn load_sources(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], keys: &[usize]) -> OpResult
     for &i in keys {
         let entries = match ctx.ks.get(db, &argv[i])? {
             None => Vec::new(),
-            Some(Value::ZSet(z)) => z.iter().map(|e| (e.member.clone(), e.score)).collect(),
+            Some(Value::ZSet(z)) => z.iter().map(|e| (e.member.to_vec(), e.score)).collect(),
             Some(Value::Set(s)) => s.members().into_iter().map(|m| (m, 1.0)).collect(),
             Some(_) => return Err(OpError::WrongType),
         };
@@ -238,7 +238,10 @@ fn algebra(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], op: Op, store: bool) -> OpResult
     let o = parse_options(argv, after, keys.len(), op, store)?;
     let result = compute(op, sources, &o);
     if !store {
-        return Ok(members_reply(result.iter(), o.withscores));
+        return Ok(members_reply(
+            result.iter().map(ScoredMember::view),
+            o.withscores,
+        ));
     }
     let db = ctx.db();
     let dst = &argv[1];
