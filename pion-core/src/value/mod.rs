@@ -7,6 +7,7 @@
 //! names the encoding. Large ones switch to hash tables at Redis's thresholds.
 
 pub mod hash;
+pub mod intset;
 pub mod json;
 pub mod list;
 pub mod packed;

@@ -9,6 +9,7 @@
 use rand::Rng;
 
 use super::hash::table::ScanTable;
+use super::intset::IntSet;
 use super::{sampled_size, EncodingLimits};
 use crate::util::num::parse_i64;
 
@@ -20,8 +21,9 @@ pub struct SetValue {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Repr {
-    IntSet(Vec<i64>),
-    Table(ScanTable<()>),
+    IntSet(IntSet),
+    /// Boxed, so a small set's value stays the size of its intset's header.
+    Table(Box<ScanTable<()>>),
 }
 
 impl Default for SetValue {
@@ -35,7 +37,7 @@ impl SetValue {
     /// for the destination of `SINTERSTORE`, `SUNIONSTORE` and `SDIFFSTORE`).
     pub fn new() -> SetValue {
         SetValue {
-            repr: Repr::IntSet(Vec::new()),
+            repr: Repr::IntSet(IntSet::new()),
         }
     }
 
@@ -43,7 +45,7 @@ impl SetValue {
     /// member is not an integer).
     pub fn new_table() -> SetValue {
         SetValue {
-            repr: Repr::Table(ScanTable::new()),
+            repr: Repr::Table(Box::default()),
         }
     }
 
@@ -85,7 +87,7 @@ impl SetValue {
     /// Whether `member` is in the set.
     pub fn contains(&self, member: &[u8]) -> bool {
         match &self.repr {
-            Repr::IntSet(v) => parse_i64(member).is_some_and(|i| v.binary_search(&i).is_ok()),
+            Repr::IntSet(v) => parse_i64(member).is_some_and(|i| v.contains(i)),
             Repr::Table(s) => s.contains(member),
         }
     }
@@ -98,16 +100,13 @@ impl SetValue {
                 self.convert_to_table();
                 return self.insert(member, limits);
             };
-            return match v.binary_search(&i) {
-                Ok(_) => false,
-                Err(pos) => {
-                    v.insert(pos, i);
-                    if v.len() > limits.set_max_intset_entries {
-                        self.convert_to_table();
-                    }
-                    true
-                }
-            };
+            if !v.insert(i) {
+                return false;
+            }
+            if v.len() > limits.set_max_intset_entries {
+                self.convert_to_table();
+            }
+            return true;
         }
         match &mut self.repr {
             Repr::Table(s) => !s.contains(member) && s.insert(member.to_vec(), ()).is_none(),
@@ -118,23 +117,17 @@ impl SetValue {
     fn convert_to_table(&mut self) {
         if let Repr::IntSet(v) = &self.repr {
             let mut s = ScanTable::with_capacity(v.len());
-            for i in v {
+            for i in v.iter() {
                 s.insert(i.to_string().into_bytes(), ());
             }
-            self.repr = Repr::Table(s);
+            self.repr = Repr::Table(Box::new(s));
         }
     }
 
     /// Removes a member; returns true if it was there.
     pub fn remove(&mut self, member: &[u8]) -> bool {
         match &mut self.repr {
-            Repr::IntSet(v) => match parse_i64(member).map(|i| v.binary_search(&i)) {
-                Some(Ok(pos)) => {
-                    v.remove(pos);
-                    true
-                }
-                _ => false,
-            },
+            Repr::IntSet(v) => parse_i64(member).is_some_and(|i| v.remove(i)),
             Repr::Table(s) => s.remove(member).is_some(),
         }
     }
@@ -150,7 +143,7 @@ impl SetValue {
     pub fn for_each(&self, mut f: impl FnMut(&[u8])) {
         match &self.repr {
             Repr::IntSet(v) => {
-                for i in v {
+                for i in v.iter() {
                     f(i.to_string().as_bytes());
                 }
             }
@@ -166,7 +159,9 @@ impl SetValue {
     pub fn random(&self, rng: &mut impl Rng) -> Option<Vec<u8>> {
         match &self.repr {
             Repr::IntSet(v) if v.is_empty() => None,
-            Repr::IntSet(v) => Some(v[rng.gen_range(0..v.len())].to_string().into_bytes()),
+            Repr::IntSet(v) => v
+                .get(rng.gen_range(0..v.len()))
+                .map(|i| i.to_string().into_bytes()),
             Repr::Table(s) => s.random(rng).map(|(m, _)| m.to_vec()),
         }
     }
@@ -193,7 +188,7 @@ impl SetValue {
 
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
-            Repr::IntSet(v) => v.len() * 8,
+            Repr::IntSet(v) => v.heap_bytes() + std::mem::size_of::<SetValue>(),
             Repr::Table(s) => sampled_size(s.iter().map(|(m, _)| m.len()), s.len(), 24, samples),
         }
     }
