@@ -72,10 +72,20 @@ fn shapes() -> Vec<Shape> {
             },
         },
         Shape {
-            name: "hash, 200 fields (hashtable)",
+            // Under `hash-max-listpack-entries` (512): still a listpack in both.
+            name: "hash, 200 fields (listpack)",
             keys: 2_000,
             command: |i| {
                 collection("HSET", format!("big-hash:{i:06}"), 200, |f| {
+                    vec![format!("field{f}"), format!("value{f}")]
+                })
+            },
+        },
+        Shape {
+            name: "hash, 1000 fields (hashtable)",
+            keys: 400,
+            command: |i| {
+                collection("HSET", format!("huge-hash:{i:06}"), 1000, |f| {
                     vec![format!("field{f}"), format!("value{f}")]
                 })
             },
