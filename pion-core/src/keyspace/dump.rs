@@ -40,7 +40,7 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
         Value::List(l) => {
             out.push(TYPE_LIST);
             put_u32(out, l.len() as u32);
-            for item in l.items() {
+            for item in l.iter() {
                 put_bytes(out, item);
             }
         }

@@ -444,7 +444,7 @@ fn value_digest(entry: &Entry) -> [u8; 20] {
         }
         Value::List(l) => {
             h.update(b"list");
-            for item in l.items() {
+            for item in l.iter() {
                 feed(&mut h, item);
             }
         }

@@ -59,7 +59,7 @@ fn node_takes(bytes: usize, count: usize, fill: i64, len: usize) -> bool {
 fn list(l: &ListValue, w: &mut Writer, opts: &DumpOptions) {
     let fill = opts.list_fill.clamp(-5, i64::from(i16::MAX));
     let mut nodes: Vec<Node<'_>> = Vec::new();
-    for item in l.items() {
+    for item in l.iter() {
         if item.len() >= PLAIN_THRESHOLD {
             nodes.push(Node::Plain(item));
             continue;

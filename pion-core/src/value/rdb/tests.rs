@@ -86,8 +86,8 @@ fn reads_legacy_encodings() {
     // A linked list, a text-score sorted set, a hash table hash, a zipmap.
     let list = restore(&wrap(b"\x01\x02\x01a\xc0\x07"), &opts).expect("list");
     assert_eq!(
-        list.as_list().expect("list").items(),
-        &[b"a".to_vec(), b"7".to_vec()]
+        list.as_list().expect("list").iter().collect::<Vec<_>>(),
+        [&b"a"[..], &b"7"[..]]
     );
     let z = restore(&wrap(b"\x03\x02\x01a\x031.5\x01b\xfe"), &opts).expect("zset");
     assert_eq!(z.as_zset().expect("zset").score(b"b"), Some(f64::INFINITY));

@@ -197,9 +197,7 @@ pub(super) fn sort(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                     ctx.notify(crate::pubsub::notify::GENERIC, "del", dst);
                 }
             } else {
-                let mut list = ListValue::new();
-                list.items_mut()
-                    .extend(out.into_iter().map(Option::unwrap_or_default));
+                let list: ListValue = out.into_iter().map(Option::unwrap_or_default).collect();
                 ctx.ks.set(db, dst, Value::List(list))?;
                 ctx.notify(crate::pubsub::notify::LIST, "sortstore", dst);
             }
@@ -240,7 +238,7 @@ fn load(ctx: &mut Ctx<'_>, db: usize, key: &[u8], o: &Options<'_>) -> OpResult<(
     };
     Ok(match value {
         Value::List(l) => {
-            let items = l.items().iter().cloned().collect();
+            let items = l.iter().map(<[u8]>::to_vec).collect();
             (
                 Kind::List,
                 if o.dont_sort {

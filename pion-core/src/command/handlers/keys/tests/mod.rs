@@ -71,9 +71,7 @@ fn mset(e: &Engine, pairs: &[(&str, &str)]) {
 
 /// Stores a list in database 0, as `RPUSH` would build it.
 fn list(e: &Engine, key: &str, items: &[&str]) {
-    let mut l = crate::value::ListValue::new();
-    l.items_mut()
-        .extend(items.iter().map(|s| s.as_bytes().to_vec()));
+    let l: crate::value::ListValue = items.iter().map(|s| s.as_bytes().to_vec()).collect();
     put(e, 0, key, crate::value::Value::List(l));
 }
 

@@ -282,9 +282,9 @@ fn store() {
 #[test]
 fn binary_elements() {
     let e = engine();
-    let mut l = crate::value::ListValue::new();
-    l.items_mut()
-        .extend([b"\xff".to_vec(), b"\x00".to_vec(), b"a".to_vec()]);
+    let l: crate::value::ListValue = [b"\xff".to_vec(), b"\x00".to_vec(), b"a".to_vec()]
+        .into_iter()
+        .collect();
     put(&e, 0, "bin", crate::value::Value::List(l));
     assert_eq!(
         run(&e, &["SORT", "bin", "ALPHA"]),

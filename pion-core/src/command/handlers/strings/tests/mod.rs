@@ -54,8 +54,7 @@ pub(super) fn ttl_ms(e: &Engine, key: &str) -> Option<Option<i64>> {
 /// Stores a one-element list at `key`, written straight into the keyspace so these
 /// tests need no list command.
 pub(super) fn put_list(e: &Engine, key: &str) {
-    let mut list = ListValue::new();
-    list.items_mut().push_back(b"a".to_vec());
+    let list: ListValue = [b"a".to_vec()].into_iter().collect();
     let mut l = e.keyspace().lock_keys(&[key], e.now_ms());
     l.set(0, key.as_bytes(), Value::List(list))
         .expect("db 0 exists");

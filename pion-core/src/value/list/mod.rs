@@ -1,0 +1,622 @@
+//! The list type: a double-ended queue of byte strings, held as Redis 7.0 holds it (a
+//! `quicklist`): a deque of nodes, each a few kilobytes of elements packed back to
+//! back ([`node`]).
+//!
+//! Besides storage, this module owns Redis's index arithmetic for lists — negative
+//! indices counting from the tail, `LRANGE`/`LTRIM` clamping, `LREM`'s signed count and
+//! `LPOS`'s rank — so every command (and the property test below) shares one
+//! definition of it.
+
+mod node;
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use node::{entry_len, Node};
+
+use super::sampled_size;
+
+/// The most bytes a node's packed elements take before a push starts a new node, as
+/// Redis's default `list-max-listpack-size` (-2) bounds them. An element larger than
+/// this gets a node of its own. (The setting itself shapes the nodes `DUMP` and the
+/// RDB writer emit; in memory every list uses this bound.)
+const NODE_BYTES: usize = 8192;
+
+/// One end of a list (`LEFT`/`RIGHT` in `LMOVE` and `LMPOP`; head and tail in Redis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The head (index 0).
+    Left,
+    /// The tail (index -1).
+    Right,
+}
+
+/// A list value.
+#[derive(Clone, Default)]
+pub struct ListValue {
+    /// Never holds an empty node.
+    nodes: VecDeque<Node>,
+    len: usize,
+}
+
+impl PartialEq for ListValue {
+    fn eq(&self, other: &ListValue) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for ListValue {}
+
+impl fmt::Debug for ListValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.iter().map(String::from_utf8_lossy))
+            .finish()
+    }
+}
+
+impl ListValue {
+    /// An empty list.
+    pub fn new() -> ListValue {
+        ListValue::default()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements from head to tail (`.rev()` walks from the tail).
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
+        self.nodes.iter().flat_map(Node::iter)
+    }
+
+    /// A first node: a list of one element holds exactly one node slot.
+    fn add_node(&mut self, end: End, node: Node) {
+        if self.nodes.is_empty() {
+            self.nodes.reserve_exact(1);
+        }
+        match end {
+            End::Left => self.nodes.push_front(node),
+            End::Right => self.nodes.push_back(node),
+        }
+    }
+
+    /// Adds an element at one end.
+    pub fn push(&mut self, end: End, value: Vec<u8>) {
+        let grown = entry_len(value.len());
+        let edge = match end {
+            End::Left => self.nodes.front_mut(),
+            End::Right => self.nodes.back_mut(),
+        };
+        match edge {
+            Some(node) if node.bytes() + grown <= NODE_BYTES => match end {
+                End::Left => node.insert(0, &value),
+                End::Right => node.push_back(&value),
+            },
+            _ => self.add_node(end, Node::with(&value)),
+        }
+        self.len += 1;
+    }
+
+    /// Removes and returns the element at one end.
+    pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
+        let (value, emptied) = match end {
+            End::Left => {
+                let node = self.nodes.front_mut()?;
+                (node.remove(0), node.count() == 0)
+            }
+            End::Right => {
+                let node = self.nodes.back_mut()?;
+                (node.pop_back(), node.count() == 0)
+            }
+        };
+        if emptied {
+            match end {
+                End::Left => self.nodes.pop_front(),
+                End::Right => self.nodes.pop_back(),
+            };
+        }
+        self.len -= 1;
+        Some(value)
+    }
+
+    /// Removes up to `count` elements from one end, in the order they were popped.
+    pub fn pop_many(&mut self, end: End, count: usize) -> Vec<Vec<u8>> {
+        let n = count.min(self.len());
+        (0..n).filter_map(|_| self.pop(end)).collect()
+    }
+
+    /// Position of a Redis index (negative counts from the tail), if it is inside.
+    fn position(&self, index: i64) -> Option<usize> {
+        let len = self.len() as i64;
+        let i = if index < 0 { len + index } else { index };
+        (0..len).contains(&i).then_some(i as usize)
+    }
+
+    /// The node holding position `pos` (< len) and the element's index in it, found
+    /// by walking node counts from the nearer end.
+    fn locate(&self, pos: usize) -> (usize, usize) {
+        if pos < self.len / 2 {
+            let mut rest = pos;
+            for (ni, node) in self.nodes.iter().enumerate() {
+                if rest < node.count() {
+                    return (ni, rest);
+                }
+                rest -= node.count();
+            }
+        } else {
+            let mut after = self.len - pos;
+            for (ni, node) in self.nodes.iter().enumerate().rev() {
+                if after <= node.count() {
+                    return (ni, node.count() - after);
+                }
+                after -= node.count();
+            }
+        }
+        // Node counts sum to `len`, so a position below it is always found.
+        unreachable!("list position {pos} outside its {} elements", self.len)
+    }
+
+    /// Splits node `ni` in two when an edit left it past the node bound.
+    fn rebalance(&mut self, ni: usize) {
+        let node = &mut self.nodes[ni];
+        if node.bytes() > NODE_BYTES && node.count() > 1 {
+            let half = node.count() / 2;
+            let tail = node.split_off(half);
+            self.nodes.insert(ni + 1, tail);
+        }
+    }
+
+    /// The element at a Redis index (`LINDEX`).
+    pub fn get(&self, index: i64) -> Option<&[u8]> {
+        let (ni, idx) = self.locate(self.position(index)?);
+        Some(self.nodes[ni].get(idx))
+    }
+
+    /// Replaces the element at a Redis index (`LSET`); false when out of range.
+    pub fn set(&mut self, index: i64, value: Vec<u8>) -> bool {
+        match self.position(index) {
+            Some(pos) => {
+                let (ni, idx) = self.locate(pos);
+                self.nodes[ni].replace(idx, &value);
+                self.rebalance(ni);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The elements between two Redis indices, both inclusive, clamped as `LRANGE` does.
+    pub fn range(&self, start: i64, stop: i64) -> impl Iterator<Item = &[u8]> + '_ {
+        let (from, to) = clamp_range(start, stop, self.len()).unwrap_or((0, 0));
+        let (ni, skip) = if from < to {
+            self.locate(from)
+        } else {
+            (self.nodes.len(), 0)
+        };
+        self.nodes
+            .range(ni..)
+            .flat_map(Node::iter)
+            .skip(skip)
+            .take(to - from)
+    }
+
+    /// Keeps only the elements between two Redis indices, clamped as `LTRIM` does
+    /// (an empty range empties the list).
+    pub fn trim(&mut self, start: i64, stop: i64) {
+        let Some((from, to)) = clamp_range(start, stop, self.len()) else {
+            self.nodes = VecDeque::new();
+            self.len = 0;
+            return;
+        };
+        let mut from_back = self.len - to;
+        while let Some(node) = self.nodes.back_mut() {
+            if from_back == 0 {
+                break;
+            }
+            if node.count() <= from_back {
+                from_back -= node.count();
+                self.nodes.pop_back();
+            } else {
+                node.truncate(node.count() - from_back);
+                break;
+            }
+        }
+        let mut from_front = from;
+        while let Some(node) = self.nodes.front_mut() {
+            if from_front == 0 {
+                break;
+            }
+            if node.count() <= from_front {
+                from_front -= node.count();
+                self.nodes.pop_front();
+            } else {
+                node.drop_front(from_front);
+                break;
+            }
+        }
+        self.len = to - from;
+    }
+
+    /// Inserts `value` before or after the first element equal to `pivot` (`LINSERT`);
+    /// the new length, or `None` when the pivot is absent.
+    pub fn insert(&mut self, pivot: &[u8], before: bool, value: Vec<u8>) -> Option<usize> {
+        let (ni, idx) = self
+            .nodes
+            .iter()
+            .enumerate()
+            .find_map(|(ni, node)| node.iter().position(|e| e == pivot).map(|idx| (ni, idx)))?;
+        self.nodes[ni].insert(if before { idx } else { idx + 1 }, &value);
+        self.len += 1;
+        self.rebalance(ni);
+        Some(self.len())
+    }
+
+    /// Removes elements equal to `elem` (`LREM`): the first `count` from the head when
+    /// positive, the last `|count|` from the tail when negative, all when zero. Returns
+    /// how many were removed.
+    pub fn remove(&mut self, count: i64, elem: &[u8]) -> usize {
+        let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        let total = self.iter().filter(|e| *e == elem).count();
+        let removing = if count == 0 { total } else { total.min(limit) };
+        if removing == 0 {
+            return 0;
+        }
+        // Matches are numbered from the head; keep those outside the removed window.
+        let first_removed = if count < 0 { total - removing } else { 0 };
+        let window = first_removed..first_removed + removing;
+        let mut seen = 0usize;
+        for node in self.nodes.iter_mut() {
+            node.retain(|e| {
+                if e != elem {
+                    return true;
+                }
+                let n = seen;
+                seen += 1;
+                !window.contains(&n)
+            });
+        }
+        self.nodes.retain(|node| node.count() > 0);
+        self.len -= removing;
+        removing
+    }
+
+    /// Indices of elements equal to `elem` (`LPOS`), scanning from the head for a
+    /// positive `rank` and from the tail for a negative one, skipping the first
+    /// `|rank| - 1` matches, returning at most `max` (0 = all) and looking at no more
+    /// than `maxlen` elements (0 = all). `rank` must not be zero.
+    ///
+    /// Redis negates the rank in a C `long`, so `i64::MIN` stays negative and skips no
+    /// match at all: it behaves like rank -1. This reproduces that.
+    pub fn positions(&self, elem: &[u8], rank: i64, max: usize, maxlen: usize) -> Vec<usize> {
+        let skip = if rank == i64::MIN {
+            0
+        } else {
+            rank.unsigned_abs().saturating_sub(1)
+        };
+        let len = self.len();
+        let scan = if maxlen == 0 { len } else { maxlen.min(len) };
+        let at = |step: usize| if rank < 0 { len - 1 - step } else { step };
+        let matching = |(_, e): &(usize, &[u8])| *e == elem;
+        let found: Vec<usize> = if rank < 0 {
+            matching_steps(
+                self.iter().rev().take(scan).enumerate(),
+                matching,
+                skip,
+                max,
+            )
+        } else {
+            matching_steps(self.iter().take(scan).enumerate(), matching, skip, max)
+        };
+        found.into_iter().map(at).collect()
+    }
+
+    /// Heap bytes: the node slots, and the nodes' buffers extrapolated from a sample
+    /// of them (called on every write, so it never walks a long list).
+    pub(crate) fn mem_usage(&self, samples: usize) -> usize {
+        std::mem::size_of::<Node>() * self.nodes.capacity()
+            + sampled_size(
+                self.nodes.iter().map(Node::heap_bytes),
+                self.nodes.len(),
+                0,
+                samples,
+            )
+    }
+}
+
+impl FromIterator<Vec<u8>> for ListValue {
+    fn from_iter<I: IntoIterator<Item = Vec<u8>>>(iter: I) -> Self {
+        let mut list = ListValue::new();
+        list.extend(iter);
+        list
+    }
+}
+
+impl Extend<Vec<u8>> for ListValue {
+    fn extend<I: IntoIterator<Item = Vec<u8>>>(&mut self, iter: I) {
+        for value in iter {
+            self.push(End::Right, value);
+        }
+    }
+}
+
+/// The steps of the elements `matching` accepts, after skipping the first `skip`
+/// matches, at most `max` of them (0 = all).
+fn matching_steps<'a>(
+    elements: impl Iterator<Item = (usize, &'a [u8])>,
+    matching: impl FnMut(&(usize, &'a [u8])) -> bool,
+    skip: u64,
+    max: usize,
+) -> Vec<usize> {
+    let found = elements
+        .filter(matching)
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .map(|(step, _)| step);
+    if max == 0 {
+        found.collect()
+    } else {
+        found.take(max).collect()
+    }
+}
+
+/// Clamps Redis's inclusive `start..=stop` (negative = from the tail) to a half-open
+/// range of positions, or `None` when it selects nothing.
+fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    // `len + x` cannot overflow: len is non-negative and x negative.
+    let start = if start < 0 { len + start } else { start }.max(0);
+    let stop = if stop < 0 { len + stop } else { stop };
+    if start > stop || start >= len {
+        return None;
+    }
+    let stop = stop.min(len - 1);
+    Some((start as usize, stop as usize + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn list(items: &[&str]) -> ListValue {
+        items.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    fn strs(l: &ListValue) -> Vec<String> {
+        l.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn range_clamps_like_redis() {
+        let l = list(&["a", "b", "c", "d", "e"]);
+        let r = |s, e| l.range(s, e).count();
+        assert_eq!(r(0, -1), 5);
+        assert_eq!(r(-100, 100), 5);
+        assert_eq!(r(3, 1), 0);
+        assert_eq!(r(5, 10), 0);
+        assert_eq!(r(0, -6), 0);
+        assert_eq!(r(0, -5), 1);
+        assert_eq!(r(i64::MIN, i64::MAX), 5);
+    }
+
+    #[test]
+    fn remove_counts_from_either_end() {
+        let mut l = list(&["a", "b", "a", "b", "a", "b"]);
+        assert_eq!(l.remove(2, b"a"), 2);
+        assert_eq!(strs(&l), ["b", "b", "a", "b"]);
+        assert_eq!(l.remove(-1, b"b"), 1);
+        assert_eq!(strs(&l), ["b", "b", "a"]);
+        assert_eq!(l.remove(i64::MIN, b"b"), 2);
+        assert_eq!(strs(&l), ["a"]);
+        assert_eq!(l.remove(0, b"z"), 0);
+    }
+
+    #[test]
+    fn positions_follow_rank_count_and_maxlen() {
+        let l = list(&["a", "b", "c", "a", "b", "c", "a"]);
+        assert_eq!(l.positions(b"a", 1, 1, 0), [0]);
+        assert_eq!(l.positions(b"a", 2, 1, 0), [3]);
+        assert_eq!(l.positions(b"a", -2, 1, 0), [3]);
+        assert_eq!(l.positions(b"a", -1, 0, 3), [6]);
+        assert_eq!(l.positions(b"a", 2, 1, 3), Vec::<usize>::new());
+        assert_eq!(l.positions(b"a", i64::MIN, 0, 0), [6, 3, 0]);
+        assert_eq!(l.positions(b"a", -i64::MAX, 0, 0), Vec::<usize>::new());
+        assert_eq!(l.positions(b"a", 1, 2, 0), [0, 3]);
+    }
+
+    #[test]
+    fn redis_7_0_reports_quicklist() {
+        assert_eq!(
+            super::super::Value::List(list(&["a"])).encoding(),
+            "quicklist"
+        );
+    }
+
+    #[test]
+    fn long_lists_pack_into_bounded_nodes() {
+        let mut l = ListValue::new();
+        let mut m = VecDeque::new();
+        for i in 0..20_000u32 {
+            let v = format!("item{i}").into_bytes();
+            if i % 3 == 0 {
+                l.push(End::Left, v.clone());
+                m.push_front(v);
+            } else {
+                l.push(End::Right, v.clone());
+                m.push_back(v);
+            }
+        }
+        assert!(l.nodes.len() > 20, "{} nodes", l.nodes.len());
+        assert!(l.nodes.iter().all(|n| n.bytes() <= NODE_BYTES));
+        for i in [0i64, 1, 777, 9_999, 10_000, 19_998, 19_999, -1, -20_000] {
+            let p = if i < 0 { 20_000 + i } else { i } as usize;
+            assert_eq!(l.get(i), Some(&m[p][..]), "index {i}");
+        }
+        assert_eq!(l.get(20_000), None);
+        // About 11 bytes an element, where a heap block each cost over 50.
+        assert!(
+            l.mem_usage(usize::MAX) < 20_000 * 12,
+            "{}",
+            l.mem_usage(usize::MAX)
+        );
+        l.trim(5_000, -5_001);
+        let kept: Vec<Vec<u8>> = m.range(5_000..15_000).cloned().collect();
+        assert_eq!(l.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), kept);
+        assert_eq!(l.len(), 10_000);
+        assert_eq!(l.pop(End::Right), kept.last().cloned());
+        assert_eq!(l.pop(End::Left), kept.first().cloned());
+        let middle = &kept[4_321];
+        assert_eq!(l.positions(middle, 1, 0, 0), [4_320]);
+        assert_eq!(l.range(4_320, 4_320).next(), Some(&middle[..]));
+    }
+
+    #[test]
+    fn pop_many_keeps_pop_order() {
+        let mut l = list(&["a", "b", "c", "d"]);
+        assert_eq!(l.pop_many(End::Right, 2), [b"d".to_vec(), b"c".to_vec()]);
+        assert_eq!(l.pop_many(End::Left, 10), [b"a".to_vec(), b"b".to_vec()]);
+        assert!(l.is_empty());
+    }
+
+    /// One list operation, with arbitrary (often out-of-range) indices.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(bool, u8),
+        Pop(bool, usize),
+        Set(i64, u8),
+        Insert(u8, bool, u8),
+        Trim(i64, i64),
+        Rem(i64, u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let idx = -12i64..12;
+        prop_oneof![
+            (any::<bool>(), 0u8..4).prop_map(|(l, v)| Op::Push(l, v)),
+            (any::<bool>(), 0usize..4).prop_map(|(l, n)| Op::Pop(l, n)),
+            (idx.clone(), 0u8..4).prop_map(|(i, v)| Op::Set(i, v)),
+            (0u8..4, any::<bool>(), 0u8..4).prop_map(|(p, b, v)| Op::Insert(p, b, v)),
+            (idx.clone(), idx.clone()).prop_map(|(s, e)| Op::Trim(s, e)),
+            (-3i64..3, 0u8..4).prop_map(|(c, v)| Op::Rem(c, v)),
+        ]
+    }
+
+    /// The model's view of a Redis index: the position it names, if inside.
+    fn model_pos(len: usize, i: i64) -> Option<usize> {
+        let len = len as i64;
+        let p = if i < 0 { len + i } else { i };
+        (p >= 0 && p < len).then_some(p as usize)
+    }
+
+    /// The model's inclusive range, computed element by element.
+    fn model_range(m: &VecDeque<Vec<u8>>, s: i64, e: i64) -> Vec<Vec<u8>> {
+        let len = m.len() as i64;
+        let s = if s < 0 { (len + s).max(0) } else { s };
+        let e = if e < 0 { len + e } else { e };
+        (0..len)
+            .filter(|&i| i >= s && i <= e)
+            .map(|i| m[i as usize].clone())
+            .collect()
+    }
+
+    /// The model's element for `v`: values 2 and 3 are kilobytes long, so a few of
+    /// them fill a node and the lists below span several.
+    fn val(v: u8) -> Vec<u8> {
+        vec![
+            v;
+            if v >= 2 {
+                2500 + usize::from(v) * 700
+            } else {
+                1
+            }
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn list_matches_vecdeque_model(
+            ops in proptest::collection::vec(op(), 0..60),
+            probes in proptest::collection::vec((-12i64..12, -12i64..12), 4),
+        ) {
+            let mut l = ListValue::new();
+            let mut m: VecDeque<Vec<u8>> = VecDeque::new();
+            for op in ops {
+                match op {
+                    Op::Push(left, v) => {
+                        let end = if left { End::Left } else { End::Right };
+                        l.push(end, val(v));
+                        if left { m.push_front(val(v)) } else { m.push_back(val(v)) }
+                    }
+                    Op::Pop(left, n) => {
+                        let end = if left { End::Left } else { End::Right };
+                        let got = l.pop_many(end, n);
+                        let mut want = Vec::new();
+                        for _ in 0..n {
+                            let x = if left { m.pop_front() } else { m.pop_back() };
+                            want.extend(x);
+                        }
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::Set(i, v) => {
+                        let ok = l.set(i, val(v));
+                        let p = model_pos(m.len(), i);
+                        if let Some(p) = p { m[p] = val(v); }
+                        prop_assert_eq!(ok, p.is_some());
+                    }
+                    Op::Insert(p, before, v) => {
+                        let got = l.insert(&val(p), before, val(v));
+                        let at = m.iter().position(|e| *e == val(p));
+                        if let Some(at) = at {
+                            m.insert(if before { at } else { at + 1 }, val(v));
+                        }
+                        prop_assert_eq!(got, at.map(|_| m.len()));
+                    }
+                    Op::Trim(s, e) => {
+                        l.trim(s, e);
+                        m = model_range(&m, s, e).into();
+                    }
+                    Op::Rem(c, v) => {
+                        let n = l.remove(c, &val(v));
+                        // Remove one matching element at a time from the chosen end.
+                        let mut removed = 0;
+                        let limit = if c == 0 { usize::MAX } else { c.unsigned_abs() as usize };
+                        while removed < limit {
+                            let found = if c < 0 {
+                                m.iter().rposition(|e| *e == val(v))
+                            } else {
+                                m.iter().position(|e| *e == val(v))
+                            };
+                            let Some(at) = found else { break };
+                            m.remove(at);
+                            removed += 1;
+                        }
+                        prop_assert_eq!(n, removed);
+                    }
+                }
+                prop_assert_eq!(l.iter().collect::<Vec<_>>(), m.iter().map(Vec::as_slice).collect::<Vec<_>>());
+                prop_assert_eq!(l.len(), m.len());
+                for &(s, e) in &probes {
+                    let got: Vec<Vec<u8>> = l.range(s, e).map(<[u8]>::to_vec).collect();
+                    prop_assert_eq!(got, model_range(&m, s, e));
+                    prop_assert_eq!(l.get(s), model_pos(m.len(), s).map(|p| &m[p][..]));
+                }
+                for v in 0u8..4 {
+                    let all: Vec<usize> =
+                        (0..m.len()).filter(|&i| m[i] == val(v)).collect();
+                    prop_assert_eq!(l.positions(&val(v), 1, 0, 0), all.clone());
+                    let rev: Vec<usize> = all.iter().rev().copied().collect();
+                    prop_assert_eq!(l.positions(&val(v), -1, 0, 0), rev.clone());
+                    prop_assert_eq!(l.positions(&val(v), -2, 1, 0), rev.get(1).copied().into_iter().collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! One node of a list: its elements packed back to back in one buffer (a node of
+//! Redis's quicklist, a listpack).
+//!
+//! Held one heap block per element, a list pays a 24-byte header and an allocation
+//! for each, about 56 bytes for a 6-byte element where Redis's listpack pays 8. Here an
+//! element is `len data len'`: its length as a LEB128 varint, its bytes, and the
+//! length again with the varint's bytes reversed, so the node can be walked from
+//! either end (popping the tail never scans the node). The buffer grows by exactly
+//! what a write needs; the owning list keeps each node small, so edits that shift
+//! bytes move at most a few kilobytes.
+
+use std::ops::Range;
+
+use crate::value::packed::{put_varint, read_varint, varint_len};
+
+/// A run of list elements packed into one buffer.
+#[derive(Clone, Default)]
+pub(super) struct Node {
+    buf: Vec<u8>,
+    count: u32,
+}
+
+/// The encoded size of an element of `len` bytes.
+pub(super) fn entry_len(len: usize) -> usize {
+    2 * varint_len(len) + len
+}
+
+/// Appends the encoding of `data` to `out`.
+fn put_entry(out: &mut Vec<u8>, data: &[u8]) {
+    put_varint(out, data.len());
+    out.extend_from_slice(data);
+    let back = out.len();
+    put_varint(out, data.len());
+    out[back..].reverse();
+}
+
+/// Reads the reversed varint that ends just before `end`: (value, bytes it took).
+/// Only called on offsets where this module ended an element.
+fn read_back_varint(buf: &[u8], end: usize) -> (usize, usize) {
+    let mut n = 0usize;
+    let mut shift = 0;
+    let mut i = end;
+    loop {
+        i -= 1;
+        let b = buf[i];
+        n |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return (n, end - i);
+        }
+        shift += 7;
+    }
+}
+
+impl Node {
+    /// A node holding one element.
+    pub(super) fn with(data: &[u8]) -> Node {
+        let mut buf = Vec::with_capacity(entry_len(data.len()));
+        put_entry(&mut buf, data);
+        Node { buf, count: 1 }
+    }
+
+    /// Number of elements.
+    pub(super) fn count(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Bytes the elements take, encoded.
+    pub(super) fn bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Heap bytes this node holds.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// The element starting at `at`: its bytes' range and the offset after it.
+    fn entry_at(&self, at: usize) -> (Range<usize>, usize) {
+        let (len, header) = read_varint(&self.buf, at);
+        let start = at + header;
+        (start..start + len, start + len + varint_len(len))
+    }
+
+    /// The element ending at `end`: its first byte's offset (its header's).
+    fn entry_before(&self, end: usize) -> usize {
+        let (len, trailer) = read_back_varint(&self.buf, end);
+        end - trailer - len - varint_len(len)
+    }
+
+    /// Byte offset of element `idx` (`idx == count` is the end), walking from the
+    /// nearer end.
+    fn offset_of(&self, idx: usize) -> usize {
+        let count = self.count();
+        if idx <= count / 2 {
+            (0..idx).fold(0, |at, _| self.entry_at(at).1)
+        } else {
+            (idx..count).fold(self.buf.len(), |end, _| self.entry_before(end))
+        }
+    }
+
+    /// The element at `idx` (< count).
+    pub(super) fn get(&self, idx: usize) -> &[u8] {
+        let (range, _) = self.entry_at(self.offset_of(idx));
+        &self.buf[range]
+    }
+
+    /// Inserts `data` so it becomes element `idx` (`idx <= count`).
+    pub(super) fn insert(&mut self, idx: usize, data: &[u8]) {
+        let at = self.offset_of(idx);
+        let mut entry = Vec::with_capacity(entry_len(data.len()));
+        put_entry(&mut entry, data);
+        self.buf.reserve_exact(entry.len());
+        self.buf.splice(at..at, entry);
+        self.count += 1;
+    }
+
+    /// Appends `data` as the last element.
+    pub(super) fn push_back(&mut self, data: &[u8]) {
+        self.buf.reserve_exact(entry_len(data.len()));
+        put_entry(&mut self.buf, data);
+        self.count += 1;
+    }
+
+    /// Removes element `idx` (< count) and returns it.
+    pub(super) fn remove(&mut self, idx: usize) -> Vec<u8> {
+        let at = self.offset_of(idx);
+        let (range, end) = self.entry_at(at);
+        let data = self.buf[range].to_vec();
+        self.buf.drain(at..end);
+        self.count -= 1;
+        data
+    }
+
+    /// Removes and returns the last element (the node is not empty).
+    pub(super) fn pop_back(&mut self) -> Vec<u8> {
+        let at = self.entry_before(self.buf.len());
+        let (range, _) = self.entry_at(at);
+        let data = self.buf[range].to_vec();
+        self.buf.truncate(at);
+        self.count -= 1;
+        data
+    }
+
+    /// Replaces element `idx` (< count) with `data`.
+    pub(super) fn replace(&mut self, idx: usize, data: &[u8]) {
+        let at = self.offset_of(idx);
+        let (_, end) = self.entry_at(at);
+        let mut entry = Vec::with_capacity(entry_len(data.len()));
+        put_entry(&mut entry, data);
+        if entry.len() > end - at {
+            self.buf.reserve_exact(entry.len() - (end - at));
+        }
+        self.buf.splice(at..end, entry);
+    }
+
+    /// Keeps the first `keep` elements (`keep <= count`).
+    pub(super) fn truncate(&mut self, keep: usize) {
+        let at = self.offset_of(keep);
+        self.buf.truncate(at);
+        self.count = keep as u32;
+    }
+
+    /// Drops the first `n` elements (`n <= count`).
+    pub(super) fn drop_front(&mut self, n: usize) {
+        let at = self.offset_of(n);
+        self.buf.drain(..at);
+        self.count -= n as u32;
+    }
+
+    /// Moves elements `idx..` into a new node.
+    pub(super) fn split_off(&mut self, idx: usize) -> Node {
+        let at = self.offset_of(idx);
+        let tail = self.buf[at..].to_vec();
+        let moved = self.count() - idx;
+        self.buf.truncate(at);
+        self.buf.shrink_to_fit();
+        self.count = idx as u32;
+        Node {
+            buf: tail,
+            count: moved as u32,
+        }
+    }
+
+    /// Keeps the elements for which `keep` is true, in order; returns how many went.
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) -> usize {
+        let mut out = Vec::new();
+        let mut kept = 0u32;
+        let mut at = 0;
+        while at < self.buf.len() {
+            let (range, end) = self.entry_at(at);
+            if keep(&self.buf[range]) {
+                out.extend_from_slice(&self.buf[at..end]);
+                kept += 1;
+            }
+            at = end;
+        }
+        let removed = self.count - kept;
+        if removed > 0 {
+            out.shrink_to_fit();
+            self.buf = out;
+            self.count = kept;
+        }
+        removed as usize
+    }
+
+    /// The elements, from either end.
+    pub(super) fn iter(&self) -> NodeIter<'_> {
+        NodeIter {
+            node: self,
+            front: 0,
+            back: self.buf.len(),
+        }
+    }
+}
+
+/// The elements of a [`Node`], in order or reversed.
+pub(super) struct NodeIter<'a> {
+    node: &'a Node,
+    /// Offset of the next element from the front.
+    front: usize,
+    /// One past the last element not yet taken from the back.
+    back: usize,
+}
+
+impl<'a> Iterator for NodeIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.front >= self.back {
+            return None;
+        }
+        let (range, end) = self.node.entry_at(self.front);
+        self.front = end;
+        Some(&self.node.buf[range])
+    }
+}
+
+impl DoubleEndedIterator for NodeIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.front >= self.back {
+            return None;
+        }
+        let at = self.node.entry_before(self.back);
+        self.back = at;
+        let (range, _) = self.node.entry_at(at);
+        Some(&self.node.buf[range])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn items(n: &Node) -> Vec<Vec<u8>> {
+        n.iter().map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn long_elements_walk_both_ways() {
+        // Lengths on both sides of each varint width.
+        let lens = [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000];
+        let mut n = Node::with(b"first");
+        for (i, &len) in lens.iter().enumerate() {
+            n.push_back(&vec![i as u8; len]);
+        }
+        let forward = items(&n);
+        let mut backward: Vec<Vec<u8>> = n.iter().rev().map(<[u8]>::to_vec).collect();
+        backward.reverse();
+        assert_eq!(forward, backward);
+        for (i, &len) in lens.iter().enumerate() {
+            assert_eq!(n.get(i + 1), &vec![i as u8; len][..]);
+        }
+        assert_eq!(
+            n.bytes(),
+            forward.iter().map(|e| entry_len(e.len())).sum::<usize>()
+        );
+        assert_eq!(n.pop_back(), vec![7u8; 70_000]);
+        assert_eq!(n.count(), lens.len());
+    }
+
+    /// One node operation with indices reduced modulo the node's size.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(usize, Vec<u8>),
+        Push(Vec<u8>),
+        Remove(usize),
+        PopBack,
+        Replace(usize, Vec<u8>),
+        Truncate(usize),
+        DropFront(usize),
+        Split(usize),
+        Retain(u8),
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(0u8..3, 0..4),
+            proptest::collection::vec(any::<u8>(), 120..140),
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (any::<usize>(), bytes()).prop_map(|(i, b)| Op::Insert(i, b)),
+            bytes().prop_map(Op::Push),
+            any::<usize>().prop_map(Op::Remove),
+            Just(Op::PopBack),
+            (any::<usize>(), bytes()).prop_map(|(i, b)| Op::Replace(i, b)),
+            any::<usize>().prop_map(Op::Truncate),
+            any::<usize>().prop_map(Op::DropFront),
+            any::<usize>().prop_map(Op::Split),
+            (0u8..3).prop_map(Op::Retain),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn node_matches_vec_model(ops in proptest::collection::vec(op(), 0..40)) {
+            let mut n = Node::with(b"x");
+            let mut m: Vec<Vec<u8>> = vec![b"x".to_vec()];
+            for op in ops {
+                let len = m.len();
+                match op {
+                    Op::Insert(i, b) => {
+                        let i = i % (len + 1);
+                        n.insert(i, &b);
+                        m.insert(i, b);
+                    }
+                    Op::Push(b) => {
+                        n.push_back(&b);
+                        m.push(b);
+                    }
+                    Op::Remove(i) if len > 0 => {
+                        let i = i % len;
+                        prop_assert_eq!(n.remove(i), m.remove(i));
+                    }
+                    Op::PopBack if len > 0 => prop_assert_eq!(Some(n.pop_back()), m.pop()),
+                    Op::Replace(i, b) if len > 0 => {
+                        let i = i % len;
+                        n.replace(i, &b);
+                        m[i] = b;
+                    }
+                    Op::Truncate(k) => {
+                        let k = k % (len + 1);
+                        n.truncate(k);
+                        m.truncate(k);
+                    }
+                    Op::DropFront(k) => {
+                        let k = k % (len + 1);
+                        n.drop_front(k);
+                        m.drain(..k);
+                    }
+                    Op::Split(i) => {
+                        let i = i % (len + 1);
+                        let tail = n.split_off(i);
+                        prop_assert_eq!(items(&tail), m.split_off(i));
+                    }
+                    Op::Retain(v) => {
+                        let before = m.len();
+                        m.retain(|e| e.first() != Some(&v));
+                        prop_assert_eq!(n.retain(|e| e.first() != Some(&v)), before - m.len());
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(n.count(), m.len());
+                prop_assert_eq!(items(&n), m.clone());
+                let mut rev: Vec<Vec<u8>> = n.iter().rev().map(<[u8]>::to_vec).collect();
+                rev.reverse();
+                prop_assert_eq!(&rev, &m);
+                for (i, e) in m.iter().enumerate() {
+                    prop_assert_eq!(n.get(i), &e[..]);
+                }
+                prop_assert_eq!(n.bytes(), m.iter().map(|e| entry_len(e.len())).sum::<usize>());
+            }
+        }
+    }
+}
