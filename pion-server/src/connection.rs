@@ -16,6 +16,9 @@ use crate::resp::{encode, Decoded, Decoder, Limits};
 /// Reply bytes above which a connection stops executing pipelined commands until the
 /// socket drains (keeps one greedy pipeline from growing memory without bound).
 const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
+/// An input buffer larger than this (grown for a large argument) is given back once
+/// everything in it is served.
+const KEEP_INPUT_BYTES: usize = 1024 * 1024;
 
 /// The protocol a connection speaks (by the port it came in on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,8 +95,8 @@ impl Connection {
         if self.consumed == self.filled {
             self.consumed = 0;
             self.filled = 0;
-            if self.input.len() > 4 * 1024 * 1024 {
-                // A huge request has been served: give its buffer back.
+            if self.input.len() > KEEP_INPUT_BYTES {
+                // A large request has been served: give its buffer back.
                 self.input = Vec::new();
             }
         }

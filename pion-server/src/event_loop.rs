@@ -27,6 +27,10 @@ use crate::stream::{ListenStop, Listener, Stream};
 const FIRST_LISTENER: usize = 2;
 const WAKER: Token = Token(1);
 const READ_CHUNK: usize = 64 * 1024;
+/// Input read from one connection before its complete commands run: a pipeline
+/// longer than this is read, parsed and run a slice at a time (as Redis reads 16 KB
+/// per event), so the input buffer stays near this size whatever the pipeline's.
+const INPUT_SLICE: usize = 256 * 1024;
 const TICK: Duration = Duration::from_millis(100);
 
 /// A running server's handle: ask it to stop from another thread.
@@ -452,22 +456,33 @@ impl Worker {
             if conn.client.shared.killed.load(Ordering::SeqCst) {
                 return Fate::Keep;
             }
-            if !read_available(stream, conn, engine) {
-                conn.peer_closed = true;
+            // Reads and runs in slices, so a long pipeline is never held whole in
+            // the input buffer (nor its memory kept by the allocator after).
+            loop {
+                let input = read_input(stream, conn, engine, INPUT_SLICE);
+                if input == Input::Closed {
+                    conn.peer_closed = true;
+                }
+                w.run_commands(conn, engine, limits);
+                if conn.pending_input() as u64 > limits.max_query_buffer {
+                    // Redis closes a client whose unparsed input passes
+                    // client-query-buffer-limit.
+                    pion_core::log_warning!(
+                        "closing client {}: query buffer of {} bytes exceeds client-query-buffer-limit",
+                        conn.client.shared.addr,
+                        conn.pending_input()
+                    );
+                    return Fate::Close;
+                }
+                if input != Input::More
+                    || conn.closing
+                    || conn.client.shared.killed.load(Ordering::SeqCst)
+                {
+                    break;
+                }
             }
-            w.run_commands(conn, engine, limits);
             if let Some(d) = conn.block_deadline() {
                 w.next_block_deadline = Some(w.next_block_deadline.map_or(d, |n| n.min(d)));
-            }
-            if conn.pending_input() as u64 > limits.max_query_buffer {
-                // Redis closes a client whose unparsed input passes
-                // client-query-buffer-limit.
-                pion_core::log_warning!(
-                    "closing client {}: query buffer of {} bytes exceeds client-query-buffer-limit",
-                    conn.client.shared.addr,
-                    conn.pending_input()
-                );
-                return Fate::Close;
             }
             if !conn.queued_for_write {
                 conn.queued_for_write = true;
@@ -651,28 +666,55 @@ impl Worker {
     }
 }
 
-/// Reads everything the socket has; returns false when the peer closed or failed.
-pub(crate) fn read_available(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> bool {
+/// What a [`read_input`] left behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// The socket has nothing more for now.
+    Drained,
+    /// The byte budget ran out first: the socket may hold more.
+    More,
+    /// The peer closed, or the socket failed.
+    Closed,
+}
+
+/// Reads what the socket has, stopping once `budget` bytes have come in (a socket
+/// read may go past it by one chunk).
+pub(crate) fn read_input(
+    stream: &mut Stream,
+    conn: &mut Connection,
+    engine: &Engine,
+    budget: usize,
+) -> Input {
+    let mut read = 0usize;
     loop {
+        if read >= budget {
+            return Input::More;
+        }
         let buf = conn.read_buf(READ_CHUNK);
         let room = buf.len();
         match stream.read(buf) {
-            Ok(0) => return false,
+            Ok(0) => return Input::Closed,
             Ok(n) => {
                 conn.filled(n);
+                read += n;
                 engine
                     .server_stats()
                     .net_input_bytes
                     .fetch_add(n as u64, Ordering::Relaxed);
                 if n < room {
-                    return true;
+                    return Input::Drained;
                 }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Input::Drained,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return Input::Closed,
         }
     }
+}
+
+/// Reads everything the socket has; returns false when the peer closed or failed.
+pub(crate) fn read_available(stream: &mut Stream, conn: &mut Connection, engine: &Engine) -> bool {
+    read_input(stream, conn, engine, usize::MAX) != Input::Closed
 }
 
 /// Writes pending output; `Ok(true)` when everything was written.
