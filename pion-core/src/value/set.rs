@@ -10,7 +10,7 @@ use rand::Rng;
 
 use super::hash::table::ScanTable;
 use super::intset::IntSet;
-use super::{sampled_size, EncodingLimits};
+use super::EncodingLimits;
 use crate::util::num::parse_i64;
 
 /// A set value.
@@ -23,7 +23,7 @@ pub struct SetValue {
 enum Repr {
     IntSet(IntSet),
     /// Boxed, so a small set's value stays the size of its intset's header.
-    Table(Box<ScanTable<()>>),
+    Table(Box<ScanTable>),
 }
 
 impl Default for SetValue {
@@ -109,7 +109,7 @@ impl SetValue {
             return true;
         }
         match &mut self.repr {
-            Repr::Table(s) => !s.contains(member) && s.insert(member.to_vec(), ()).is_none(),
+            Repr::Table(s) => !s.contains(member) && s.insert(member, b""),
             Repr::IntSet(_) => false,
         }
     }
@@ -118,7 +118,7 @@ impl SetValue {
         if let Repr::IntSet(v) = &self.repr {
             let mut s = ScanTable::with_capacity(v.len());
             for i in v.iter() {
-                s.insert(i.to_string().into_bytes(), ());
+                s.insert(i.to_string().as_bytes(), b"");
             }
             self.repr = Repr::Table(Box::new(s));
         }
@@ -189,7 +189,7 @@ impl SetValue {
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
             Repr::IntSet(v) => v.heap_bytes() + std::mem::size_of::<SetValue>(),
-            Repr::Table(s) => sampled_size(s.iter().map(|(m, _)| m.len()), s.len(), 24, samples),
+            Repr::Table(s) => s.mem_usage(samples) + std::mem::size_of::<ScanTable>(),
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod table;
 use rand::Rng;
 
 use super::packed::PackedPairs;
-use super::{sampled_size, EncodingLimits};
+use super::EncodingLimits;
 use table::ScanTable;
 
 /// A hash value.
@@ -24,7 +24,7 @@ pub struct HashValue {
 enum Repr {
     Listpack(PackedPairs),
     /// Boxed, so a small hash's value stays the size of its packed buffer's header.
-    Table(Box<ScanTable<Vec<u8>>>),
+    Table(Box<ScanTable>),
 }
 
 impl Default for HashValue {
@@ -55,7 +55,7 @@ impl HashValue {
             };
         }
         let mut m = ScanTable::with_capacity(pairs.len());
-        for (f, v) in pairs {
+        for (f, v) in &pairs {
             m.insert(f, v);
         }
         HashValue {
@@ -93,7 +93,7 @@ impl HashValue {
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.repr {
             Repr::Listpack(p) => p.find(field).map(|at| p.value_at(at)),
-            Repr::Table(m) => m.get(field).map(Vec::as_slice),
+            Repr::Table(m) => m.get(field),
         }
     }
 
@@ -122,7 +122,7 @@ impl HashValue {
                 }
                 true
             }
-            Repr::Table(m) => m.insert(field, value).is_none(),
+            Repr::Table(m) => m.insert(&field, &value),
         }
     }
 
@@ -131,7 +131,7 @@ impl HashValue {
         if let Repr::Listpack(p) = &self.repr {
             let mut m = ScanTable::with_capacity(p.len());
             for (f, val) in p.iter() {
-                m.insert(f.to_vec(), val.to_vec());
+                m.insert(f, val);
             }
             self.repr = Repr::Table(Box::new(m));
         }
@@ -154,7 +154,7 @@ impl HashValue {
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match &self.repr {
             Repr::Listpack(p) => Box::new(p.iter()),
-            Repr::Table(m) => Box::new(m.iter().map(|(f, v)| (f, v.as_slice()))),
+            Repr::Table(m) => Box::new(m.iter()),
         }
     }
 
@@ -163,7 +163,7 @@ impl HashValue {
         match &self.repr {
             Repr::Listpack(p) if p.is_empty() => None,
             Repr::Listpack(p) => p.nth(rng.gen_range(0..p.len())),
-            Repr::Table(m) => m.random(rng).map(|(f, v)| (f, v.as_slice())),
+            Repr::Table(m) => m.random(rng),
         }
     }
 
@@ -202,12 +202,7 @@ impl HashValue {
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
             Repr::Listpack(p) => p.heap_bytes() + std::mem::size_of::<HashValue>(),
-            Repr::Table(_) => sampled_size(
-                self.iter().map(|(f, v)| f.len() + v.len()),
-                self.len(),
-                24,
-                samples,
-            ),
+            Repr::Table(m) => m.mem_usage(samples) + std::mem::size_of::<ScanTable>(),
         }
     }
 }

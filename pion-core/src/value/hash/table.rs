@@ -16,10 +16,17 @@
 //! * **Fair random picks** (`SRANDMEMBER`, `SPOP`, `HRANDFIELD`) in expected O(1):
 //!   pick a bucket and a chain position uniformly, retry when that position is empty.
 //!   Every element is then equally likely, with no bias towards short chains.
+//!
+//! It is also small: an element is one heap block holding key and value, and a chain
+//! is a boxed slice of exactly its length, so a 1,000-field hash of short fields costs
+//! about 60 bytes a field (Redis's dict, 72) where vectors of `(Vec, Vec)` pairs, each
+//! bucket grown to four slots, cost 160.
 
 use std::fmt;
 
 use rand::Rng;
+
+use crate::value::packed::{put_varint, read_varint, varint_len};
 
 /// Smallest number of buckets of a non-empty table.
 const MIN_BUCKETS: usize = 4;
@@ -28,47 +35,84 @@ const MIN_BUCKETS: usize = 4;
 /// pathological chain layout can slow a pick down but never stall it.
 const MAX_PROBES: usize = 256;
 
-/// A hash table from byte-string keys to `V` with a scan cursor and fair random picks.
+/// One element in one heap block: `len(key) key value`, the length a LEB128 varint.
+/// (A pair of vectors cost 48 bytes of headers and two blocks.)
+type Element = Box<[u8]>;
+
+/// A bucket's chain, allocated to its exact length (an empty one allocates nothing).
+type Chain = Box<[Element]>;
+
+fn element(key: &[u8], value: &[u8]) -> Element {
+    let mut e = Vec::with_capacity(varint_len(key.len()) + key.len() + value.len());
+    put_varint(&mut e, key.len());
+    e.extend_from_slice(key);
+    e.extend_from_slice(value);
+    e.into_boxed_slice()
+}
+
+/// An element's key and value.
+fn split(e: &[u8]) -> (&[u8], &[u8]) {
+    let (len, header) = read_varint(e, 0);
+    e[header..].split_at(len)
+}
+
+fn key_of(e: &[u8]) -> &[u8] {
+    split(e).0
+}
+
+/// Appends `e` to `chain`, growing it by exactly one slot.
+fn push(chain: &mut Chain, e: Element) {
+    let mut v = std::mem::take(chain).into_vec();
+    v.reserve_exact(1);
+    v.push(e);
+    *chain = v.into_boxed_slice();
+}
+
+/// A hash table from byte-string keys to byte-string values (empty for a set's
+/// members) with a scan cursor and fair random picks.
 #[derive(Clone)]
-pub struct ScanTable<V> {
-    buckets: Vec<Vec<(Vec<u8>, V)>>,
+pub struct ScanTable {
+    buckets: Vec<Chain>,
     len: usize,
     /// Upper bound on the length of any chain (exact after a resize, grows on insert).
     longest: usize,
     hasher: ahash::RandomState,
 }
 
-impl<V> Default for ScanTable<V> {
+impl Default for ScanTable {
     fn default() -> Self {
         ScanTable::new()
     }
 }
 
-impl<V: fmt::Debug> fmt::Debug for ScanTable<V> {
+impl fmt::Debug for ScanTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(self.iter().map(|(k, v)| (String::from_utf8_lossy(k), v)))
+            .entries(
+                self.iter()
+                    .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))),
+            )
             .finish()
     }
 }
 
-impl<V: PartialEq> PartialEq for ScanTable<V> {
+impl PartialEq for ScanTable {
     fn eq(&self, other: &Self) -> bool {
         self.len == other.len && self.iter().all(|(k, v)| other.get(k) == Some(v))
     }
 }
 
-impl<V> ScanTable<V> {
+impl ScanTable {
     /// An empty table.
-    pub fn new() -> ScanTable<V> {
+    pub fn new() -> ScanTable {
         ScanTable::with_capacity(0)
     }
 
     /// An empty table with room for `n` elements before it grows.
-    pub fn with_capacity(n: usize) -> ScanTable<V> {
+    pub fn with_capacity(n: usize) -> ScanTable {
         let size = n.next_power_of_two().max(MIN_BUCKETS);
         ScanTable {
-            buckets: (0..size).map(|_| Vec::new()).collect(),
+            buckets: (0..size).map(|_| Chain::default()).collect(),
             len: 0,
             longest: 0,
             hasher: ahash::RandomState::new(),
@@ -93,79 +137,78 @@ impl<V> ScanTable<V> {
         (self.hasher.hash_one(key) & self.mask()) as usize
     }
 
-    /// The value stored under `key`.
-    pub fn get(&self, key: &[u8]) -> Option<&V> {
-        self.buckets[self.bucket_of(key)]
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+    /// Where `key` sits: its bucket, and its position in the chain if present.
+    fn find(&self, key: &[u8]) -> (usize, Option<usize>) {
+        let b = self.bucket_of(key);
+        (b, self.buckets[b].iter().position(|e| key_of(e) == key))
     }
 
-    /// The value stored under `key`, mutably.
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        let b = self.bucket_of(key);
-        self.buckets[b]
-            .iter_mut()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        let (b, at) = self.find(key);
+        at.map(|j| split(&self.buckets[b][j]).1)
     }
 
     /// Whether `key` is present.
     pub fn contains(&self, key: &[u8]) -> bool {
-        self.get(key).is_some()
+        self.find(key).1.is_some()
     }
 
-    /// Stores `value` under `key`; returns the old value if the key was present.
-    pub fn insert(&mut self, key: Vec<u8>, value: V) -> Option<V> {
-        let b = self.bucket_of(&key);
-        if let Some(slot) = self.buckets[b].iter_mut().find(|(k, _)| *k == key) {
-            return Some(std::mem::replace(&mut slot.1, value));
+    /// Stores `value` under `key`; true when the key is new (false: its value was
+    /// replaced).
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> bool {
+        let (b, at) = self.find(key);
+        let e = element(key, value);
+        if let Some(j) = at {
+            self.buckets[b][j] = e;
+            return false;
         }
-        self.buckets[b].push((key, value));
+        push(&mut self.buckets[b], e);
         self.longest = self.longest.max(self.buckets[b].len());
         self.len += 1;
         if self.len > self.buckets.len() {
             self.resize(self.buckets.len() * 2);
         }
-        None
+        true
     }
 
     /// Removes `key`; returns its value if it was present.
-    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
-        let b = self.bucket_of(key);
-        let pos = self.buckets[b].iter().position(|(k, _)| k == key)?;
-        let (_, v) = self.buckets[b].swap_remove(pos);
+    pub fn remove(&mut self, key: &[u8]) -> Option<Vec<u8>> {
+        let (b, at) = self.find(key);
+        let mut chain = std::mem::take(&mut self.buckets[b]).into_vec();
+        let removed = at.map(|j| chain.swap_remove(j));
+        self.buckets[b] = chain.into_boxed_slice();
+        let value = split(&removed?).1.to_vec();
         self.len -= 1;
         if self.buckets.len() > MIN_BUCKETS && self.len * 10 < self.buckets.len() {
             self.resize(self.len.next_power_of_two().max(MIN_BUCKETS));
         }
-        Some(v)
+        Some(value)
     }
 
     fn resize(&mut self, size: usize) {
         let old = std::mem::take(&mut self.buckets);
-        self.buckets = (0..size).map(|_| Vec::new()).collect();
-        self.longest = 0;
-        for (k, v) in old.into_iter().flatten() {
-            let b = self.bucket_of(&k);
-            self.buckets[b].push((k, v));
-            self.longest = self.longest.max(self.buckets[b].len());
+        let mask = size as u64 - 1;
+        let mut chains: Vec<Vec<Element>> = (0..size).map(|_| Vec::new()).collect();
+        for e in old.into_iter().flat_map(|c| c.into_vec()) {
+            let b = (self.hasher.hash_one(key_of(&e)) & mask) as usize;
+            chains[b].push(e);
         }
+        self.longest = chains.iter().map(Vec::len).max().unwrap_or(0);
+        self.buckets = chains.into_iter().map(Vec::into_boxed_slice).collect();
     }
 
     /// Every element, in bucket order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> + '_ {
-        self.buckets
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.as_slice(), v))
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.buckets.iter().flat_map(|c| c.iter()).map(|e| split(e))
     }
 
     /// Visits the bucket that `cursor` names and returns the next cursor, 0 when the
     /// whole table has been walked (see the module documentation for the guarantee).
-    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&[u8], &V)) -> u64 {
+    pub fn scan_step(&self, cursor: u64, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
         let mask = self.mask();
-        for (k, v) in &self.buckets[(cursor & mask) as usize] {
+        for e in self.buckets[(cursor & mask) as usize].iter() {
+            let (k, v) = split(e);
             visit(k, v);
         }
         // Set the bits above the mask so the increment carries into the next bucket of
@@ -175,18 +218,31 @@ impl<V> ScanTable<V> {
     }
 
     /// A uniformly chosen element, or `None` when empty.
-    pub fn random(&self, rng: &mut impl Rng) -> Option<(&[u8], &V)> {
+    pub fn random(&self, rng: &mut impl Rng) -> Option<(&[u8], &[u8])> {
         if self.len == 0 {
             return None;
         }
         for _ in 0..MAX_PROBES {
             let b = rng.gen_range(0..self.buckets.len());
             let j = rng.gen_range(0..self.longest.max(1));
-            if let Some((k, v)) = self.buckets[b].get(j) {
-                return Some((k.as_slice(), v));
+            if let Some(e) = self.buckets[b].get(j) {
+                return Some(split(e));
             }
         }
         self.iter().nth(rng.gen_range(0..self.len))
+    }
+
+    /// Heap bytes, the elements' extrapolated from the first `samples` of them (it is
+    /// called on every write, so it never walks a large table).
+    pub fn mem_usage(&self, samples: usize) -> usize {
+        let slot = std::mem::size_of::<Element>();
+        std::mem::size_of::<Chain>() * self.buckets.len()
+            + super::super::sampled_size(
+                self.buckets.iter().flat_map(|c| c.iter()).map(|e| e.len()),
+                self.len,
+                slot,
+                samples,
+            )
     }
 }
 
@@ -201,21 +257,25 @@ mod tests {
         format!("k{i}").into_bytes()
     }
 
+    fn val(i: u32) -> Vec<u8> {
+        format!("value {i}").into_bytes()
+    }
+
     #[test]
     fn grows_and_shrinks() {
         let mut t = ScanTable::new();
         for i in 0..1000 {
-            assert_eq!(t.insert(key(i), i), None);
+            assert!(t.insert(&key(i), &val(i)));
         }
-        assert_eq!(t.insert(key(7), 70), Some(7));
+        assert!(!t.insert(&key(7), &val(70)));
         assert_eq!(t.len(), 1000);
         assert!(t.buckets.len() >= 1000);
         for i in 0..995 {
-            assert_eq!(t.remove(&key(i)), Some(if i == 7 { 70 } else { i }));
+            assert_eq!(t.remove(&key(i)), Some(val(if i == 7 { 70 } else { i })));
         }
         assert_eq!(t.len(), 5);
         assert!(t.buckets.len() <= 64);
-        assert_eq!(t.get(&key(999)), Some(&999));
+        assert_eq!(t.get(&key(999)), Some(&val(999)[..]));
         assert_eq!(t.remove(b"missing"), None);
     }
 
@@ -223,7 +283,7 @@ mod tests {
     fn scan_survives_resizes() {
         let mut t = ScanTable::new();
         for i in 0..100 {
-            t.insert(key(i), ());
+            t.insert(&key(i), b"");
         }
         let mut seen = HashSet::new();
         let mut cursor = 0;
@@ -236,7 +296,7 @@ mod tests {
             step += 1;
             if step == 10 {
                 for i in 1000..5000 {
-                    t.insert(key(i), ());
+                    t.insert(&key(i), b"");
                 }
             }
             if step == 40 {
@@ -257,18 +317,18 @@ mod tests {
     fn random_is_fair() {
         let mut t = ScanTable::new();
         for i in 0..10 {
-            t.insert(key(i), i);
+            t.insert(&key(i), &[i as u8]);
         }
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let mut hist = [0u32; 10];
         for _ in 0..100_000 {
             let (_, v) = t.random(&mut rng).expect("non-empty");
-            hist[*v as usize] += 1;
+            hist[usize::from(v[0])] += 1;
         }
         for h in hist {
             assert!((9_000..11_000).contains(&h), "{hist:?}");
         }
-        assert!(ScanTable::<u32>::new().random(&mut rng).is_none());
+        assert!(ScanTable::new().random(&mut rng).is_none());
     }
 
     proptest! {
@@ -278,17 +338,22 @@ mod tests {
             let mut model = HashMap::new();
             for (ins, k, v) in ops {
                 let k = vec![k];
+                // Values of every length, so elements span several varint widths.
+                let v = vec![v; usize::from(v)];
                 if ins {
-                    prop_assert_eq!(t.insert(k.clone(), v), model.insert(k, v));
+                    prop_assert_eq!(t.insert(&k, &v), model.insert(k.clone(), v).is_none());
                 } else {
                     prop_assert_eq!(t.remove(&k), model.remove(&k));
+                }
+                for (mk, mv) in &model {
+                    prop_assert_eq!(t.get(mk), Some(&mv[..]));
                 }
                 prop_assert_eq!(t.len(), model.len());
             }
             let mut full = HashMap::new();
             let mut cursor = 0;
             loop {
-                cursor = t.scan_step(cursor, |k, v| { full.insert(k.to_vec(), *v); });
+                cursor = t.scan_step(cursor, |k, v| { full.insert(k.to_vec(), v.to_vec()); });
                 if cursor == 0 { break; }
             }
             prop_assert_eq!(full, model);
