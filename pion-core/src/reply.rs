@@ -87,7 +87,12 @@ impl Reply {
         I: IntoIterator<Item = B>,
         B: AsRef<[u8]>,
     {
-        Reply::Array(items.into_iter().map(Reply::bulk).collect())
+        // `for_each` lets a nested iterator (a list's nodes, then each node's
+        // elements) run as nested loops rather than one `next` at a time.
+        let items = items.into_iter();
+        let mut out = Vec::with_capacity(items.size_hint().0);
+        items.for_each(|b| out.push(Reply::bulk(b)));
+        Reply::Array(out)
     }
 
     /// An error reply with the full Redis text (prefix included).

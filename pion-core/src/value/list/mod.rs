@@ -12,7 +12,7 @@ mod node;
 use std::collections::VecDeque;
 use std::fmt;
 
-use node::{entry_len, Node};
+use node::{entry_len, Node, NodeIter};
 
 use super::sampled_size;
 
@@ -72,8 +72,12 @@ impl ListValue {
     }
 
     /// The elements from head to tail (`.rev()` walks from the tail).
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + '_ {
-        self.nodes.iter().flat_map(Node::iter)
+    pub fn iter(&self) -> Elements<'_> {
+        Elements {
+            inner: self.nodes.range(..).flat_map(Node::iter),
+            left: self.len,
+            past_end: 0,
+        }
     }
 
     /// A first node: a list of one element holds exactly one node slot.
@@ -193,18 +197,28 @@ impl ListValue {
     }
 
     /// The elements between two Redis indices, both inclusive, clamped as `LRANGE` does.
-    pub fn range(&self, start: i64, stop: i64) -> impl Iterator<Item = &[u8]> + '_ {
-        let (from, to) = clamp_range(start, stop, self.len()).unwrap_or((0, 0));
-        let (ni, skip) = if from < to {
-            self.locate(from)
-        } else {
-            (self.nodes.len(), 0)
+    pub fn range(&self, start: i64, stop: i64) -> Elements<'_> {
+        let Some((from, to)) = clamp_range(start, stop, self.len()) else {
+            return Elements {
+                inner: self.nodes.range(0..0).flat_map(Node::iter),
+                left: 0,
+                past_end: 0,
+            };
         };
-        self.nodes
-            .range(ni..)
-            .flat_map(Node::iter)
-            .skip(skip)
-            .take(to - from)
+        let (first, skip_front) = self.locate(from);
+        let (last, at) = self.locate(to - 1);
+        let mut inner = self
+            .nodes
+            .range(first..=last)
+            .flat_map(Node::iter as NodeWalk);
+        for _ in 0..skip_front {
+            inner.next();
+        }
+        Elements {
+            inner,
+            left: to - from,
+            past_end: self.nodes[last].count() - at - 1,
+        }
     }
 
     /// Keeps only the elements between two Redis indices, clamped as `LTRIM` does
@@ -345,6 +359,48 @@ impl Extend<Vec<u8>> for ListValue {
         }
     }
 }
+
+/// How [`Elements`] walks a node.
+type NodeWalk = for<'a> fn(&'a Node) -> NodeIter<'a>;
+
+/// Elements of a list or of a range of it, in order (`.rev()`: reversed), with an
+/// exact length.
+pub struct Elements<'a> {
+    inner: std::iter::FlatMap<std::collections::vec_deque::Iter<'a, Node>, NodeIter<'a>, NodeWalk>,
+    left: usize,
+    /// Elements of the last node after the range, skipped on the first step from the
+    /// back (a forward walk, the common one, never pays for them).
+    past_end: usize,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        self.left = self.left.checked_sub(1)?;
+        self.inner.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+
+    fn fold<B, F: FnMut(B, &'a [u8]) -> B>(self, init: B, f: F) -> B {
+        self.inner.take(self.left).fold(init, f)
+    }
+}
+
+impl DoubleEndedIterator for Elements<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.left = self.left.checked_sub(1)?;
+        for _ in 0..std::mem::take(&mut self.past_end) {
+            self.inner.next_back();
+        }
+        self.inner.next_back()
+    }
+}
+
+impl ExactSizeIterator for Elements<'_> {}
 
 /// The steps of the elements `matching` accepts, after skipping the first `skip`
 /// matches, at most `max` of them (0 = all).
@@ -604,8 +660,12 @@ mod tests {
                 prop_assert_eq!(l.iter().collect::<Vec<_>>(), m.iter().map(Vec::as_slice).collect::<Vec<_>>());
                 prop_assert_eq!(l.len(), m.len());
                 for &(s, e) in &probes {
+                    let want = model_range(&m, s, e);
                     let got: Vec<Vec<u8>> = l.range(s, e).map(<[u8]>::to_vec).collect();
-                    prop_assert_eq!(got, model_range(&m, s, e));
+                    prop_assert_eq!(&got, &want);
+                    prop_assert_eq!(l.range(s, e).len(), want.len());
+                    let back: Vec<Vec<u8>> = l.range(s, e).rev().map(<[u8]>::to_vec).collect();
+                    prop_assert_eq!(back, want.iter().rev().cloned().collect::<Vec<_>>());
                     prop_assert_eq!(l.get(s), model_pos(m.len(), s).map(|p| &m[p][..]));
                 }
                 for v in 0u8..4 {

@@ -14,9 +14,16 @@ use std::ops::Range;
 use crate::value::packed::{put_varint, read_varint, varint_len};
 
 /// A run of list elements packed into one buffer.
+///
+/// The elements are `buf[head..]`. The bytes before `head` are a gap that pushes at
+/// the front fill and pops from the front leave, so neither moves the node's bytes
+/// each time (a gap is opened an eighth of the node wide, and closed once it is
+/// larger than the elements).
 #[derive(Clone, Default)]
 pub(super) struct Node {
     buf: Vec<u8>,
+    /// Start of the first element. Kept below `u32::MAX` by closing the gap.
+    head: u32,
     count: u32,
 }
 
@@ -32,6 +39,13 @@ fn put_entry(out: &mut Vec<u8>, data: &[u8]) {
     let back = out.len();
     put_varint(out, data.len());
     out[back..].reverse();
+}
+
+/// The encoding of `data`.
+fn encoded(data: &[u8]) -> Vec<u8> {
+    let mut entry = Vec::with_capacity(entry_len(data.len()));
+    put_entry(&mut entry, data);
+    entry
 }
 
 /// Reads the reversed varint that ends just before `end`: (value, bytes it took).
@@ -54,9 +68,11 @@ fn read_back_varint(buf: &[u8], end: usize) -> (usize, usize) {
 impl Node {
     /// A node holding one element.
     pub(super) fn with(data: &[u8]) -> Node {
-        let mut buf = Vec::with_capacity(entry_len(data.len()));
-        put_entry(&mut buf, data);
-        Node { buf, count: 1 }
+        Node {
+            buf: encoded(data),
+            head: 0,
+            count: 1,
+        }
     }
 
     /// Number of elements.
@@ -64,9 +80,13 @@ impl Node {
         self.count as usize
     }
 
+    fn head(&self) -> usize {
+        self.head as usize
+    }
+
     /// Bytes the elements take, encoded.
     pub(super) fn bytes(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.head()
     }
 
     /// Heap bytes this node holds.
@@ -74,17 +94,41 @@ impl Node {
         self.buf.capacity()
     }
 
-    /// The element starting at `at`: its bytes' range and the offset after it.
+    /// Moves the first element to `at` (its own offset, after an edit that shrank the
+    /// elements), closing the gap once it is wider than the elements (or than `head`
+    /// can say), so the gap never costs more than the elements it fronts.
+    fn set_head(&mut self, at: usize) {
+        if self.count == 0 {
+            self.buf.clear();
+            self.head = 0;
+        } else if at > self.buf.len() - at || at > u32::MAX as usize {
+            self.buf.drain(..at);
+            self.head = 0;
+        } else {
+            self.head = at as u32;
+        }
+    }
+
+    /// The element starting at `at`: its bytes' range and the offset after it (the
+    /// trailing length takes as many bytes as the leading one).
+    #[inline]
     fn entry_at(&self, at: usize) -> (Range<usize>, usize) {
+        // Most elements are shorter than 128 bytes: a one-byte length.
+        let first = self.buf[at];
+        if first < 0x80 {
+            let start = at + 1;
+            let end = start + usize::from(first);
+            return (start..end, end + 1);
+        }
         let (len, header) = read_varint(&self.buf, at);
         let start = at + header;
-        (start..start + len, start + len + varint_len(len))
+        (start..start + len, start + len + header)
     }
 
     /// The element ending at `end`: its first byte's offset (its header's).
     fn entry_before(&self, end: usize) -> usize {
         let (len, trailer) = read_back_varint(&self.buf, end);
-        end - trailer - len - varint_len(len)
+        end - 2 * trailer - len
     }
 
     /// Byte offset of element `idx` (`idx == count` is the end), walking from the
@@ -92,7 +136,7 @@ impl Node {
     fn offset_of(&self, idx: usize) -> usize {
         let count = self.count();
         if idx <= count / 2 {
-            (0..idx).fold(0, |at, _| self.entry_at(at).1)
+            (0..idx).fold(self.head(), |at, _| self.entry_at(at).1)
         } else {
             (idx..count).fold(self.buf.len(), |end, _| self.entry_before(end))
         }
@@ -106,11 +150,32 @@ impl Node {
 
     /// Inserts `data` so it becomes element `idx` (`idx <= count`).
     pub(super) fn insert(&mut self, idx: usize, data: &[u8]) {
+        if idx == 0 {
+            return self.push_front(data);
+        }
         let at = self.offset_of(idx);
-        let mut entry = Vec::with_capacity(entry_len(data.len()));
-        put_entry(&mut entry, data);
+        let entry = encoded(data);
         self.buf.reserve_exact(entry.len());
         self.buf.splice(at..at, entry);
+        self.count += 1;
+    }
+
+    /// Inserts `data` as the first element, into the gap (opened first if too small).
+    fn push_front(&mut self, data: &[u8]) {
+        let entry = encoded(data);
+        if self.head() < entry.len() {
+            let gap = entry.len() + self.bytes() / 8;
+            let add = gap - self.head();
+            self.buf.reserve_exact(add);
+            self.buf.splice(0..0, std::iter::repeat_n(0, add));
+            // `gap` is at most an eighth of a bounded node past one element, and a
+            // node taking a push at its front is bounded (the list checks).
+            self.head = gap as u32;
+        }
+        let head = self.head();
+        let at = head - entry.len();
+        self.buf[at..head].copy_from_slice(&entry);
+        self.head = at as u32;
         self.count += 1;
     }
 
@@ -126,8 +191,13 @@ impl Node {
         let at = self.offset_of(idx);
         let (range, end) = self.entry_at(at);
         let data = self.buf[range].to_vec();
-        self.buf.drain(at..end);
         self.count -= 1;
+        if idx == 0 {
+            self.set_head(end);
+        } else {
+            self.buf.drain(at..end);
+            self.set_head(self.head());
+        }
         data
     }
 
@@ -138,6 +208,7 @@ impl Node {
         let data = self.buf[range].to_vec();
         self.buf.truncate(at);
         self.count -= 1;
+        self.set_head(self.head());
         data
     }
 
@@ -145,12 +216,12 @@ impl Node {
     pub(super) fn replace(&mut self, idx: usize, data: &[u8]) {
         let at = self.offset_of(idx);
         let (_, end) = self.entry_at(at);
-        let mut entry = Vec::with_capacity(entry_len(data.len()));
-        put_entry(&mut entry, data);
+        let entry = encoded(data);
         if entry.len() > end - at {
             self.buf.reserve_exact(entry.len() - (end - at));
         }
         self.buf.splice(at..end, entry);
+        self.set_head(self.head());
     }
 
     /// Keeps the first `keep` elements (`keep <= count`).
@@ -158,13 +229,14 @@ impl Node {
         let at = self.offset_of(keep);
         self.buf.truncate(at);
         self.count = keep as u32;
+        self.set_head(self.head());
     }
 
     /// Drops the first `n` elements (`n <= count`).
     pub(super) fn drop_front(&mut self, n: usize) {
         let at = self.offset_of(n);
-        self.buf.drain(..at);
         self.count -= n as u32;
+        self.set_head(at);
     }
 
     /// Moves elements `idx..` into a new node.
@@ -175,8 +247,10 @@ impl Node {
         self.buf.truncate(at);
         self.buf.shrink_to_fit();
         self.count = idx as u32;
+        self.set_head(self.head());
         Node {
             buf: tail,
+            head: 0,
             count: moved as u32,
         }
     }
@@ -185,7 +259,7 @@ impl Node {
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) -> usize {
         let mut out = Vec::new();
         let mut kept = 0u32;
-        let mut at = 0;
+        let mut at = self.head();
         while at < self.buf.len() {
             let (range, end) = self.entry_at(at);
             if keep(&self.buf[range]) {
@@ -198,6 +272,7 @@ impl Node {
         if removed > 0 {
             out.shrink_to_fit();
             self.buf = out;
+            self.head = 0;
             self.count = kept;
         }
         removed as usize
@@ -207,7 +282,7 @@ impl Node {
     pub(super) fn iter(&self) -> NodeIter<'_> {
         NodeIter {
             node: self,
-            front: 0,
+            front: self.head(),
             back: self.buf.len(),
         }
     }
@@ -284,6 +359,8 @@ mod tests {
     enum Op {
         Insert(usize, Vec<u8>),
         Push(Vec<u8>),
+        PushFront(Vec<u8>),
+        PopFront,
         Remove(usize),
         PopBack,
         Replace(usize, Vec<u8>),
@@ -304,6 +381,8 @@ mod tests {
         prop_oneof![
             (any::<usize>(), bytes()).prop_map(|(i, b)| Op::Insert(i, b)),
             bytes().prop_map(Op::Push),
+            bytes().prop_map(Op::PushFront),
+            Just(Op::PopFront),
             any::<usize>().prop_map(Op::Remove),
             Just(Op::PopBack),
             (any::<usize>(), bytes()).prop_map(|(i, b)| Op::Replace(i, b)),
@@ -316,7 +395,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn node_matches_vec_model(ops in proptest::collection::vec(op(), 0..40)) {
+        fn node_matches_vec_model(ops in proptest::collection::vec(op(), 0..60)) {
             let mut n = Node::with(b"x");
             let mut m: Vec<Vec<u8>> = vec![b"x".to_vec()];
             for op in ops {
@@ -331,6 +410,11 @@ mod tests {
                         n.push_back(&b);
                         m.push(b);
                     }
+                    Op::PushFront(b) => {
+                        n.insert(0, &b);
+                        m.insert(0, b);
+                    }
+                    Op::PopFront if len > 0 => prop_assert_eq!(n.remove(0), m.remove(0)),
                     Op::Remove(i) if len > 0 => {
                         let i = i % len;
                         prop_assert_eq!(n.remove(i), m.remove(i));
@@ -372,6 +456,8 @@ mod tests {
                     prop_assert_eq!(n.get(i), &e[..]);
                 }
                 prop_assert_eq!(n.bytes(), m.iter().map(|e| entry_len(e.len())).sum::<usize>());
+                // The gap before the elements never outgrows them.
+                prop_assert!(n.head() <= n.bytes(), "gap {} for {} bytes", n.head(), n.bytes());
             }
         }
     }
