@@ -34,14 +34,40 @@ pub enum End {
 /// A list value.
 #[derive(Clone, Default)]
 pub struct ListValue {
+    repr: Repr,
+}
+
+/// How a list holds its nodes.
+#[derive(Clone)]
+enum Repr {
+    /// At most one node, in place: most lists, with no deque to allocate (an empty
+    /// list is an empty node, which allocates nothing).
+    One(Node),
+    /// Several nodes (boxed: keeps `Value`, and every keyspace entry, small).
+    Many(Box<Nodes>),
+}
+
+impl Default for Repr {
+    fn default() -> Repr {
+        Repr::One(Node::default())
+    }
+}
+
+/// The nodes of a list of more than one.
+#[derive(Clone, Default)]
+struct Nodes {
     /// Never holds an empty node.
-    nodes: VecDeque<Node>,
+    deque: VecDeque<Node>,
+    /// Elements in all nodes.
     len: usize,
 }
 
+/// The nodes of a list as one or two slices, in order.
+type NodeSlices<'a> = std::iter::Chain<std::slice::Iter<'a, Node>, std::slice::Iter<'a, Node>>;
+
 impl PartialEq for ListValue {
     fn eq(&self, other: &ListValue) -> bool {
-        self.len == other.len && self.iter().eq(other.iter())
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
@@ -63,71 +89,146 @@ impl ListValue {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        match &self.repr {
+            Repr::One(node) => node.count(),
+            Repr::Many(nodes) => nodes.len,
+        }
     }
 
     /// Whether the list is empty.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+
+    /// The nodes as two slices (the second empty unless a deque wrapped around).
+    fn slices(&self) -> (&[Node], &[Node]) {
+        match &self.repr {
+            Repr::One(node) if node.count() == 0 => (&[], &[]),
+            Repr::One(node) => (std::slice::from_ref(node), &[]),
+            Repr::Many(nodes) => nodes.deque.as_slices(),
+        }
+    }
+
+    fn node_count(&self) -> usize {
+        let (a, b) = self.slices();
+        a.len() + b.len()
+    }
+
+    fn node(&self, ni: usize) -> &Node {
+        let (a, b) = self.slices();
+        a.get(ni).unwrap_or_else(|| &b[ni - a.len()])
+    }
+
+    fn node_mut(&mut self, ni: usize) -> &mut Node {
+        match &mut self.repr {
+            Repr::One(node) => node,
+            Repr::Many(nodes) => &mut nodes.deque[ni],
+        }
+    }
+
+    /// Nodes `first..end` in order.
+    fn nodes_in(&self, first: usize, end: usize) -> NodeSlices<'_> {
+        let (a, b) = self.slices();
+        let end = end.max(first);
+        let front = &a[first.min(a.len())..end.min(a.len())];
+        let back = &b
+            [first.saturating_sub(a.len()).min(b.len())..end.saturating_sub(a.len()).min(b.len())];
+        front.iter().chain(back.iter())
+    }
+
+    /// The nodes as a deque, moving a single node into one first.
+    fn many(&mut self) -> &mut Nodes {
+        if let Repr::One(node) = &mut self.repr {
+            let node = std::mem::take(node);
+            let len = node.count();
+            let mut deque = VecDeque::with_capacity(2);
+            if len > 0 {
+                deque.push_back(node);
+            }
+            self.repr = Repr::Many(Box::new(Nodes { deque, len }));
+        }
+        match &mut self.repr {
+            Repr::Many(nodes) => nodes,
+            // Just made a deque above.
+            Repr::One(_) => unreachable!("a list just given a deque has one"),
+        }
+    }
+
+    /// Moves the last remaining node back in place once a deque holds one or none.
+    fn settle(&mut self) {
+        if let Repr::Many(nodes) = &mut self.repr {
+            if nodes.deque.len() <= 1 {
+                let node = nodes.deque.pop_front().unwrap_or_default();
+                self.repr = Repr::One(node);
+            }
+        }
     }
 
     /// The elements from head to tail (`.rev()` walks from the tail).
     pub fn iter(&self) -> Elements<'_> {
         Elements {
-            inner: self.nodes.range(..).flat_map(Node::iter),
-            left: self.len,
+            inner: self.nodes_in(0, self.node_count()).flat_map(Node::iter),
+            left: self.len(),
             past_end: 0,
-        }
-    }
-
-    /// A first node: a list of one element holds exactly one node slot.
-    fn add_node(&mut self, end: End, node: Node) {
-        if self.nodes.is_empty() {
-            self.nodes.reserve_exact(1);
-        }
-        match end {
-            End::Left => self.nodes.push_front(node),
-            End::Right => self.nodes.push_back(node),
         }
     }
 
     /// Adds an element at one end.
     pub fn push(&mut self, end: End, value: Vec<u8>) {
         let grown = entry_len(value.len());
+        if let Repr::One(node) = &mut self.repr {
+            if node.count() == 0 || node.bytes() + grown <= NODE_BYTES {
+                match end {
+                    End::Left => node.insert(0, &value),
+                    End::Right => node.push_back(&value),
+                }
+                return;
+            }
+        }
+        let nodes = self.many();
+        nodes.len += 1;
         let edge = match end {
-            End::Left => self.nodes.front_mut(),
-            End::Right => self.nodes.back_mut(),
+            End::Left => nodes.deque.front_mut(),
+            End::Right => nodes.deque.back_mut(),
         };
         match edge {
             Some(node) if node.bytes() + grown <= NODE_BYTES => match end {
                 End::Left => node.insert(0, &value),
                 End::Right => node.push_back(&value),
             },
-            _ => self.add_node(end, Node::with(&value)),
+            _ => match end {
+                End::Left => nodes.deque.push_front(Node::with(&value)),
+                End::Right => nodes.deque.push_back(Node::with(&value)),
+            },
         }
-        self.len += 1;
     }
 
     /// Removes and returns the element at one end.
     pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
-        let (value, emptied) = match end {
-            End::Left => {
-                let node = self.nodes.front_mut()?;
-                (node.remove(0), node.count() == 0)
-            }
-            End::Right => {
-                let node = self.nodes.back_mut()?;
-                (node.pop_back(), node.count() == 0)
-            }
+        let take = |node: &mut Node| match end {
+            End::Left => node.remove(0),
+            End::Right => node.pop_back(),
         };
-        if emptied {
-            match end {
-                End::Left => self.nodes.pop_front(),
-                End::Right => self.nodes.pop_back(),
-            };
+        match &mut self.repr {
+            Repr::One(node) if node.count() == 0 => None,
+            Repr::One(node) => Some(take(node)),
+            Repr::Many(nodes) => {
+                let node = match end {
+                    End::Left => nodes.deque.front_mut(),
+                    End::Right => nodes.deque.back_mut(),
+                }?;
+                let value = take(node);
+                if node.count() == 0 {
+                    match end {
+                        End::Left => nodes.deque.pop_front(),
+                        End::Right => nodes.deque.pop_back(),
+                    };
+                }
+                nodes.len -= 1;
+                self.settle();
+                Some(value)
+            }
         }
-        self.len -= 1;
-        Some(value)
     }
 
     /// Removes up to `count` elements from one end, in the order they were popped.
@@ -146,41 +247,45 @@ impl ListValue {
     /// The node holding position `pos` (< len) and the element's index in it, found
     /// by walking node counts from the nearer end.
     fn locate(&self, pos: usize) -> (usize, usize) {
-        if pos < self.len / 2 {
+        let len = self.len();
+        let nodes = self.nodes_in(0, self.node_count());
+        if pos < len / 2 {
             let mut rest = pos;
-            for (ni, node) in self.nodes.iter().enumerate() {
+            for (ni, node) in nodes.enumerate() {
                 if rest < node.count() {
                     return (ni, rest);
                 }
                 rest -= node.count();
             }
         } else {
-            let mut after = self.len - pos;
-            for (ni, node) in self.nodes.iter().enumerate().rev() {
+            let mut after = len - pos;
+            for (back, node) in nodes.rev().enumerate() {
                 if after <= node.count() {
-                    return (ni, node.count() - after);
+                    return (self.node_count() - 1 - back, node.count() - after);
                 }
                 after -= node.count();
             }
         }
         // Node counts sum to `len`, so a position below it is always found.
-        unreachable!("list position {pos} outside its {} elements", self.len)
+        unreachable!("list position {pos} outside its {len} elements")
     }
 
     /// Splits node `ni` in two when an edit left it past the node bound.
     fn rebalance(&mut self, ni: usize) {
-        let node = &mut self.nodes[ni];
+        let node = self.node(ni);
         if node.bytes() > NODE_BYTES && node.count() > 1 {
-            let half = node.count() / 2;
-            let tail = node.split_off(half);
-            self.nodes.insert(ni + 1, tail);
+            // A deque first, so its length counts the node whole.
+            let nodes = self.many();
+            let node = &mut nodes.deque[ni];
+            let tail = node.split_off(node.count() / 2);
+            nodes.deque.insert(ni + 1, tail);
         }
     }
 
     /// The element at a Redis index (`LINDEX`).
     pub fn get(&self, index: i64) -> Option<&[u8]> {
         let (ni, idx) = self.locate(self.position(index)?);
-        Some(self.nodes[ni].get(idx))
+        Some(self.node(ni).get(idx))
     }
 
     /// Replaces the element at a Redis index (`LSET`); false when out of range.
@@ -188,7 +293,7 @@ impl ListValue {
         match self.position(index) {
             Some(pos) => {
                 let (ni, idx) = self.locate(pos);
-                self.nodes[ni].replace(idx, &value);
+                self.node_mut(ni).replace(idx, &value);
                 self.rebalance(ni);
                 true
             }
@@ -200,7 +305,7 @@ impl ListValue {
     pub fn range(&self, start: i64, stop: i64) -> Elements<'_> {
         let Some((from, to)) = clamp_range(start, stop, self.len()) else {
             return Elements {
-                inner: self.nodes.range(0..0).flat_map(Node::iter),
+                inner: self.nodes_in(0, 0).flat_map(Node::iter),
                 left: 0,
                 past_end: 0,
             };
@@ -208,8 +313,7 @@ impl ListValue {
         let (first, skip_front) = self.locate(from);
         let (last, at) = self.locate(to - 1);
         let mut inner = self
-            .nodes
-            .range(first..=last)
+            .nodes_in(first, last + 1)
             .flat_map(Node::iter as NodeWalk);
         for _ in 0..skip_front {
             inner.next();
@@ -217,7 +321,7 @@ impl ListValue {
         Elements {
             inner,
             left: to - from,
-            past_end: self.nodes[last].count() - at - 1,
+            past_end: self.node(last).count() - at - 1,
         }
     }
 
@@ -225,49 +329,59 @@ impl ListValue {
     /// (an empty range empties the list).
     pub fn trim(&mut self, start: i64, stop: i64) {
         let Some((from, to)) = clamp_range(start, stop, self.len()) else {
-            self.nodes = VecDeque::new();
-            self.len = 0;
+            self.repr = Repr::default();
             return;
         };
-        let mut from_back = self.len - to;
-        while let Some(node) = self.nodes.back_mut() {
+        let nodes = match &mut self.repr {
+            Repr::One(node) => {
+                node.truncate(to);
+                node.drop_front(from);
+                return;
+            }
+            Repr::Many(nodes) => nodes,
+        };
+        let mut from_back = nodes.len - to;
+        while let Some(node) = nodes.deque.back_mut() {
             if from_back == 0 {
                 break;
             }
             if node.count() <= from_back {
                 from_back -= node.count();
-                self.nodes.pop_back();
+                nodes.deque.pop_back();
             } else {
                 node.truncate(node.count() - from_back);
                 break;
             }
         }
         let mut from_front = from;
-        while let Some(node) = self.nodes.front_mut() {
+        while let Some(node) = nodes.deque.front_mut() {
             if from_front == 0 {
                 break;
             }
             if node.count() <= from_front {
                 from_front -= node.count();
-                self.nodes.pop_front();
+                nodes.deque.pop_front();
             } else {
                 node.drop_front(from_front);
                 break;
             }
         }
-        self.len = to - from;
+        nodes.len = to - from;
+        self.settle();
     }
 
     /// Inserts `value` before or after the first element equal to `pivot` (`LINSERT`);
     /// the new length, or `None` when the pivot is absent.
     pub fn insert(&mut self, pivot: &[u8], before: bool, value: Vec<u8>) -> Option<usize> {
         let (ni, idx) = self
-            .nodes
-            .iter()
+            .nodes_in(0, self.node_count())
             .enumerate()
             .find_map(|(ni, node)| node.iter().position(|e| e == pivot).map(|idx| (ni, idx)))?;
-        self.nodes[ni].insert(if before { idx } else { idx + 1 }, &value);
-        self.len += 1;
+        self.node_mut(ni)
+            .insert(if before { idx } else { idx + 1 }, &value);
+        if let Repr::Many(nodes) = &mut self.repr {
+            nodes.len += 1;
+        }
         self.rebalance(ni);
         Some(self.len())
     }
@@ -286,18 +400,27 @@ impl ListValue {
         let first_removed = if count < 0 { total - removing } else { 0 };
         let window = first_removed..first_removed + removing;
         let mut seen = 0usize;
-        for node in self.nodes.iter_mut() {
-            node.retain(|e| {
-                if e != elem {
-                    return true;
+        let mut keep = |e: &[u8]| {
+            if e != elem {
+                return true;
+            }
+            let n = seen;
+            seen += 1;
+            !window.contains(&n)
+        };
+        match &mut self.repr {
+            Repr::One(node) => {
+                node.retain(keep);
+            }
+            Repr::Many(nodes) => {
+                for node in nodes.deque.iter_mut() {
+                    node.retain(&mut keep);
                 }
-                let n = seen;
-                seen += 1;
-                !window.contains(&n)
-            });
+                nodes.deque.retain(|node| node.count() > 0);
+                nodes.len -= removing;
+                self.settle();
+            }
         }
-        self.nodes.retain(|node| node.count() > 0);
-        self.len -= removing;
         removing
     }
 
@@ -331,16 +454,22 @@ impl ListValue {
         found.into_iter().map(at).collect()
     }
 
-    /// Heap bytes: the node slots, and the nodes' buffers extrapolated from a sample
-    /// of them (called on every write, so it never walks a long list).
+    /// Heap bytes: the nodes' buffers (extrapolated from a sample of them: this is
+    /// called on every write, so it never walks a long list) and the deque.
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
-        std::mem::size_of::<Node>() * self.nodes.capacity()
-            + sampled_size(
-                self.nodes.iter().map(Node::heap_bytes),
-                self.nodes.len(),
-                0,
-                samples,
-            )
+        match &self.repr {
+            Repr::One(node) => node.heap_bytes(),
+            Repr::Many(nodes) => {
+                std::mem::size_of::<Nodes>()
+                    + std::mem::size_of::<Node>() * nodes.deque.capacity()
+                    + sampled_size(
+                        nodes.deque.iter().map(Node::heap_bytes),
+                        nodes.deque.len(),
+                        0,
+                        samples,
+                    )
+            }
+        }
     }
 }
 
@@ -366,7 +495,7 @@ type NodeWalk = for<'a> fn(&'a Node) -> NodeIter<'a>;
 /// Elements of a list or of a range of it, in order (`.rev()`: reversed), with an
 /// exact length.
 pub struct Elements<'a> {
-    inner: std::iter::FlatMap<std::collections::vec_deque::Iter<'a, Node>, NodeIter<'a>, NodeWalk>,
+    inner: std::iter::FlatMap<NodeSlices<'a>, NodeIter<'a>, NodeWalk>,
     left: usize,
     /// Elements of the last node after the range, skipped on the first step from the
     /// back (a forward walk, the common one, never pays for them).
@@ -510,8 +639,10 @@ mod tests {
                 m.push_back(v);
             }
         }
-        assert!(l.nodes.len() > 20, "{} nodes", l.nodes.len());
-        assert!(l.nodes.iter().all(|n| n.bytes() <= NODE_BYTES));
+        assert!(l.node_count() > 20, "{} nodes", l.node_count());
+        assert!(l
+            .nodes_in(0, l.node_count())
+            .all(|n| n.bytes() <= NODE_BYTES));
         for i in [0i64, 1, 777, 9_999, 10_000, 19_998, 19_999, -1, -20_000] {
             let p = if i < 0 { 20_000 + i } else { i } as usize;
             assert_eq!(l.get(i), Some(&m[p][..]), "index {i}");
@@ -659,6 +790,10 @@ mod tests {
                 }
                 prop_assert_eq!(l.iter().collect::<Vec<_>>(), m.iter().map(Vec::as_slice).collect::<Vec<_>>());
                 prop_assert_eq!(l.len(), m.len());
+                // A deque only while there are several nodes, none of them empty.
+                let many = matches!(l.repr, Repr::Many(_));
+                prop_assert_eq!(many, l.node_count() > 1);
+                prop_assert!(!many || l.nodes_in(0, l.node_count()).all(|n| n.count() > 0));
                 for &(s, e) in &probes {
                     let want = model_range(&m, s, e);
                     let got: Vec<Vec<u8>> = l.range(s, e).map(<[u8]>::to_vec).collect();
