@@ -4,7 +4,7 @@
 //!
 //! Besides storage, this module owns Redis's index arithmetic for lists — negative
 //! indices counting from the tail, `LRANGE`/`LTRIM` clamping, `LREM`'s signed count and
-//! `LPOS`'s rank — so every command (and the property test below) shares one
+//! `LPOS`'s rank — so every command (and the property test in `tests`) shares one
 //! definition of it.
 
 mod node;

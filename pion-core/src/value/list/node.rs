@@ -27,6 +27,9 @@ pub(super) struct Node {
     count: u32,
 }
 
+/// Spare capacity a node keeps after shrinking edits before it gives it back.
+const SLACK_BYTES: usize = 64;
+
 /// The encoded size of an element of `len` bytes.
 pub(super) fn entry_len(len: usize) -> usize {
     2 * varint_len(len) + len
@@ -106,6 +109,11 @@ impl Node {
             self.head = 0;
         } else {
             self.head = at as u32;
+        }
+        // Give back what pops and edits freed once it is most of the buffer (a node
+        // drained by RPOP kept its peak size).
+        if self.buf.capacity() > 2 * self.buf.len() + SLACK_BYTES {
+            self.buf.shrink_to_fit();
         }
     }
 
@@ -456,8 +464,13 @@ mod tests {
                     prop_assert_eq!(n.get(i), &e[..]);
                 }
                 prop_assert_eq!(n.bytes(), m.iter().map(|e| entry_len(e.len())).sum::<usize>());
-                // The gap before the elements never outgrows them.
+                // The gap before the elements never outgrows them, nor the capacity
+                // the buffer.
                 prop_assert!(n.head() <= n.bytes(), "gap {} for {} bytes", n.head(), n.bytes());
+                prop_assert!(
+                    n.heap_bytes() <= 2 * (n.head() + n.bytes()) + SLACK_BYTES,
+                    "capacity {} for {} bytes", n.heap_bytes(), n.head() + n.bytes()
+                );
             }
         }
     }
