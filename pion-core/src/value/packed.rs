@@ -31,13 +31,19 @@ pub struct PairAt {
 
 impl fmt::Debug for PackedPairs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(
-                self.iter()
-                    .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))),
-            )
-            .finish()
+        debug_pairs(f, self.iter())
     }
+}
+
+/// Formats byte-string pairs as a map of (lossy) text, for the `Debug` of the types
+/// that hold them.
+pub(crate) fn debug_pairs<'a>(
+    f: &mut fmt::Formatter<'_>,
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> fmt::Result {
+    f.debug_map()
+        .entries(pairs.map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))))
+        .finish()
 }
 
 /// Bytes of `n`'s varint.

@@ -26,7 +26,8 @@ use std::fmt;
 
 use rand::Rng;
 
-use crate::value::packed::{put_varint, read_varint, varint_len};
+use crate::value::packed::{debug_pairs, put_varint, read_varint, varint_len};
+use crate::value::sampled_size;
 
 /// Smallest number of buckets of a non-empty table.
 const MIN_BUCKETS: usize = 4;
@@ -87,12 +88,7 @@ impl Default for ScanTable {
 
 impl fmt::Debug for ScanTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(
-                self.iter()
-                    .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))),
-            )
-            .finish()
+        debug_pairs(f, self.iter())
     }
 }
 
@@ -237,7 +233,7 @@ impl ScanTable {
     pub fn mem_usage(&self, samples: usize) -> usize {
         let slot = std::mem::size_of::<Element>();
         std::mem::size_of::<Chain>() * self.buckets.len()
-            + super::super::sampled_size(
+            + sampled_size(
                 self.buckets.iter().flat_map(|c| c.iter()).map(|e| e.len()),
                 self.len,
                 slot,

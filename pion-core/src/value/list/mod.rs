@@ -62,6 +62,47 @@ struct Nodes {
     len: usize,
 }
 
+impl Nodes {
+    /// The node at one end.
+    fn edge_mut(&mut self, end: End) -> Option<&mut Node> {
+        match end {
+            End::Left => self.deque.front_mut(),
+            End::Right => self.deque.back_mut(),
+        }
+    }
+
+    /// Adds a node at one end.
+    fn push_edge(&mut self, end: End, node: Node) {
+        match end {
+            End::Left => self.deque.push_front(node),
+            End::Right => self.deque.push_back(node),
+        }
+    }
+
+    /// Removes the node at one end.
+    fn pop_edge(&mut self, end: End) {
+        match end {
+            End::Left => self.deque.pop_front(),
+            End::Right => self.deque.pop_back(),
+        };
+    }
+
+    /// Drops `n` elements (`n <= len`) from one end: whole nodes, then part of one.
+    fn shed(&mut self, end: End, mut n: usize) {
+        self.len -= n;
+        while n > 0 {
+            let Some(node) = self.edge_mut(end) else {
+                return;
+            };
+            if node.count() > n {
+                return node.shed(end, n);
+            }
+            n -= node.count();
+            self.pop_edge(end);
+        }
+    }
+}
+
 /// The nodes of a list as one or two slices, in order.
 type NodeSlices<'a> = std::iter::Chain<std::slice::Iter<'a, Node>, std::slice::Iter<'a, Node>>;
 
@@ -178,51 +219,27 @@ impl ListValue {
         let grown = entry_len(value.len());
         if let Repr::One(node) = &mut self.repr {
             if node.count() == 0 || node.bytes() + grown <= NODE_BYTES {
-                match end {
-                    End::Left => node.insert(0, &value),
-                    End::Right => node.push_back(&value),
-                }
-                return;
+                return node.push(end, &value);
             }
         }
         let nodes = self.many();
         nodes.len += 1;
-        let edge = match end {
-            End::Left => nodes.deque.front_mut(),
-            End::Right => nodes.deque.back_mut(),
-        };
-        match edge {
-            Some(node) if node.bytes() + grown <= NODE_BYTES => match end {
-                End::Left => node.insert(0, &value),
-                End::Right => node.push_back(&value),
-            },
-            _ => match end {
-                End::Left => nodes.deque.push_front(Node::with(&value)),
-                End::Right => nodes.deque.push_back(Node::with(&value)),
-            },
+        match nodes.edge_mut(end) {
+            Some(node) if node.bytes() + grown <= NODE_BYTES => node.push(end, &value),
+            _ => nodes.push_edge(end, Node::with(&value)),
         }
     }
 
     /// Removes and returns the element at one end.
     pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
-        let take = |node: &mut Node| match end {
-            End::Left => node.remove(0),
-            End::Right => node.pop_back(),
-        };
         match &mut self.repr {
             Repr::One(node) if node.count() == 0 => None,
-            Repr::One(node) => Some(take(node)),
+            Repr::One(node) => Some(node.pop(end)),
             Repr::Many(nodes) => {
-                let node = match end {
-                    End::Left => nodes.deque.front_mut(),
-                    End::Right => nodes.deque.back_mut(),
-                }?;
-                let value = take(node);
+                let node = nodes.edge_mut(end)?;
+                let value = node.pop(end);
                 if node.count() == 0 {
-                    match end {
-                        End::Left => nodes.deque.pop_front(),
-                        End::Right => nodes.deque.pop_back(),
-                    };
+                    nodes.pop_edge(end);
                 }
                 nodes.len -= 1;
                 self.settle();
@@ -340,33 +357,9 @@ impl ListValue {
             }
             Repr::Many(nodes) => nodes,
         };
-        let mut from_back = nodes.len - to;
-        while let Some(node) = nodes.deque.back_mut() {
-            if from_back == 0 {
-                break;
-            }
-            if node.count() <= from_back {
-                from_back -= node.count();
-                nodes.deque.pop_back();
-            } else {
-                node.truncate(node.count() - from_back);
-                break;
-            }
-        }
-        let mut from_front = from;
-        while let Some(node) = nodes.deque.front_mut() {
-            if from_front == 0 {
-                break;
-            }
-            if node.count() <= from_front {
-                from_front -= node.count();
-                nodes.deque.pop_front();
-            } else {
-                node.drop_front(from_front);
-                break;
-            }
-        }
-        nodes.len = to - from;
+        let after = nodes.len - to;
+        nodes.shed(End::Right, after);
+        nodes.shed(End::Left, from);
         self.settle();
     }
 

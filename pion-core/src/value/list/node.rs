@@ -11,6 +11,7 @@
 
 use std::ops::Range;
 
+use super::End;
 use crate::value::packed::{put_varint, read_varint, varint_len};
 
 /// A run of list elements packed into one buffer.
@@ -185,6 +186,30 @@ impl Node {
         self.buf[at..head].copy_from_slice(&entry);
         self.head = at as u32;
         self.count += 1;
+    }
+
+    /// Adds `data` at one end.
+    pub(super) fn push(&mut self, end: End, data: &[u8]) {
+        match end {
+            End::Left => self.push_front(data),
+            End::Right => self.push_back(data),
+        }
+    }
+
+    /// Removes and returns the element at one end (the node is not empty).
+    pub(super) fn pop(&mut self, end: End) -> Vec<u8> {
+        match end {
+            End::Left => self.remove(0),
+            End::Right => self.pop_back(),
+        }
+    }
+
+    /// Drops `n` elements (`n <= count`) from one end.
+    pub(super) fn shed(&mut self, end: End, n: usize) {
+        match end {
+            End::Left => self.drop_front(n),
+            End::Right => self.truncate(self.count() - n),
+        }
     }
 
     /// Appends `data` as the last element.
