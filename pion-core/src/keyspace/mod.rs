@@ -17,6 +17,7 @@ mod key;
 mod locked;
 mod shard;
 mod slot;
+mod table;
 
 pub use cut::DumpedShard;
 pub use evict::Candidate;

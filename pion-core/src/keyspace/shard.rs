@@ -1,17 +1,16 @@
 //! One lock shard: for each database, the shard's slots (small hash tables) and an
 //! index of deadlines for active expiry.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use super::key::StoredKey;
+use super::table::SlotTable;
 use super::SLOTS_PER_SHARD;
 use crate::value::Value;
 
-type SlotMap = HashMap<StoredKey, Entry, SlotHasher>;
-
 /// The hasher of every slot table: ahash under keys drawn once per process. It is
-/// zero-sized, so a table's header is 32 bytes instead of 64 (a shard has 256 slots
-/// per database, and 16,384 in all).
+/// zero-sized, so a table carries no hasher state (a shard has 256 slots per
+/// database, and 16,384 in all).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SlotHasher;
 
@@ -26,7 +25,8 @@ impl std::hash::BuildHasher for SlotHasher {
 }
 
 /// A stored key's value and metadata, kept small: the slot tables hold entries
-/// inline, so every byte here is paid on each lookup's cache lines.
+/// beside their keys, so every byte here is paid per key and on each lookup's cache
+/// lines.
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The value.
@@ -169,7 +169,7 @@ pub(crate) fn lru_clock(now_ms: i64) -> u32 {
 pub(crate) struct Slots {
     /// Per slot: its table's position in `tables` plus one (0: no table).
     index: [u16; SLOTS_PER_SHARD],
-    tables: Vec<SlotMap>,
+    tables: Vec<SlotTable>,
     /// The slot of each table, by position (to fix the index when a table moves).
     owners: Vec<u16>,
 }
@@ -194,12 +194,12 @@ impl Slots {
 
     /// The table of slot `local`, if it holds a key.
     #[inline]
-    pub fn table(&self, local: usize) -> Option<&SlotMap> {
+    pub fn table(&self, local: usize) -> Option<&SlotTable> {
         self.tables.get(self.position(local)?)
     }
 
     /// Every table that holds a key (in no particular order).
-    pub fn iter(&self) -> impl Iterator<Item = &SlotMap> {
+    pub fn iter(&self) -> impl Iterator<Item = &SlotTable> {
         self.tables.iter()
     }
 
@@ -223,7 +223,7 @@ impl Slots {
             Some(at) => at,
             None => {
                 debug_assert!(local < SLOTS_PER_SHARD, "slot {local} is not in a shard");
-                self.tables.push(SlotMap::default());
+                self.tables.push(SlotTable::default());
                 self.owners.push(local as u16);
                 // At most SLOTS_PER_SHARD (256) tables: positions fit a u16.
                 self.index[local] = self.tables.len() as u16;
@@ -407,8 +407,8 @@ impl Shard {
 mod tests {
     use super::*;
 
-    /// Slot tables hold entries inline: a bigger entry means more cache misses per
-    /// lookup (measured: 160-byte entries made GET about twice as slow at 100K keys).
+    /// Slot tables hold entries beside their keys: a bigger entry means more memory
+    /// per key and more cache misses per lookup (measured: 160-byte entries made GET about twice as slow at 100K keys).
     #[test]
     fn entries_stay_small() {
         assert!(

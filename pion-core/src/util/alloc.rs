@@ -132,6 +132,18 @@ fn rounded(size: usize) -> i64 {
     unsafe { libmimalloc_sys::mi_good_size(size) as i64 }
 }
 
+/// The bytes a request for `size` really gets (mimalloc's size class) where
+/// [`CountingAlloc`] is the global allocator, else `size`: a growing array asks for
+/// exactly what its block holds instead of leaving the rounding unused.
+pub fn good_size(size: usize) -> usize {
+    if installed() {
+        // SAFETY: mi_good_size is pure arithmetic on its argument.
+        unsafe { libmimalloc_sys::mi_good_size(size) }
+    } else {
+        size
+    }
+}
+
 // SAFETY: every method forwards to mimalloc's aligned entry points with the layout's
 // size and alignment, exactly as the `mimalloc` crate's `MiMalloc` does; the counting
 // around them only computes a size and touches this thread's counter.
