@@ -373,8 +373,9 @@ impl Worker {
                 for token in held {
                     self.flush_one(token, engine, &limits);
                 }
-                // After a purge (memory freed in bulk), this thread's free pages too.
-                pion_core::util::alloc::collect_if_purged();
+                // This thread's free pages go back after a purge (memory freed in
+                // bulk), and a second after it allocated.
+                pion_core::util::alloc::collect_on_tick();
                 last_sweep = std::time::Instant::now();
             }
         }

@@ -243,21 +243,47 @@ pub fn purge() -> bool {
     true
 }
 
-/// Collects the calling thread's heap once after each [`purge`] made elsewhere. A
-/// thread's empty pages stay in its own heap until it collects, and blocks another
+/// Collects the calling thread's heap when that is due: at once after each [`purge`]
+/// made elsewhere, and otherwise every [`COLLECT_EVERY`] while the thread allocates.
+/// A thread's empty pages stay in its own heap until it collects, and blocks another
 /// thread freed reach it only then, so a purge gives back all it can only once every
-/// thread that allocated has done this: the server's workers call it every tick (an
-/// atomic read unless a purge happened).
-pub fn collect_if_purged() {
+/// thread that allocated has done this. Between purges mimalloc gives pages back only
+/// when it is busy allocating: a load that ends leaves the pages it emptied on the way
+/// (growing tables, reallocated buffers) resident until the next one, which the
+/// periodic collection returns once their purge delay has passed. The server's
+/// workers call this every tick: a thread-local read unless a collection is due.
+pub fn collect_on_tick() {
+    if !installed() {
+        return;
+    }
     let purges = PURGES.load(Ordering::Relaxed);
-    if COLLECTED.with(Cell::get) == purges {
+    let forced = COLLECTED.with(Cell::get) != purges;
+    let net = thread_net().unwrap_or(0);
+    let now = coarse_ms();
+    let (last_ms, last_net, trailing) = LAST_COLLECT.with(Cell::get);
+    let changed = net != last_net;
+    // One more collection follows the last one that saw allocation: pages emptied
+    // just before it were still within their purge delay.
+    let due = now.saturating_sub(last_ms) >= COLLECT_EVERY.as_millis() as u64;
+    if !forced && !(due && (changed || trailing)) {
         return;
     }
     COLLECTED.with(|c| c.set(purges));
-    if installed() {
-        // SAFETY: mi_collect has no preconditions.
-        unsafe { libmimalloc_sys::mi_collect(true) };
-    }
+    LAST_COLLECT.with(|c| c.set((now, net, changed)));
+    // SAFETY: mi_collect has no preconditions.
+    unsafe { libmimalloc_sys::mi_collect(forced) };
+}
+
+/// How often a thread that allocates collects its heap between purges.
+pub const COLLECT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Milliseconds on a monotonic clock.
+fn coarse_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
 }
 
 /// How many purges there were: each thread that allocates much collects its own heap
@@ -267,6 +293,9 @@ static PURGES: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// The purge this thread last collected its heap for.
     static COLLECTED: Cell<u64> = const { Cell::new(0) };
+    /// When this thread last collected its heap, its net allocation count then, and
+    /// whether that count had moved since the collection before.
+    static LAST_COLLECT: Cell<(u64, i64, bool)> = const { Cell::new((0, 0, false)) };
 }
 
 /// The most bytes allocated since free pages were last given back.
