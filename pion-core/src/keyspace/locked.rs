@@ -150,23 +150,33 @@ impl<'a> Locked<'a> {
 
     /// Drops the key if its time to live has passed; returns whether it still exists.
     fn expire_if_due(&mut self, db: usize, key: &[u8], loc: Location) -> OpResult<bool> {
+        Ok(self.live_position(db, key, loc)?.is_some())
+    }
+
+    /// Where the key is in its slot's table if it is live (see
+    /// [`super::table::SlotTable::position`]); a key past its time to live is dropped
+    /// and reads as missing. One lookup serves the check and the read that follows.
+    fn live_position(&mut self, db: usize, key: &[u8], loc: Location) -> OpResult<Option<usize>> {
         let now = self.now_ms;
         let ks = self.ks;
         let shard = self.shard(loc.shard)?;
         let Some(d) = shard.db(db) else {
-            return Ok(false);
+            return Ok(None);
         };
-        match d.slots.get(loc.local, key) {
-            None => Ok(false),
+        let Some(at) = d.slots.position_of(loc.local, key) else {
+            return Ok(None);
+        };
+        match d.slots.at(loc.local, at) {
+            None => Ok(None),
             // Under CLIENT PAUSE it reads as missing but stays (Redis's rule).
-            Some(e) if e.is_expired(now) && ks.expiry_held(now) => Ok(false),
+            Some(e) if e.is_expired(now) && ks.expiry_held(now) => Ok(None),
             Some(e) if e.is_expired(now) => {
                 shard.remove(db, loc.local, key);
                 self.ks.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
                 self.ks.expired(db, key);
-                Ok(false)
+                Ok(None)
             }
-            Some(_) => Ok(true),
+            Some(_) => Ok(Some(at)),
         }
     }
 
@@ -174,17 +184,15 @@ impl<'a> Locked<'a> {
     pub fn entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Entry>> {
         self.check_db(db)?;
         let loc = self.locate(key);
-        if !self.expire_if_due(db, key, loc)? {
+        let Some(at) = self.live_position(db, key, loc)? else {
             return Ok(None);
-        }
+        };
         let lru = lru_clock(self.now_ms);
         let touch = !self.no_touch;
         let (lfu, now) = (self.lfu, self.now_ms);
         let params = self.ks.lfu_params();
         let shard = self.shard(loc.shard)?;
-        let entry = shard
-            .db_mut(db)
-            .and_then(|d| d.slots.get_mut(loc.local, key));
+        let entry = shard.db_mut(db).and_then(|d| d.slots.at_mut(loc.local, at));
         if let Some(e) = entry {
             if touch && lfu {
                 e.lfu_touch(now, rand::random::<f64>(), params);
@@ -200,11 +208,11 @@ impl<'a> Locked<'a> {
     pub fn peek(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Entry>> {
         self.check_db(db)?;
         let loc = self.locate(key);
-        if !self.expire_if_due(db, key, loc)? {
+        let Some(at) = self.live_position(db, key, loc)? else {
             return Ok(None);
-        }
+        };
         let shard = self.shard(loc.shard)?;
-        Ok(shard.db(db).and_then(|d| d.slots.get(loc.local, key)))
+        Ok(shard.db(db).and_then(|d| d.slots.at(loc.local, at)))
     }
 
     /// The entry stored under a key, even one past its time to live that nothing has

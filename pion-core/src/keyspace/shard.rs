@@ -209,6 +209,25 @@ impl Slots {
         self.table(local)?.get(key)
     }
 
+    /// Where `key` is in slot `local`'s table (see [`SlotTable::position`]).
+    #[inline]
+    pub fn position_of(&self, local: usize, key: &[u8]) -> Option<usize> {
+        self.table(local)?.position(key)
+    }
+
+    /// The entry at a position [`Slots::position_of`] gave.
+    #[inline]
+    pub fn at(&self, local: usize, position: usize) -> Option<&Entry> {
+        self.table(local)?.at(position)
+    }
+
+    /// The entry at a position [`Slots::position_of`] gave, for writing.
+    #[inline]
+    pub fn at_mut(&mut self, local: usize, position: usize) -> Option<&mut Entry> {
+        let at = self.position(local)?;
+        self.tables.get_mut(at)?.at_mut(position)
+    }
+
     /// The entry of `key` in slot `local`, for writing.
     #[inline]
     pub fn get_mut(&mut self, local: usize, key: &[u8]) -> Option<&mut Entry> {

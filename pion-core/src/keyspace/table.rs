@@ -47,9 +47,10 @@ impl SlotTable {
         self.pairs.is_empty()
     }
 
-    /// Where `key`'s pair is.
+    /// Where `key`'s pair is: a position [`SlotTable::at`] and [`SlotTable::at_mut`]
+    /// take, valid until the table next changes.
     #[inline]
-    fn position(&self, key: &[u8]) -> Option<usize> {
+    pub fn position(&self, key: &[u8]) -> Option<usize> {
         let pairs = &self.pairs;
         self.index
             .find(hash_of(key), |&at| {
@@ -65,6 +66,18 @@ impl SlotTable {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let at = self.position(key)?;
         self.pairs.get(at).map(|(_, e)| e)
+    }
+
+    /// The entry at a position [`SlotTable::position`] gave.
+    #[inline]
+    pub fn at(&self, position: usize) -> Option<&Entry> {
+        self.pairs.get(position).map(|(_, e)| e)
+    }
+
+    /// The entry at a position [`SlotTable::position`] gave, for writing.
+    #[inline]
+    pub fn at_mut(&mut self, position: usize) -> Option<&mut Entry> {
+        self.pairs.get_mut(position).map(|(_, e)| e)
     }
 
     /// The entry of `key`, for writing.
