@@ -157,6 +157,7 @@ pub fn evaluate_with(
         docs,
         opts,
         avg_len: average_length(def, docs),
+        partials: opts.rank_all || scores_text(node),
     };
     m.set = eval(node, &cx, &mut m)?;
     if m.scored || opts.rank_all {
@@ -185,6 +186,7 @@ pub fn explain_score(
         docs,
         opts,
         avg_len: average_length(def, docs),
+        partials: true,
     };
     explain::explain(&cx, node, id, knn)
 }
@@ -196,6 +198,28 @@ struct Cx<'a> {
     opts: EvalOptions,
     /// Average weighted document length (the BM25 scorers).
     avg_len: f64,
+    /// Whether tags and ranges score what they match: their scores count only beside
+    /// a text term's or when everything is ranked, and are dropped otherwise, so a
+    /// tree without text (a KNN clause's tag filter) skips them.
+    partials: bool,
+}
+
+/// Whether evaluating `node` may score text: false only where every node below is
+/// one that never does (tags, ranges, geo, vector ranges, wildcards).
+fn scores_text(node: &Node) -> bool {
+    match node {
+        Node::Empty
+        | Node::MatchAll
+        | Node::Tag { .. }
+        | Node::Numeric { .. }
+        | Node::Geo { .. }
+        | Node::VectorRange(_) => false,
+        Node::Intersect { children, .. } | Node::Union { children, .. } => {
+            children.iter().any(scores_text)
+        }
+        Node::Not { child, .. } | Node::Optional { child, .. } => scores_text(child),
+        _ => true,
+    }
 }
 
 impl Cx<'_> {
@@ -518,7 +542,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             let mut out = DocSet::new();
             for alt in alternatives {
                 let set = tag_alternative(alt, tags, &norm, cx.opts.max_expansions);
-                score_tags(cx, alt, tags, &norm, &set, m);
+                if cx.partials {
+                    score_tags(cx, alt, tags, &norm, &set, m);
+                }
                 out.or(&set);
             }
             out
@@ -534,7 +560,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
-            score_virtual(cx, &out, m);
+            if cx.partials {
+                score_virtual(cx, &out, m);
+            }
             out
         }
         Node::Geo {
@@ -556,7 +584,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
-            score_virtual(cx, &out, m);
+            if cx.partials {
+                score_virtual(cx, &out, m);
+            }
             out
         }
         Node::VectorRange(vr) => {
