@@ -15,8 +15,9 @@ use pion_server::Server;
 static GLOBAL: pion_core::util::alloc::CountingAlloc = pion_core::util::alloc::CountingAlloc;
 
 fn main() -> ExitCode {
-    // Before the keyspace allocates: huge pages would hold freed memory resident.
-    pion_core::util::alloc::keep_huge_pages_out();
+    // Before the keyspace allocates: huge pages would hold its freed memory resident,
+    // and only the vector indexes' arrays ask for them.
+    pion_core::util::hugepages::huge_pages_only_where_advised();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut opts = match cli::parse(&args, std::env::var("PION_REQUIREPASS").ok()) {
         Ok(Command::Serve(opts)) => opts,

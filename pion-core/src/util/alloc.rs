@@ -322,25 +322,6 @@ pub fn purge_if_shrunk() -> bool {
     purge()
 }
 
-/// Keeps transparent huge pages out of this process (`prctl(PR_SET_THP_DISABLE)`),
-/// as Redis asks of its hosts. mimalloc marks its arenas for huge pages, and the
-/// kernel then backs a 2 MiB page whole for a few live blocks in it: after deletes or
-/// under eviction the resident set grows far past what is allocated (measured: RSS
-/// 1.53x `maxmemory` with them, 1.27x without, two threads under an eviction load).
-/// Returns false where the kernel refuses or this is not Linux.
-pub fn keep_huge_pages_out() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: PR_SET_THP_DISABLE takes plain integers and touches no memory of
-        // ours.
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
-}
-
 /// The allocator's own statistics as JSON text (`MEMORY MALLOC-STATS`); `None` when
 /// the allocator is not [`CountingAlloc`].
 pub fn stats_json() -> Option<String> {

@@ -1,6 +1,6 @@
 //! Utilities with no knowledge of the engine: Redis's number formats and parsers,
-//! glob matching, the log, byte codecs (with Redis's CRC-64 and LZF), the clock and the
-//! counting allocator. Every other layer may use them;
+//! glob matching, the log, byte codecs (with Redis's CRC-64 and LZF), the clock, the
+//! counting allocator and the huge page policy. Every other layer may use them;
 //! they use nothing of the crate above this folder.
 
 pub mod alloc;
@@ -11,6 +11,7 @@ pub mod crc64;
 pub mod dtoa;
 pub mod geohash;
 pub mod glob;
+pub mod hugepages;
 pub mod log;
 pub(crate) mod long_double;
 pub mod lzf;
