@@ -1,10 +1,14 @@
 //! Vector kernels and search: int8 dot product at 384 dimensions (simsimd against a
-//! plain Rust loop), f32 dot, and k-nearest search on a small seeded HNSW index.
+//! plain Rust loop), f32 dot, the exact COSINE distance of a prepared query (16 lanes,
+//! over f32 and over a document's little-endian bytes) against the one-sum loop, and
+//! k-nearest search on a small seeded HNSW index, with and without exact rows.
 #![allow(missing_docs)] // criterion_group! and criterion_main! generate undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use pion_benches::values;
-use pion_core::vector::{quant, Algorithm, IndexParams, Metric, SearchOptions, VectorIndex};
+use pion_core::vector::{
+    quant, Algorithm, ExactQuery, IndexParams, Metric, SearchOptions, VectorIndex,
+};
 
 fn kernels(c: &mut Criterion) {
     let (a, b) = (values(1, 384), values(2, 384));
@@ -23,6 +27,24 @@ fn kernels(c: &mut Criterion) {
     c.bench_function("dot_f32_384_scalar", |bch| {
         bch.iter(|| pion_core::vector::dot(black_box(&a), black_box(&b)))
     });
+    let exact = ExactQuery::new(Metric::Cosine, &a);
+    let stored: Vec<u8> = b.iter().flat_map(|x| x.to_le_bytes()).collect();
+    c.bench_function("cosine_384_exact_query", |bch| {
+        bch.iter(|| exact.distance(black_box(&b)))
+    });
+    c.bench_function("cosine_384_exact_query_le_bytes", |bch| {
+        bch.iter(|| exact.distance_le(black_box(&stored)))
+    });
+    c.bench_function("cosine_384_one_sum_loop", |bch| {
+        bch.iter(|| {
+            let (x, y) = (black_box(&a), black_box(&b));
+            let (nx, ny) = (
+                pion_core::vector::dot(x, x).sqrt(),
+                pion_core::vector::dot(y, y).sqrt(),
+            );
+            1.0 - pion_core::vector::dot(x, y) / (nx * ny)
+        })
+    });
 }
 
 fn search(c: &mut Criterion) {
@@ -35,18 +57,27 @@ fn search(c: &mut Criterion) {
     idx.optimize();
     let queries = values(4, 100 * dim);
     let mut i = 0;
+    let opts = SearchOptions {
+        ef: Some(64),
+        ..SearchOptions::default()
+    };
     c.bench_function("hnsw_int8_search_10k_128d_k10_ef64", |bch| {
         bch.iter(|| {
             i = (i + 1) % 100;
-            let q = &queries[i * dim..(i + 1) * dim];
-            idx.search(
-                q,
-                10,
-                &SearchOptions {
-                    ef: Some(64),
-                    filter: None,
-                },
-            )
+            idx.search(&queries[i * dim..(i + 1) * dim], 10, &opts)
+        })
+    });
+    let mut p = IndexParams::new(dim, Metric::Cosine, Algorithm::Hnsw);
+    p.exact_rows = true;
+    let exact = VectorIndex::new(p);
+    for (i, v) in data.chunks_exact(dim).enumerate() {
+        exact.upsert(i as u64, v).expect("right dimension");
+    }
+    exact.optimize();
+    c.bench_function("hnsw_int8_exact_rows_search_10k_128d_k10_ef64", |bch| {
+        bch.iter(|| {
+            i = (i + 1) % 100;
+            exact.search(&queries[i * dim..(i + 1) * dim], 10, &opts)
         })
     });
 }

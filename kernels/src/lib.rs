@@ -22,6 +22,7 @@
 //! borrowed block bytes and gets states back.
 
 pub mod attend;
+pub mod distance;
 pub mod encoder;
 mod error;
 pub mod gpu;
@@ -42,5 +43,6 @@ pub use error::KernelError;
 pub use gpu::{Device, DevicePolicy, Gpu, Kernels};
 pub use layout::{BlockKv, KvLayout};
 pub use select::{block_select, Score, SelectOptions, Selection};
+pub use simd::prefetch;
 pub use state::{merge_states, AttnState};
 pub use summary::{block_summary, BlockSummary};

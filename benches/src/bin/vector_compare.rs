@@ -5,8 +5,11 @@
 //!
 //! ```text
 //! cargo run --release -p pion-benches --bin vector_compare -- \
-//!     [--data DIR] [--threads N] [--metric cosine|ip|l2] [--quant int8|none] [--limit N] [--json]
+//!     [--data DIR] [--threads N] [--metric cosine|ip|l2] [--quant int8|none]
+//!     [--exact on|off] [--limit N] [--json]
 //! ```
+//! `--exact on` (the default, as `FT.CREATE` builds its indexes) keeps each vector as
+//! given beside its INT8 code, and re-ranks the walk's best candidates exactly.
 //! `--data` defaults to `$PION_VECTOR_DATA/minilm384`.
 
 use std::path::PathBuf;
@@ -23,6 +26,7 @@ struct Args {
     threads: usize,
     metric: Metric,
     quant: Quantization,
+    exact: bool,
     limit: Option<usize>,
     json: bool,
 }
@@ -35,6 +39,7 @@ fn args() -> Result<Args, String> {
         threads: 2,
         metric: Metric::Cosine,
         quant: Quantization::Int8,
+        exact: true,
         limit: None,
         json: false,
     };
@@ -52,6 +57,13 @@ fn args() -> Result<Args, String> {
                     "int8" => Quantization::Int8,
                     "none" => Quantization::None,
                     _ => return Err("bad --quant".into()),
+                }
+            }
+            "--exact" => {
+                a.exact = match val()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err("bad --exact (on|off)".into()),
                 }
             }
             "--limit" => a.limit = Some(val()?.parse().map_err(|e| format!("{e}"))?),
@@ -96,6 +108,7 @@ fn main() -> Result<(), String> {
     p.m = 16;
     p.ef_construction = 200;
     p.initial_cap = n;
+    p.exact_rows = a.exact;
     let idx = VectorIndex::new(p);
     let t = Instant::now();
     for (i, v) in base.chunks_exact(dim).enumerate() {
@@ -136,6 +149,8 @@ fn main() -> Result<(), String> {
                 &SearchOptions {
                     ef: Some(ef),
                     filter: None,
+                    filter_bits: None,
+                    filter_passes: None,
                 },
             );
             let tr = &truth[i][..10.min(truth[i].len())];
@@ -157,6 +172,8 @@ fn main() -> Result<(), String> {
                     &SearchOptions {
                         ef: Some(ef),
                         filter: None,
+                        filter_bits: None,
+                        filter_passes: None,
                     },
                 );
                 let tr = &truth[i][..100.min(truth[i].len())];
@@ -189,9 +206,10 @@ fn main() -> Result<(), String> {
         );
     } else {
         println!(
-            "pion HNSW {n}x{dim} {:?} {:?}, {} threads: build {build_s:.2} s (upserts {upsert_s:.2} s), memory {} B = {:.1}% of f32 {raw} B",
+            "pion HNSW {n}x{dim} {:?} {:?} exact rows {}, {} threads: build {build_s:.2} s (upserts {upsert_s:.2} s), memory {} B = {:.1}% of f32 {raw} B",
             a.metric,
             a.quant,
+            a.exact,
             a.threads,
             stats.memory_bytes,
             100.0 * stats.memory_bytes as f64 / raw as f64

@@ -429,8 +429,10 @@ dispatched! {
 }
 
 /// Asks the CPU to start loading `bytes` into its caches (one hint per 64-byte line),
-/// so that a block's K/V streams in from memory while the one before is computed on.
-pub(crate) fn prefetch(bytes: &[u8]) {
+/// so that data read next (a block's K/V, a graph walk's next vectors) streams in from
+/// memory while what is at hand is computed on.
+#[inline]
+pub fn prefetch(bytes: &[u8]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};

@@ -46,6 +46,11 @@ impl DocSet {
         }
     }
 
+    /// The bitmap itself: id `i` is bit `i % 64` of word `i / 64`.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// Whether the id is in the set.
     pub fn contains(&self, id: u64) -> bool {
         self.words

@@ -9,9 +9,10 @@
 
 use serde_json::Value as Json;
 
-use super::schema::{FieldSpec, KeyType, VectorSpec};
+use super::schema::{FieldSpec, KeyType, VectorSpec, VectorType};
 use crate::value::json::{self, select, Path};
 use crate::value::{HashValue, Value};
+use crate::vector::ExactQuery;
 
 /// A document an index covers.
 #[derive(Clone, Copy)]
@@ -157,6 +158,21 @@ impl<'a> Document<'a> {
             }
             (Document::Json(_), None) => Vec::new(),
         }
+    }
+}
+
+impl Document<'_> {
+    /// The exact distance from `query` to the nearest of a vector field's vectors;
+    /// `None` when the document has none. A hash's FLOAT32 field is read where it
+    /// lies, with no copy.
+    pub fn nearest(&self, f: &FieldSpec, spec: &VectorSpec, query: &ExactQuery<'_>) -> Option<f32> {
+        if let (Document::Hash(h), VectorType::Float32) = (self, spec.ty) {
+            return query.distance_le(h.get(&f.path)?);
+        }
+        self.vectors(f, spec)
+            .iter()
+            .map(|v| query.distance(v))
+            .min_by(f32::total_cmp)
     }
 }
 

@@ -612,6 +612,10 @@ fn parse_vector(a: &mut Args<'_>) -> OpResult<VectorSpec> {
         // memory: the graph keeps full precision there.
         params.quantization = crate::vector::Quantization::None;
     }
+    // The walk reads INT8 codes; the vectors as given re-rank its candidates, so a
+    // query gets the recall and the exact distances of a FLOAT32 index without
+    // reading each candidate back from its document (doc/vector-index.md).
+    params.exact_rows = params.algorithm == Algorithm::Hnsw;
     Ok(VectorSpec {
         ty,
         params,

@@ -11,7 +11,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::vector::{IndexParams, Neighbor, SearchOptions, VectorError, VectorIndex};
+use super::DocSet;
+use crate::vector::{IndexParams, LabelBits, Neighbor, SearchOptions, VectorError, VectorIndex};
 
 /// Bits of a multi-value label that number a document's vectors.
 const SLOT_BITS: u32 = 16;
@@ -139,20 +140,26 @@ impl FieldVectors {
     }
 
     /// The `k` nearest documents, with `ef` candidates (at least `k`) and only the
-    /// documents `allowed` passes when given. A multi-value field widens its search
-    /// until `k` distinct documents are found or the index is exhausted.
+    /// documents in `allowed` when given; the index may answer a set that holds few of
+    /// its vectors by a scan instead of a walk, unless `walk` asks for the walk. A
+    /// multi-value field widens its search until `k` distinct documents are found or
+    /// the index is exhausted.
     pub fn search(
         &self,
         query: &[f32],
         k: usize,
         ef: usize,
-        allowed: Option<&(dyn Fn(u64) -> bool + Sync)>,
+        allowed: Option<&DocSet>,
+        walk: bool,
     ) -> Vec<Neighbor> {
-        let by_label = |label: u64| allowed.is_none_or(|f| f(self.document(label)));
-        let filter: Option<&(dyn Fn(u64) -> bool + Sync)> = match allowed {
-            Some(_) => Some(&by_label),
-            None => None,
+        // A single-value field's labels are document ids: the set is their bitmap.
+        let by_label = |label: u64| allowed.is_none_or(|set| set.contains(self.document(label)));
+        let (filter, filter_bits): (Option<&(dyn Fn(u64) -> bool + Sync)>, _) = match allowed {
+            Some(set) if !self.multi => (None, Some(LabelBits(set.words()))),
+            Some(_) => (Some(&by_label), None),
+            None => (None, None),
         };
+        let filter_passes = allowed.filter(|_| !walk).map(DocSet::len);
         let mut asked = k;
         loop {
             let found = self.index.search(
@@ -161,6 +168,8 @@ impl FieldVectors {
                 &SearchOptions {
                     ef: Some(ef.max(asked)),
                     filter,
+                    filter_bits,
+                    filter_passes,
                 },
             );
             let complete = found.len() < asked || asked >= self.index.len();
@@ -211,7 +220,7 @@ mod tests {
             let ids =
                 |v: Vec<Neighbor>| v.iter().map(|n| (n.label, n.distance)).collect::<Vec<_>>();
             assert_eq!(
-                ids(f.search(&q, 3, 10, None)),
+                ids(f.search(&q, 3, 10, None, false)),
                 vec![(1, 1.0), (2, 4.0), (3, 25.0)]
             );
             // Three documents fill two results only after the search widens: the two
@@ -219,9 +228,16 @@ mod tests {
             f.remove(1);
             f.insert(4, &[vec![0.5, 0.0], vec![0.6, 0.0], vec![0.7, 0.0]])
                 .expect("indexed");
-            assert_eq!(ids(f.search(&q, 2, 1, None)), vec![(4, 0.25), (2, 4.0)]);
-            let only_three = |id: u64| id == 3;
-            assert_eq!(ids(f.search(&q, 5, 10, Some(&only_three))), vec![(3, 25.0)]);
+            assert_eq!(
+                ids(f.search(&q, 2, 1, None, false)),
+                vec![(4, 0.25), (2, 4.0)]
+            );
+            let mut only_three = DocSet::new();
+            only_three.insert(3);
+            assert_eq!(
+                ids(f.search(&q, 5, 10, Some(&only_three), false)),
+                vec![(3, 25.0)]
+            );
             assert_eq!(
                 ids(f.search_among(&q, 5, &[3, 4])),
                 vec![(4, 0.25), (3, 25.0)]
@@ -250,6 +266,6 @@ mod tests {
         let f = field(Algorithm::Flat, false);
         f.insert(42, &[vec![3.0, 4.0]]).expect("indexed");
         assert!(f.index().contains(42));
-        assert_eq!(f.search(&[0.0, 0.0], 1, 10, None)[0].label, 42);
+        assert_eq!(f.search(&[0.0, 0.0], 1, 10, None, false)[0].label, 42);
     }
 }

@@ -4,7 +4,7 @@
 use ahash::AHashMap;
 use parking_lot::RwLock;
 
-use super::{top_k, Filter, Metric, Neighbor};
+use super::{top_k, ExactQuery, LabelFilter, Metric, Neighbor};
 
 /// Vectors by label, scanned exactly.
 pub struct FlatStore {
@@ -111,29 +111,33 @@ impl FlatStore {
     }
 
     /// The distance of every accepted label to `query`, in storage order.
-    fn scored(&self, inner: &Inner, query: &[f32], filter: Option<Filter<'_>>) -> Vec<Neighbor> {
+    fn scored(&self, inner: &Inner, query: &[f32], filter: LabelFilter<'_>) -> Vec<Neighbor> {
+        let exact = ExactQuery::new(self.metric, query);
         inner
             .labels
             .iter()
             .enumerate()
-            .filter(|(_, &l)| filter.is_none_or(|f| f(l)))
+            .filter(|(_, &l)| filter.passes(l))
             .map(|(i, &label)| Neighbor {
                 label,
-                distance: self
-                    .metric
-                    .distance(query, &inner.data[i * self.dim..(i + 1) * self.dim]),
+                distance: exact.distance(&inner.data[i * self.dim..(i + 1) * self.dim]),
             })
             .collect()
     }
 
     /// The `k` nearest accepted labels.
-    pub fn search(&self, query: &[f32], k: usize, filter: Option<Filter<'_>>) -> Vec<Neighbor> {
+    pub(crate) fn search(&self, query: &[f32], k: usize, filter: LabelFilter<'_>) -> Vec<Neighbor> {
         let inner = self.inner.read();
         top_k(self.scored(&inner, query, filter), k)
     }
 
     /// Every accepted label within `radius`, nearest first.
-    pub fn range(&self, query: &[f32], radius: f32, filter: Option<Filter<'_>>) -> Vec<Neighbor> {
+    pub(crate) fn range(
+        &self,
+        query: &[f32],
+        radius: f32,
+        filter: LabelFilter<'_>,
+    ) -> Vec<Neighbor> {
         let inner = self.inner.read();
         let mut all = self.scored(&inner, query, filter);
         all.retain(|n| n.distance <= radius);
@@ -144,14 +148,13 @@ impl FlatStore {
     /// Exact search over the listed labels only (absent ones are skipped).
     pub fn search_among(&self, query: &[f32], k: usize, labels: &[u64]) -> Vec<Neighbor> {
         let inner = self.inner.read();
+        let exact = ExactQuery::new(self.metric, query);
         let all = labels
             .iter()
             .filter_map(|l| inner.rows.get(l).map(|&row| (*l, row)))
             .map(|(label, row)| Neighbor {
                 label,
-                distance: self
-                    .metric
-                    .distance(query, &inner.data[row * self.dim..(row + 1) * self.dim]),
+                distance: exact.distance(&inner.data[row * self.dim..(row + 1) * self.dim]),
             })
             .collect();
         top_k(all, k)

@@ -26,16 +26,16 @@
 //! live links plus the dead slots' live links, replaces a dead entry point, and frees
 //! the slots for reuse.
 
-use std::cell::RefCell;
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 use ahash::AHashMap;
 use parking_lot::Mutex;
 
+use super::exact_rows::{as_bytes, ExactRows};
 use super::quant;
 use super::{Metric, Quantization};
+use crate::util::hugepages::advise_huge_pages;
 
 /// Slot flag: removed or replaced (traversed, never returned).
 pub(crate) const DEAD: u8 = 1;
@@ -122,42 +122,8 @@ pub(crate) struct Graph {
     pub(crate) dead: AtomicUsize,
     /// Linked, returnable nodes.
     pub(crate) live: AtomicUsize,
-}
-
-thread_local! {
-    static VISITED: RefCell<Visited> = const { RefCell::new(Visited { marks: Vec::new(), epoch: 0 }) };
-}
-
-/// A visited set reused across searches: a slot is visited when its mark equals the
-/// current epoch, so clearing is one increment (a full wipe every 65535 searches).
-struct Visited {
-    marks: Vec<u16>,
-    epoch: u16,
-}
-
-impl Visited {
-    fn reset(&mut self, n: usize) {
-        if self.marks.len() < n {
-            self.marks.resize(n, 0);
-        }
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.marks.fill(0);
-            self.epoch = 1;
-        }
-    }
-
-    /// True the first time `s` is seen since the last reset.
-    #[inline]
-    fn insert(&mut self, s: u32) -> bool {
-        let m = &mut self.marks[s as usize];
-        if *m == self.epoch {
-            false
-        } else {
-            *m = self.epoch;
-            true
-        }
-    }
+    /// The vectors as given, when the index keeps them (see `exact_rows`).
+    pub(crate) exact: Option<ExactRows>,
 }
 
 impl Graph {
@@ -169,6 +135,7 @@ impl Graph {
         m: usize,
         ef_construction: usize,
         cap: usize,
+        exact_rows: bool,
     ) -> Graph {
         let m = m.clamp(2, 255);
         let codes = match quant {
@@ -200,6 +167,7 @@ impl Graph {
             entry_lock: Mutex::new(()),
             dead: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
+            exact: (exact_rows && quant != Quantization::None).then(|| ExactRows::new(dim)),
         };
         g.reserve(cap);
         g
@@ -235,6 +203,17 @@ impl Graph {
         self.links0.reserve_exact(n * (1 + self.m0));
         self.upper
             .reserve_exact(n * (1 + self.m) / self.m.max(1) + 1);
+        // A walk reads rows and lists scattered over these two: on huge pages it
+        // stops missing the TLB at nearly every step.
+        match &self.codes {
+            Codes::F32(v) => advise_huge_pages(v),
+            Codes::I8 { codes, .. } => advise_huge_pages(codes),
+            Codes::Bin(v) => advise_huge_pages(v),
+        }
+        advise_huge_pages(&self.links0);
+        if let Some(exact) = &mut self.exact {
+            exact.reserve(n);
+        }
     }
 
     /// The entry point and the top layer, if any node was linked.
@@ -287,9 +266,15 @@ impl Graph {
                 self.upper_off.push(u32::MAX);
                 self.links0
                     .extend((0..1 + self.m0).map(|_| AtomicU32::new(0)));
+                if let Some(exact) = &mut self.exact {
+                    exact.grow();
+                }
                 s
             }
         };
+        if let Some(exact) = &mut self.exact {
+            exact.set(slot, v);
+        }
         let i = slot as usize;
         match &mut self.codes {
             Codes::F32(c) => c[i * dim..(i + 1) * dim].copy_from_slice(src),
@@ -445,8 +430,36 @@ impl Graph {
         }
     }
 
-    /// The stored vector of slot `s`, dequantised.
+    /// Starts loading slot `s`'s row into the caches (a hint; out-of-range slots are
+    /// ignored, and binary rows, a line or two, are left to the hardware).
+    #[inline]
+    pub(super) fn prefetch_row(&self, s: u32) {
+        let i = s as usize;
+        let d = self.dim;
+        match &self.codes {
+            Codes::F32(c) => {
+                if let Some(row) = c.get(i * d..(i + 1) * d) {
+                    kernels::prefetch(as_bytes(row));
+                }
+            }
+            Codes::I8 { codes, .. } => {
+                if let Some(row) = codes.get(i * d..(i + 1) * d) {
+                    // SAFETY: i8 and u8 have the same size, alignment and validity;
+                    // the view covers exactly `row` and is only read.
+                    let bytes = unsafe { &*(row as *const [i8] as *const [u8]) };
+                    kernels::prefetch(bytes);
+                }
+            }
+            Codes::Bin(_) => {}
+        }
+    }
+
+    /// The stored vector of slot `s`: as given where the graph keeps it, else
+    /// dequantised.
     pub(crate) fn vector(&self, s: u32) -> Vec<f32> {
+        if let Some(row) = self.exact.as_ref().and_then(|e| e.row(s)) {
+            return row.to_vec();
+        }
         let i = s as usize;
         let d = self.dim;
         let factor = if self.metric == Metric::Cosine && self.norms[i] > 0.0 {
@@ -470,150 +483,6 @@ impl Graph {
     #[inline]
     pub(crate) fn returnable(&self, s: u32) -> bool {
         self.flags[s as usize].load(Relaxed) & (DEAD | IN_FLIGHT | FREE) == 0
-    }
-
-    /// Greedy walk on layer `l` from `ep` to a local minimum.
-    fn greedy(&self, q: &Query, mut ep: Cand, l: usize) -> Cand {
-        loop {
-            let mut moved = false;
-            for n in self.neighbours(ep.s, l) {
-                let d = self.dist(q, n);
-                if d < ep.d {
-                    ep = Cand { d, s: n };
-                    moved = true;
-                }
-            }
-            if !moved {
-                return ep;
-            }
-        }
-    }
-
-    /// Greedy descent from the entry point to layer `to` (exclusive of the layers
-    /// below it); `None` when the graph is empty.
-    pub(crate) fn descend(&self, q: &Query, to: usize) -> Option<Cand> {
-        let (e, top) = self.entry()?;
-        let mut ep = Cand {
-            d: self.dist(q, e),
-            s: e,
-        };
-        for l in (to + 1..=top).rev() {
-            ep = self.greedy(q, ep, l);
-        }
-        Some(ep)
-    }
-
-    /// `SEARCH-LAYER`: the `ef` nearest accepted slots found from `eps` on layer `l`,
-    /// nearest first. Every slot is traversed; only accepted ones enter the result set,
-    /// and the walk only stops once `ef` accepted ones were found (so selective filters
-    /// search wider instead of returning too few).
-    pub(crate) fn search_layer(
-        &self,
-        q: &Query,
-        eps: &[Cand],
-        ef: usize,
-        l: usize,
-        accept: &dyn Fn(u32) -> bool,
-    ) -> Vec<Cand> {
-        VISITED.with(|v| {
-            let mut visited = v.borrow_mut();
-            visited.reset(self.slots());
-            let mut cands: BinaryHeap<Reverse<Cand>> = BinaryHeap::with_capacity(ef * 2);
-            let mut res: BinaryHeap<Cand> = BinaryHeap::with_capacity(ef + 1);
-            for &ep in eps {
-                if !visited.insert(ep.s) {
-                    continue;
-                }
-                if accept(ep.s) {
-                    res.push(ep);
-                }
-                cands.push(Reverse(ep));
-            }
-            while res.len() > ef {
-                res.pop();
-            }
-            let mut bound = if res.len() >= ef {
-                res.peek().map_or(f32::INFINITY, |c| c.d)
-            } else {
-                f32::INFINITY
-            };
-            while let Some(Reverse(c)) = cands.pop() {
-                if c.d > bound {
-                    break;
-                }
-                let list = self.list(c.s, l);
-                let n = (list[0].load(Relaxed) as usize).min(list.len() - 1);
-                for cell in &list[1..=n] {
-                    let nb = cell.load(Relaxed);
-                    if !visited.insert(nb) {
-                        continue;
-                    }
-                    let d = self.dist(q, nb);
-                    if res.len() < ef || d < bound {
-                        let cand = Cand { d, s: nb };
-                        cands.push(Reverse(cand));
-                        if accept(nb) {
-                            res.push(cand);
-                            if res.len() > ef {
-                                res.pop();
-                            }
-                            if res.len() >= ef {
-                                bound = res.peek().map_or(f32::INFINITY, |c| c.d);
-                            }
-                        }
-                    }
-                }
-            }
-            res.into_sorted_vec()
-        })
-    }
-
-    /// Range search on layer 0 (RediSearch's method): from the greedy entry, expand every
-    /// candidate within `max(radius, nearest so far)·(1 + epsilon)`; returns accepted
-    /// slots within `radius`.
-    pub(crate) fn range_layer0(
-        &self,
-        q: &Query,
-        ep: Cand,
-        radius: f32,
-        epsilon: f32,
-        accept: &dyn Fn(u32) -> bool,
-    ) -> Vec<Cand> {
-        let widen = |r: f32| r + r.abs() * epsilon;
-        VISITED.with(|v| {
-            let mut visited = v.borrow_mut();
-            visited.reset(self.slots());
-            let mut dynamic = ep.d.max(radius);
-            let mut cands = BinaryHeap::new();
-            let mut out = Vec::new();
-            visited.insert(ep.s);
-            if ep.d <= radius && accept(ep.s) {
-                out.push(ep);
-            }
-            cands.push(Reverse(ep));
-            while let Some(Reverse(c)) = cands.pop() {
-                if c.d > widen(dynamic) {
-                    break;
-                }
-                for nb in self.neighbours(c.s, 0) {
-                    if !visited.insert(nb) {
-                        continue;
-                    }
-                    let d = self.dist(q, nb);
-                    if d <= widen(dynamic) {
-                        cands.push(Reverse(Cand { d, s: nb }));
-                        if d <= radius && accept(nb) {
-                            out.push(Cand { d, s: nb });
-                        }
-                        if d < dynamic {
-                            dynamic = d.max(radius);
-                        }
-                    }
-                }
-            }
-            out.sort();
-            out
-        })
     }
 
     /// The neighbour-selection heuristic (the paper's algorithm 4, without extending
@@ -793,5 +662,6 @@ impl Graph {
             + self.upper.capacity() * 4
             + self.map.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.free.capacity() * 4
+            + self.exact.as_ref().map_or(0, ExactRows::memory_bytes)
     }
 }

@@ -150,8 +150,12 @@ impl Graph {
         row_f32: &[f32],
         row_i8: (&[i8], f32),
         row_bin: &[u64],
+        row_exact: &[f32],
         lists: &[Vec<u32>],
     ) {
+        if let Some(exact) = &mut self.exact {
+            exact.push(row_exact);
+        }
         match &mut self.codes {
             Codes::F32(c) => c.extend_from_slice(row_f32),
             Codes::I8 { codes, scales } => {

@@ -10,9 +10,11 @@
 //! `L2` is the *squared* Euclidean distance, `COSINE` is `1 - cos(a, b)` and `IP` is
 //! `1 - a·b`. Smaller is nearer for all three.
 
+mod exact_rows;
 mod flat;
 mod graph;
 mod graph_maint;
+mod graph_search;
 mod hnsw;
 mod persist;
 pub mod quant;
@@ -55,18 +57,61 @@ impl Metric {
     /// The exact distance between two vectors of the same length, in f32 as
     /// RediSearch computes it.
     pub fn distance(self, a: &[f32], b: &[f32]) -> f32 {
-        match self {
-            Metric::L2 => a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum(),
-            Metric::Ip => 1.0 - dot(a, b),
+        ExactQuery::new(self, a).distance(b)
+    }
+}
+
+/// A query prepared for many exact distances: its norm is computed once, and each
+/// distance is one pass over the other vector, which may also be a document's FLOAT32
+/// field read in place ([`ExactQuery::distance_le`]).
+#[derive(Debug, Clone)]
+pub struct ExactQuery<'a> {
+    metric: Metric,
+    query: &'a [f32],
+    /// `|query|` (COSINE).
+    norm: f32,
+}
+
+impl<'a> ExactQuery<'a> {
+    /// Prepares `query` for `metric`.
+    pub fn new(metric: Metric, query: &'a [f32]) -> ExactQuery<'a> {
+        let norm = match metric {
+            Metric::Cosine => kernels::distance::row_sums(query, query).norm2.sqrt(),
+            Metric::L2 | Metric::Ip => 0.0,
+        };
+        ExactQuery {
+            metric,
+            query,
+            norm,
+        }
+    }
+
+    fn finish(&self, sums: kernels::distance::RowSums) -> f32 {
+        match self.metric {
+            Metric::L2 => sums.l2sq,
+            Metric::Ip => 1.0 - sums.dot,
             Metric::Cosine => {
-                let (na, nb) = (dot(a, a).sqrt(), dot(b, b).sqrt());
-                if na == 0.0 || nb == 0.0 {
+                let other = sums.norm2.sqrt();
+                if self.norm == 0.0 || other == 0.0 {
                     1.0
                 } else {
-                    1.0 - dot(a, b) / (na * nb)
+                    1.0 - sums.dot / (self.norm * other)
                 }
             }
         }
+    }
+
+    /// The distance to `x` (of the query's length).
+    #[inline]
+    pub fn distance(&self, x: &[f32]) -> f32 {
+        self.finish(kernels::distance::row_sums(self.query, x))
+    }
+
+    /// The distance to a vector stored as little-endian FLOAT32 bytes; `None` when
+    /// `row` is not the query's length.
+    #[inline]
+    pub fn distance_le(&self, row: &[u8]) -> Option<f32> {
+        kernels::distance::row_sums_le(self.query, row).map(|s| self.finish(s))
     }
 }
 
@@ -116,6 +161,10 @@ pub struct IndexParams {
     pub epsilon: f32,
     /// Expected number of vectors (storage is reserved up front).
     pub initial_cap: usize,
+    /// HNSW over Int8 or Binary codes: also keep every vector as given, so that a
+    /// search re-ranks the walk's candidates exactly and returns exact distances
+    /// (4 bytes a dimension more per vector; the walk still reads the codes).
+    pub exact_rows: bool,
 }
 
 impl IndexParams {
@@ -134,6 +183,7 @@ impl IndexParams {
             ef_runtime: 10,
             epsilon: 0.01,
             initial_cap: 0,
+            exact_rows: false,
         }
     }
 }
@@ -177,6 +227,52 @@ pub struct Neighbor {
 /// A label filter: only labels for which it returns true are results.
 pub type Filter<'a> = &'a (dyn Fn(u64) -> bool + Sync);
 
+/// A bitmap of labels: label `l` is in it when bit `l % 64` of word `l / 64` is set.
+#[derive(Clone, Copy, Debug)]
+pub struct LabelBits<'a>(pub &'a [u64]);
+
+impl LabelBits<'_> {
+    /// Whether label `l` is in the bitmap.
+    #[inline]
+    pub fn contains(&self, l: u64) -> bool {
+        usize::try_from(l / 64)
+            .ok()
+            .and_then(|w| self.0.get(w))
+            .is_some_and(|w| w & (1 << (l % 64)) != 0)
+    }
+}
+
+/// Which labels a search may return: those both `by_fn` and `bits` pass (each when
+/// given), about `passes` of them when known.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct LabelFilter<'a> {
+    by_fn: Option<Filter<'a>>,
+    bits: Option<LabelBits<'a>>,
+    pub(crate) passes: Option<usize>,
+}
+
+impl<'a> LabelFilter<'a> {
+    /// The filter of a query's options.
+    pub(crate) fn of(opts: &SearchOptions<'a>) -> LabelFilter<'a> {
+        LabelFilter {
+            by_fn: opts.filter,
+            bits: opts.filter_bits,
+            passes: opts.filter_passes,
+        }
+    }
+
+    /// Whether any label may be refused.
+    pub(crate) fn filters(&self) -> bool {
+        self.by_fn.is_some() || self.bits.is_some()
+    }
+
+    /// Whether label `l` may be returned.
+    #[inline]
+    pub(crate) fn passes(&self, l: u64) -> bool {
+        self.bits.is_none_or(|b| b.contains(l)) && self.by_fn.is_none_or(|f| f(l))
+    }
+}
+
 /// Options of one query.
 #[derive(Clone, Copy, Default)]
 pub struct SearchOptions<'a> {
@@ -184,6 +280,13 @@ pub struct SearchOptions<'a> {
     pub ef: Option<usize>,
     /// Only these labels may be returned.
     pub filter: Option<Filter<'a>>,
+    /// Only labels in this bitmap may be returned (checked without a call, so a
+    /// filter that is a set of labels is best given here).
+    pub filter_bits: Option<LabelBits<'a>>,
+    /// About how many labels `filter` passes, when the caller knows: a filter that
+    /// passes few of the index's vectors is answered by a scan of those instead of a
+    /// walk, which would visit many times as many to find `ef` of them.
+    pub filter_passes: Option<usize>,
 }
 
 /// Counters an index reports for `FT.INFO` / `VINFO` / `INFO`.
@@ -310,14 +413,19 @@ impl VectorIndex {
         if query.len() != self.params.dim || k == 0 {
             return Vec::new();
         }
+        let filter = LabelFilter::of(opts);
         match &self.inner {
-            Inner::Flat(f) => f.search(query, k, opts.filter),
-            Inner::Hnsw(h) => h.search(
-                query,
-                k,
-                opts.ef.unwrap_or(self.params.ef_runtime),
-                opts.filter,
-            ),
+            Inner::Flat(f) => f.search(query, k, filter),
+            Inner::Hnsw(h) => h.search(query, k, opts.ef.unwrap_or(self.params.ef_runtime), filter),
+        }
+    }
+
+    /// Whether [`VectorIndex::search`] returns exact distances (FLAT, and HNSW that
+    /// keeps its vectors as given): a caller then needs no re-rank of its own.
+    pub fn exact_distances(&self) -> bool {
+        match &self.inner {
+            Inner::Flat(_) => true,
+            Inner::Hnsw(h) => h.exact_distances(),
         }
     }
 
@@ -335,7 +443,7 @@ impl VectorIndex {
             n,
             &SearchOptions {
                 ef: Some(ef),
-                filter: opts.filter,
+                ..*opts
             },
         )
     }
@@ -347,9 +455,10 @@ impl VectorIndex {
         if query.len() != self.params.dim {
             return Vec::new();
         }
+        let filter = LabelFilter::of(opts);
         match &self.inner {
-            Inner::Flat(f) => f.range(query, radius, opts.filter),
-            Inner::Hnsw(h) => h.range(query, radius, opts.filter),
+            Inner::Flat(f) => f.range(query, radius, filter),
+            Inner::Hnsw(h) => h.range(query, radius, filter),
         }
     }
 
@@ -476,5 +585,7 @@ pub(crate) fn top_k(mut all: Vec<Neighbor>, k: usize) -> Vec<Neighbor> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_exact;
 #[cfg(test)]
 mod tests_hnsw;

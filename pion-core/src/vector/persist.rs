@@ -3,16 +3,20 @@
 //! Little-endian, in order:
 //!
 //! ```text
-//! magic "PIONVIX1" | u32 version (1)
-//! params: u32 dim | u8 metric | u8 algorithm | u8 quantization | u32 M
-//!         u32 ef_construction | u32 ef_runtime | f32 epsilon | u64 initial_cap
+//! magic "PIONVIX1" | u32 version (2)
+//! params: u32 dim | u8 metric | u8 algorithm | u8 quantization | u8 exact rows (0/1)
+//!         u32 M | u32 ef_construction | u32 ef_runtime | f32 epsilon | u64 initial_cap
 //! u64 n | n × (u64 label, dim × f32)          -- FLAT vectors, or the HNSW pending tail
 //! HNSW only:
 //!   u64 slots | u64 entry (slot << 8 | level, or u64::MAX)
-//!   slots × ( u64 label | u8 flags | u8 level | f32 norm | row | (level+1) × (u32 n, n × u32) )
+//!   slots × ( u64 label | u8 flags | u8 level | f32 norm | row | exact
+//!             | (level+1) × (u32 n, n × u32) )
 //!   row: f32 × dim (None) | f32 scale, i8 × dim (Int8) | u64 × ⌈dim/64⌉ (Binary)
+//!   exact: f32 × dim with exact rows, else nothing
 //! u32 CRC32C of everything above
 //! ```
+//!
+//! Version 1 (no exact rows byte, no exact rows) is still read.
 //!
 //! Reading checks the magic, version and checksum first, then every count against the
 //! bytes left and every link against the slot count and levels, so corrupt input is an
@@ -26,7 +30,7 @@ use super::{quant, Algorithm, IndexParams, Inner, Metric, Quantization, VectorIn
 use crate::util::codec::DecodeError;
 
 const MAGIC: &[u8; 8] = b"PIONVIX1";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Largest dimension accepted when loading.
 const MAX_DIM: usize = 1 << 16;
 /// Highest layer accepted when loading.
@@ -51,6 +55,14 @@ fn put_row(out: &mut Vec<u8>, label: u64, v: &[f32]) {
     }
 }
 
+/// Whether the index keeps exact rows (what the file says, not what was asked).
+fn exact_rows(idx: &VectorIndex) -> bool {
+    match &idx.inner {
+        Inner::Hnsw(h) => h.graph.read().exact.is_some(),
+        Inner::Flat(_) => false,
+    }
+}
+
 /// Serialises `idx` onto `out`.
 pub(crate) fn write(idx: &VectorIndex, out: &mut Vec<u8>) {
     let start = out.len();
@@ -72,6 +84,7 @@ pub(crate) fn write(idx: &VectorIndex, out: &mut Vec<u8>) {
         Quantization::Int8 => 1,
         Quantization::Binary => 2,
     });
+    out.push(u8::from(exact_rows(idx)));
     put_u32(out, p.m as u32);
     put_u32(out, p.ef_construction as u32);
     put_u32(out, p.ef_runtime as u32);
@@ -127,6 +140,11 @@ fn write_hnsw(h: &Hnsw, out: &mut Vec<u8>) {
             Codes::Bin(c) => c[s * words..(s + 1) * words]
                 .iter()
                 .for_each(|&w| put_u64(out, w)),
+        }
+        if let Some(exact) = &g.exact {
+            let zeros = vec![0.0; dim];
+            let row = exact.row(s as u32).unwrap_or(&zeros);
+            row.iter().for_each(|&x| put_f32(out, x));
         }
         for l in 0..=g.levels[s] as usize {
             let ids = g.neighbours(s as u32, l);
@@ -219,7 +237,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
     }
     let mut r = Reader { b: body, pos: 8 };
     let version = r.u32()?;
-    if version != VERSION {
+    if version != 1 && version != VERSION {
         return Err(bad(format!("unknown version {version}")));
     }
     let dim = r.u32()? as usize;
@@ -243,6 +261,14 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
         2 => Quantization::Binary,
         _ => return Err(bad("bad quantization")),
     };
+    let exact_rows = match version {
+        1 => false,
+        _ => match r.u8()? {
+            0 => false,
+            1 if algorithm == Algorithm::Hnsw && quantization != Quantization::None => true,
+            _ => return Err(bad("bad exact rows flag")),
+        },
+    };
     let m = r.u32()? as usize;
     if !(2..=255).contains(&m) {
         return Err(bad("bad M"));
@@ -257,6 +283,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
         ef_runtime: r.u32()? as usize,
         epsilon: r.f32()?,
         initial_cap: 0,
+        exact_rows,
     };
     let _initial_cap = r.u64()?;
     let n = r.count(8 + 4 * dim)?;
@@ -300,13 +327,21 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError>
         Quantization::None => 4 * dim,
         Quantization::Int8 => 4 + dim,
         Quantization::Binary => 8 * words,
-    };
+    } + if p.exact_rows { 4 * dim } else { 0 };
     let slots = r.count(8 + 1 + 1 + 4 + row + 4)?;
     if slots > u32::MAX as usize / 2 {
         return Err(bad("too many slots"));
     }
     let entry = r.u64()?;
-    let mut g = Graph::new(dim, p.metric, p.quantization, p.m, p.ef_construction, slots);
+    let mut g = Graph::new(
+        dim,
+        p.metric,
+        p.quantization,
+        p.m,
+        p.ef_construction,
+        slots,
+        p.exact_rows,
+    );
     let (m, m0) = (g.m, g.m0);
     struct Slot {
         label: u64,
@@ -316,6 +351,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError>
         f: Vec<f32>,
         i: (Vec<i8>, f32),
         b: Vec<u64>,
+        exact: Vec<f32>,
         lists: Vec<Vec<u32>>,
     }
     let mut all = Vec::with_capacity(slots);
@@ -338,6 +374,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError>
             f: Vec::new(),
             i: (Vec::new(), 0.0),
             b: Vec::new(),
+            exact: Vec::new(),
             lists: Vec::with_capacity(level + 1),
         };
         match p.quantization {
@@ -351,6 +388,9 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError>
                     s.b.push(r.u64()?);
                 }
             }
+        }
+        if p.exact_rows {
+            s.exact = r.f32s(dim)?;
         }
         for l in 0..=level {
             let n = r.u32()? as usize;
@@ -393,6 +433,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError>
             &s.f,
             (&s.i.0, s.i.1),
             &s.b,
+            &s.exact,
             &s.lists,
         );
     }

@@ -46,6 +46,8 @@ fn flat_index_is_exact_and_handles_replace_and_remove() {
         10,
         &SearchOptions {
             filter: Some(&even),
+            filter_bits: None,
+            filter_passes: None,
             ..Default::default()
         },
     );
@@ -113,6 +115,8 @@ pub(super) fn recall(
             &SearchOptions {
                 ef: Some(ef),
                 filter: None,
+                filter_bits: None,
+                filter_passes: None,
             },
         );
         hit += got.iter().filter(|n| truth.contains(&n.label)).count();
@@ -183,6 +187,8 @@ fn binary_codes_find_the_same_vector() {
             &SearchOptions {
                 ef: Some(64),
                 filter: None,
+                filter_bits: None,
+                filter_passes: None,
             },
         );
         hits += usize::from(got[0].label == i as u64 * 3 + 1 && got[0].distance == 0.0);

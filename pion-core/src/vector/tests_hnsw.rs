@@ -13,6 +13,8 @@ fn opts(ef: usize) -> SearchOptions<'static> {
     SearchOptions {
         ef: Some(ef),
         filter: None,
+        filter_bits: None,
+        filter_passes: None,
     }
 }
 
@@ -239,6 +241,8 @@ fn filtered_search_at_one_percent_is_exact() {
             &SearchOptions {
                 ef: Some(10),
                 filter: Some(&accepted),
+                filter_bits: None,
+                filter_passes: None,
             },
         );
         assert_eq!(got.iter().map(|n| n.label).collect::<Vec<_>>(), truth);

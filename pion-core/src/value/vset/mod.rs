@@ -362,6 +362,8 @@ impl VectorSetValue {
             let opts = SearchOptions {
                 ef,
                 filter: Some(&filter),
+                filter_bits: None,
+                filter_passes: None,
             };
             self.index
                 .search(unit_query, count, &opts)

@@ -7,7 +7,7 @@ use crate::index::eval::Matches;
 use crate::index::query::{self as q, Query};
 use crate::index::schema::{FieldKind as SchemaKind, FieldSpec, IndexDef, KeyType, VectorSpec};
 use crate::index::{Docs, Document, FieldIndex};
-use crate::vector::Neighbor;
+use crate::vector::{ExactQuery, Neighbor};
 
 /// Filtered KNN switches to exact search over the filtered set below this size.
 const EXACT_FILTER_LIMIT: usize = 4096;
@@ -31,8 +31,10 @@ pub(super) struct KnnPlan {
     query: Vec<f32>,
     /// How many neighbours the clause asks for.
     pub(super) k: usize,
-    /// Candidates from the index (approximate distances) and their keys.
+    /// Candidates from the index and their keys.
     candidates: Vec<(Neighbor, Vec<u8>)>,
+    /// Whether the index gave exact distances (nothing to re-rank).
+    exact: bool,
 }
 
 /// The candidates of a KNN clause: from the graph, or exactly over a small filtered
@@ -67,7 +69,14 @@ pub(super) fn knn_candidates(
         .as_ref()
         .map(|o| o.value as usize)
         .unwrap_or(vs.params.ef_runtime);
-    let want = k + RERANK_EXTRA.min(k.max(1));
+    // An index that keeps its vectors as given re-ranks its own candidates exactly;
+    // otherwise a few more are asked for, to re-rank from the documents.
+    let exact = vindex.index().exact_distances();
+    let want = if exact {
+        k
+    } else {
+        k + RERANK_EXTRA.min(k.max(1))
+    };
     // INKEYS and GEOFILTER narrow the matches outside the query tree.
     let filtered =
         !matches!(query.filter, q::Node::MatchAll) || matches.set.len() < docs.all().len();
@@ -87,13 +96,15 @@ pub(super) fn knn_candidates(
     let candidates: Vec<Neighbor> = if k == 0 {
         Vec::new()
     } else if !filtered {
-        vindex.search(&qv, want, ef, None)
+        vindex.search(&qv, want, ef, None, false)
     } else if exact_among_matches {
         let ids: Vec<u64> = matches.set.iter().collect();
         vindex.search_among(&qv, want, &ids)
     } else {
-        let allowed = |id: u64| matches.set.contains(id);
-        vindex.search(&qv, want, ef, Some(&allowed))
+        // The index scans instead of walking when the set holds few of its vectors,
+        // unless BATCHES asked for the walk.
+        let walk = hybrid.policy == Some(q::HybridPolicy::Batches);
+        vindex.search(&qv, want, ef, Some(&matches.set), walk)
     };
     Ok(KnnPlan {
         field: spec.clone(),
@@ -105,43 +116,53 @@ pub(super) fn knn_candidates(
             .into_iter()
             .filter_map(|n| docs.key(n.label).map(|key| (n, key.to_vec())))
             .collect(),
+        exact,
     })
 }
 
-/// The `k` nearest of a plan's candidates, by exact FLOAT32 distance from the hashes,
-/// nearest first (ties by document id). Takes shard locks: call without the
-/// document lock.
+/// The `k` nearest of a plan's candidates, by exact distance from the documents'
+/// own vectors, nearest first (ties by document id). Locks the candidates' shards
+/// together, once: call without the document lock.
 pub(super) fn knn_rerank(engine: &crate::Engine, plan: KnnPlan, now_ms: i64) -> Vec<Neighbor> {
+    if plan.exact {
+        // Nearest first already, ties by document id as below.
+        let mut out: Vec<Neighbor> = plan.candidates.into_iter().map(|(n, _)| n).collect();
+        sort_nearest(&mut out);
+        out.truncate(plan.k);
+        return out;
+    }
     let vs = &plan.spec;
+    let exact = ExactQuery::new(vs.params.metric, &plan.query);
+    let keys: Vec<&[u8]> = plan.candidates.iter().map(|(_, k)| k.as_slice()).collect();
+    let mut ks = engine.keyspace().lock_keys(&keys, now_ms);
     let mut out: Vec<Neighbor> = plan
         .candidates
-        .into_iter()
+        .iter()
         .map(|(n, key)| {
-            let mut ks = engine.keyspace().lock_keys(&[&key], now_ms);
             // A document of a multi-value field is as near as its nearest vector.
-            let exact = ks
-                .peek(0, &key)
+            let distance = ks
+                .peek(0, key)
                 .ok()
                 .flatten()
                 .and_then(|e| Document::of(&e.value, plan.on))
-                .map(|doc| doc.vectors(&plan.field, vs))
-                .and_then(|vectors| {
-                    vectors
-                        .iter()
-                        .map(|v| vs.params.metric.distance(&plan.query, v))
-                        .min_by(f32::total_cmp)
-                });
+                .and_then(|doc| doc.nearest(&plan.field, vs, &exact));
             Neighbor {
                 label: n.label,
-                distance: exact.unwrap_or(n.distance),
+                distance: distance.unwrap_or(n.distance),
             }
         })
         .collect();
+    drop(ks);
+    sort_nearest(&mut out);
+    out.truncate(plan.k);
+    out
+}
+
+/// Nearest first, ties by document id.
+fn sort_nearest(out: &mut [Neighbor]) {
     out.sort_by(|a, b| {
         a.distance
             .total_cmp(&b.distance)
             .then(a.label.cmp(&b.label))
     });
-    out.truncate(plan.k);
-    out
 }

@@ -1,0 +1,225 @@
+//! Searching the graph: the greedy descent through the upper layers, `SEARCH-LAYER`
+//! (the best-first walk with `ef` candidates), range search on layer 0, and the scan
+//! that answers a filter passing few vectors better than a walk would.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::graph::{Cand, Graph, Query};
+
+/// How many rows ahead a scan asks for.
+const SCAN_PREFETCH: usize = 8;
+
+thread_local! {
+    static VISITED: RefCell<Visited> = const { RefCell::new(Visited { marks: Vec::new(), epoch: 0 }) };
+}
+
+/// A visited set reused across searches: a slot is visited when its mark equals the
+/// current epoch, so clearing is one increment (a full wipe every 65535 searches).
+struct Visited {
+    marks: Vec<u16>,
+    epoch: u16,
+}
+
+impl Visited {
+    fn reset(&mut self, n: usize) {
+        if self.marks.len() < n {
+            self.marks.resize(n, 0);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.marks.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    /// True the first time `s` is seen since the last reset.
+    #[inline]
+    fn insert(&mut self, s: u32) -> bool {
+        let m = &mut self.marks[s as usize];
+        if *m == self.epoch {
+            false
+        } else {
+            *m = self.epoch;
+            true
+        }
+    }
+}
+
+impl Graph {
+    /// Greedy walk on layer `l` from `ep` to a local minimum.
+    pub(super) fn greedy(&self, q: &Query, mut ep: Cand, l: usize) -> Cand {
+        loop {
+            let mut moved = false;
+            for n in self.neighbours(ep.s, l) {
+                let d = self.dist(q, n);
+                if d < ep.d {
+                    ep = Cand { d, s: n };
+                    moved = true;
+                }
+            }
+            if !moved {
+                return ep;
+            }
+        }
+    }
+
+    /// Greedy descent from the entry point to layer `to` (exclusive of the layers
+    /// below it); `None` when the graph is empty.
+    pub(crate) fn descend(&self, q: &Query, to: usize) -> Option<Cand> {
+        let (e, top) = self.entry()?;
+        let mut ep = Cand {
+            d: self.dist(q, e),
+            s: e,
+        };
+        for l in (to + 1..=top).rev() {
+            ep = self.greedy(q, ep, l);
+        }
+        Some(ep)
+    }
+
+    /// `SEARCH-LAYER`: the `ef` nearest accepted slots found from `eps` on layer `l`,
+    /// nearest first. Every slot is traversed; only accepted ones enter the result set,
+    /// and the walk only stops once `ef` accepted ones were found (so selective filters
+    /// search wider instead of returning too few).
+    pub(crate) fn search_layer(
+        &self,
+        q: &Query,
+        eps: &[Cand],
+        ef: usize,
+        l: usize,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<Cand> {
+        VISITED.with(|v| {
+            let mut visited = v.borrow_mut();
+            visited.reset(self.slots());
+            let mut cands: BinaryHeap<Reverse<Cand>> = BinaryHeap::with_capacity(ef * 2);
+            let mut res: BinaryHeap<Cand> = BinaryHeap::with_capacity(ef + 1);
+            for &ep in eps {
+                if !visited.insert(ep.s) {
+                    continue;
+                }
+                if accept(ep.s) {
+                    res.push(ep);
+                }
+                cands.push(Reverse(ep));
+            }
+            while res.len() > ef {
+                res.pop();
+            }
+            let mut bound = if res.len() >= ef {
+                res.peek().map_or(f32::INFINITY, |c| c.d)
+            } else {
+                f32::INFINITY
+            };
+            let mut fresh: Vec<u32> = Vec::with_capacity(self.max_links(l));
+            while let Some(Reverse(c)) = cands.pop() {
+                if c.d > bound {
+                    break;
+                }
+                // The unvisited neighbours first, their rows asked of memory at once:
+                // the distances then overlap the loads instead of waiting on each.
+                let list = self.list(c.s, l);
+                let n = (list[0].load(Relaxed) as usize).min(list.len() - 1);
+                fresh.clear();
+                for cell in &list[1..=n] {
+                    let nb = cell.load(Relaxed);
+                    if visited.insert(nb) {
+                        self.prefetch_row(nb);
+                        fresh.push(nb);
+                    }
+                }
+                for &nb in &fresh {
+                    let d = self.dist(q, nb);
+                    if res.len() < ef || d < bound {
+                        let cand = Cand { d, s: nb };
+                        cands.push(Reverse(cand));
+                        if accept(nb) {
+                            res.push(cand);
+                            if res.len() > ef {
+                                res.pop();
+                            }
+                            if res.len() >= ef {
+                                bound = res.peek().map_or(f32::INFINITY, |c| c.d);
+                            }
+                        }
+                    }
+                }
+            }
+            res.into_sorted_vec()
+        })
+    }
+
+    /// Range search on layer 0 (RediSearch's method): from the greedy entry, expand every
+    /// candidate within `max(radius, nearest so far)·(1 + epsilon)`; returns accepted
+    /// slots within `radius`.
+    pub(crate) fn range_layer0(
+        &self,
+        q: &Query,
+        ep: Cand,
+        radius: f32,
+        epsilon: f32,
+        accept: &dyn Fn(u32) -> bool,
+    ) -> Vec<Cand> {
+        let widen = |r: f32| r + r.abs() * epsilon;
+        VISITED.with(|v| {
+            let mut visited = v.borrow_mut();
+            visited.reset(self.slots());
+            let mut dynamic = ep.d.max(radius);
+            let mut cands = BinaryHeap::new();
+            let mut out = Vec::new();
+            visited.insert(ep.s);
+            if ep.d <= radius && accept(ep.s) {
+                out.push(ep);
+            }
+            cands.push(Reverse(ep));
+            while let Some(Reverse(c)) = cands.pop() {
+                if c.d > widen(dynamic) {
+                    break;
+                }
+                for nb in self.neighbours(c.s, 0) {
+                    if !visited.insert(nb) {
+                        continue;
+                    }
+                    let d = self.dist(q, nb);
+                    if d <= widen(dynamic) {
+                        cands.push(Reverse(Cand { d, s: nb }));
+                        if d <= radius && accept(nb) {
+                            out.push(Cand { d, s: nb });
+                        }
+                        if d < dynamic {
+                            dynamic = d.max(radius);
+                        }
+                    }
+                }
+            }
+            out.sort();
+            out
+        })
+    }
+
+    /// The `keep` nearest accepted slots by a scan of every slot, nearest first:
+    /// cheaper than a walk when few slots are accepted (a walk then visits many times
+    /// `ef` slots to find `ef` accepted ones), and exhaustive.
+    pub(crate) fn scan(&self, q: &Query, keep: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Cand> {
+        let accepted: Vec<u32> = (0..self.slots() as u32).filter(|&s| accept(s)).collect();
+        let mut best: BinaryHeap<Cand> = BinaryHeap::with_capacity(keep + 1);
+        for (i, &s) in accepted.iter().enumerate() {
+            // The accepted rows are scattered: asked of memory a few ahead, their
+            // loads overlap the distances computed meanwhile.
+            if let Some(&ahead) = accepted.get(i + SCAN_PREFETCH) {
+                self.prefetch_row(ahead);
+            }
+            let d = self.dist(q, s);
+            if best.len() < keep {
+                best.push(Cand { d, s });
+            } else if best.peek().is_some_and(|worst| d < worst.d) {
+                best.pop();
+                best.push(Cand { d, s });
+            }
+        }
+        best.into_sorted_vec()
+    }
+}
