@@ -159,9 +159,7 @@ impl<'a> Document<'a> {
             (Document::Json(_), None) => Vec::new(),
         }
     }
-}
 
-impl Document<'_> {
     /// The exact distance from `query` to the nearest of a vector field's vectors;
     /// `None` when the document has none. A hash's FLOAT32 field is read where it
     /// lies, with no copy.

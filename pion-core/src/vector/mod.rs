@@ -404,11 +404,13 @@ impl VectorIndex {
     /// The `k` nearest labels to `query`, nearest first.
     ///
     /// For HNSW the graph is searched with `opts.ef` (default `ef_runtime`, at least `k`)
-    /// and merged with an exact scan of the pending tail. Distances follow the metric's
-    /// convention; for graph nodes of an Int8 index they are int8 estimates (error of
-    /// the order of `dim·scale²`), for Binary `2·hamming/dim` (COSINE, IP) or
-    /// `4·hamming` (L2). Callers that hold the f32 vectors re-rank with
-    /// [`VectorIndex::search_candidates`].
+    /// and merged with an exact scan of the pending tail; a filter that passes few of
+    /// the index's vectors (`opts.filter_passes`) is answered by a scan of the codes.
+    /// Distances follow the metric's convention. With `exact_rows` they are exact
+    /// (the walk's best candidates re-ranked against the vectors as given); otherwise,
+    /// for graph nodes of an Int8 index they are int8 estimates (error of the order of
+    /// `dim·scale²`), for Binary `2·hamming/dim` (COSINE, IP) or `4·hamming` (L2), and
+    /// callers that hold the f32 vectors re-rank with [`VectorIndex::search_candidates`].
     pub fn search(&self, query: &[f32], k: usize, opts: &SearchOptions<'_>) -> Vec<Neighbor> {
         if query.len() != self.params.dim || k == 0 {
             return Vec::new();
