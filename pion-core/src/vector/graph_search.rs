@@ -152,14 +152,18 @@ impl Graph {
         })
     }
 
-    /// Range search on layer 0 (RediSearch's method): from the greedy entry, expand every
+    /// Range search on layer 0 (RediSearch's method): from the seeds, expand every
     /// candidate within `max(radius, nearest so far)·(1 + epsilon)`; returns accepted
-    /// slots within `radius`.
+    /// slots within `keep_within` (the radius, or a little more where the distances
+    /// are estimates a caller re-ranks). Seeding from a layer-0 search rather than the
+    /// one greedy entry reaches parts of the ball that only connect through nodes
+    /// outside the widened radius.
     pub(crate) fn range_layer0(
         &self,
         q: &Query,
-        ep: Cand,
+        seeds: &[Cand],
         radius: f32,
+        keep_within: f32,
         epsilon: f32,
         accept: &dyn Fn(u32) -> bool,
     ) -> Vec<Cand> {
@@ -167,14 +171,19 @@ impl Graph {
         VISITED.with(|v| {
             let mut visited = v.borrow_mut();
             visited.reset(self.slots());
-            let mut dynamic = ep.d.max(radius);
+            let nearest = seeds.iter().map(|c| c.d).fold(f32::INFINITY, f32::min);
+            let mut dynamic = nearest.max(radius);
             let mut cands = BinaryHeap::new();
             let mut out = Vec::new();
-            visited.insert(ep.s);
-            if ep.d <= radius && accept(ep.s) {
-                out.push(ep);
+            for &seed in seeds {
+                if !visited.insert(seed.s) {
+                    continue;
+                }
+                if seed.d <= keep_within && accept(seed.s) {
+                    out.push(seed);
+                }
+                cands.push(Reverse(seed));
             }
-            cands.push(Reverse(ep));
             while let Some(Reverse(c)) = cands.pop() {
                 if c.d > widen(dynamic) {
                     break;
@@ -186,7 +195,7 @@ impl Graph {
                     let d = self.dist(q, nb);
                     if d <= widen(dynamic) {
                         cands.push(Reverse(Cand { d, s: nb }));
-                        if d <= radius && accept(nb) {
+                        if d <= keep_within && accept(nb) {
                             out.push(Cand { d, s: nb });
                         }
                         if d < dynamic {

@@ -214,7 +214,11 @@ impl Hnsw {
         }
         let mut g = self.graph.write();
         if g.slots() + rows.len() > g.labels.capacity() {
-            g.reserve(rows.len());
+            // Room for the whole tail (or a quarter more), not just this batch: each
+            // growth copies every array (the exact rows too) under the write lock
+            // that queries wait on, and a bulk load is linked a batch at a time.
+            let room = rows.len().max(p.len()).max(g.slots() / 4);
+            g.reserve(room);
         }
         let ml = g.ml();
         let mut rng = rand::thread_rng();
@@ -400,14 +404,33 @@ impl Hnsw {
         self.graph.read().exact.is_some()
     }
 
-    pub(crate) fn range(&self, q: &[f32], radius: f32, filter: LabelFilter<'_>) -> Vec<Neighbor> {
+    pub(crate) fn range(
+        &self,
+        q: &[f32],
+        radius: f32,
+        ef: usize,
+        filter: LabelFilter<'_>,
+    ) -> Vec<Neighbor> {
         let p = self.pending.read();
         let g = self.graph.read();
         let mut all = self.tail(&p, q, filter, |d| d <= radius);
         let query = g.query(q);
         let accept = |s: u32| g.returnable(s) && filter.passes(g.labels[s as usize]);
         if let Some(ep) = g.descend(&query, 0) {
-            let mut found = g.range_layer0(&query, ep, radius, self.params.epsilon, &accept);
+            let seeds = g.search_layer(&query, &[ep], ef.max(1), 0, &|_| true);
+            // Code distances are estimates: keep a margin, then decide on exact ones.
+            let keep_within = match g.exact {
+                Some(_) => radius + radius.abs() * self.params.epsilon.max(0.05),
+                None => radius,
+            };
+            let mut found = g.range_layer0(
+                &query,
+                &seeds,
+                radius,
+                keep_within,
+                self.params.epsilon,
+                &accept,
+            );
             if let Some(exact) = &g.exact {
                 exact.rerank(self.params.metric, q, &mut found);
                 found.retain(|c| c.d <= radius);

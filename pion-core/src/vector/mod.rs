@@ -450,9 +450,9 @@ impl VectorIndex {
         )
     }
 
-    /// Every label within `radius` of `query`, nearest first. HNSW descends greedily to
-    /// layer 0 and expands while candidates are within `radius·(1 + epsilon)` (RediSearch's
-    /// method), plus the exact tail.
+    /// Every label within `radius` of `query`, nearest first. HNSW searches layer 0 with
+    /// `opts.ef` (default `ef_runtime`) for seeds, then expands while candidates are
+    /// within `radius·(1 + epsilon)` (RediSearch's method), plus the exact tail.
     pub fn range(&self, query: &[f32], radius: f32, opts: &SearchOptions<'_>) -> Vec<Neighbor> {
         if query.len() != self.params.dim {
             return Vec::new();
@@ -460,7 +460,10 @@ impl VectorIndex {
         let filter = LabelFilter::of(opts);
         match &self.inner {
             Inner::Flat(f) => f.range(query, radius, filter),
-            Inner::Hnsw(h) => h.range(query, radius, filter),
+            Inner::Hnsw(h) => {
+                let ef = opts.ef.unwrap_or(self.params.ef_runtime);
+                h.range(query, radius, ef, filter)
+            }
         }
     }
 
