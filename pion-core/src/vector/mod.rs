@@ -16,6 +16,7 @@ mod graph;
 mod graph_maint;
 mod graph_search;
 mod hnsw;
+mod pending;
 mod persist;
 pub mod quant;
 

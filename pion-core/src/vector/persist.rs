@@ -25,7 +25,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::graph::{Codes, Graph, DEAD, FREE, IN_FLIGHT};
-use super::hnsw::{Hnsw, Pending};
+use super::hnsw::Hnsw;
+use super::pending::Pending;
 use super::{quant, Algorithm, IndexParams, Inner, Metric, Quantization, VectorIndex};
 use crate::util::codec::DecodeError;
 
@@ -303,7 +304,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
             idx
         }
         Algorithm::Hnsw => {
-            let mut pend = Pending::default();
+            let mut pend = Pending::new(params.quantization == Quantization::Int8, params.metric);
             for (l, v) in rows {
                 Hnsw::restore_pending(&mut pend, dim, l, &v);
             }

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ahash::AHashMap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -429,5 +430,52 @@ fn a_reindex_racing_the_builder_keeps_every_vector_findable() {
                 "round {round}, vector {i}"
             );
         }
+    }
+}
+
+#[test]
+fn a_long_coded_tail_is_ranked_by_codes_and_answers_exact_distances() {
+    let dim = 24;
+    for metric in [Metric::Cosine, Metric::L2, Metric::Ip] {
+        let vs = random_vectors(91, 5000, dim);
+        let idx = VectorIndex::new(hnsw_params(dim, metric, Quantization::Int8));
+        for (i, v) in vs.iter().enumerate() {
+            idx.upsert(i as u64, v).expect("right dimension");
+        }
+        let mut live: AHashMap<u64, Vec<f32>> = vs
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, v))
+            .collect();
+        // Removes move the tail's last row into the hole; rewrites recode in place.
+        for l in (0..5000u64).step_by(7) {
+            assert!(idx.remove(l));
+            live.remove(&l);
+        }
+        let rewritten = random_vectors(93, 5000, dim);
+        for l in (3..5000u64).step_by(11) {
+            let v = rewritten[l as usize].clone();
+            idx.upsert(l, &v).expect("right dimension");
+            live.insert(l, v);
+        }
+        assert_eq!(idx.pending(), live.len());
+        let pairs: Vec<(u64, Vec<f32>)> = live.iter().map(|(&l, v)| (l, v.clone())).collect();
+        let queries = random_vectors(92, 50, dim);
+        let mut hits = 0;
+        for q in &queries {
+            let truth = brute(&pairs, q, 10, metric);
+            let got = idx.search(q, 10, &opts(10));
+            assert_eq!(got.len(), 10);
+            for n in &got {
+                let d = metric.distance(q, &live[&n.label]);
+                assert!(
+                    (n.distance - d).abs() <= 1e-5 * d.abs().max(1.0),
+                    "{metric:?}"
+                );
+            }
+            hits += got.iter().filter(|n| truth.contains(&n.label)).count();
+        }
+        println!("{metric:?}: {hits}/500");
+        assert!(hits >= 495, "{metric:?}: {hits}/500");
     }
 }
