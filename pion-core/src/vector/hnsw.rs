@@ -150,10 +150,12 @@ impl Hnsw {
         }
         let mut g = self.graph.write();
         if g.slots() + rows.len() > g.labels.capacity() {
-            // Room for the whole tail (or a quarter more), not just this batch: each
-            // growth copies every array (the exact rows too) under the write lock
-            // that queries wait on, and a bulk load is linked a batch at a time.
-            let room = rows.len().max(p.len()).max(g.slots() / 4);
+            // Room for every unclaimed row (or an eighth more), not just this batch:
+            // each growth copies every array (the exact rows too) under the write
+            // lock that queries wait on, and a bulk load is linked a batch at a time.
+            // Rows already claimed hold slots, so they are not counted again.
+            let unclaimed = p.claimed.iter().filter(|&&c| !c).count();
+            let room = unclaimed.max(rows.len()).max(g.slots() / 8);
             g.reserve(room);
         }
         let ml = g.ml();
