@@ -113,7 +113,8 @@ def main():
     results = [run_pion(args), run_hnswlib(base, queries, gt, args.threads, args.metric),
                run_faiss(base, queries, gt, args.threads, args.metric)]
 
-    print(f"{len(base)}x{base.shape[1]} {args.metric}, M={M} efC={EFC}, {args.threads} threads")
+    print(f"{len(base)}x{base.shape[1]} {args.metric}, M={M} efC={EFC}, {args.threads} threads; "
+          f"CPU: {results[0].get('cpu', 'unknown')}")
     for r in results:
         mem = r.get("memory_bytes")
         mem_s = f"{mem / 2**20:.1f} MiB ({100 * mem / raw:.0f}% of f32)" if mem else "-"

@@ -53,3 +53,50 @@ impl Drop for Proc {
         let _ = self.0.wait();
     }
 }
+
+/// The CPU model and the SIMD levels the kernels can use on it, for the header of
+/// every comparison table (figures from different CPUs do not compare).
+pub fn cpu_summary() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split(':')
+                    .nth(1)
+                    .map(|s| s.trim().to_string())
+            })
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{model}, {threads} hardware threads, SIMD {}", simd_level())
+}
+
+/// The widest SIMD the x86_64 kernels can pick here (AVX-512 with VNNI for INT8 dot
+/// products, else AVX2 + FMA, else SSE); NEON on aarch64.
+fn simd_level() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512vnni")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+        {
+            "AVX-512 (BW, VNNI) + AVX2 + FMA"
+        } else if std::arch::is_x86_feature_detected!("avx512f") {
+            "AVX-512 (no VNNI) + AVX2 + FMA"
+        } else if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            "AVX2 + FMA (no AVX-512)"
+        } else {
+            "SSE only"
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        "NEON"
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        "portable"
+    }
+}

@@ -201,20 +201,6 @@ fn per_key(c: &mut Conn, shape: &Shape, keys: usize) -> (f64, f64) {
     )
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                l.strip_prefix("model name")?
-                    .split(':')
-                    .nth(1)
-                    .map(|s| s.trim().to_string())
-            })
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let scale: f64 = args
@@ -271,7 +257,10 @@ fn main() {
     let (_, redis_empty) = memory(&mut redis);
     let (_, pion_empty) = memory(&mut pion);
 
-    println!("memory per key, {} ({} threads), pion-server --threads 1 --wal off vs redis-server --save ''", cpu_model(), std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "memory per key, {}; pion-server --threads 1 --wal off vs redis-server --save ''",
+        pion_benches::cpu_summary()
+    );
     println!(
         "| shape | keys | Redis RSS/key | Pion RSS/key | RSS ratio | Redis used/key | Pion used/key | used ratio | Pion used/RSS growth |"
     );

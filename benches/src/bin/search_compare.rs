@@ -1,14 +1,15 @@
 //! Pion against the search oracle (Redis 8.2 with its built-in vector sets plus
 //! RediSearch 2.10) over the wire, with the same pipelined client, in one run: loading
 //! and indexing a vector collection (`FT.CREATE` + `HSET`), KNN throughput and recall
-//! over an `EF_RUNTIME` sweep (plus one tag-filtered point), and `VADD`/`VSIM` on a
+//! over an `EF_RUNTIME` sweep (plus tag-filtered points at 1, 10, 30 and 50 % of the
+//! documents), and `VADD`/`VSIM` on a
 //! vector set; tables side by side with the Pion/oracle ratios. Method and figures:
 //! doc/search-benchmarks.md.
 //!
 //! ```text
 //! cargo build --release -p pion-server -p pion-benches
 //! target/release/search_compare [--n 100000] [--vset-n 20000] [--conns 4] [--depth 16]
-//!     [--threads 2] [--efs 10,20,40,80,160] [--vset-efs 20,40,80,160] [--filter-ef 80]
+//!     [--threads 1] [--efs 10,20,40,80,160] [--vset-efs 20,40,80,160] [--filter-ef 80]
 //!     [--secs 3] [--optimize] [--data DIR] [--oracle DIR] [--json]
 //! ```
 //! `--data` defaults to `$PION_VECTOR_DATA/minilm384` (TEXMEX `base.fvecs`,
@@ -27,8 +28,39 @@ use std::time::{Duration, Instant};
 const BATCH: usize = 500;
 /// Distinct tag values; document `row` gets `t{row % TAGS}`.
 const TAGS: usize = 10;
-/// The tag of the filtered KNN point (10 % of the documents).
-const FILTER_TAG: usize = 3;
+/// Distinct group values; document `row` gets `g{row % GROUPS}` (the 1 % filter).
+const GROUPS: usize = 100;
+
+/// A filtered KNN point: its name, the query's filter, and which rows pass it.
+struct FilterPoint {
+    name: &'static str,
+    query: &'static str,
+    passes: fn(usize) -> bool,
+}
+
+/// The filtered points, from an exact search over a small set to half the documents.
+const FILTERS: [FilterPoint; 4] = [
+    FilterPoint {
+        name: "1 %",
+        query: "(@grp:{g7})",
+        passes: |r| r % GROUPS == 7,
+    },
+    FilterPoint {
+        name: "10 %",
+        query: "(@tag:{t3})",
+        passes: |r| r % TAGS == 3,
+    },
+    FilterPoint {
+        name: "30 %",
+        query: "(@tag:{t3|t4|t5})",
+        passes: |r| (3..=5).contains(&(r % TAGS)),
+    },
+    FilterPoint {
+        name: "50 %",
+        query: "(@tag:{t1|t3|t5|t7|t9})",
+        passes: |r| r % 2 == 1,
+    },
+];
 /// Recall from which the sweeps are compared at matched recall.
 const RECALL_FLOOR: f64 = 0.95;
 
@@ -67,7 +99,7 @@ fn args() -> Result<Args, String> {
         vset_n: 20_000,
         conns: 4,
         depth: 16,
-        threads: 2,
+        threads: 1,
         efs: vec![10, 20, 40, 80, 160],
         vset_efs: vec![20, 40, 80, 160],
         filter_ef: 80,
@@ -109,8 +141,8 @@ struct Data {
     queries: Vec<f32>,
     /// Top-10 over rows `0..n`.
     knn: Vec<Vec<u32>>,
-    /// Top-10 over the rows of `n` tagged `FILTER_TAG`.
-    filtered: Vec<Vec<u32>>,
+    /// Top-10 over the rows of `n` each of `FILTERS` passes.
+    filtered: Vec<Vec<Vec<u32>>>,
     /// Top-10 over rows `0..vset_n`.
     vset: Vec<Vec<u32>>,
     /// Whether `knn` came from `gt.ivecs` (else brute force over the prefix).
@@ -135,10 +167,15 @@ fn load_data(a: &Args) -> Result<Data, String> {
     } else {
         exact_top_k(&base, dim, &prefix(a.n), &queries, 10, threads)
     };
-    let tagged: Vec<u32> = (0..a.n as u32)
-        .filter(|r| *r as usize % TAGS == FILTER_TAG)
+    let filtered = FILTERS
+        .iter()
+        .map(|f| {
+            let rows: Vec<u32> = (0..a.n as u32)
+                .filter(|&r| (f.passes)(r as usize))
+                .collect();
+            exact_top_k(&base, dim, &rows, &queries, 10, threads)
+        })
         .collect();
-    let filtered = exact_top_k(&base, dim, &tagged, &queries, 10, threads);
     let vset = exact_top_k(&base, dim, &prefix(a.vset_n), &queries, 10, threads);
     Ok(Data {
         dim,
@@ -306,7 +343,8 @@ struct Report {
     rss_mb: f64,
     vector_index_mb: f64,
     knn: Vec<Point>,
-    filtered: Option<Point>,
+    /// One per `FILTERS` entry.
+    filtered: Vec<Option<Point>>,
     vset_load_s: f64,
     vset_mem_mb: f64,
     vset_rss_mb: f64,
@@ -396,7 +434,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     let mut c = Conn::connect(port, TIMEOUT).map_err(|e| e.to_string())?;
     let mut r = Report::default();
     let create = "FT.CREATE idx ON HASH PREFIX 1 d: SCHEMA v VECTOR HNSW 10 TYPE FLOAT32 \
-                  DIM 384 DISTANCE_METRIC COSINE M 16 EF_CONSTRUCTION 200 tag TAG"
+                  DIM 384 DISTANCE_METRIC COSINE M 16 EF_CONSTRUCTION 200 tag TAG grp TAG"
         .replace("384", &d.dim.to_string());
     let v = c
         .call_str(&create.split(' ').collect::<Vec<_>>())
@@ -412,10 +450,20 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     let o = drive::load(port, a.conns, a.n, BATCH, |i, buf| {
         let key = format!("d:{i}");
         let tag = format!("t{}", i % TAGS);
+        let grp = format!("g{}", i % GROUPS);
         let v = blob(&d.base[i * d.dim..(i + 1) * d.dim]);
         encode(
             buf,
-            &[b"HSET", key.as_bytes(), b"v", &v, b"tag", tag.as_bytes()],
+            &[
+                b"HSET",
+                key.as_bytes(),
+                b"v",
+                &v,
+                b"tag",
+                tag.as_bytes(),
+                b"grp",
+                grp.as_bytes(),
+            ],
         );
     })?;
     r.load_s = o.secs;
@@ -467,7 +515,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
         .and_then(|v| v.field("vector_index_sz_mb")?.text().parse().ok())
         .unwrap_or(f64::NAN);
 
-    // 2. KNN sweep and one filtered point.
+    // 2. KNN sweep and the filtered points.
     let target = |what, truth| Target {
         what,
         prefix: b"d:",
@@ -479,10 +527,12 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
             r.knn.push(p);
         }
     }
-    let filter = format!("(@tag:{{t{FILTER_TAG}}})");
-    let frames = knn_frames(d, &filter, a.filter_ef);
-    let t = target("filtered KNN", &d.filtered);
-    r.filtered = point(&mut r, a, port, &t, a.filter_ef, &frames);
+    for (f, truth) in FILTERS.iter().zip(&d.filtered) {
+        let frames = knn_frames(d, f.query, a.filter_ef);
+        let t = target("filtered KNN", truth);
+        let p = point(&mut r, a, port, &t, a.filter_ef, &frames);
+        r.filtered.push(p);
+    }
 
     // 3. Vector set.
     let (before, rss_before) = (used_memory(&mut c), rss_mb(pid));
@@ -591,7 +641,7 @@ fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     println!(
         "search_compare: {} docs x {} dims (COSINE, HNSW M 16, EF_CONSTRUCTION 200), {} \
          queries; client: {} connections, load batches of {BATCH}, query depth {}, >= {} s \
-         per point; pion --threads {}{}",
+         per point; oracle: 1 thread, pion --threads {}{}\nCPU: {}",
         a.n,
         d.dim,
         d.queries.len() / d.dim,
@@ -603,7 +653,8 @@ fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
             ", FT.OPTIMIZE after load"
         } else {
             ""
-        }
+        },
+        pion_benches::cpu_summary()
     );
     println!(
         "\nLoad + build (FT.CREATE, then HSET of {} docs; times from the first HSET)",
@@ -640,17 +691,32 @@ fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
         &p.knn,
     );
     println!(
-        "\nFiltered KNN (@tag:{{t{FILTER_TAG}}}, 10 % of docs, EF_RUNTIME {}; recall vs brute force)",
+        "\nFiltered KNN, EF_RUNTIME {} (recall vs brute force over the passing rows)",
         a.filter_ef
     );
-    for (name, x) in [("oracle", o.filtered), ("pion", p.filtered)] {
-        match x {
-            Some(x) => println!("  {name:<7} R@10 {:.4} {:>8.0} QPS", x.recall, x.qps),
-            None => println!("  {name:<7} failed"),
-        }
-    }
-    if let (Some(x), Some(y)) = (o.filtered, p.filtered) {
-        println!("  QPS ratio pion/oracle {}", ratio(y.qps, x.qps));
+    println!(
+        "{:>6} {:<24} {:>11} {:>10} {:>10} {:>10} {:>9}",
+        "docs", "filter", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
+    );
+    for (i, f) in FILTERS.iter().enumerate() {
+        let cell = |x: Option<Point>| {
+            x.map_or(("failed".to_string(), "-".to_string()), |x| {
+                (format!("{:.4}", x.recall), format!("{:.0}", x.qps))
+            })
+        };
+        let (x, y) = (
+            o.filtered.get(i).copied().flatten(),
+            p.filtered.get(i).copied().flatten(),
+        );
+        let ((xr, xq), (yr, yq)) = (cell(x), cell(y));
+        let r = match (x, y) {
+            (Some(x), Some(y)) => ratio(y.qps, x.qps),
+            _ => "-".to_string(),
+        };
+        println!(
+            "{:>6} {:<24} {xr:>11} {xq:>10} {yr:>10} {yq:>10} {r:>9}",
+            f.name, f.query
+        );
     }
     println!("\nVector set ({} x VADD FP32, Q8)", a.vset_n);
     println!(
@@ -685,6 +751,21 @@ fn json_points(ps: &[Point]) -> String {
     format!("[{}]", v.join(","))
 }
 
+fn json_filtered(ps: &[Option<Point>]) -> String {
+    let v: Vec<String> = FILTERS
+        .iter()
+        .zip(ps)
+        .map(|(f, p)| match p {
+            Some(p) => format!(
+                "{{\"docs\":{:?},\"recall10\":{:.4},\"qps\":{:.1}}}",
+                f.name, p.recall, p.qps
+            ),
+            None => format!("{{\"docs\":{:?},\"failed\":true}}", f.name),
+        })
+        .collect();
+    format!("[{}]", v.join(","))
+}
+
 fn json_num(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.3}")
@@ -708,9 +789,7 @@ fn json_report(r: &Report) -> String {
         json_num(r.rss_mb),
         json_num(r.vector_index_mb),
         json_points(&r.knn),
-        r.filtered.map_or("null".into(), |p| json_points(&[p])
-            .trim_matches(['[', ']'])
-            .to_string()),
+        json_filtered(&r.filtered),
         json_num(r.vset_load_s),
         json_num(r.vset_mem_mb),
         json_num(r.vset_rss_mb),
@@ -727,8 +806,9 @@ fn main() -> Result<(), String> {
     let p = measure(Engine::Pion, &a, &d)?;
     if a.json {
         println!(
-            "{{\"n\":{},\"dim\":{},\"vset_n\":{},\"conns\":{},\"depth\":{},\"threads\":{},\
+            "{{\"cpu\":{:?},\"n\":{},\"dim\":{},\"vset_n\":{},\"conns\":{},\"depth\":{},\"threads\":{},\
              \"filter_ef\":{},\"oracle\":{},\"pion\":{}}}",
+            pion_benches::cpu_summary(),
             a.n,
             d.dim,
             a.vset_n,

@@ -198,13 +198,15 @@ fn main() -> Result<(), String> {
             })
             .collect();
         println!(
-            "{{\"engine\":\"pion\",\"n\":{n},\"dim\":{dim},\"threads\":{},\"build_s\":{build_s:.3},\"upsert_s\":{upsert_s:.3},\"memory_bytes\":{},\"raw_f32_bytes\":{raw},\"max_level\":{},\"rows\":[{}]}}",
+            "{{\"engine\":\"pion\",\"cpu\":{:?},\"n\":{n},\"dim\":{dim},\"threads\":{},\"build_s\":{build_s:.3},\"upsert_s\":{upsert_s:.3},\"memory_bytes\":{},\"raw_f32_bytes\":{raw},\"max_level\":{},\"rows\":[{}]}}",
+            pion_benches::cpu_summary(),
             a.threads,
             stats.memory_bytes,
             stats.max_level,
             rows_json.join(",")
         );
     } else {
+        println!("{}", pion_benches::cpu_summary());
         println!(
             "pion HNSW {n}x{dim} {:?} {:?} exact rows {}, {} threads: build {build_s:.2} s (upserts {upsert_s:.2} s), memory {} B = {:.1}% of f32 {raw} B",
             a.metric,
