@@ -185,7 +185,15 @@ impl FieldVectors {
     /// The `k` nearest of the given documents, computed over each of their vectors.
     pub fn search_among(&self, query: &[f32], k: usize, ids: &[u64]) -> Vec<Neighbor> {
         let labels = self.labels_of(ids);
-        let found = self.index.search_among(query, labels.len(), &labels);
+        // The k nearest documents' nearest vectors are among the k nearest vectors of a
+        // single-value field, and among k times the most a document holds otherwise.
+        let per_document = if self.multi {
+            MAX_VECTORS_PER_DOCUMENT
+        } else {
+            1
+        };
+        let want = k.saturating_mul(per_document).min(labels.len());
+        let found = self.index.search_among(query, want, &labels);
         let mut docs = self.by_document(found);
         docs.truncate(k);
         docs

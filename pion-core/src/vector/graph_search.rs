@@ -214,11 +214,16 @@ impl Graph {
     /// `ef` slots to find `ef` accepted ones), and exhaustive.
     pub(crate) fn scan(&self, q: &Query, keep: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Cand> {
         let accepted: Vec<u32> = (0..self.slots() as u32).filter(|&s| accept(s)).collect();
+        self.nearest_of(q, keep, &accepted)
+    }
+
+    /// The `keep` nearest of `slots` by the graph's distance, nearest first.
+    pub(crate) fn nearest_of(&self, q: &Query, keep: usize, slots: &[u32]) -> Vec<Cand> {
         let mut best: BinaryHeap<Cand> = BinaryHeap::with_capacity(keep + 1);
-        for (i, &s) in accepted.iter().enumerate() {
-            // The accepted rows are scattered: asked of memory a few ahead, their
-            // loads overlap the distances computed meanwhile.
-            if let Some(&ahead) = accepted.get(i + SCAN_PREFETCH) {
+        for (i, &s) in slots.iter().enumerate() {
+            // The rows are scattered: asked of memory a few ahead, their loads
+            // overlap the distances computed meanwhile.
+            if let Some(&ahead) = slots.get(i + SCAN_PREFETCH) {
                 self.prefetch_row(ahead);
             }
             let d = self.dist(q, s);

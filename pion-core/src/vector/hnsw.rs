@@ -358,29 +358,40 @@ impl Hnsw {
         top_k(all, n)
     }
 
+    /// The `k` nearest among `labels`. Graph nodes are ranked by their codes (rows
+    /// asked of memory a few ahead); where the graph keeps exact rows, a short list
+    /// of `max(4k, k + 32)` is then measured exactly, as a long tail is (a 1 %
+    /// filter, 1,000 of minilm384's rows: each exact row read from memory cost about
+    /// 300 ns, a coded one a quarter of the bytes).
     pub(crate) fn search_among(&self, q: &[f32], k: usize, labels: &[u64]) -> Vec<Neighbor> {
         let p = self.pending.read();
         let g = self.graph.read();
         let query = g.query(q);
         let exact = ExactQuery::new(self.params.metric, q);
-        let all = labels
-            .iter()
-            .filter_map(|&l| {
-                if let Some(&r) = p.rows.get(&l) {
-                    let d = exact.distance(p.row(self.params.dim, r));
-                    return Some(Neighbor {
-                        label: l,
-                        distance: d,
-                    });
+        let mut all = Vec::new();
+        let mut slots = Vec::with_capacity(labels.len());
+        for &l in labels {
+            if let Some(&r) = p.rows.get(&l) {
+                all.push(Neighbor {
+                    label: l,
+                    distance: exact.distance(p.row(self.params.dim, r)),
+                });
+            } else if let Some(&s) = g.map.get(&l) {
+                if g.returnable(s) {
+                    slots.push(s);
                 }
-                let &s = g.map.get(&l)?;
-                let distance = match g.exact.as_ref().and_then(|e| e.row(s)) {
-                    Some(row) => exact.distance(row),
-                    None => g.dist(&query, s),
-                };
-                g.returnable(s).then_some(Neighbor { label: l, distance })
-            })
-            .collect();
+            }
+        }
+        let found = match &g.exact {
+            Some(rows) => {
+                let mut short = g.nearest_of(&query, (4 * k).max(k + 32), &slots);
+                rows.rerank(self.params.metric, q, &mut short);
+                short.truncate(k);
+                short
+            }
+            None => g.nearest_of(&query, k, &slots),
+        };
+        all.extend(Self::to_neighbors(&g, found));
         top_k(all, k)
     }
 

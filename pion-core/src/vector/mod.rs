@@ -468,8 +468,10 @@ impl VectorIndex {
         }
     }
 
-    /// Exact search restricted to the given labels (for very selective filters). For
-    /// graph nodes of Int8/Binary indexes the distances are the code estimates.
+    /// Search restricted to the given labels, over every one of them (for very
+    /// selective filters). Where an HNSW index keeps exact rows the labels are ranked
+    /// by code and a short list measured exactly, so distances are exact; for graph
+    /// nodes of Int8/Binary indexes without them the distances are the code estimates.
     pub fn search_among(&self, query: &[f32], k: usize, labels: &[u64]) -> Vec<Neighbor> {
         if query.len() != self.params.dim || k == 0 {
             return Vec::new();

@@ -154,3 +154,40 @@ fn label_bitmaps_filter_and_few_passing_labels_are_scanned_exhaustively() {
         assert!(!LabelBits(&bits).contains(1 << 40));
     }
 }
+
+#[test]
+fn search_among_many_labels_ranks_by_code_and_answers_exact_distances() {
+    for metric in [Metric::L2, Metric::Cosine, Metric::Ip] {
+        let vs = random_vectors(45, 3000, 24);
+        let idx = built(&vs, exact_params(24, metric));
+        // Every third label, plus a few written after the build (still in the tail).
+        let extra = random_vectors(46, 20, 24);
+        for (i, v) in extra.iter().enumerate() {
+            idx.upsert(3000 + i as u64, v).expect("right dimension");
+        }
+        let stored = |l: u64| match l {
+            l if l < 3000 => &vs[l as usize],
+            l => &extra[(l - 3000) as usize],
+        };
+        let labels: Vec<u64> = (0..3020).filter(|l| l % 3 == 0).collect();
+        let among: Vec<(u64, Vec<f32>)> = labels.iter().map(|&l| (l, stored(l).clone())).collect();
+        let queries = random_vectors(47, 40, 24);
+        let mut hits = 0;
+        for q in &queries {
+            let got = idx.search_among(q, 10, &labels);
+            assert_eq!(got.len(), 10);
+            assert!(got.windows(2).all(|w| w[0].distance <= w[1].distance));
+            for n in &got {
+                assert_eq!(n.label % 3, 0);
+                assert_eq!(
+                    n.distance,
+                    metric.distance(q, stored(n.label)),
+                    "{metric:?}"
+                );
+            }
+            let want = brute(&among, q, 10, metric);
+            hits += got.iter().filter(|n| want.contains(&n.label)).count();
+        }
+        assert!(hits >= 396, "{metric:?}: {hits}/400");
+    }
+}
