@@ -412,11 +412,12 @@ impl Graph {
                 },
                 Codes::I8 { codes, scales },
             ) => {
-                let dot = scale * scales[i] * quant::dot_i8(qc, &codes[i * d..(i + 1) * d]);
-                match self.metric {
-                    Metric::L2 => (norm2 + self.norms[i] * self.norms[i] - 2.0 * dot).max(0.0),
-                    Metric::Cosine | Metric::Ip => 1.0 - dot,
-                }
+                let row = &codes[i * d..(i + 1) * d];
+                i8_distance(
+                    self.metric,
+                    (qc, *scale, *norm2),
+                    (row, scales[i], self.norms[i]),
+                )
             }
             (Query::Bin(q), Codes::Bin(c)) => {
                 let w = q.len();
@@ -663,5 +664,18 @@ impl Graph {
             + self.map.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.free.capacity() * 4
             + self.exact.as_ref().map_or(0, ExactRows::memory_bytes)
+    }
+}
+
+/// The INT8 estimate of a distance: a query's codes, scale and squared norm against a
+/// row's codes, scale and norm (the graph's slots and the pending tail's rows alike).
+#[inline]
+pub(crate) fn i8_distance(metric: Metric, q: (&[i8], f32, f32), row: (&[i8], f32, f32)) -> f32 {
+    let (qc, q_scale, q_norm2) = q;
+    let (rc, r_scale, r_norm) = row;
+    let dot = q_scale * r_scale * quant::dot_i8(qc, rc);
+    match metric {
+        Metric::L2 => (q_norm2 + r_norm * r_norm - 2.0 * dot).max(0.0),
+        Metric::Cosine | Metric::Ip => 1.0 - dot,
     }
 }

@@ -9,7 +9,9 @@
 
 use ahash::AHashMap;
 
-use super::graph::Query;
+use std::collections::BinaryHeap;
+
+use super::graph::{i8_distance, Cand, Query};
 use super::{quant, top_k, ExactQuery, LabelFilter, Metric, Neighbor};
 
 /// A tail shorter than this is ranked exactly, row by row: the codes only pay off
@@ -176,25 +178,24 @@ impl Pending {
             _ => return top_k(self.exact(dim, exact, filter, |_| true), k),
         };
         let short = (4 * k).max(k + 32);
-        let mut best: std::collections::BinaryHeap<(OrdF32, usize)> =
-            std::collections::BinaryHeap::with_capacity(short + 1);
+        let mut best: BinaryHeap<Cand> = BinaryHeap::with_capacity(short + 1);
         for (r, &label) in self.labels.iter().enumerate() {
             if !filter.passes(label) {
                 continue;
             }
             let d = coded.estimate(dim, query, r);
             if best.len() < short {
-                best.push((OrdF32(d), r));
-            } else if best.peek().is_some_and(|w| d < w.0 .0) {
+                best.push(Cand { d, s: r as u32 });
+            } else if best.peek().is_some_and(|w| d < w.d) {
                 best.pop();
-                best.push((OrdF32(d), r));
+                best.push(Cand { d, s: r as u32 });
             }
         }
         let measured = best
             .into_iter()
-            .map(|(_, r)| Neighbor {
-                label: self.labels[r],
-                distance: exact.distance(self.row(dim, r)),
+            .map(|c| Neighbor {
+                label: self.labels[c.s as usize],
+                distance: exact.distance(self.row(dim, c.s as usize)),
             })
             .collect();
         top_k(measured, k)
@@ -225,29 +226,11 @@ impl TailCodes {
         else {
             return f32::INFINITY;
         };
-        let dot =
-            scale * self.scales[r] * quant::dot_i8(codes, &self.codes[r * dim..(r + 1) * dim]);
-        match self.metric {
-            Metric::L2 => (norm2 + self.norms[r] * self.norms[r] - 2.0 * dot).max(0.0),
-            Metric::Cosine | Metric::Ip => 1.0 - dot,
-        }
-    }
-}
-
-/// An f32 ordered totally, for a heap of distances.
-#[derive(Clone, Copy, PartialEq)]
-struct OrdF32(f32);
-
-impl Eq for OrdF32 {}
-
-impl PartialOrd for OrdF32 {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-
-impl Ord for OrdF32 {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
+        let row = &self.codes[r * dim..(r + 1) * dim];
+        i8_distance(
+            self.metric,
+            (codes, *scale, *norm2),
+            (row, self.scales[r], self.norms[r]),
+        )
     }
 }
