@@ -471,8 +471,12 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
     let deadline = super::query::deadline_of(req.timeout_ms);
     let (matches, plan) = {
         let docs = index.docs.read();
+        // Scores asked for are the ones FT.SEARCH ranks by: a wildcard, a tag or a
+        // range alone scores each document like a term found once (RediSearch runs
+        // one scorer for both commands). A KNN query's rows carry their distance.
         let eval = EvalOptions {
             scorer: req.scorer,
+            rank_all: (req.add_scores || req.with_scores) && query.vector.is_none(),
             deadline,
             max_expansions: super::max_expansions(env.engine),
             ..EvalOptions::default()
@@ -532,7 +536,7 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
         }
     };
     if let Some(scores) = scores {
-        // A document no text term matched scores 0.
+        // Under a KNN clause a document no text term matched scores 0.
         matched.columns.push(Column {
             name: b"__score".to_vec(),
             values: scores,
