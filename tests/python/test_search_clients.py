@@ -185,6 +185,29 @@ def test_index_follows_writes_and_info_round_trips(client):
     assert results(res)[1][0].id == "doc:5"
 
 
+def test_aliases_switch_readers_between_indexes(client):
+    create_docs(client, n=10)
+    client.ft("docs2").create_index(
+        [TextField("title")],
+        definition=IndexDefinition(prefix=["new:"], index_type=IndexType.HASH),
+    )
+    client.hset("new:1", "title", "story of a dragon")
+    live = client.ft("live")
+    client.ft("docs").aliasadd("live")
+    assert results(live.search(Query("dragon").paging(0, 0)))[0] == 4
+    with pytest.raises(redis.ResponseError, match="Alias already exists"):
+        client.ft("docs2").aliasadd("live")
+    client.ft("docs2").aliasupdate("live")
+    assert results(live.search(Query("dragon")))[1][0].id == "new:1"
+    info = {decode(k): v for k, v in live.info().items()}
+    assert decode(info["index_name"]) == "docs2"
+    client.ft("docs2").aliasdel("live")
+    with pytest.raises(redis.ResponseError, match="no such index"):
+        live.search("*")
+    with pytest.raises(redis.ResponseError, match="Alias does not exist"):
+        client.ft("docs2").aliasdel("live")
+
+
 def test_missing_index_error_text(client):
     with pytest.raises(redis.ResponseError, match="Unknown index name"):
         client.ft("nope").info()

@@ -320,3 +320,57 @@ fn dictionaries_and_synonyms_survive_sigkill_and_snapshot() {
     assert!(groups.contains("\"infant\", *[\"g2\"]"), "{groups}");
     assert!(groups.contains("\"kid\", *[\"g1\"]"), "{groups}");
 }
+
+/// Aliases come back from the log after SIGKILL and from a snapshot once the log that
+/// held them is gone; a drop through an alias replays as the drop of its index.
+#[test]
+fn aliases_survive_sigkill_and_snapshot() {
+    let dir = temp_dir("search-restart-aliases");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    let ok = |r: RespValue| assert_eq!(r.render(), "+OK");
+    for name in ["v1", "v2", "v3"] {
+        let prefix = format!("{name}:");
+        ok(c.cmd(&[
+            "FT.CREATE",
+            name,
+            "PREFIX",
+            "1",
+            &prefix,
+            "SCHEMA",
+            "t",
+            "TEXT",
+        ]));
+        c.cmd(&["HSET", &format!("{name}:1"), "t", name]);
+    }
+    ok(c.cmd(&["FT.ALIASADD", "live", "v1"]));
+    ok(c.cmd(&["FT.ALIASADD", "old", "v3"]));
+    let hits =
+        |c: &mut Client, alias: &str| c.cmd(&["FT.SEARCH", alias, "*", "NOCONTENT"]).render();
+    assert_eq!(hits(&mut c, "live"), "*[:1, \"v1:1\"]");
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(hits(&mut c, "live"), "*[:1, \"v1:1\"]", "after SIGKILL");
+    ok(c.cmd(&["SAVE"]));
+    ok(c.cmd(&["FT.ALIASUPDATE", "live", "v2"]));
+    ok(c.cmd(&["FT.DROPINDEX", "old"]));
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(
+        hits(&mut c, "live"),
+        "*[:1, \"v2:1\"]",
+        "snapshot, then log"
+    );
+    assert_eq!(c.cmd(&["FT._LIST"]).render(), "*[+v1, +v2]");
+    ok(c.cmd(&["SAVE"]));
+    server.kill9();
+
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(hits(&mut c, "live"), "*[:1, \"v2:1\"]", "from the snapshot");
+    assert_eq!(hits(&mut c, "old"), "-old: no such index");
+}

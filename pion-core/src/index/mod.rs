@@ -13,6 +13,7 @@
 //! Lock order: shard locks, then an index's document lock. Queries take an index's
 //! document lock, release it, and only then lock shards to load the results.
 
+pub mod aliases;
 pub mod cursor;
 pub mod dicts;
 pub mod docs;
@@ -178,6 +179,33 @@ pub struct Indexes {
     builder_started: AtomicBool,
     /// `FT.DICT*` dictionaries.
     dicts: dicts::Dictionaries,
+    /// `FT.ALIAS*` aliases. Lock order: `map` before `aliases`.
+    aliases: aliases::Aliases,
+}
+
+/// Why an alias command did not run, in RediSearch's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AliasError {
+    /// The target is neither an index nor allowed (an alias of an alias).
+    UnknownIndex,
+    /// `FT.ALIASADD` of an alias that exists.
+    Exists,
+    /// `FT.ALIASDEL` of an alias that does not exist.
+    Missing,
+    /// `FT.ALIASDEL` of an index's name that is not also an alias of that index.
+    NotOwned,
+}
+
+impl AliasError {
+    /// RediSearch's reply text.
+    pub fn text(self) -> &'static str {
+        match self {
+            AliasError::UnknownIndex => "Unknown index name (or name is an alias itself)",
+            AliasError::Exists => "Alias already exists",
+            AliasError::Missing => "Alias does not exist",
+            AliasError::NotOwned => "Alias does not belong to provided spec",
+        }
+    }
 }
 
 /// How long inserts must pause before the background builder links vectors.
@@ -202,9 +230,47 @@ impl Indexes {
         self.any.load(Ordering::Acquire)
     }
 
-    /// The index of that name.
+    /// The aliases.
+    pub fn aliases(&self) -> &aliases::Aliases {
+        &self.aliases
+    }
+
+    /// The index of that name, or that an alias of that name stands for (an index's
+    /// own name wins).
     pub fn get(&self, name: &[u8]) -> Option<Arc<SearchIndex>> {
-        self.map.read().get(name).cloned()
+        let map = self.map.read();
+        if let Some(index) = map.get(name) {
+            return Some(index.clone());
+        }
+        let target = self.aliases.target(name)?;
+        map.get(&target).cloned()
+    }
+
+    /// `FT.ALIASADD` (`replace` false) or `FT.ALIASUPDATE` (true): points `alias` at
+    /// the index named `index` (not at an alias).
+    pub fn set_alias(&self, alias: &[u8], index: &[u8], replace: bool) -> Result<(), AliasError> {
+        let map = self.map.read();
+        if !map.contains_key(index) {
+            return Err(AliasError::UnknownIndex);
+        }
+        if !self.aliases.set(alias, index, replace) {
+            return Err(AliasError::Exists);
+        }
+        Ok(())
+    }
+
+    /// `FT.ALIASDEL`. The name is looked up as every command looks it up, so an
+    /// index's own name removes only an alias of that index by that name.
+    pub fn remove_alias(&self, alias: &[u8]) -> Result<(), AliasError> {
+        let map = self.map.read();
+        if map.contains_key(alias) && self.aliases.target(alias).as_deref() != Some(alias) {
+            return Err(AliasError::NotOwned);
+        }
+        if self.aliases.remove(alias) {
+            Ok(())
+        } else {
+            Err(AliasError::Missing)
+        }
     }
 
     /// Every index name, sorted.
@@ -230,17 +296,26 @@ impl Indexes {
         Ok(index)
     }
 
-    /// Removes an index; returns it, or `None` if there was none.
+    /// Removes an index, named or by an alias, with its aliases; returns it, or
+    /// `None` if there was none.
     pub fn drop_index(&self, name: &[u8]) -> Option<Arc<SearchIndex>> {
         let mut map = self.map.write();
-        let index = map.remove(name);
+        let name = match map.contains_key(name) {
+            true => name.to_vec(),
+            false => self.aliases.target(name)?,
+        };
+        let index = map.remove(&name);
+        if index.is_some() {
+            self.aliases.forget_index(&name);
+        }
         self.any.store(!map.is_empty(), Ordering::Release);
         index
     }
 
-    /// Removes every index and dictionary (`FLUSHALL`).
+    /// Removes every index, alias and dictionary (`FLUSHALL`).
     pub fn clear(&self) {
         self.map.write().clear();
+        self.aliases.clear();
         self.dicts.clear();
         self.any.store(false, Ordering::Release);
     }

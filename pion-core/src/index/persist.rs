@@ -8,14 +8,16 @@
 //! falls back to re-indexing that index from the hashes.
 //!
 //! ```text
-//! body  = version:u8(3) indexes:u32 index* dicts:u32 dict*
+//! body  = version:u8(4) indexes:u32 index* dicts:u32 dict* aliases:u32 alias*
 //! index = commands:u32 (argc:u32 arg:bytes*)* next_id:u64 complete:u8
 //!         docs:u32 (id:u64 key:bytes)* graphs:u32 (field:u32 graph:bytes)*
 //! dict  = name:bytes terms:u32 term:bytes*
+//! alias = alias:bytes index:bytes
 //! ```
 //!
 //! An index's commands are its `FT.CREATE` then its `FT.ALTER`s and `FT.SYNUPDATE`s in
-//! the order they ran. Version 1 (before dictionaries) has no `dicts`. Before
+//! the order they ran. Version 1 (before dictionaries) has no `dicts`, versions
+//! before 4 no `aliases`. Before
 //! version 3 a JSON document held one vector per field, labelled by its id; a graph
 //! of a multi-value field (see `index::vectors`) saved then is not loaded, the
 //! index is re-indexed from the documents instead.
@@ -33,7 +35,7 @@ use crate::util::codec::{put_bytes, put_u32, put_u64, DecodeError, Malformed, Re
 const FORMAT: &str = "search-index section";
 use crate::vector::VectorIndex;
 
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 
 /// The first version whose multi-value vector fields label vectors by slot.
 const MULTI_VECTOR_SLOTS: u8 = 3;
@@ -42,7 +44,8 @@ const MULTI_VECTOR_SLOTS: u8 = 3;
 pub fn export(indexes: &Indexes) -> Vec<u8> {
     let all = indexes.all();
     let dicts = indexes.dicts().all();
-    if all.is_empty() && dicts.is_empty() {
+    let aliases = indexes.aliases().all();
+    if all.is_empty() && dicts.is_empty() && aliases.is_empty() {
         return Vec::new();
     }
     let mut out = vec![VERSION];
@@ -98,11 +101,24 @@ pub fn export(indexes: &Indexes) -> Vec<u8> {
             put_bytes(&mut out, t);
         }
     }
+    put_u32(&mut out, aliases.len() as u32);
+    for (alias, index) in &aliases {
+        put_bytes(&mut out, alias);
+        put_bytes(&mut out, index);
+    }
     out
 }
 
 /// Dictionaries as read from a snapshot.
 type SavedDicts = Vec<(Vec<u8>, Vec<Vec<u8>>)>;
+
+/// What a snapshot's section holds besides the indexes: dictionaries and aliases
+/// (alias, index).
+#[derive(Default)]
+struct SavedNames {
+    dicts: SavedDicts,
+    aliases: Vec<(Vec<u8>, Vec<u8>)>,
+}
 
 /// One index as read from a snapshot.
 struct Saved {
@@ -115,7 +131,7 @@ struct Saved {
     graphs: Vec<(usize, Vec<u8>)>,
 }
 
-fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedDicts), Malformed> {
+fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedNames), Malformed> {
     let mut r = Reader::new(body);
     let version = r.u8()?;
     if !(1..=VERSION).contains(&version) {
@@ -157,7 +173,7 @@ fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedDicts), Malformed> {
             graphs,
         });
     }
-    let mut dicts = Vec::new();
+    let mut names = SavedNames::default();
     if version >= 2 {
         for _ in 0..r.count(8)? {
             let name = r.bytes()?.to_vec();
@@ -166,15 +182,30 @@ fn decode(body: &[u8]) -> Result<(Vec<Saved>, SavedDicts), Malformed> {
             for _ in 0..nterms {
                 terms.push(r.bytes()?.to_vec());
             }
-            dicts.push((name, terms));
+            names.dicts.push((name, terms));
         }
     }
-    Ok((out, dicts))
+    if version >= 4 {
+        for _ in 0..r.count(8)? {
+            let alias = r.bytes()?.to_vec();
+            names.aliases.push((alias, r.bytes()?.to_vec()));
+        }
+    }
+    Ok((out, names))
 }
 
 fn restore_dicts(indexes: &Indexes, dicts: SavedDicts) {
     for (name, terms) in dicts {
         indexes.dicts().add(&name, &terms);
+    }
+}
+
+/// Recreates the aliases once their indexes exist; an alias already there stays
+/// (a reload that merges a snapshot keeps what memory holds).
+fn restore_aliases(indexes: &Indexes, aliases: Vec<(Vec<u8>, Vec<u8>)>) {
+    for (alias, index) in aliases {
+        // An alias whose index is not there is dropped, as its index would have.
+        let _ = indexes.set_alias(&alias, &index, false);
     }
 }
 
@@ -185,13 +216,14 @@ pub fn restore(
     keyspace: &Keyspace,
     body: &[u8],
 ) -> Result<usize, DecodeError> {
-    let (saved, dicts) = decode(body).map_err(|e| e.in_format(FORMAT))?;
-    restore_dicts(indexes, dicts);
+    let (saved, names) = decode(body).map_err(|e| e.in_format(FORMAT))?;
+    restore_dicts(indexes, names.dicts);
     let count = saved.len();
     for s in saved {
         let index = define(indexes, &s.commands)?;
         restore_documents(indexes, keyspace, &index, s);
     }
+    restore_aliases(indexes, names.aliases);
     if count > 0 {
         indexes.start_builder();
     }
@@ -206,8 +238,8 @@ pub fn restore_missing(
     keyspace: &Keyspace,
     body: &[u8],
 ) -> Result<usize, DecodeError> {
-    let (saved, dicts) = decode(body).map_err(|e| e.in_format(FORMAT))?;
-    restore_dicts(indexes, dicts);
+    let (saved, names) = decode(body).map_err(|e| e.in_format(FORMAT))?;
+    restore_dicts(indexes, names.dicts);
     let mut created = 0;
     for s in saved {
         // `FT.CREATE name …`: the name is its first argument.
@@ -219,6 +251,7 @@ pub fn restore_missing(
         indexes.scan(keyspace, &index, 0);
         created += 1;
     }
+    restore_aliases(indexes, names.aliases);
     if created > 0 {
         indexes.start_builder();
     }
@@ -364,17 +397,41 @@ mod tests {
             .dicts()
             .add(b"d", &[b"apple".to_vec(), b"zebra".to_vec()]);
         let body = export(&indexes);
-        let (saved, dicts) = decode(&body).expect("decodes");
+        let (saved, names) = decode(&body).expect("decodes");
         assert!(saved.is_empty());
         assert_eq!(
-            dicts,
+            names.dicts,
             vec![(b"d".to_vec(), vec![b"apple".to_vec(), b"zebra".to_vec()])]
         );
         // Version 1: indexes only.
         let mut v1 = vec![1u8];
         put_u32(&mut v1, 0);
-        let (saved, dicts) = decode(&v1).expect("version 1 decodes");
-        assert!(saved.is_empty() && dicts.is_empty());
+        let (saved, names) = decode(&v1).expect("version 1 decodes");
+        assert!(saved.is_empty() && names.dicts.is_empty());
         assert!(decode(&[9u8]).is_err());
+    }
+
+    /// Aliases come back pointing at their index; version 3 had none.
+    #[test]
+    fn aliases_round_trip_after_their_indexes() {
+        let saved = Engine::in_memory(EngineOptions::default());
+        saved.execute(0, &["FT.CREATE", "i", "SCHEMA", "t", "TEXT"]);
+        saved.execute(0, &["FT.ALIASADD", "a", "i"]);
+        saved.execute(0, &["FT.ALIASADD", "b", "i"]);
+        let body = export(saved.search());
+        let engine = Engine::in_memory(EngineOptions::default());
+        assert_eq!(restore(engine.search(), engine.keyspace(), &body), Ok(1));
+        assert_eq!(
+            engine.search().aliases().all(),
+            vec![
+                (b"a".to_vec(), b"i".to_vec()),
+                (b"b".to_vec(), b"i".to_vec())
+            ]
+        );
+        assert!(engine.search().get(b"b").is_some());
+        let mut v3 = body.clone();
+        v3[0] = 3;
+        let (_, names) = decode(&v3).expect("version 3 decodes");
+        assert!(names.aliases.is_empty());
     }
 }

@@ -3,8 +3,8 @@
 //! in [`hybrid`], `FT.EXPLAIN` in [`explain`], `FT.INFO` in [`info`]. Replies keep RediSearch's shapes in RESP2
 //! (flat arrays) and RESP3 (maps), and its error texts, which clients match on.
 //!
-//! Index definitions are part of the data: `FT.CREATE`, `FT.ALTER` and
-//! `FT.DROPINDEX` are logged, so an index survives restart (its documents are rebuilt
+//! Index definitions are part of the data: `FT.CREATE`, `FT.ALTER`, `FT.DROPINDEX`
+//! and the `FT.ALIAS*` commands are logged, so an index survives restart (its documents are rebuilt
 //! from the hashes, which are logged too).
 
 mod aggregate;
@@ -41,6 +41,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Deletes an index; with DD, also the hashes it indexed.",
         "2.0.0",
     ),
+    CommandSpec::new("ft.aliasadd", -1, WRITE, Group::Search, alias_add)
+        .doc("Adds an alias of an index: commands find the index under either name.", "1.0.0"),
+    CommandSpec::new("ft.aliasupdate", -1, WRITE, Group::Search, alias_update).doc(
+        "Points an alias at an index, moving it if it named another (or adding it).",
+        "1.0.0",
+    ),
+    CommandSpec::new("ft.aliasdel", -1, WRITE, Group::Search, alias_del)
+        .doc("Deletes an alias.", "1.0.0"),
     CommandSpec::new("ft._list", 1, READONLY, Group::Search, list)
         .doc("Returns the names of all indexes.", "2.0.0"),
     CommandSpec::new("ft.info", 2, READONLY, Group::Search, info::info)
@@ -205,6 +213,40 @@ fn drop_index(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     Ok(Reply::ok())
 }
 
+/// `FT.ALIASADD alias index`.
+fn alias_add(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() != 3 {
+        return Err(OpError::WrongArity("FT.ALIASADD".into()));
+    }
+    ctx.search()
+        .set_alias(&argv[1], &argv[2], false)
+        .map_err(|e| OpError::custom(e.text()))?;
+    Ok(Reply::ok())
+}
+
+/// `FT.ALIASUPDATE alias index`.
+fn alias_update(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() != 3 {
+        return Err(OpError::WrongArity("FT.ALIASUPDATE".into()));
+    }
+    ctx.search()
+        .set_alias(&argv[1], &argv[2], true)
+        .map_err(|e| OpError::custom(e.text()))?;
+    Ok(Reply::ok())
+}
+
+/// `FT.ALIASDEL alias`.
+fn alias_del(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    if argv.len() != 2 {
+        return Err(OpError::WrongArity("FT.ALIASDEL".into()));
+    }
+    ctx.search()
+        .remove_alias(&argv[1])
+        .map_err(|e| OpError::custom(e.text()))?;
+    Ok(Reply::ok())
+}
+
+/// `FT._LIST`: index names; aliases are not listed.
 fn list(ctx: &mut Ctx<'_>, _argv: &[Vec<u8>]) -> OpResult<Reply> {
     let names = ctx.search().names();
     // RediSearch sends the names as simple strings, in a set under RESP3.
