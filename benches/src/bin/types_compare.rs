@@ -156,11 +156,13 @@ fn main() {
 
     // (name, clients, requests divided by, command)
     let cases: &[(&str, u32, u64, &[&str])] = &[
+        // One offset: redis-benchmark writes `__rand_int__` with leading zeros, which
+        // a bit offset may not have (both servers refuse every request).
         (
-            "SETBIT big rand 1",
+            "SETBIT big 99999999 1",
             50,
             1,
-            &["SETBIT", "big", "__rand_int__", "1"],
+            &["SETBIT", "big", "99999999", "1"],
         ),
         ("BITCOUNT big (16 MiB)", 1, 200, &["BITCOUNT", "big"]),
         ("PFADD hll rand", 50, 1, &["PFADD", "hll", "__rand_int__"]),

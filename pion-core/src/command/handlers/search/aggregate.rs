@@ -9,6 +9,7 @@
 //! themselves; `APPLY` and `FILTER` need the rest loaded). A reply pulls rows until
 //! it has them all, or a cursor's chunk ([`super::cursor`]).
 
+mod dates;
 mod eval;
 pub mod expr;
 pub mod group;

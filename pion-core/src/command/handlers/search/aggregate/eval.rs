@@ -2,6 +2,7 @@
 //! conversions and NaN rules, and the functions of [`super::expr::FUNCTIONS`], whose
 //! arity and argument types RediSearch checks only here, row by row.
 
+use super::dates;
 use super::expr::{Expr, Func, Op, FUNCTIONS};
 use super::value::{parse_number, Value};
 
@@ -184,10 +185,14 @@ fn compare(op: Op, x: &Value, y: &Value) -> Result<Value, EvalError> {
 }
 
 fn call(f: Func, args: &[Expr], get: &dyn Fn(usize) -> Option<Value>) -> Result<Value, EvalError> {
-    let name = FUNCTIONS
-        .iter()
-        .find(|(_, g)| *g == f)
-        .map_or("", |(n, _)| *n);
+    let name = match f {
+        // RediSearch registers `timefmt` under the name its errors use.
+        Func::TimeFmt => "time",
+        _ => FUNCTIONS
+            .iter()
+            .find(|(_, g)| *g == f)
+            .map_or("", |(n, _)| *n),
+    };
     let invalid = || format!("Invalid arguments for function '{name}'");
     if f == Func::Exists {
         if args.len() != 1 {
@@ -298,6 +303,36 @@ fn call(f: Func, args: &[Expr], get: &dyn Fn(usize) -> Option<Value>) -> Result<
                 return Err(invalid());
             }
             Value::Str(vals[0].to_text())
+        }
+        Func::TimeFmt => {
+            let format = match vals.get(1) {
+                None => None,
+                Some(Value::Str(s)) => Some(s.as_slice()),
+                Some(other) => {
+                    return Err(format!(
+                        "Invalid type ({}) for argument 1 in function 'time'. VALIDATE_ARG__TYPE(v, RSValue_String) was false.",
+                        type_code(other)
+                    ))
+                }
+            };
+            if !(1..=2).contains(&vals.len()) {
+                return Err(invalid());
+            }
+            dates::timefmt(&vals[0], format)
+        }
+        Func::ParseTime => {
+            if vals.len() != 2 {
+                return Err(invalid());
+            }
+            let text = want_string(name, &vals[0], 0)?;
+            let format = want_string(name, &vals[1], 1)?;
+            dates::parsetime(&text, &format)
+        }
+        Func::Calendar(c) => {
+            if vals.len() != 1 {
+                return Err(invalid());
+            }
+            dates::calendar(c, &vals[0])
         }
     })
 }

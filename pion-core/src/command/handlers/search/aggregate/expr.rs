@@ -225,6 +225,8 @@ fn lex(s: &[u8]) -> Vec<Lexeme> {
     out
 }
 
+use super::dates::Calendar;
+
 /// A function the language knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Func {
@@ -264,6 +266,12 @@ pub enum Func {
     ToNumber,
     /// `to_str(x)`
     ToStr,
+    /// `timefmt(t [, format])`
+    TimeFmt,
+    /// `parsetime(text, format)`
+    ParseTime,
+    /// `minute(t)`, `hour(t)`, `day(t)`, `month(t)` and the calendar fields.
+    Calendar(super::dates::Calendar),
 }
 
 /// Every function, by the (case-insensitive) name queries use.
@@ -286,25 +294,22 @@ pub const FUNCTIONS: &[(&str, Func)] = &[
     ("split", Func::Split),
     ("to_number", Func::ToNumber),
     ("to_str", Func::ToStr),
+    ("timefmt", Func::TimeFmt),
+    ("parsetime", Func::ParseTime),
+    ("minute", Func::Calendar(Calendar::Minute)),
+    ("hour", Func::Calendar(Calendar::Hour)),
+    ("day", Func::Calendar(Calendar::Day)),
+    ("month", Func::Calendar(Calendar::Month)),
+    ("year", Func::Calendar(Calendar::Year)),
+    ("monthofyear", Func::Calendar(Calendar::MonthOfYear)),
+    ("dayofmonth", Func::Calendar(Calendar::DayOfMonth)),
+    ("dayofweek", Func::Calendar(Calendar::DayOfWeek)),
+    ("dayofyear", Func::Calendar(Calendar::DayOfYear)),
 ];
 
-/// RediSearch functions Pion does not evaluate (dates, geo, matched terms): named
-/// in their own error rather than reported as unknown.
-pub const UNSUPPORTED: &[&str] = &[
-    "timefmt",
-    "parsetime",
-    "day",
-    "hour",
-    "minute",
-    "month",
-    "dayofweek",
-    "dayofmonth",
-    "dayofyear",
-    "year",
-    "monthofyear",
-    "geodistance",
-    "matched_terms",
-];
+/// RediSearch functions Pion does not evaluate (geo, matched terms): named in their
+/// own error rather than reported as unknown.
+pub const UNSUPPORTED: &[&str] = &["geodistance", "matched_terms"];
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]

@@ -147,7 +147,7 @@ fn errors_match_redisearch() {
             "Syntax error at offset 7 near '2': Unknown function name 'foo'",
         ),
         ("foo(1)", "Unknown function name 'foo'"),
-        ("timefmt(0)", "Function 'timefmt' is not supported by Pion"),
+        ("geodistance(0)", "Function 'geodistance' is not supported by Pion"),
         (
             "1 + foo",
             "Missing (or badly formatted) value for expr->op.right",
