@@ -2,11 +2,13 @@
 # Runs Pion's whole test suite, installing what the tests need when it is missing:
 # the real redis-server (the differential oracle) and redis-cli, Tcl (Redis's own test
 # harness, whose units scripts/redis-tcl-units.sh runs), Mesa's Vulkan drivers (wgpu
-# on CPU), and a Python venv with maturin, pytest, numpy, redis, the client libraries the
-# search tests drive (redisvl, langchain-redis), the SDKs the pion serve tests drive
-# (openai, anthropic), and pion-py with its serve extra (mlx[cpu], mlx-lm, starlette,
-# uvicorn, tokenizers: what `pip install './pion-py[serve]'` installs), and the
-# all-MiniLM-L6-v2 model files the embedding tests load.
+# on CPU), C/C++ compilers with pkg-config and valgrind (the C ABI's tests), cbindgen
+# (pion.h must be what it generates), and a Python venv with maturin, pytest, numpy,
+# redis, the client libraries the search tests drive (redisvl, langchain-redis), the
+# SDKs the pion serve tests drive (openai, anthropic), and pion-py with its serve
+# extra (mlx[cpu], mlx-lm, starlette, uvicorn, tokenizers: what
+# `pip install './pion-py[serve]'` installs), and the all-MiniLM-L6-v2 model files
+# the embedding tests load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,11 @@ command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 dpkg -s mesa-vulkan-drivers >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
 command -v tclsh >/dev/null 2>&1 || need_apt+=(tcl)
+# The C ABI's tests: C and C++ compilers, pkg-config for pion.pc, valgrind.
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkgconf)
+command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -93,6 +100,17 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -q -- -D warnings
 (cd pion-py && cargo clippy -q -- -D warnings)
+echo "== pion-ffi/include/pion.h is what cbindgen makes of pion-ffi"
+if ! command -v cbindgen >/dev/null 2>&1; then
+  cargo install cbindgen --locked -q
+fi
+header="$(mktemp)"
+cbindgen --quiet --config pion-ffi/cbindgen.toml --crate pion-ffi --output "$header"
+if ! diff -u pion-ffi/include/pion.h "$header"; then
+  echo "pion-ffi/include/pion.h is stale: regenerate it (doc/ffi.md says how)" >&2
+  exit 1
+fi
+rm -f "$header"
 echo "== cargo build (pion-server)"
 cargo build -q -p pion-server
 echo "== cargo test"

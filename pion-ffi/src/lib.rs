@@ -1,0 +1,218 @@
+//! Pion's engine behind a C ABI, declared in `include/pion.h` (generated from this
+//! crate by cbindgen; the test command fails when the checked-in header is stale).
+//!
+//! A C program opens an engine (in memory, or durable on a data directory), runs any
+//! command on it as an argument vector of byte strings, walks the reply tree it gets
+//! back and frees it, and closes the engine. Every command goes through the engine's
+//! one admission path (ACL, limits, statistics), as it does from the server and
+//! from Python.
+//!
+//! Rules every function keeps:
+//! - it returns a [`PionStatus`] (or a plain value where nothing can fail) and, on
+//!   failure, leaves a message for [`pion_last_error`] on the calling thread;
+//! - it never unwinds into C: a panic is caught and reported as `PION_ERR_PANIC`;
+//! - it checks what it can: null pointers, the options' version, handles that are
+//!   not open (use after close is an error, not undefined behaviour);
+//! - it may be called from any number of threads at once, on one engine or several.
+//!
+//! An engine handle is a token, never dereferenced: the library keeps the engines
+//! the caller opened (and nothing else) in a table keyed by it. Closing removes the
+//! engine from the table; calls already running on it finish first, because each
+//! holds its own reference while it runs.
+
+mod reply;
+mod status;
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use pion_core::{Engine, EngineOptions};
+
+pub use reply::{
+    pion_reply_bytes, pion_reply_double, pion_reply_element, pion_reply_free, pion_reply_integer,
+    pion_reply_kind, pion_reply_len, PionReply, PionReplyKind,
+};
+use status::{fail, guard};
+pub use status::{pion_last_error, PionStatus};
+
+/// The version of `pion_options` this library reads.
+pub const PION_OPTIONS_VERSION: u32 = 1;
+
+/// How to open an engine.
+#[repr(C)]
+pub struct PionOptions {
+    /// `PION_OPTIONS_VERSION`: the layout of this struct the caller was built with.
+    pub version: u32,
+    /// The data directory (created if missing): everything acknowledged survives a
+    /// restart or a crash. Null for an engine in memory only.
+    pub dir: *const c_char,
+}
+
+/// An open engine (opaque: a token the library looks up, never a pointer to read).
+pub struct PionEngine {
+    _private: [u8; 0],
+}
+
+/// The engines the caller opened, by token.
+fn engines() -> &'static Mutex<HashMap<u64, Engine>> {
+    static ENGINES: OnceLock<Mutex<HashMap<u64, Engine>>> = OnceLock::new();
+    ENGINES.get_or_init(Default::default)
+}
+
+/// Tokens are never reused, so a closed handle stays closed.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+fn token_of(engine: *const PionEngine) -> u64 {
+    engine as usize as u64
+}
+
+/// The engine behind a handle, as a reference of its own for this call.
+fn engine_of(engine: *const PionEngine) -> Result<Engine, PionStatus> {
+    if engine.is_null() {
+        return Err(fail(PionStatus::PION_ERR_NULL, "engine is null"));
+    }
+    let table = engines().lock().unwrap_or_else(|e| e.into_inner());
+    table
+        .get(&token_of(engine))
+        .cloned()
+        .ok_or_else(|| fail(PionStatus::PION_ERR_CLOSED, "engine is not open"))
+}
+
+/// Opens an engine and writes its handle to `*out`.
+///
+/// `options` may be null (an engine in memory). A durable engine recovers what its
+/// directory holds; opening fails with `PION_ERR_OPEN` when another process has the
+/// directory open or its files are damaged.
+///
+/// # Safety
+/// `options` is null or points to a `pion_options` whose `dir` is null or a
+/// NUL-terminated string; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn pion_open(
+    options: *const PionOptions,
+    out: *mut *mut PionEngine,
+) -> PionStatus {
+    guard(|| {
+        if out.is_null() {
+            return fail(PionStatus::PION_ERR_NULL, "out is null");
+        }
+        // SAFETY: the caller's contract; null means defaults.
+        let dir = match unsafe { options.as_ref() } {
+            None => None,
+            Some(o) if o.version != PION_OPTIONS_VERSION => {
+                return fail(
+                    PionStatus::PION_ERR_INVALID,
+                    format!(
+                        "options version {} (this library reads {PION_OPTIONS_VERSION})",
+                        o.version
+                    ),
+                )
+            }
+            Some(o) if o.dir.is_null() => None,
+            // SAFETY: the caller's contract: a NUL-terminated string.
+            Some(o) => match unsafe { CStr::from_ptr(o.dir) }.to_str() {
+                Ok(d) => Some(d.to_string()),
+                Err(_) => return fail(PionStatus::PION_ERR_INVALID, "dir is not UTF-8"),
+            },
+        };
+        let engine = match dir {
+            None => Engine::in_memory(EngineOptions::default()),
+            Some(d) => match Engine::open(&d) {
+                Ok(e) => e,
+                Err(e) => return fail(PionStatus::PION_ERR_OPEN, format!("{d}: {e}")),
+            },
+        };
+        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        engines()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, engine);
+        // SAFETY: checked non-null above; the caller's contract makes it writable.
+        unsafe { *out = token as usize as *mut PionEngine };
+        PionStatus::PION_OK
+    })
+}
+
+/// Closes an engine: a durable one's log is flushed, and its directory released
+/// when the last call running on it returns. Null is allowed and does nothing; closing a
+/// handle twice is `PION_ERR_CLOSED`.
+#[no_mangle]
+pub extern "C" fn pion_close(engine: *mut PionEngine) -> PionStatus {
+    guard(|| {
+        if engine.is_null() {
+            return PionStatus::PION_OK;
+        }
+        let removed = engines()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&token_of(engine));
+        match removed {
+            Some(e) => match e.flush_log() {
+                Ok(()) => PionStatus::PION_OK,
+                Err(err) => fail(PionStatus::PION_ERR_IO, err.to_string()),
+            },
+            None => fail(PionStatus::PION_ERR_CLOSED, "engine is not open"),
+        }
+    })
+}
+
+/// Runs one command on database `db` and writes its reply tree to `*reply` (free it
+/// with `pion_reply_free`). `argv[i]` holds `argvlen[i]` bytes (binary-safe, no NUL
+/// needed). A command that fails still returns `PION_OK`, with an `ERROR` reply.
+///
+/// # Safety
+/// `argv` and `argvlen` point to `argc` entries each; every `argv[i]` is valid for
+/// `argvlen[i]` bytes (it may be null when its length is 0); `reply` is valid for a
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn pion_execute(
+    engine: *mut PionEngine,
+    db: u32,
+    argc: usize,
+    argv: *const *const u8,
+    argvlen: *const usize,
+    reply: *mut *mut PionReply,
+) -> PionStatus {
+    guard(|| {
+        if reply.is_null() {
+            return fail(PionStatus::PION_ERR_NULL, "reply is null");
+        }
+        if argc == 0 {
+            return fail(PionStatus::PION_ERR_INVALID, "argc is 0: no command");
+        }
+        if argv.is_null() || argvlen.is_null() {
+            return fail(PionStatus::PION_ERR_NULL, "argv or argvlen is null");
+        }
+        let engine = match engine_of(engine) {
+            Ok(e) => e,
+            Err(status) => return status,
+        };
+        let mut args = Vec::with_capacity(argc);
+        for i in 0..argc {
+            // SAFETY: the caller's contract: `argc` entries in each array.
+            let (p, n) = unsafe { (*argv.add(i), *argvlen.add(i)) };
+            if n == 0 {
+                args.push(Vec::new());
+            } else if p.is_null() {
+                return fail(PionStatus::PION_ERR_NULL, format!("argv[{i}] is null"));
+            } else if n > isize::MAX as usize {
+                return fail(
+                    PionStatus::PION_ERR_INVALID,
+                    format!("argvlen[{i}] is too large"),
+                );
+            } else {
+                // SAFETY: the caller's contract: `p` holds `n` readable bytes.
+                args.push(unsafe { std::slice::from_raw_parts(p, n) }.to_vec());
+            }
+        }
+        let out = engine.execute(db as usize, &args);
+        // SAFETY: checked non-null above; the caller's contract makes it writable.
+        unsafe { *reply = reply::into_raw(out) };
+        PionStatus::PION_OK
+    })
+}
+
+#[cfg(test)]
+mod tests;

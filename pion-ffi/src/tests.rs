@@ -1,0 +1,220 @@
+//! The C ABI called from Rust as C would call it: statuses, reply trees, handles
+//! after close, many threads at once.
+
+use super::*;
+use std::ptr;
+
+fn open_memory() -> *mut PionEngine {
+    let mut engine = ptr::null_mut();
+    // SAFETY: null options, `engine` writable.
+    assert_eq!(
+        unsafe { pion_open(ptr::null(), &mut engine) },
+        PionStatus::PION_OK
+    );
+    engine
+}
+
+/// Runs a command, returning its status and (when OK) its reply root.
+fn run(engine: *mut PionEngine, args: &[&[u8]]) -> (PionStatus, *mut PionReply) {
+    let ptrs: Vec<*const u8> = args.iter().map(|a| a.as_ptr()).collect();
+    let lens: Vec<usize> = args.iter().map(|a| a.len()).collect();
+    let mut reply = ptr::null_mut();
+    // SAFETY: `args.len()` entries in each array, each pointer valid for its length.
+    let status = unsafe {
+        pion_execute(
+            engine,
+            0,
+            args.len(),
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            &mut reply,
+        )
+    };
+    (status, reply)
+}
+
+fn bytes(node: *const PionReply) -> Vec<u8> {
+    let mut len = 0;
+    // SAFETY: `node` is live; `len` writable.
+    let p = unsafe { pion_reply_bytes(node, &mut len) };
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the library returns `len` readable bytes.
+    unsafe { std::slice::from_raw_parts(p, len) }.to_vec()
+}
+
+fn last_error() -> String {
+    // SAFETY: the thread's message, live until its next failure.
+    unsafe { CStr::from_ptr(pion_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn commands_run_and_replies_walk() {
+    let e = open_memory();
+    let (s, r) = run(e, &[b"SET", b"k\0ey", b"v\x00\xff"]);
+    assert_eq!(s, PionStatus::PION_OK);
+    // SAFETY: `r` is a live root until freed below.
+    unsafe {
+        assert_eq!(pion_reply_kind(r), PionReplyKind::PION_REPLY_STATUS as i32);
+        assert_eq!(bytes(r), b"OK");
+        pion_reply_free(r);
+    }
+    let (_, r) = run(e, &[b"GET", b"k\0ey"]);
+    assert_eq!(bytes(r), b"v\x00\xff");
+    // SAFETY: as above.
+    unsafe { pion_reply_free(r) };
+    let (_, r) = run(e, &[b"HSET", b"h", b"a", b"1", b"b", b"2"]);
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(pion_reply_integer(r), 2);
+        pion_reply_free(r);
+    }
+    let (_, r) = run(e, &[b"HGETALL", b"h"]);
+    // SAFETY: `r` and its children are live until the root is freed.
+    unsafe {
+        assert_eq!(pion_reply_kind(r), PionReplyKind::PION_REPLY_MAP as i32);
+        assert_eq!(pion_reply_len(r), 4);
+        let keys: Vec<Vec<u8>> = (0..4).map(|i| bytes(pion_reply_element(r, i))).collect();
+        assert_eq!(
+            keys,
+            vec![b"a".to_vec(), b"1".to_vec(), b"b".to_vec(), b"2".to_vec()]
+        );
+        assert!(pion_reply_element(r, 4).is_null());
+        pion_reply_free(r);
+    }
+    let (_, r) = run(e, &[b"ZADD", b"z", b"1.5", b"m"]);
+    // SAFETY: as above.
+    unsafe { pion_reply_free(r) };
+    let (_, r) = run(e, &[b"ZSCORE", b"z", b"m"]);
+    assert_eq!(bytes(r), b"1.5");
+    // SAFETY: as above.
+    unsafe { pion_reply_free(r) };
+    let (s, r) = run(e, &[b"NOSUCHCOMMAND"]);
+    assert_eq!(s, PionStatus::PION_OK, "an error reply is a reply");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(pion_reply_kind(r), PionReplyKind::PION_REPLY_ERROR as i32);
+        assert!(bytes(r).starts_with(b"ERR unknown command"));
+        pion_reply_free(r);
+    }
+    let (_, r) = run(e, &[b"GET", b"missing"]);
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(pion_reply_kind(r), PionReplyKind::PION_REPLY_NIL as i32);
+        pion_reply_free(r);
+    }
+    assert_eq!(pion_close(e), PionStatus::PION_OK);
+}
+
+#[test]
+fn bad_input_is_a_status_never_undefined() {
+    let e = open_memory();
+    let mut reply = ptr::null_mut();
+    // SAFETY: every pointer is null or valid; the function must check the nulls.
+    unsafe {
+        assert_eq!(
+            pion_execute(e, 0, 1, ptr::null(), ptr::null(), &mut reply),
+            PionStatus::PION_ERR_NULL
+        );
+        let p = [ptr::null::<u8>()];
+        let n = [3usize];
+        assert_eq!(
+            pion_execute(e, 0, 1, p.as_ptr(), n.as_ptr(), &mut reply),
+            PionStatus::PION_ERR_NULL
+        );
+        assert_eq!(last_error(), "argv[0] is null");
+        assert_eq!(
+            pion_execute(e, 0, 0, p.as_ptr(), n.as_ptr(), &mut reply),
+            PionStatus::PION_ERR_INVALID
+        );
+        assert_eq!(
+            pion_open(ptr::null(), ptr::null_mut()),
+            PionStatus::PION_ERR_NULL
+        );
+        let options = PionOptions {
+            version: 99,
+            dir: ptr::null(),
+        };
+        let mut other = ptr::null_mut();
+        assert_eq!(
+            pion_open(&options, &mut other),
+            PionStatus::PION_ERR_INVALID
+        );
+        assert!(last_error().contains("options version 99"));
+        assert_eq!(pion_reply_kind(ptr::null()), 0);
+        assert_eq!(pion_reply_len(ptr::null()), 0);
+        pion_reply_free(ptr::null_mut());
+    }
+    assert_eq!(pion_close(e), PionStatus::PION_OK);
+    let (s, _) = run(e, &[b"PING"]);
+    assert_eq!(s, PionStatus::PION_ERR_CLOSED, "use after close");
+    assert_eq!(pion_close(e), PionStatus::PION_ERR_CLOSED);
+    assert_eq!(pion_close(ptr::null_mut()), PionStatus::PION_OK);
+}
+
+#[test]
+fn a_durable_engine_keeps_what_it_acknowledged() {
+    let dir = std::env::temp_dir().join(format!("pion-ffi-durable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = std::ffi::CString::new(dir.display().to_string()).expect("no NUL");
+    let options = PionOptions {
+        version: PION_OPTIONS_VERSION,
+        dir: path.as_ptr(),
+    };
+    for round in 0..2 {
+        let mut e = ptr::null_mut();
+        // SAFETY: valid options and out pointer.
+        assert_eq!(unsafe { pion_open(&options, &mut e) }, PionStatus::PION_OK);
+        if round == 0 {
+            let (_, r) = run(e, &[b"SET", b"kept", b"yes"]);
+            // SAFETY: a live root.
+            unsafe { pion_reply_free(r) };
+            // The directory is held while open.
+            let mut second = ptr::null_mut();
+            // SAFETY: as above.
+            assert_eq!(
+                unsafe { pion_open(&options, &mut second) },
+                PionStatus::PION_ERR_OPEN
+            );
+        } else {
+            let (_, r) = run(e, &[b"GET", b"kept"]);
+            assert_eq!(bytes(r), b"yes");
+            // SAFETY: a live root.
+            unsafe { pion_reply_free(r) };
+        }
+        assert_eq!(pion_close(e), PionStatus::PION_OK);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn many_threads_share_an_engine_and_one_closes_it() {
+    let e = open_memory() as usize;
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let key = format!("n{}", t % 2);
+                for _ in 0..500 {
+                    let (s, r) = run(e as *mut PionEngine, &[b"INCR", key.as_bytes()]);
+                    assert_eq!(s, PionStatus::PION_OK);
+                    // SAFETY: a live root.
+                    unsafe { pion_reply_free(r) };
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("thread");
+    }
+    let (_, r) = run(e as *mut PionEngine, &[b"MGET", b"n0", b"n1"]);
+    // SAFETY: `r` and its children are live until freed.
+    unsafe {
+        assert_eq!(bytes(pion_reply_element(r, 0)), b"2000");
+        assert_eq!(bytes(pion_reply_element(r, 1)), b"2000");
+        pion_reply_free(r);
+    }
+    assert_eq!(pion_close(e as *mut PionEngine), PionStatus::PION_OK);
+}
