@@ -20,22 +20,35 @@
 //! engine from the table; calls already running on it finish first, because each
 //! holds its own reference while it runs.
 
+mod kv;
 mod reply;
 mod status;
+mod vectors;
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use pion_core::{Engine, EngineOptions};
+use pion_core::prefix::ops::Outcome;
+use pion_core::{Engine, EngineOptions, Reply};
 
+pub use kv::{
+    pion_kv_block_layer, pion_kv_block_layers, pion_kv_block_tokens, pion_kv_blocks_free,
+    pion_kv_blocks_len, pion_kv_fetch, pion_kv_match, pion_kv_put, pion_kv_register, PionBlockId,
+    PionKvBlocks,
+};
 pub use reply::{
     pion_reply_bytes, pion_reply_double, pion_reply_element, pion_reply_free, pion_reply_integer,
     pion_reply_kind, pion_reply_len, PionReply, PionReplyKind,
 };
 use status::{fail, guard};
 pub use status::{pion_last_error, PionStatus};
+pub use vectors::{
+    pion_neighbors_element, pion_neighbors_free, pion_neighbors_len, pion_neighbors_score,
+    pion_vector_add, pion_vector_remove, pion_vector_search, PionNeighbors, PION_VECTOR_BIN,
+    PION_VECTOR_NOQUANT, PION_VECTOR_Q8,
+};
 
 /// The version of `pion_options` this library reads.
 pub const PION_OPTIONS_VERSION: u32 = 1;
@@ -212,6 +225,75 @@ pub unsafe extern "C" fn pion_execute(
         unsafe { *reply = reply::into_raw(out) };
         PionStatus::PION_OK
     })
+}
+
+/// A command's reply and, for a prompt-cache command, its typed outcome (the
+/// store's own buffers for a fetch), run on a session of its own through the same
+/// admission as every command. An error reply is `PION_ERR_COMMAND` with its text.
+pub(crate) fn typed_command(
+    engine: *const PionEngine,
+    db: u32,
+    argv: &[Vec<u8>],
+) -> Result<(Reply, Option<Outcome>), PionStatus> {
+    let engine = engine_of(engine)?;
+    let mut session = engine.session();
+    session.client.select(db as usize);
+    session.client.wants_outcome = true;
+    let reply = session.execute_argv(argv);
+    if let Reply::Error(e) = &reply {
+        let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        return Err(fail(PionStatus::PION_ERR_COMMAND, text));
+    }
+    let outcome = session.client.outcome.take();
+    Ok((reply, outcome))
+}
+
+/// A NUL-terminated C string argument as bytes (`name` says which, for the message).
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string.
+pub(crate) unsafe fn c_arg(s: *const c_char, name: &str) -> Result<Vec<u8>, PionStatus> {
+    if s.is_null() {
+        return Err(fail(PionStatus::PION_ERR_NULL, format!("{name} is null")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { CStr::from_ptr(s) }.to_bytes().to_vec())
+}
+
+/// `len` bytes at `p` (null allowed when `len` is 0), copied.
+///
+/// # Safety
+/// `p` is valid for `len` bytes when `len` > 0.
+pub(crate) unsafe fn bytes_arg(
+    p: *const u8,
+    len: usize,
+    name: &str,
+) -> Result<Vec<u8>, PionStatus> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(fail(PionStatus::PION_ERR_NULL, format!("{name} is null")));
+    }
+    if len > isize::MAX as usize {
+        return Err(fail(
+            PionStatus::PION_ERR_INVALID,
+            format!("{name} is too long"),
+        ));
+    }
+    // SAFETY: the caller's contract: `p` holds `len` readable bytes.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
+}
+
+/// Writes `value` through an out pointer that may be null (then nothing is written).
+///
+/// # Safety
+/// `out` is null or valid for a write.
+pub(crate) unsafe fn put_out<T>(out: *mut T, value: T) {
+    // SAFETY: the caller's contract; null is skipped.
+    if let Some(slot) = unsafe { out.as_mut() } {
+        *slot = value;
+    }
 }
 
 #[cfg(test)]

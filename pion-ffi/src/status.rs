@@ -30,6 +30,9 @@ pub enum PionStatus {
     PION_ERR_PANIC = 5,
     /// The engine could not write to its data directory (closing flushes the log).
     PION_ERR_IO = 6,
+    /// A typed call's command was refused (an unknown namespace, a wrong layer
+    /// size, a key of another type …); the message is its error reply.
+    PION_ERR_COMMAND = 7,
 }
 
 thread_local! {

@@ -218,3 +218,297 @@ fn many_threads_share_an_engine_and_one_closes_it() {
     }
     assert_eq!(pion_close(e as *mut PionEngine), PionStatus::PION_OK);
 }
+
+const MANIFEST: &std::ffi::CStr = c"{\"model\":\"m\",\"block_tokens\":4,\"dtype\":\"f16\",\"layers\":[{\"kind\":\"attention\",\"kv_heads\":1,\"head_dim\":8},{\"kind\":\"recurrent\",\"state_bytes\":6}]}";
+
+/// A block's layers for `n` tokens: K/V of one head of 8 f16s per token, and a
+/// recurrent state when `state`.
+fn layers(seed: u8, n: usize, state: bool) -> Vec<Vec<u8>> {
+    let kv = (0..2 * n * 8 * 2)
+        .map(|i| seed.wrapping_add(i as u8))
+        .collect();
+    vec![kv, if state { vec![seed; 6] } else { Vec::new() }]
+}
+
+fn put(
+    e: *mut PionEngine,
+    parent: Option<&PionBlockId>,
+    tokens: &[u32],
+    layers: &[Vec<u8>],
+) -> (PionStatus, PionBlockId) {
+    let ptrs: Vec<*const u8> = layers.iter().map(|l| l.as_ptr()).collect();
+    let lens: Vec<usize> = layers.iter().map(Vec::len).collect();
+    let mut id = PionBlockId::default();
+    let parent = parent.map_or(ptr::null(), |p| p as *const PionBlockId);
+    // SAFETY: every array holds what its count says; `id` writable.
+    let s = unsafe {
+        pion_kv_put(
+            e,
+            c"ns".as_ptr(),
+            parent,
+            tokens.as_ptr(),
+            tokens.len(),
+            layers.len(),
+            ptrs.as_ptr(),
+            lens.as_ptr(),
+            &mut id,
+        )
+    };
+    (s, id)
+}
+
+#[test]
+fn the_prompt_cache_stores_matches_and_fetches_views() {
+    let e = open_memory();
+    // SAFETY: NUL-terminated strings.
+    unsafe {
+        assert_eq!(
+            pion_kv_register(e, c"ns".as_ptr(), MANIFEST.as_ptr()),
+            PionStatus::PION_OK
+        );
+        assert_eq!(
+            pion_kv_register(e, c"ns".as_ptr(), c"{".as_ptr()),
+            PionStatus::PION_ERR_COMMAND
+        );
+    }
+    assert!(last_error().starts_with("ERR"), "{}", last_error());
+    let first = layers(1, 4, true);
+    let (s, a) = put(e, None, &[1, 2, 3, 4], &first);
+    assert_eq!(s, PionStatus::PION_OK);
+    let second = layers(9, 4, true);
+    let (s, b) = put(e, Some(&a), &[5, 6, 7, 8], &second);
+    assert_eq!(s, PionStatus::PION_OK);
+    // A block without its recurrent state: stored, but a prefix cannot end there.
+    let third = layers(20, 2, false);
+    let (s, c) = put(e, Some(&b), &[9, 10], &third);
+    assert_eq!(s, PionStatus::PION_OK);
+    let (s, _) = put(e, Some(&a), &[5, 6], &[vec![0u8; 3], Vec::new()]);
+    assert_eq!(s, PionStatus::PION_ERR_COMMAND, "a layer of the wrong size");
+
+    let mut matched = 0u64;
+    let mut n = 0usize;
+    let mut ids = [PionBlockId::default(); 1];
+    let query: Vec<u32> = (1..=10).collect();
+    // SAFETY: `ids` holds one id; the other outs are writable.
+    let s = unsafe {
+        pion_kv_match(
+            e,
+            c"ns".as_ptr(),
+            query.as_ptr(),
+            query.len(),
+            &mut matched,
+            ids.as_mut_ptr(),
+            1,
+            &mut n,
+        )
+    };
+    assert_eq!(s, PionStatus::PION_OK);
+    assert_eq!(
+        (matched, n),
+        (8, 2),
+        "two blocks, only the first fits the array"
+    );
+    assert_eq!(ids[0], a);
+
+    let mut blocks = ptr::null_mut();
+    // SAFETY: three ids; `blocks` writable.
+    let s = unsafe {
+        pion_kv_fetch(
+            e,
+            c"ns".as_ptr(),
+            [a, b, c].as_ptr(),
+            3,
+            ptr::null(),
+            0,
+            &mut blocks,
+        )
+    };
+    assert_eq!(s, PionStatus::PION_OK);
+    // SAFETY: `blocks` is live until freed below.
+    unsafe {
+        assert_eq!(pion_kv_blocks_len(blocks), 3);
+        assert_eq!(pion_kv_block_tokens(blocks, 2), 2);
+        assert_eq!(pion_kv_block_layers(blocks, 0), 2);
+        let mut len = 0;
+        let p = pion_kv_block_layer(blocks, 1, 0, &mut len);
+        assert_eq!(std::slice::from_raw_parts(p, len), second[0].as_slice());
+        let p = pion_kv_block_layer(blocks, 0, 1, &mut len);
+        assert_eq!(std::slice::from_raw_parts(p, len), first[1].as_slice());
+        assert!(
+            pion_kv_block_layer(blocks, 2, 1, &mut len).is_null(),
+            "no state stored"
+        );
+        assert_eq!(len, 0);
+        // The views outlive the blocks' deletion.
+        let (_, r) = run(e, &[b"KV.DROP", b"ns"]);
+        pion_reply_free(r);
+        let p = pion_kv_block_layer(blocks, 0, 0, &mut len);
+        assert_eq!(std::slice::from_raw_parts(p, len), first[0].as_slice());
+        pion_kv_blocks_free(blocks);
+    }
+    // Layers asked by index: only the recurrent one.
+    let (s, a) = {
+        // SAFETY: NUL-terminated strings.
+        assert_eq!(
+            unsafe { pion_kv_register(e, c"ns".as_ptr(), MANIFEST.as_ptr()) },
+            PionStatus::PION_OK
+        );
+        put(e, None, &[1, 2, 3, 4], &first)
+    };
+    assert_eq!(s, PionStatus::PION_OK);
+    // SAFETY: one id, one layer index; `blocks` writable.
+    let s = unsafe {
+        pion_kv_fetch(
+            e,
+            c"ns".as_ptr(),
+            [a].as_ptr(),
+            1,
+            [1u32].as_ptr(),
+            1,
+            &mut blocks,
+        )
+    };
+    assert_eq!(s, PionStatus::PION_OK);
+    // SAFETY: `blocks` is live until freed.
+    unsafe {
+        assert_eq!(pion_kv_block_layers(blocks, 0), 1);
+        let mut len = 0;
+        let p = pion_kv_block_layer(blocks, 0, 0, &mut len);
+        assert_eq!(std::slice::from_raw_parts(p, len), first[1].as_slice());
+        pion_kv_blocks_free(blocks);
+    }
+    let (_, r) = run(e, &[b"KV.DROP", b"ns"]);
+    // SAFETY: a live root.
+    unsafe { pion_reply_free(r) };
+    let mut none = ptr::null_mut();
+    // SAFETY: as above.
+    let s = unsafe {
+        pion_kv_fetch(
+            e,
+            c"ns".as_ptr(),
+            [a].as_ptr(),
+            1,
+            ptr::null(),
+            0,
+            &mut none,
+        )
+    };
+    assert_eq!(s, PionStatus::PION_ERR_COMMAND);
+    assert_eq!(pion_close(e), PionStatus::PION_OK);
+}
+
+#[test]
+fn vectors_are_added_searched_and_removed() {
+    let e = open_memory();
+    let points: [[f32; 3]; 3] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.7, 0.7, 0.0]];
+    for (i, p) in points.iter().enumerate() {
+        let name = format!("p{i}");
+        let mut added = -1;
+        // SAFETY: every pointer valid for its length.
+        let s = unsafe {
+            pion_vector_add(
+                e,
+                0,
+                c"vs".as_ptr(),
+                name.as_ptr(),
+                name.len(),
+                p.as_ptr(),
+                3,
+                PION_VECTOR_NOQUANT,
+                &mut added,
+            )
+        };
+        assert_eq!((s, added), (PionStatus::PION_OK, 1));
+    }
+    let mut out = ptr::null_mut();
+    // SAFETY: as above.
+    let s = unsafe {
+        pion_vector_search(
+            e,
+            0,
+            c"vs".as_ptr(),
+            [1.0f32, 0.1, 0.0].as_ptr(),
+            3,
+            2,
+            50,
+            &mut out,
+        )
+    };
+    assert_eq!(s, PionStatus::PION_OK);
+    // SAFETY: `out` is live until freed.
+    unsafe {
+        assert_eq!(pion_neighbors_len(out), 2);
+        let mut len = 0;
+        let p = pion_neighbors_element(out, 0, &mut len);
+        assert_eq!(std::slice::from_raw_parts(p, len), b"p0");
+        assert!(pion_neighbors_score(out, 0) > pion_neighbors_score(out, 1));
+        assert!(pion_neighbors_score(out, 2).is_nan());
+        pion_neighbors_free(out);
+    }
+    let mut removed = -1;
+    // SAFETY: as above.
+    let s = unsafe { pion_vector_remove(e, 0, c"vs".as_ptr(), b"p0".as_ptr(), 2, &mut removed) };
+    assert_eq!((s, removed), (PionStatus::PION_OK, 1));
+    // SAFETY: as above.
+    let s = unsafe {
+        pion_vector_add(
+            e,
+            0,
+            c"vs".as_ptr(),
+            b"x".as_ptr(),
+            1,
+            [1.0f32].as_ptr(),
+            1,
+            0,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(
+        s,
+        PionStatus::PION_ERR_COMMAND,
+        "a vector of another dimension"
+    );
+    // SAFETY: as above.
+    let s = unsafe {
+        pion_vector_add(
+            e,
+            0,
+            c"vs".as_ptr(),
+            b"x".as_ptr(),
+            1,
+            [1.0f32].as_ptr(),
+            1,
+            3,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(s, PionStatus::PION_ERR_INVALID, "two quantisations");
+    let (_, r) = run(e, &[b"SET", b"str", b"v"]);
+    // SAFETY: a live root.
+    unsafe { pion_reply_free(r) };
+    // SAFETY: as above.
+    let s =
+        unsafe { pion_vector_search(e, 0, c"str".as_ptr(), [1.0f32].as_ptr(), 1, 1, 0, &mut out) };
+    assert_eq!(s, PionStatus::PION_ERR_COMMAND);
+    assert!(last_error().starts_with("WRONGTYPE"), "{}", last_error());
+    // SAFETY: as above.
+    let s = unsafe {
+        pion_vector_search(
+            e,
+            0,
+            c"nokey".as_ptr(),
+            [1.0f32].as_ptr(),
+            1,
+            1,
+            0,
+            &mut out,
+        )
+    };
+    assert_eq!(s, PionStatus::PION_OK);
+    // SAFETY: `out` is live until freed.
+    unsafe {
+        assert_eq!(pion_neighbors_len(out), 0);
+        pion_neighbors_free(out);
+    }
+    assert_eq!(pion_close(e), PionStatus::PION_OK);
+}

@@ -1,6 +1,7 @@
 /* Every function of pion.h from C: engines in memory and on disk, commands with
- * binary arguments, each reply kind walked and freed, bad input, use after close,
- * and several threads on one engine. Run by pion-ffi's tests, also under valgrind.
+ * binary arguments, each reply kind walked and freed, the prompt cache and vector
+ * search with C types, bad input, use after close, and several threads on one
+ * engine. Run by pion-ffi's tests, also under valgrind.
  * usage: abi_test DATA_DIR */
 #include <pthread.h>
 #include <stdio.h>
@@ -134,6 +135,100 @@ static void bad_input(pion_engine *e) {
   CHECK(pion_close(NULL) == PION_OK);
 }
 
+static const char *MANIFEST =
+    "{\"model\":\"m\",\"block_tokens\":4,\"dtype\":\"f16\",\"layers\":["
+    "{\"kind\":\"attention\",\"kv_heads\":1,\"head_dim\":8},"
+    "{\"kind\":\"recurrent\",\"state_bytes\":6}]}";
+
+/* The prompt cache: two blocks stored from this program's buffers, matched into an
+ * array of ids, fetched as views of the store's buffers (also after the namespace
+ * is dropped), one layer asked by index. */
+static void prompt_cache(pion_engine *e) {
+  CHECK(pion_kv_register(e, "ns", MANIFEST) == PION_OK);
+  CHECK(pion_kv_register(e, "ns", "{") == PION_ERR_COMMAND);
+  CHECK(strncmp(pion_last_error(), "ERR", 3) == 0);
+
+  uint8_t kv1[2 * 4 * 8 * 2], kv2[2 * 4 * 8 * 2], state1[6] = {1, 2, 3, 4, 5, 6};
+  for (size_t i = 0; i < sizeof kv1; i++) {
+    kv1[i] = (uint8_t)i;
+    kv2[i] = (uint8_t)(255 - i);
+  }
+  uint32_t tokens[8] = {11, 12, 13, 14, 15, 16, 17, 18};
+  const uint8_t *layers1[2] = {kv1, state1};
+  size_t lens1[2] = {sizeof kv1, sizeof state1};
+  pion_block_id first, second;
+  CHECK(pion_kv_put(e, "ns", NULL, tokens, 4, 2, layers1, lens1, &first) == PION_OK);
+  const uint8_t *layers2[2] = {kv2, state1};
+  CHECK(pion_kv_put(e, "ns", &first, tokens + 4, 4, 2, layers2, lens1, &second) == PION_OK);
+  size_t short_len[2] = {3, 0};
+  CHECK(pion_kv_put(e, "ns", &first, tokens + 4, 4, 2, layers2, short_len, NULL) == PION_ERR_COMMAND);
+  CHECK(pion_kv_put(e, NULL, NULL, tokens, 4, 2, layers1, lens1, NULL) == PION_ERR_NULL);
+
+  uint64_t matched = 0;
+  size_t nblocks = 0;
+  pion_block_id ids[4];
+  CHECK(pion_kv_match(e, "ns", tokens, 8, &matched, ids, 4, &nblocks) == PION_OK);
+  CHECK(matched == 8 && nblocks == 2);
+  CHECK(memcmp(&ids[0], &first, sizeof first) == 0 && memcmp(&ids[1], &second, sizeof second) == 0);
+  CHECK(pion_kv_match(e, "ns", tokens, 8, NULL, NULL, 0, &nblocks) == PION_OK && nblocks == 2);
+
+  pion_kv_blocks *blocks = NULL;
+  CHECK(pion_kv_fetch(e, "ns", ids, 2, NULL, 0, &blocks) == PION_OK);
+  CHECK(pion_kv_blocks_len(blocks) == 2 && pion_kv_block_tokens(blocks, 1) == 4);
+  CHECK(pion_kv_block_layers(blocks, 0) == 2);
+  size_t len = 0;
+  const uint8_t *view = pion_kv_block_layer(blocks, 1, 0, &len);
+  CHECK(view != NULL && len == sizeof kv2 && memcmp(view, kv2, len) == 0);
+  pion_reply_free(RUN(e, "KV.DROP", "ns"));
+  view = pion_kv_block_layer(blocks, 0, 1, &len);
+  CHECK(view != NULL && len == sizeof state1 && memcmp(view, state1, len) == 0);
+  CHECK(pion_kv_block_layer(blocks, 5, 0, &len) == NULL && len == 0);
+  pion_kv_blocks_free(blocks);
+
+  CHECK(pion_kv_fetch(e, "ns", ids, 1, NULL, 0, &blocks) == PION_ERR_COMMAND);
+  CHECK(pion_kv_register(e, "ns", MANIFEST) == PION_OK);
+  CHECK(pion_kv_put(e, "ns", NULL, tokens, 4, 2, layers1, lens1, &first) == PION_OK);
+  uint32_t only_state[1] = {1};
+  CHECK(pion_kv_fetch(e, "ns", &first, 1, only_state, 1, &blocks) == PION_OK);
+  CHECK(pion_kv_block_layers(blocks, 0) == 1);
+  view = pion_kv_block_layer(blocks, 0, 0, &len);
+  CHECK(view != NULL && len == sizeof state1);
+  pion_kv_blocks_free(blocks);
+  CHECK(pion_kv_blocks_len(NULL) == 0);
+  pion_kv_blocks_free(NULL);
+}
+
+/* Vector search: a set filled from float arrays, searched, an element removed. */
+static void vectors(pion_engine *e) {
+  const float points[3][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0.7f, 0.7f, 0, 0}};
+  const char *names[3] = {"a", "b", "ab"};
+  for (int i = 0; i < 3; i++) {
+    int added = -1;
+    CHECK(pion_vector_add(e, 0, "vs", (const uint8_t *)names[i], strlen(names[i]), points[i], 4,
+                          PION_VECTOR_NOQUANT, &added) == PION_OK);
+    CHECK(added == 1);
+  }
+  const float query[4] = {0.9f, 0.2f, 0, 0};
+  pion_neighbors *found = NULL;
+  CHECK(pion_vector_search(e, 0, "vs", query, 4, 2, 100, &found) == PION_OK);
+  CHECK(pion_neighbors_len(found) == 2);
+  size_t len = 0;
+  const uint8_t *name = pion_neighbors_element(found, 0, &len);
+  CHECK(name != NULL && len == 1 && name[0] == 'a');
+  CHECK(pion_neighbors_score(found, 0) >= pion_neighbors_score(found, 1));
+  CHECK(pion_neighbors_element(found, 2, &len) == NULL && len == 0);
+  pion_neighbors_free(found);
+
+  int removed = -1;
+  CHECK(pion_vector_remove(e, 0, "vs", (const uint8_t *)"a", 1, &removed) == PION_OK && removed == 1);
+  CHECK(pion_vector_remove(e, 0, "vs", (const uint8_t *)"a", 1, &removed) == PION_OK && removed == 0);
+  CHECK(pion_vector_add(e, 0, "vs", (const uint8_t *)"x", 1, query, 2, 0, NULL) == PION_ERR_COMMAND);
+  CHECK(pion_vector_add(e, 0, "vs", (const uint8_t *)"x", 1, query, 4, 3, NULL) == PION_ERR_INVALID);
+  CHECK(pion_vector_search(e, 0, "vs", query, 4, 0, 0, &found) == PION_ERR_INVALID);
+  CHECK(pion_neighbors_len(NULL) == 0);
+  pion_neighbors_free(NULL);
+}
+
 typedef struct {
   pion_engine *engine;
   const char *key;
@@ -173,6 +268,8 @@ int main(int argc, char **argv) {
   pion_engine *mem = NULL;
   CHECK(pion_open(NULL, &mem) == PION_OK && mem != NULL);
   commands_and_replies(mem);
+  prompt_cache(mem);
+  vectors(mem);
   bad_input(mem);
   threads(mem);
   CHECK(pion_close(mem) == PION_OK);
