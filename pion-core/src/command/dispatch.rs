@@ -237,8 +237,9 @@ fn admit(engine: &Engine, client: &mut ClientState, argv: &[Vec<u8>]) -> Result<
     // Over `maxmemory`: evict as the policy says, before this command locks any
     // shard (or refuse a command that may grow memory).
     // EXEC may grow memory when a command it would run may (Redis's rule).
+    // (The resolved spec says whether this is EXEC: no second lookup of its name.)
     let deny_oom = spec.has(super::flags::DENYOOM)
-        || (is_exec(argv) && client.multi.as_ref().is_some_and(|tx| tx.deny_oom));
+        || (spec_is_exec(spec) && client.multi.as_ref().is_some_and(|tx| tx.deny_oom));
     // Inside a transaction or script the outer command made this decision (a script
     // refuses its own first write past maxmemory unless it declared allow-oom), as
     // Redis checks memory only for the command a client sent.
@@ -747,9 +748,12 @@ fn is_exec(argv: &[Vec<u8>]) -> bool {
     argv.first()
         .and_then(|name| lower(name, &mut buf))
         .and_then(|n| table().lookup(n))
-        .is_some_and(|(spec, _)| {
-            spec.has(super::flags::EXCLUSIVE) && spec.has(super::flags::TX_CONTROL)
-        })
+        .is_some_and(|(spec, _)| spec_is_exec(spec))
+}
+
+/// Whether a command is `EXEC` (the one exclusive transaction-control command).
+fn spec_is_exec(spec: &CommandSpec) -> bool {
+    spec.has(super::flags::EXCLUSIVE) && spec.has(super::flags::TX_CONTROL)
 }
 
 /// The counter slot of a top-level command name, for rejected calls.
