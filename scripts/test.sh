@@ -119,6 +119,8 @@ if grep -qE '^test result: FAILED|^error' /tmp/pion-cargo-test.log || ! grep -q 
   echo "cargo test failed" >&2
   exit 1
 fi
+echo "== the embedding example (pion-core/examples/embed.rs)"
+cargo run -q -p pion-core --example embed 2>/dev/null
 echo "== Redis's own Tcl test units (tests/redis-tcl/units.txt) against pion-server"
 bash scripts/redis-tcl-units.sh "$CARGO_TARGET_DIR/debug/pion-server"
 echo "== fuzz smoke (RESP decoder, command execution, log segments, snapshots, binary lane, search queries, ACL/config/function texts, Lua cmsgpack/struct, bitmap arguments, HyperLogLog values, geo arguments, stream arguments, JSON paths and arguments, FT.HYBRID/FT.AGGREGATE arguments, RESTORE payloads; ${PION_FUZZ_SECONDS:-20}s each)"

@@ -18,6 +18,41 @@
 //! // Any command runs through `execute`.
 //! assert_eq!(engine.execute(0, &["RPUSH", "queue", "a", "b"]), Reply::Integer(2));
 //! ```
+//!
+//! ## A guide for embedders
+//!
+//! - **Opening**: [`Engine::in_memory`] (a pure cache) or [`Engine::open`] (durable
+//!   in a directory: what was acknowledged survives a crash), with
+//!   [`EngineOptions`] and [`durability::DurabilityOptions`] for the rest.
+//! - **Any command**: [`Engine::execute`] (one call, a database per call) or a
+//!   [`Session`] (keeps its selected database and protocol, listed by `CLIENT LIST`).
+//!   Replies are [`Reply`] trees; errors carry Redis's exact text.
+//! - **Strings, hashes, lists, sets, sorted sets** with Rust types: [`Engine::get`],
+//!   [`Engine::set`], [`Engine::hset`], [`Engine::hgetall`], [`Engine::rpush`],
+//!   [`Engine::zadd`] and the rest of [`api::typed`]; each returns
+//!   [`OpResult`], an [`OpError`] holding the command's error.
+//! - **The prompt cache**: [`Engine::kv_register`], [`Engine::kv_put`],
+//!   [`Engine::kv_match`] and [`Engine::kv_fetch`], whose blocks share the store's
+//!   buffers (see the example on [`Engine::kv_register`]).
+//! - **Vector search**: [`Engine::vadd`], [`Engine::vsim`] and [`Engine::vrem`] over
+//!   a vector set, with a [`Quantization`] chosen by its first element (example on
+//!   [`Engine::vadd`]); search indexes (`FT.CREATE`, `FT.SEARCH`) run through
+//!   `execute`:
+//!
+//! ```
+//! use pion_core::{Engine, EngineOptions, Reply};
+//!
+//! let engine = Engine::in_memory(EngineOptions::default());
+//! engine.execute(0, &["FT.CREATE", "idx", "PREFIX", "1", "doc:", "SCHEMA", "body", "TEXT"]);
+//! engine.execute(0, &["HSET", "doc:1", "body", "cached prefixes decode faster"]);
+//! match engine.execute(0, &["FT.SEARCH", "idx", "decode", "NOCONTENT"]) {
+//!     Reply::Array(hits) => assert_eq!(hits[0], Reply::Integer(1)),
+//!     other => panic!("{other:?}"),
+//! }
+//! ```
+//!
+//! `pion-core/examples/embed.rs` puts these together in one program (the test
+//! command runs it).
 
 // From the bottom (see doc/design.md, "Layers inside pion-core"; a test holds the
 // imports to it): utilities, storage, values and the keyspace, the subsystems, the
@@ -54,7 +89,7 @@ pub mod reply;
 #[cfg(test)]
 mod test_support;
 
-pub use api::Session;
+pub use api::{Neighbor, Quantization, Session};
 pub use engine::{Engine, EngineOptions};
 pub use error::{OpError, OpResult};
 pub use reply::Reply;

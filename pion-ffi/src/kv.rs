@@ -3,17 +3,18 @@
 //! and fetch blocks as views of the store's own buffers (no copy), which stay valid,
 //! even if the blocks are evicted meanwhile, until the caller frees them.
 //!
-//! Each call is the `KV.*` command it stands for (`KV.REGISTER`, `KV.PUT`,
-//! `KV.MATCH`, `KV.MGET`), run through the engine's admission, so ACL rules on
-//! namespaces, limits and statistics apply as over the wire.
+//! Each call is pion-core's typed call (`Engine::kv_register`, `kv_put`, `kv_match`,
+//! `kv_fetch`), so the `KV.*` command it stands for runs through the engine's
+//! admission: ACL rules on namespaces, limits and statistics apply as over the wire.
 
 use std::ffi::c_char;
 use std::ptr;
 
-use pion_core::prefix::ops::{Fetched, Outcome};
+use pion_core::prefix::block_id::BlockId;
+use pion_core::prefix::ops::Fetched;
 
 use crate::status::{fail, guard, PionStatus};
-use crate::{bytes_arg, c_arg, put_out, typed_command, PionEngine};
+use crate::{c_text, engine_of, put_out, refused, slice_arg, PionEngine};
 
 /// A block's id: the 128-bit chain hash of its tokens and its parent's id, as 16
 /// bytes little-endian (all zero is the parent of a sequence's first block).
@@ -29,27 +30,18 @@ pub struct PionKvBlocks {
     blocks: Vec<Fetched>,
 }
 
-fn outcome_missing(command: &str) -> PionStatus {
-    fail(
-        PionStatus::PION_ERR_PANIC,
-        format!("internal error: {command} gave no typed result"),
-    )
+impl From<BlockId> for PionBlockId {
+    fn from(id: BlockId) -> PionBlockId {
+        PionBlockId {
+            bytes: id.0.to_le_bytes(),
+        }
+    }
 }
 
-/// Token ids as `KV.*` commands take them: little-endian u32 bytes.
-///
-/// # Safety
-/// `tokens` is valid for `n` u32s when `n` > 0.
-unsafe fn tokens_arg(tokens: *const u32, n: usize) -> Result<Vec<u8>, PionStatus> {
-    if n == 0 {
-        return Ok(Vec::new());
+impl From<PionBlockId> for BlockId {
+    fn from(id: PionBlockId) -> BlockId {
+        BlockId(u128::from_le_bytes(id.bytes))
     }
-    if tokens.is_null() {
-        return Err(fail(PionStatus::PION_ERR_NULL, "tokens is null"));
-    }
-    // SAFETY: the caller's contract: `n` readable u32s.
-    let ids = unsafe { std::slice::from_raw_parts(tokens, n) };
-    Ok(ids.iter().flat_map(|t| t.to_le_bytes()).collect())
 }
 
 /// Registers namespace `ns` with its manifest (JSON: model, tokenizer, block size,
@@ -66,11 +58,12 @@ pub unsafe extern "C" fn pion_kv_register(
     guard(|| {
         let run = || -> Result<(), PionStatus> {
             // SAFETY: the caller's contract.
-            let ns = unsafe { c_arg(ns, "ns") }?;
+            let ns = unsafe { c_text(ns, "ns") }?;
             // SAFETY: the caller's contract.
-            let manifest = unsafe { c_arg(manifest_json, "manifest_json") }?;
-            typed_command(engine, 0, &[b"KV.REGISTER".to_vec(), ns, manifest])?;
-            Ok(())
+            let manifest = unsafe { c_text(manifest_json, "manifest_json") }?;
+            engine_of(engine)?
+                .kv_register(&ns, &manifest)
+                .map_err(refused)
         };
         run().err().unwrap_or(PionStatus::PION_OK)
     })
@@ -101,36 +94,26 @@ pub unsafe extern "C" fn pion_kv_put(
     guard(|| {
         let run = || -> Result<(), PionStatus> {
             // SAFETY: the caller's contract.
-            let ns = unsafe { c_arg(ns, "ns") }?;
+            let ns = unsafe { c_text(ns, "ns") }?;
             // SAFETY: the caller's contract: null or a valid id.
             let parent = unsafe { parent.as_ref() }.copied().unwrap_or_default();
             // SAFETY: the caller's contract.
-            let tokens = unsafe { tokens_arg(tokens, ntokens) }?;
-            if nlayers > 0 && (layers.is_null() || layer_lens.is_null()) {
-                return Err(fail(
-                    PionStatus::PION_ERR_NULL,
-                    "layers or layer_lens is null",
-                ));
+            let tokens = unsafe { slice_arg(tokens, ntokens, "tokens") }?;
+            // SAFETY: the caller's contract: `nlayers` entries in each array.
+            let ptrs = unsafe { slice_arg(layers, nlayers, "layers") }?;
+            // SAFETY: as above.
+            let lens = unsafe { slice_arg(layer_lens, nlayers, "layer_lens") }?;
+            let mut data = Vec::with_capacity(nlayers);
+            for (i, (&p, &n)) in ptrs.iter().zip(lens).enumerate() {
+                // SAFETY: the caller's contract: `p` holds `n` bytes for this call.
+                data.push(unsafe { slice_arg(p, n, &format!("layers[{i}]")) }?);
             }
-            let mut argv = Vec::with_capacity(4 + nlayers);
-            argv.extend([b"KV.PUT".to_vec(), ns, parent.bytes.to_vec(), tokens]);
-            for i in 0..nlayers {
-                // SAFETY: the caller's contract: `nlayers` entries in each array.
-                let (p, n) = unsafe { (*layers.add(i), *layer_lens.add(i)) };
-                // SAFETY: the caller's contract: `p` holds `n` bytes.
-                argv.push(unsafe { bytes_arg(p, n, &format!("layers[{i}]")) }?);
-            }
-            match typed_command(engine, 0, &argv)? {
-                (_, Some(Outcome::Stored(stored))) => {
-                    let value = PionBlockId {
-                        bytes: stored.0.to_le_bytes(),
-                    };
-                    // SAFETY: the caller's contract: null or writable.
-                    unsafe { put_out(id, value) };
-                    Ok(())
-                }
-                _ => Err(outcome_missing("KV.PUT")),
-            }
+            let stored = engine_of(engine)?
+                .kv_put(&ns, parent.into(), tokens, &data)
+                .map_err(refused)?;
+            // SAFETY: the caller's contract: null or writable.
+            unsafe { put_out(id, stored.into()) };
+            Ok(())
         };
         run().err().unwrap_or(PionStatus::PION_OK)
     })
@@ -158,21 +141,14 @@ pub unsafe extern "C" fn pion_kv_match(
     guard(|| {
         let run = || -> Result<(), PionStatus> {
             // SAFETY: the caller's contract.
-            let ns = unsafe { c_arg(ns, "ns") }?;
+            let ns = unsafe { c_text(ns, "ns") }?;
             // SAFETY: the caller's contract.
-            let tokens = unsafe { tokens_arg(tokens, ntokens) }?;
-            let argv = [b"KV.MATCH".to_vec(), ns, tokens];
-            let Some(Outcome::Matched(m)) = typed_command(engine, 0, &argv)?.1 else {
-                return Err(outcome_missing("KV.MATCH"));
-            };
+            let tokens = unsafe { slice_arg(tokens, ntokens, "tokens") }?;
+            let m = engine_of(engine)?.kv_match(&ns, tokens).map_err(refused)?;
             if !ids.is_null() {
                 for (i, b) in m.blocks.iter().take(max_ids).enumerate() {
                     // SAFETY: the caller's contract: `max_ids` writable ids.
-                    unsafe {
-                        *ids.add(i) = PionBlockId {
-                            bytes: b.0.to_le_bytes(),
-                        }
-                    };
+                    unsafe { *ids.add(i) = (*b).into() };
                 }
             }
             // SAFETY: the caller's contract: null or writable.
@@ -209,29 +185,27 @@ pub unsafe extern "C" fn pion_kv_fetch(
                 return Err(fail(PionStatus::PION_ERR_NULL, "out is null"));
             }
             // SAFETY: the caller's contract.
-            let ns = unsafe { c_arg(ns, "ns") }?;
+            let ns = unsafe { c_text(ns, "ns") }?;
             if nids == 0 {
                 return Err(fail(PionStatus::PION_ERR_INVALID, "nids is 0: no block"));
             }
-            if ids.is_null() {
-                return Err(fail(PionStatus::PION_ERR_NULL, "ids is null"));
-            }
             // SAFETY: the caller's contract: `nids` readable ids.
-            let ids = unsafe { std::slice::from_raw_parts(ids, nids) };
-            let mut argv = vec![b"KV.MGET".to_vec(), ns];
-            argv.extend(ids.iter().map(|id| id.bytes.to_vec()));
-            if !layer_indexes.is_null() && nlayer_indexes > 0 {
+            let ids: Vec<BlockId> = unsafe { slice_arg(ids, nids, "ids") }?
+                .iter()
+                .map(|&id| id.into())
+                .collect();
+            let layers: Option<Vec<usize>> = if layer_indexes.is_null() || nlayer_indexes == 0 {
+                None
+            } else {
                 // SAFETY: the caller's contract: `nlayer_indexes` readable entries.
-                let list = unsafe { std::slice::from_raw_parts(layer_indexes, nlayer_indexes) };
-                argv.push(b"LAYERS".to_vec());
-                argv.extend(list.iter().map(|l| l.to_string().into_bytes()));
-            }
-            let Some(Outcome::Fetched(blocks)) = typed_command(engine, 0, &argv)?.1 else {
-                return Err(outcome_missing("KV.MGET"));
+                let list = unsafe { slice_arg(layer_indexes, nlayer_indexes, "layer_indexes") }?;
+                Some(list.iter().map(|&l| l as usize).collect())
             };
-            let handle = Box::new(PionKvBlocks { blocks });
+            let blocks = engine_of(engine)?
+                .kv_fetch(&ns, &ids, layers.as_deref())
+                .map_err(refused)?;
             // SAFETY: checked non-null above; the caller's contract makes it writable.
-            unsafe { *out = Box::into_raw(handle) };
+            unsafe { *out = Box::into_raw(Box::new(PionKvBlocks { blocks })) };
             Ok(())
         };
         run().err().unwrap_or(PionStatus::PION_OK)

@@ -30,8 +30,7 @@ use std::ffi::{c_char, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use pion_core::prefix::ops::Outcome;
-use pion_core::{Engine, EngineOptions, Reply};
+use pion_core::{Engine, EngineOptions};
 
 pub use kv::{
     pion_kv_block_layer, pion_kv_block_layers, pion_kv_block_tokens, pion_kv_blocks_free,
@@ -82,7 +81,7 @@ fn token_of(engine: *const PionEngine) -> u64 {
 }
 
 /// The engine behind a handle, as a reference of its own for this call.
-fn engine_of(engine: *const PionEngine) -> Result<Engine, PionStatus> {
+pub(crate) fn engine_of(engine: *const PionEngine) -> Result<Engine, PionStatus> {
     if engine.is_null() {
         return Err(fail(PionStatus::PION_ERR_NULL, "engine is null"));
     }
@@ -227,25 +226,20 @@ pub unsafe extern "C" fn pion_execute(
     })
 }
 
-/// A command's reply and, for a prompt-cache command, its typed outcome (the
-/// store's own buffers for a fetch), run on a session of its own through the same
-/// admission as every command. An error reply is `PION_ERR_COMMAND` with its text.
-pub(crate) fn typed_command(
-    engine: *const PionEngine,
-    db: u32,
-    argv: &[Vec<u8>],
-) -> Result<(Reply, Option<Outcome>), PionStatus> {
-    let engine = engine_of(engine)?;
-    let mut session = engine.session();
-    session.client.select(db as usize);
-    session.client.wants_outcome = true;
-    let reply = session.execute_argv(argv);
-    if let Reply::Error(e) = &reply {
-        let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
-        return Err(fail(PionStatus::PION_ERR_COMMAND, text));
-    }
-    let outcome = session.client.outcome.take();
-    Ok((reply, outcome))
+/// A typed call's refusal: `PION_ERR_COMMAND`, its error reply as the message.
+pub(crate) fn refused(e: pion_core::OpError) -> PionStatus {
+    fail(PionStatus::PION_ERR_COMMAND, e.wire_text())
+}
+
+/// A NUL-terminated C string argument as UTF-8 text (`name` says which).
+///
+/// # Safety
+/// `s` is null or a NUL-terminated string.
+pub(crate) unsafe fn c_text(s: *const c_char, name: &str) -> Result<String, PionStatus> {
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { c_arg(s, name) }?;
+    String::from_utf8(bytes)
+        .map_err(|_| fail(PionStatus::PION_ERR_INVALID, format!("{name} is not UTF-8")))
 }
 
 /// A NUL-terminated C string argument as bytes (`name` says which, for the message).
@@ -260,29 +254,32 @@ pub(crate) unsafe fn c_arg(s: *const c_char, name: &str) -> Result<Vec<u8>, Pion
     Ok(unsafe { CStr::from_ptr(s) }.to_bytes().to_vec())
 }
 
-/// `len` bytes at `p` (null allowed when `len` is 0), copied.
+/// `len` items at `p`, borrowed (null allowed when `len` is 0).
 ///
 /// # Safety
-/// `p` is valid for `len` bytes when `len` > 0.
-pub(crate) unsafe fn bytes_arg(
-    p: *const u8,
+/// `p` is valid for `len` items when `len` > 0, and stays so for `'a`.
+pub(crate) unsafe fn slice_arg<'a, T>(
+    p: *const T,
     len: usize,
     name: &str,
-) -> Result<Vec<u8>, PionStatus> {
+) -> Result<&'a [T], PionStatus> {
     if len == 0 {
-        return Ok(Vec::new());
+        return Ok(&[]);
     }
     if p.is_null() {
         return Err(fail(PionStatus::PION_ERR_NULL, format!("{name} is null")));
     }
-    if len > isize::MAX as usize {
+    if len
+        .checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
         return Err(fail(
             PionStatus::PION_ERR_INVALID,
             format!("{name} is too long"),
         ));
     }
-    // SAFETY: the caller's contract: `p` holds `len` readable bytes.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
+    // SAFETY: the caller's contract: `p` holds `len` readable items.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
 /// Writes `value` through an out pointer that may be null (then nothing is written).

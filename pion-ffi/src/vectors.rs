@@ -1,16 +1,17 @@
 //! Vector search from C with C types: a vector set (Redis 8's `V*` commands, an HNSW
 //! index under one key) filled from `float` arrays and searched for the `k` nearest
 //! elements with a chosen search effort. The set is created by its first element,
-//! with the quantisation that call asks for; each call is the command it stands for
-//! (`VADD`, `VSIM … WITHSCORES`, `VREM`) through the engine's admission.
+//! with the quantisation that call asks for; each call is pion-core's typed call
+//! (`Engine::vadd`, `vsim`, `vrem`), so the command it stands for runs through the
+//! engine's admission.
 
 use std::ffi::c_char;
 use std::ptr;
 
-use pion_core::Reply;
+use pion_core::Quantization;
 
 use crate::status::{fail, guard, PionStatus};
-use crate::{bytes_arg, c_arg, put_out, typed_command, PionEngine};
+use crate::{c_arg, engine_of, put_out, refused, slice_arg, PionEngine};
 
 /// `pion_vector_add` flag: keep full-precision vectors (no quantisation).
 pub const PION_VECTOR_NOQUANT: u32 = 1;
@@ -24,28 +25,24 @@ pub struct PionNeighbors {
     items: Vec<(Vec<u8>, f64)>,
 }
 
-/// A vector's `dim` floats as `FP32` bytes.
+/// A vector's `dim` floats, borrowed.
 ///
 /// # Safety
 /// `v` is valid for `dim` floats when `dim` > 0.
-unsafe fn vector_arg(v: *const f32, dim: usize) -> Result<Vec<u8>, PionStatus> {
+unsafe fn vector_arg<'a>(v: *const f32, dim: usize) -> Result<&'a [f32], PionStatus> {
     if dim == 0 {
         return Err(fail(PionStatus::PION_ERR_INVALID, "dim is 0"));
     }
-    if v.is_null() {
-        return Err(fail(PionStatus::PION_ERR_NULL, "vector is null"));
-    }
-    // SAFETY: the caller's contract: `dim` readable floats.
-    let floats = unsafe { std::slice::from_raw_parts(v, dim) };
-    Ok(floats.iter().flat_map(|x| x.to_le_bytes()).collect())
+    // SAFETY: the caller's contract.
+    unsafe { slice_arg(v, dim, "vector") }
 }
 
-fn quantisation(flags: u32) -> Result<Option<&'static [u8]>, PionStatus> {
+fn quantisation(flags: u32) -> Result<Option<Quantization>, PionStatus> {
     match flags {
         0 => Ok(None),
-        PION_VECTOR_NOQUANT => Ok(Some(b"NOQUANT")),
-        PION_VECTOR_Q8 => Ok(Some(b"Q8")),
-        PION_VECTOR_BIN => Ok(Some(b"BIN")),
+        PION_VECTOR_NOQUANT => Ok(Some(Quantization::None)),
+        PION_VECTOR_Q8 => Ok(Some(Quantization::Q8)),
+        PION_VECTOR_BIN => Ok(Some(Quantization::Binary)),
         other => Err(fail(
             PionStatus::PION_ERR_INVALID,
             format!("flags {other}: at most one of NOQUANT, Q8, BIN"),
@@ -78,15 +75,13 @@ pub unsafe extern "C" fn pion_vector_add(
             // SAFETY: the caller's contract.
             let key = unsafe { c_arg(key, "key") }?;
             // SAFETY: the caller's contract.
-            let element = unsafe { bytes_arg(element, element_len, "element") }?;
+            let element = unsafe { slice_arg(element, element_len, "element") }?;
             // SAFETY: the caller's contract.
-            let blob = unsafe { vector_arg(vector, dim) }?;
-            let mut argv = vec![b"VADD".to_vec(), key, b"FP32".to_vec(), blob, element];
-            if let Some(q) = quantisation(flags)? {
-                argv.push(q.to_vec());
-            }
-            let (reply, _) = typed_command(engine, db, &argv)?;
-            let new = matches!(reply, Reply::Integer(1) | Reply::Bool(true));
+            let vector = unsafe { vector_arg(vector, dim) }?;
+            let quantization = quantisation(flags)?;
+            let new = engine_of(engine)?
+                .vadd(db as usize, &key, element, vector, quantization)
+                .map_err(refused)?;
             // SAFETY: the caller's contract: null or writable.
             unsafe { put_out(added, i32::from(new)) };
             Ok(())
@@ -124,43 +119,21 @@ pub unsafe extern "C" fn pion_vector_search(
             // SAFETY: the caller's contract.
             let key = unsafe { c_arg(key, "key") }?;
             // SAFETY: the caller's contract.
-            let blob = unsafe { vector_arg(query, dim) }?;
-            let mut argv = vec![b"VSIM".to_vec(), key, b"FP32".to_vec(), blob];
-            argv.extend([
-                b"WITHSCORES".to_vec(),
-                b"COUNT".to_vec(),
-                k.to_string().into_bytes(),
-            ]);
-            if ef > 0 {
-                argv.extend([b"EF".to_vec(), ef.to_string().into_bytes()]);
-            }
-            let items = match typed_command(engine, db, &argv)?.0 {
-                Reply::Map(pairs) | Reply::Pairs(pairs) => pairs
-                    .into_iter()
-                    .filter_map(|(e, s)| Some((e.as_bytes()?.to_vec(), score_of(&s)?)))
-                    .collect(),
-                Reply::Array(items) if items.is_empty() => Vec::new(),
-                Reply::Null | Reply::NullArray => Vec::new(),
-                other => {
-                    return Err(fail(
-                        PionStatus::PION_ERR_PANIC,
-                        format!("internal error: VSIM replied {other:?}"),
-                    ))
-                }
-            };
+            let query = unsafe { vector_arg(query, dim) }?;
+            let ef = (ef > 0).then_some(ef);
+            let found = engine_of(engine)?
+                .vsim(db as usize, &key, query, k, ef)
+                .map_err(refused)?;
+            let items = found
+                .into_iter()
+                .map(|n| (n.element, n.similarity))
+                .collect();
             // SAFETY: checked non-null above; the caller's contract makes it writable.
             unsafe { *out = Box::into_raw(Box::new(PionNeighbors { items })) };
             Ok(())
         };
         run().err().unwrap_or(PionStatus::PION_OK)
     })
-}
-
-fn score_of(r: &Reply) -> Option<f64> {
-    match r {
-        Reply::Double(x) | Reply::ShortDouble(x) | Reply::HumanDouble(x) => Some(*x),
-        other => std::str::from_utf8(other.as_bytes()?).ok()?.parse().ok(),
-    }
 }
 
 /// Removes `element` from the vector set `key`; `*removed` (may be null) is 1 when it
@@ -183,9 +156,10 @@ pub unsafe extern "C" fn pion_vector_remove(
             // SAFETY: the caller's contract.
             let key = unsafe { c_arg(key, "key") }?;
             // SAFETY: the caller's contract.
-            let element = unsafe { bytes_arg(element, element_len, "element") }?;
-            let (reply, _) = typed_command(engine, db, &[b"VREM".to_vec(), key, element])?;
-            let gone = matches!(reply, Reply::Integer(1) | Reply::Bool(true));
+            let element = unsafe { slice_arg(element, element_len, "element") }?;
+            let gone = engine_of(engine)?
+                .vrem(db as usize, &key, element)
+                .map_err(refused)?;
             // SAFETY: the caller's contract: null or writable.
             unsafe { put_out(removed, i32::from(gone)) };
             Ok(())

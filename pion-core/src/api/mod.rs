@@ -1,18 +1,23 @@
 //! The engine's API, what embedders and the server call: opening an engine (in memory,
 //! or on a data directory whose contents are recovered through the dispatcher),
 //! running commands on it ([`Engine::execute`], [`Session`]) and the typed calls
-//! ([`typed`]). The engine's state and accessors are [`engine`](crate::engine)'s; this
+//! ([`typed`]; the prompt cache's `kv_*` and vector sets' `v*` in their own
+//! modules). The engine's state and accessors are [`engine`](crate::engine)'s; this
 //! layer sits above the command table, which it builds first.
 
+mod prompt_cache;
 mod session;
 pub mod typed;
+mod vectors;
 
 pub use session::Session;
+pub use vectors::{Neighbor, Quantization};
 
 use crate::clients::ClientState;
 use crate::command;
 use crate::durability::{DurabilityOptions, OpenError};
 use crate::engine::{persistence, Engine, EngineOptions};
+use crate::prefix::ops::Outcome;
 use crate::reply::Reply;
 
 impl Engine {
@@ -92,11 +97,25 @@ impl Engine {
     /// assert_eq!(engine.execute(0, &["GET", "k"]), Reply::Bulk(b"v".to_vec()));
     /// ```
     pub fn execute<A: AsRef<[u8]>>(&self, db: usize, args: &[A]) -> Reply {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
+        self.execute_argv(db, &argv, false).0
+    }
+
+    /// Runs a command given as owned arguments; with `typed`, a prompt-cache command
+    /// also hands back its [`Outcome`] (the stored id, the match, or the fetched
+    /// blocks sharing the store's buffers), which its reply then only summarises.
+    pub fn execute_argv(
+        &self,
+        db: usize,
+        argv: &[Vec<u8>],
+        typed: bool,
+    ) -> (Reply, Option<Outcome>) {
         let mut client = ClientState::detached(self.clients(), self.now_ms());
         client.select(db);
         client.authenticated = true;
-        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
-        let reply = command::execute(self, &mut client, &argv);
-        self.acknowledged(&client, reply)
+        client.wants_outcome = typed;
+        let reply = command::execute(self, &mut client, argv);
+        let reply = self.acknowledged(&client, reply);
+        (reply, client.outcome.take())
     }
 }

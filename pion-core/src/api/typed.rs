@@ -6,7 +6,8 @@ use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
 
-fn check(reply: Reply) -> OpResult<Reply> {
+/// An error reply as an error, anything else as it is.
+pub(super) fn check(reply: Reply) -> OpResult<Reply> {
     match reply {
         Reply::Error(text) => Err(OpError::Custom(text.into())),
         other => Ok(other),
