@@ -54,6 +54,10 @@
 //! `pion-core/examples/embed.rs` puts these together in one program (the test
 //! command runs it).
 
+// Module comments name the private modules that hold each part, for maintainers
+// (`cargo doc --document-private-items` renders those links).
+#![allow(rustdoc::private_intra_doc_links)]
+
 // From the bottom (see doc/design.md, "Layers inside pion-core"; a test holds the
 // imports to it): utilities, storage, values and the keyspace, the subsystems, the
 // command layer, the engine.

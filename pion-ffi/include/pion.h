@@ -84,6 +84,9 @@ typedef struct pion_neighbors pion_neighbors;
 // One node of a reply tree (opaque to C: read it through the accessors).
 typedef struct pion_reply pion_reply;
 
+// An open session (opaque: a token the library looks up, never a pointer to read).
+typedef struct pion_session pion_session;
+
 // How to open an engine.
 typedef struct pion_options {
   // `PION_OPTIONS_VERSION`: the layout of this struct the caller was built with.
@@ -279,6 +282,28 @@ const struct pion_reply *pion_reply_element(const struct pion_reply *reply, size
 // # Safety
 // `reply` is null or a root returned by `pion_execute` and not yet freed.
 void pion_reply_free(struct pion_reply *reply);
+
+// Opens a session on an engine and writes its handle to `*out`.
+//
+// # Safety
+// `out` is valid for a write.
+enum pion_status pion_session_open(struct pion_engine *engine, struct pion_session **out);
+
+// Runs one command in a session (its database, its transaction) and writes its
+// reply tree to `*reply`, as `pion_execute` does.
+//
+// # Safety
+// As `pion_execute`: `argv` and `argvlen` hold `argc` entries, each `argv[i]` valid
+// for `argvlen[i]` bytes; `reply` is valid for a write.
+enum pion_status pion_session_execute(struct pion_session *session,
+                                      size_t argc,
+                                      const uint8_t *const *argv,
+                                      const size_t *argvlen,
+                                      struct pion_reply **reply);
+
+// Closes a session (its transaction, if one was open, is discarded). Null is
+// allowed and does nothing; closing twice is `PION_ERR_CLOSED`.
+enum pion_status pion_session_close(struct pion_session *session);
 
 // The message of the last failed call on this thread (empty if none failed). The
 // text is owned by the library and stays valid until this thread's next failed

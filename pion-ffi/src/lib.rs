@@ -3,9 +3,11 @@
 //!
 //! A C program opens an engine (in memory, or durable on a data directory), runs any
 //! command on it as an argument vector of byte strings, walks the reply tree it gets
-//! back and frees it, and closes the engine. Every command goes through the engine's
-//! one admission path (ACL, limits, statistics), as it does from the server and
-//! from Python.
+//! back and frees it, and closes the engine. The prompt cache (`kv.rs`) and vector
+//! sets (`vectors.rs`) also have calls with C types, over pion-core's typed API, and
+//! a session (`session.rs`) keeps a client's state between calls (`SELECT`, `MULTI`).
+//! Every command goes through the engine's one admission path (ACL, limits,
+//! statistics), as it does from the server and from Python.
 //!
 //! Rules every function keeps:
 //! - it returns a [`PionStatus`] (or a plain value where nothing can fail) and, on
@@ -22,6 +24,7 @@
 
 mod kv;
 mod reply;
+mod session;
 mod status;
 mod vectors;
 
@@ -41,6 +44,7 @@ pub use reply::{
     pion_reply_bytes, pion_reply_double, pion_reply_element, pion_reply_free, pion_reply_integer,
     pion_reply_kind, pion_reply_len, PionReply, PionReplyKind,
 };
+pub use session::{pion_session_close, pion_session_execute, pion_session_open, PionSession};
 use status::{fail, guard};
 pub use status::{pion_last_error, PionStatus};
 pub use vectors::{

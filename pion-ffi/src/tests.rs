@@ -512,3 +512,74 @@ fn vectors_are_added_searched_and_removed() {
     }
     assert_eq!(pion_close(e), PionStatus::PION_OK);
 }
+
+fn session_run(s: *mut PionSession, args: &[&[u8]]) -> Vec<u8> {
+    let ptrs: Vec<*const u8> = args.iter().map(|a| a.as_ptr()).collect();
+    let lens: Vec<usize> = args.iter().map(|a| a.len()).collect();
+    let mut reply = ptr::null_mut();
+    // SAFETY: `args.len()` entries in each array, each valid for its length.
+    let status =
+        unsafe { pion_session_execute(s, args.len(), ptrs.as_ptr(), lens.as_ptr(), &mut reply) };
+    assert_eq!(status, PionStatus::PION_OK, "{}", last_error());
+    // SAFETY: a live root, freed here.
+    unsafe {
+        let out = match pion_reply_kind(reply) {
+            k if k == PionReplyKind::PION_REPLY_INTEGER as i32 => {
+                pion_reply_integer(reply).to_string().into_bytes()
+            }
+            k if k == PionReplyKind::PION_REPLY_ARRAY as i32 => {
+                format!("array {}", pion_reply_len(reply)).into_bytes()
+            }
+            _ => bytes(reply),
+        };
+        pion_reply_free(reply);
+        out
+    }
+}
+
+#[test]
+fn sessions_keep_their_database_and_transaction() {
+    let e = open_memory();
+    let mut s = ptr::null_mut();
+    // SAFETY: `s` writable.
+    assert_eq!(unsafe { pion_session_open(e, &mut s) }, PionStatus::PION_OK);
+    assert_eq!(session_run(s, &[b"SELECT", b"3"]), b"OK");
+    assert_eq!(session_run(s, &[b"SET", b"k", b"in3"]), b"OK");
+    let (_, r) = run(e, &[b"GET", b"k"]);
+    // SAFETY: a live root.
+    unsafe {
+        assert_eq!(
+            pion_reply_kind(r),
+            PionReplyKind::PION_REPLY_NIL as i32,
+            "db 0 has no k"
+        );
+        pion_reply_free(r);
+    }
+    assert_eq!(session_run(s, &[b"MULTI"]), b"OK");
+    assert_eq!(session_run(s, &[b"INCR", b"n"]), b"QUEUED");
+    assert_eq!(session_run(s, &[b"INCR", b"n"]), b"QUEUED");
+    assert_eq!(session_run(s, &[b"EXEC"]), b"array 2");
+    assert_eq!(session_run(s, &[b"GET", b"n"]), b"2");
+    // The engine's handle closes; the session keeps the engine until it closes too.
+    assert_eq!(pion_close(e), PionStatus::PION_OK);
+    assert_eq!(session_run(s, &[b"GET", b"k"]), b"in3");
+    assert_eq!(pion_session_close(s), PionStatus::PION_OK);
+    assert_eq!(pion_session_close(s), PionStatus::PION_ERR_CLOSED);
+    let mut reply = ptr::null_mut();
+    // SAFETY: a closed handle must be refused, not read.
+    let status = unsafe {
+        pion_session_execute(
+            s,
+            1,
+            [b"PING".as_ptr()].as_ptr(),
+            [4usize].as_ptr(),
+            &mut reply,
+        )
+    };
+    assert_eq!(status, PionStatus::PION_ERR_CLOSED);
+    // SAFETY: a closed engine must be refused.
+    assert_eq!(
+        unsafe { pion_session_open(e, &mut s) },
+        PionStatus::PION_ERR_CLOSED
+    );
+}

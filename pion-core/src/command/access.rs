@@ -1,6 +1,6 @@
 //! Who may run what, applied to clients: the user a client runs as, the dispatcher's
 //! permission check and its log, protected mode for a new peer, and the connections
-//! closed when users change. The users and their rules are [`acl`](crate::acl)'s.
+//! closed when users change. The users and their rules are [`crate::acl`]'s.
 
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;

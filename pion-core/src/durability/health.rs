@@ -4,7 +4,7 @@
 //! reports success for bytes that are gone. So a failure is never forgotten by itself
 //! (a later write or fsync that succeeds proves nothing): writes are refused until the
 //! engine has *healed* — written a complete snapshot of memory, fsynced it and its
-//! directory, and started a fresh log segment (see [`super::heal`]). Memory holds
+//! directory, and started a fresh log segment (see `engine::persistence::heal`). Memory holds
 //! everything, so nothing acknowledged is lost.
 
 use std::path::Path;

@@ -151,7 +151,7 @@ pub fn tag_values(raw: &[u8], separator: u8, case_sensitive: bool) -> Vec<Vec<u8
         .collect()
 }
 
-/// A document's TEXT fields, tokenized, for [`matches`].
+/// A document's TEXT fields, tokenized, for [`matches()`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TextDocument {
     fields: Vec<(Vec<u8>, Vec<Token>)>,

@@ -1,4 +1,4 @@
-//! The keyspace: logical databases (16 by default) of keys to [`Value`]s, shared by every thread.
+//! The keyspace: logical databases (16 by default) of keys to [`Value`](crate::value::Value)s, shared by every thread.
 //!
 //! Keys hash to the 16,384 cluster slots ([`key_slot`]); a fixed number of shards each
 //! own a stripe of slots behind their own mutex. A command locks the shards of the keys

@@ -1,6 +1,6 @@
 /* Every function of pion.h from C: engines in memory and on disk, commands with
  * binary arguments, each reply kind walked and freed, the prompt cache and vector
- * search with C types, bad input, use after close, and several threads on one
+ * search with C types, sessions (SELECT, MULTI/EXEC), bad input, use after close, and several threads on one
  * engine. Run by pion-ffi's tests, also under valgrind.
  * usage: abi_test DATA_DIR */
 #include <pthread.h>
@@ -229,6 +229,45 @@ static void vectors(pion_engine *e) {
   pion_neighbors_free(NULL);
 }
 
+/* A session keeps its database and its transaction between calls. */
+static pion_reply *srun(pion_session *s, int argc, const char **words) {
+  const uint8_t *argv[16];
+  size_t lens[16];
+  for (int i = 0; i < argc; i++) {
+    argv[i] = (const uint8_t *)words[i];
+    lens[i] = strlen(words[i]);
+  }
+  pion_reply *r = NULL;
+  CHECK(pion_session_execute(s, (size_t)argc, argv, lens, &r) == PION_OK);
+  return r;
+}
+
+#define SRUN(s, ...) srun((s), (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), \
+                          (const char *[]){__VA_ARGS__})
+
+static void sessions(pion_engine *e) {
+  pion_session *s = NULL;
+  CHECK(pion_session_open(e, &s) == PION_OK);
+  pion_reply_free(SRUN(s, "SELECT", "5"));
+  pion_reply_free(SRUN(s, "MULTI"));
+  pion_reply *r = SRUN(s, "SET", "in5", "x");
+  CHECK(bytes_are(r, "QUEUED", 6));
+  pion_reply_free(r);
+  r = SRUN(s, "EXEC");
+  CHECK(pion_reply_kind(r) == PION_REPLY_ARRAY && pion_reply_len(r) == 1);
+  pion_reply_free(r);
+  r = RUN(e, "EXISTS", "in5");
+  CHECK(pion_reply_integer(r) == 0);
+  pion_reply_free(r);
+  r = SRUN(s, "EXISTS", "in5");
+  CHECK(pion_reply_integer(r) == 1);
+  pion_reply_free(r);
+  CHECK(pion_session_close(s) == PION_OK);
+  CHECK(pion_session_close(s) == PION_ERR_CLOSED);
+  CHECK(pion_session_open(e, NULL) == PION_ERR_NULL);
+  CHECK(pion_session_close(NULL) == PION_OK);
+}
+
 typedef struct {
   pion_engine *engine;
   const char *key;
@@ -270,6 +309,7 @@ int main(int argc, char **argv) {
   commands_and_replies(mem);
   prompt_cache(mem);
   vectors(mem);
+  sessions(mem);
   bad_input(mem);
   threads(mem);
   CHECK(pion_close(mem) == PION_OK);

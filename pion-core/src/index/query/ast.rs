@@ -56,7 +56,7 @@ pub enum Node {
         fields: FieldScope,
         /// The term.
         term: Vec<u8>,
-        /// Added by stemming a written term ([`super::expand_stems`]); `FT.EXPLAIN`
+        /// Added by stemming a written term ([`super::expand_terms`]); `FT.EXPLAIN`
         /// marks it `(expanded)`.
         expanded: bool,
     },

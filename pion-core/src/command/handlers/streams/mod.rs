@@ -1,5 +1,5 @@
 //! Stream commands (`XADD`, `XRANGE`, `XREAD`, consumer groups and the rest of
-//! Redis's `X*` family) over [`StreamValue`](crate::value::StreamValue).
+//! Redis's `X*` family) over [`crate::value::StreamValue`].
 //!
 //! The family is split by concern: `parse` reads ids and trim options, `write` the
 //! entry writes (`XADD`, `XTRIM`, `XDEL`, `XSETID`), `read` the range and blocking
