@@ -13,7 +13,7 @@ use std::ptr;
 use pion_core::prefix::block_id::BlockId;
 use pion_core::prefix::ops::Fetched;
 
-use crate::status::{fail, guard, PionStatus};
+use crate::status::{fail, guarded, PionStatus};
 use crate::{c_text, engine_of, put_out, refused, slice_arg, PionEngine};
 
 /// A block's id: the 128-bit chain hash of its tokens and its parent's id, as 16
@@ -55,17 +55,14 @@ pub unsafe extern "C" fn pion_kv_register(
     ns: *const c_char,
     manifest_json: *const c_char,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            // SAFETY: the caller's contract.
-            let ns = unsafe { c_text(ns, "ns") }?;
-            // SAFETY: the caller's contract.
-            let manifest = unsafe { c_text(manifest_json, "manifest_json") }?;
-            engine_of(engine)?
-                .kv_register(&ns, &manifest)
-                .map_err(refused)
-        };
-        run().err().unwrap_or(PionStatus::PION_OK)
+    guarded(|| {
+        // SAFETY: the caller's contract.
+        let ns = unsafe { c_text(ns, "ns") }?;
+        // SAFETY: the caller's contract.
+        let manifest = unsafe { c_text(manifest_json, "manifest_json") }?;
+        engine_of(engine)?
+            .kv_register(&ns, &manifest)
+            .map_err(refused)
     })
 }
 
@@ -91,31 +88,28 @@ pub unsafe extern "C" fn pion_kv_put(
     layer_lens: *const usize,
     id: *mut PionBlockId,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            // SAFETY: the caller's contract.
-            let ns = unsafe { c_text(ns, "ns") }?;
-            // SAFETY: the caller's contract: null or a valid id.
-            let parent = unsafe { parent.as_ref() }.copied().unwrap_or_default();
-            // SAFETY: the caller's contract.
-            let tokens = unsafe { slice_arg(tokens, ntokens, "tokens") }?;
-            // SAFETY: the caller's contract: `nlayers` entries in each array.
-            let ptrs = unsafe { slice_arg(layers, nlayers, "layers") }?;
-            // SAFETY: as above.
-            let lens = unsafe { slice_arg(layer_lens, nlayers, "layer_lens") }?;
-            let mut data = Vec::with_capacity(nlayers);
-            for (i, (&p, &n)) in ptrs.iter().zip(lens).enumerate() {
-                // SAFETY: the caller's contract: `p` holds `n` bytes for this call.
-                data.push(unsafe { slice_arg(p, n, &format!("layers[{i}]")) }?);
-            }
-            let stored = engine_of(engine)?
-                .kv_put(&ns, parent.into(), tokens, &data)
-                .map_err(refused)?;
-            // SAFETY: the caller's contract: null or writable.
-            unsafe { put_out(id, stored.into()) };
-            Ok(())
-        };
-        run().err().unwrap_or(PionStatus::PION_OK)
+    guarded(|| {
+        // SAFETY: the caller's contract.
+        let ns = unsafe { c_text(ns, "ns") }?;
+        // SAFETY: the caller's contract: null or a valid id.
+        let parent = unsafe { parent.as_ref() }.copied().unwrap_or_default();
+        // SAFETY: the caller's contract.
+        let tokens = unsafe { slice_arg(tokens, ntokens, "tokens") }?;
+        // SAFETY: the caller's contract: `nlayers` entries in each array.
+        let ptrs = unsafe { slice_arg(layers, nlayers, "layers") }?;
+        // SAFETY: as above.
+        let lens = unsafe { slice_arg(layer_lens, nlayers, "layer_lens") }?;
+        let mut data = Vec::with_capacity(nlayers);
+        for (i, (&p, &n)) in ptrs.iter().zip(lens).enumerate() {
+            // SAFETY: the caller's contract: `p` holds `n` bytes for this call.
+            data.push(unsafe { slice_arg(p, n, &format!("layers[{i}]")) }?);
+        }
+        let stored = engine_of(engine)?
+            .kv_put(&ns, parent.into(), tokens, &data)
+            .map_err(refused)?;
+        // SAFETY: the caller's contract: null or writable.
+        unsafe { put_out(id, stored.into()) };
+        Ok(())
     })
 }
 
@@ -138,27 +132,24 @@ pub unsafe extern "C" fn pion_kv_match(
     max_ids: usize,
     nblocks: *mut usize,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            // SAFETY: the caller's contract.
-            let ns = unsafe { c_text(ns, "ns") }?;
-            // SAFETY: the caller's contract.
-            let tokens = unsafe { slice_arg(tokens, ntokens, "tokens") }?;
-            let m = engine_of(engine)?.kv_match(&ns, tokens).map_err(refused)?;
-            if !ids.is_null() {
-                for (i, b) in m.blocks.iter().take(max_ids).enumerate() {
-                    // SAFETY: the caller's contract: `max_ids` writable ids.
-                    unsafe { *ids.add(i) = (*b).into() };
-                }
+    guarded(|| {
+        // SAFETY: the caller's contract.
+        let ns = unsafe { c_text(ns, "ns") }?;
+        // SAFETY: the caller's contract.
+        let tokens = unsafe { slice_arg(tokens, ntokens, "tokens") }?;
+        let m = engine_of(engine)?.kv_match(&ns, tokens).map_err(refused)?;
+        if !ids.is_null() {
+            for (i, b) in m.blocks.iter().take(max_ids).enumerate() {
+                // SAFETY: the caller's contract: `max_ids` writable ids.
+                unsafe { *ids.add(i) = (*b).into() };
             }
-            // SAFETY: the caller's contract: null or writable.
-            unsafe {
-                put_out(matched_tokens, m.tokens);
-                put_out(nblocks, m.blocks.len());
-            }
-            Ok(())
-        };
-        run().err().unwrap_or(PionStatus::PION_OK)
+        }
+        // SAFETY: the caller's contract: null or writable.
+        unsafe {
+            put_out(matched_tokens, m.tokens);
+            put_out(nblocks, m.blocks.len());
+        }
+        Ok(())
     })
 }
 
@@ -179,36 +170,33 @@ pub unsafe extern "C" fn pion_kv_fetch(
     nlayer_indexes: usize,
     out: *mut *mut PionKvBlocks,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            if out.is_null() {
-                return Err(fail(PionStatus::PION_ERR_NULL, "out is null"));
-            }
-            // SAFETY: the caller's contract.
-            let ns = unsafe { c_text(ns, "ns") }?;
-            if nids == 0 {
-                return Err(fail(PionStatus::PION_ERR_INVALID, "nids is 0: no block"));
-            }
-            // SAFETY: the caller's contract: `nids` readable ids.
-            let ids: Vec<BlockId> = unsafe { slice_arg(ids, nids, "ids") }?
-                .iter()
-                .map(|&id| id.into())
-                .collect();
-            let layers: Option<Vec<usize>> = if layer_indexes.is_null() || nlayer_indexes == 0 {
-                None
-            } else {
-                // SAFETY: the caller's contract: `nlayer_indexes` readable entries.
-                let list = unsafe { slice_arg(layer_indexes, nlayer_indexes, "layer_indexes") }?;
-                Some(list.iter().map(|&l| l as usize).collect())
-            };
-            let blocks = engine_of(engine)?
-                .kv_fetch(&ns, &ids, layers.as_deref())
-                .map_err(refused)?;
-            // SAFETY: checked non-null above; the caller's contract makes it writable.
-            unsafe { *out = Box::into_raw(Box::new(PionKvBlocks { blocks })) };
-            Ok(())
+    guarded(|| {
+        if out.is_null() {
+            return Err(fail(PionStatus::PION_ERR_NULL, "out is null"));
+        }
+        // SAFETY: the caller's contract.
+        let ns = unsafe { c_text(ns, "ns") }?;
+        if nids == 0 {
+            return Err(fail(PionStatus::PION_ERR_INVALID, "nids is 0: no block"));
+        }
+        // SAFETY: the caller's contract: `nids` readable ids.
+        let ids: Vec<BlockId> = unsafe { slice_arg(ids, nids, "ids") }?
+            .iter()
+            .map(|&id| id.into())
+            .collect();
+        let layers: Option<Vec<usize>> = if layer_indexes.is_null() || nlayer_indexes == 0 {
+            None
+        } else {
+            // SAFETY: the caller's contract: `nlayer_indexes` readable entries.
+            let list = unsafe { slice_arg(layer_indexes, nlayer_indexes, "layer_indexes") }?;
+            Some(list.iter().map(|&l| l as usize).collect())
         };
-        run().err().unwrap_or(PionStatus::PION_OK)
+        let blocks = engine_of(engine)?
+            .kv_fetch(&ns, &ids, layers.as_deref())
+            .map_err(refused)?;
+        // SAFETY: checked non-null above; the caller's contract makes it writable.
+        unsafe { *out = Box::into_raw(Box::new(PionKvBlocks { blocks })) };
+        Ok(())
     })
 }
 

@@ -17,24 +17,21 @@
 //!   not open (use after close is an error, not undefined behaviour);
 //! - it may be called from any number of threads at once, on one engine or several.
 //!
-//! An engine handle is a token, never dereferenced: the library keeps the engines
-//! the caller opened (and nothing else) in a table keyed by it. Closing removes the
-//! engine from the table; calls already running on it finish first, because each
-//! holds its own reference while it runs.
+//! An engine or session handle is a token, never dereferenced (`handles.rs`): the
+//! library keeps the engines and sessions the caller opened, and nothing else.
 
+mod handles;
 mod kv;
 mod reply;
 mod session;
 mod status;
 mod vectors;
 
-use std::collections::HashMap;
 use std::ffi::{c_char, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use pion_core::{Engine, EngineOptions};
 
+use handles::Handles;
 pub use kv::{
     pion_kv_block_layer, pion_kv_block_layers, pion_kv_block_tokens, pion_kv_blocks_free,
     pion_kv_blocks_len, pion_kv_fetch, pion_kv_match, pion_kv_put, pion_kv_register, PionBlockId,
@@ -45,7 +42,7 @@ pub use reply::{
     pion_reply_kind, pion_reply_len, PionReply, PionReplyKind,
 };
 pub use session::{pion_session_close, pion_session_execute, pion_session_open, PionSession};
-use status::{fail, guard};
+use status::{fail, guard, guarded};
 pub use status::{pion_last_error, PionStatus};
 pub use vectors::{
     pion_neighbors_element, pion_neighbors_free, pion_neighbors_len, pion_neighbors_score,
@@ -71,29 +68,37 @@ pub struct PionEngine {
     _private: [u8; 0],
 }
 
-/// The engines the caller opened, by token.
-fn engines() -> &'static Mutex<HashMap<u64, Engine>> {
-    static ENGINES: OnceLock<Mutex<HashMap<u64, Engine>>> = OnceLock::new();
-    ENGINES.get_or_init(Default::default)
-}
-
-/// Tokens are never reused, so a closed handle stays closed.
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
-
-fn token_of(engine: *const PionEngine) -> u64 {
-    engine as usize as u64
-}
+/// The engines the caller opened.
+static ENGINES: Handles<Engine> = Handles::new("engine");
 
 /// The engine behind a handle, as a reference of its own for this call.
 pub(crate) fn engine_of(engine: *const PionEngine) -> Result<Engine, PionStatus> {
-    if engine.is_null() {
-        return Err(fail(PionStatus::PION_ERR_NULL, "engine is null"));
+    ENGINES.get(engine)
+}
+
+/// A command's arguments from C: `argc` entries of `argv`/`argvlen`, copied.
+///
+/// # Safety
+/// `argv` and `argvlen` hold `argc` entries; each `argv[i]` is valid for
+/// `argvlen[i]` bytes (null allowed when 0).
+pub(crate) unsafe fn args_of(
+    argc: usize,
+    argv: *const *const u8,
+    argvlen: *const usize,
+) -> Result<Vec<Vec<u8>>, PionStatus> {
+    if argc == 0 {
+        return Err(fail(PionStatus::PION_ERR_INVALID, "argc is 0: no command"));
     }
-    let table = engines().lock().unwrap_or_else(|e| e.into_inner());
-    table
-        .get(&token_of(engine))
-        .cloned()
-        .ok_or_else(|| fail(PionStatus::PION_ERR_CLOSED, "engine is not open"))
+    // SAFETY: the caller's contract: `argc` entries in each array.
+    let ptrs = unsafe { slice_arg(argv, argc, "argv") }?;
+    // SAFETY: as above.
+    let lens = unsafe { slice_arg(argvlen, argc, "argvlen") }?;
+    ptrs.iter()
+        .zip(lens)
+        .enumerate()
+        // SAFETY: the caller's contract: `p` holds `n` bytes.
+        .map(|(i, (&p, &n))| unsafe { slice_arg(p, n, &format!("argv[{i}]")) }.map(<[u8]>::to_vec))
+        .collect()
 }
 
 /// Opens an engine and writes its handle to `*out`.
@@ -140,13 +145,8 @@ pub unsafe extern "C" fn pion_open(
                 Err(e) => return fail(PionStatus::PION_ERR_OPEN, format!("{d}: {e}")),
             },
         };
-        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-        engines()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(token, engine);
         // SAFETY: checked non-null above; the caller's contract makes it writable.
-        unsafe { *out = token as usize as *mut PionEngine };
+        unsafe { *out = ENGINES.insert(engine) };
         PionStatus::PION_OK
     })
 }
@@ -156,21 +156,11 @@ pub unsafe extern "C" fn pion_open(
 /// handle twice is `PION_ERR_CLOSED`.
 #[no_mangle]
 pub extern "C" fn pion_close(engine: *mut PionEngine) -> PionStatus {
-    guard(|| {
-        if engine.is_null() {
-            return PionStatus::PION_OK;
-        }
-        let removed = engines()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&token_of(engine));
-        match removed {
-            Some(e) => match e.flush_log() {
-                Ok(()) => PionStatus::PION_OK,
-                Err(err) => fail(PionStatus::PION_ERR_IO, err.to_string()),
-            },
-            None => fail(PionStatus::PION_ERR_CLOSED, "engine is not open"),
-        }
+    guarded(|| match ENGINES.remove(engine)? {
+        Some(e) => e
+            .flush_log()
+            .map_err(|err| fail(PionStatus::PION_ERR_IO, err.to_string())),
+        None => Ok(()),
     })
 }
 
@@ -191,42 +181,16 @@ pub unsafe extern "C" fn pion_execute(
     argvlen: *const usize,
     reply: *mut *mut PionReply,
 ) -> PionStatus {
-    guard(|| {
+    guarded(|| {
         if reply.is_null() {
-            return fail(PionStatus::PION_ERR_NULL, "reply is null");
+            return Err(fail(PionStatus::PION_ERR_NULL, "reply is null"));
         }
-        if argc == 0 {
-            return fail(PionStatus::PION_ERR_INVALID, "argc is 0: no command");
-        }
-        if argv.is_null() || argvlen.is_null() {
-            return fail(PionStatus::PION_ERR_NULL, "argv or argvlen is null");
-        }
-        let engine = match engine_of(engine) {
-            Ok(e) => e,
-            Err(status) => return status,
-        };
-        let mut args = Vec::with_capacity(argc);
-        for i in 0..argc {
-            // SAFETY: the caller's contract: `argc` entries in each array.
-            let (p, n) = unsafe { (*argv.add(i), *argvlen.add(i)) };
-            if n == 0 {
-                args.push(Vec::new());
-            } else if p.is_null() {
-                return fail(PionStatus::PION_ERR_NULL, format!("argv[{i}] is null"));
-            } else if n > isize::MAX as usize {
-                return fail(
-                    PionStatus::PION_ERR_INVALID,
-                    format!("argvlen[{i}] is too large"),
-                );
-            } else {
-                // SAFETY: the caller's contract: `p` holds `n` readable bytes.
-                args.push(unsafe { std::slice::from_raw_parts(p, n) }.to_vec());
-            }
-        }
-        let out = engine.execute(db as usize, &args);
+        // SAFETY: the caller's contract.
+        let args = unsafe { args_of(argc, argv, argvlen) }?;
+        let out = engine_of(engine)?.execute(db as usize, &args);
         // SAFETY: checked non-null above; the caller's contract makes it writable.
         unsafe { *reply = reply::into_raw(out) };
-        PionStatus::PION_OK
+        Ok(())
     })
 }
 

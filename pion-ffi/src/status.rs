@@ -66,6 +66,11 @@ pub(crate) fn guard(body: impl FnOnce() -> PionStatus) -> PionStatus {
     }
 }
 
+/// Runs an entry point whose body stops at its first failure (`?`), as [`guard`].
+pub(crate) fn guarded(body: impl FnOnce() -> Result<(), PionStatus>) -> PionStatus {
+    guard(|| body().err().unwrap_or(PionStatus::PION_OK))
+}
+
 /// The message of the last failed call on this thread (empty if none failed). The
 /// text is owned by the library and stays valid until this thread's next failed
 /// call; it must not be freed.

@@ -449,40 +449,29 @@ fn vectors_are_added_searched_and_removed() {
     // SAFETY: as above.
     let s = unsafe { pion_vector_remove(e, 0, c"vs".as_ptr(), b"p0".as_ptr(), 2, &mut removed) };
     assert_eq!((s, removed), (PionStatus::PION_OK, 1));
-    // SAFETY: as above.
-    let s = unsafe {
-        pion_vector_add(
-            e,
-            0,
-            c"vs".as_ptr(),
-            b"x".as_ptr(),
-            1,
-            [1.0f32].as_ptr(),
-            1,
-            0,
-            ptr::null_mut(),
-        )
+    // A one-float vector "x" with these flags.
+    let add_x = |flags: u32| {
+        // SAFETY: every pointer valid for its length; `added` may be null.
+        unsafe {
+            pion_vector_add(
+                e,
+                0,
+                c"vs".as_ptr(),
+                b"x".as_ptr(),
+                1,
+                [1.0f32].as_ptr(),
+                1,
+                flags,
+                ptr::null_mut(),
+            )
+        }
     };
     assert_eq!(
-        s,
+        add_x(0),
         PionStatus::PION_ERR_COMMAND,
         "a vector of another dimension"
     );
-    // SAFETY: as above.
-    let s = unsafe {
-        pion_vector_add(
-            e,
-            0,
-            c"vs".as_ptr(),
-            b"x".as_ptr(),
-            1,
-            [1.0f32].as_ptr(),
-            1,
-            3,
-            ptr::null_mut(),
-        )
-    };
-    assert_eq!(s, PionStatus::PION_ERR_INVALID, "two quantisations");
+    assert_eq!(add_x(3), PionStatus::PION_ERR_INVALID, "two quantisations");
     let (_, r) = run(e, &[b"SET", b"str", b"v"]);
     // SAFETY: a live root.
     unsafe { pion_reply_free(r) };

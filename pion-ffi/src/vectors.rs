@@ -10,7 +10,7 @@ use std::ptr;
 
 use pion_core::Quantization;
 
-use crate::status::{fail, guard, PionStatus};
+use crate::status::{fail, guarded, PionStatus};
 use crate::{c_arg, engine_of, put_out, refused, slice_arg, PionEngine};
 
 /// `pion_vector_add` flag: keep full-precision vectors (no quantisation).
@@ -70,23 +70,20 @@ pub unsafe extern "C" fn pion_vector_add(
     flags: u32,
     added: *mut i32,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            // SAFETY: the caller's contract.
-            let key = unsafe { c_arg(key, "key") }?;
-            // SAFETY: the caller's contract.
-            let element = unsafe { slice_arg(element, element_len, "element") }?;
-            // SAFETY: the caller's contract.
-            let vector = unsafe { vector_arg(vector, dim) }?;
-            let quantization = quantisation(flags)?;
-            let new = engine_of(engine)?
-                .vadd(db as usize, &key, element, vector, quantization)
-                .map_err(refused)?;
-            // SAFETY: the caller's contract: null or writable.
-            unsafe { put_out(added, i32::from(new)) };
-            Ok(())
-        };
-        run().err().unwrap_or(PionStatus::PION_OK)
+    guarded(|| {
+        // SAFETY: the caller's contract.
+        let key = unsafe { c_arg(key, "key") }?;
+        // SAFETY: the caller's contract.
+        let element = unsafe { slice_arg(element, element_len, "element") }?;
+        // SAFETY: the caller's contract.
+        let vector = unsafe { vector_arg(vector, dim) }?;
+        let quantization = quantisation(flags)?;
+        let new = engine_of(engine)?
+            .vadd(db as usize, &key, element, vector, quantization)
+            .map_err(refused)?;
+        // SAFETY: the caller's contract: null or writable.
+        unsafe { put_out(added, i32::from(new)) };
+        Ok(())
     })
 }
 
@@ -108,31 +105,28 @@ pub unsafe extern "C" fn pion_vector_search(
     ef: usize,
     out: *mut *mut PionNeighbors,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            if out.is_null() {
-                return Err(fail(PionStatus::PION_ERR_NULL, "out is null"));
-            }
-            if k == 0 {
-                return Err(fail(PionStatus::PION_ERR_INVALID, "k is 0"));
-            }
-            // SAFETY: the caller's contract.
-            let key = unsafe { c_arg(key, "key") }?;
-            // SAFETY: the caller's contract.
-            let query = unsafe { vector_arg(query, dim) }?;
-            let ef = (ef > 0).then_some(ef);
-            let found = engine_of(engine)?
-                .vsim(db as usize, &key, query, k, ef)
-                .map_err(refused)?;
-            let items = found
-                .into_iter()
-                .map(|n| (n.element, n.similarity))
-                .collect();
-            // SAFETY: checked non-null above; the caller's contract makes it writable.
-            unsafe { *out = Box::into_raw(Box::new(PionNeighbors { items })) };
-            Ok(())
-        };
-        run().err().unwrap_or(PionStatus::PION_OK)
+    guarded(|| {
+        if out.is_null() {
+            return Err(fail(PionStatus::PION_ERR_NULL, "out is null"));
+        }
+        if k == 0 {
+            return Err(fail(PionStatus::PION_ERR_INVALID, "k is 0"));
+        }
+        // SAFETY: the caller's contract.
+        let key = unsafe { c_arg(key, "key") }?;
+        // SAFETY: the caller's contract.
+        let query = unsafe { vector_arg(query, dim) }?;
+        let ef = (ef > 0).then_some(ef);
+        let found = engine_of(engine)?
+            .vsim(db as usize, &key, query, k, ef)
+            .map_err(refused)?;
+        let items = found
+            .into_iter()
+            .map(|n| (n.element, n.similarity))
+            .collect();
+        // SAFETY: checked non-null above; the caller's contract makes it writable.
+        unsafe { *out = Box::into_raw(Box::new(PionNeighbors { items })) };
+        Ok(())
     })
 }
 
@@ -151,20 +145,17 @@ pub unsafe extern "C" fn pion_vector_remove(
     element_len: usize,
     removed: *mut i32,
 ) -> PionStatus {
-    guard(|| {
-        let run = || -> Result<(), PionStatus> {
-            // SAFETY: the caller's contract.
-            let key = unsafe { c_arg(key, "key") }?;
-            // SAFETY: the caller's contract.
-            let element = unsafe { slice_arg(element, element_len, "element") }?;
-            let gone = engine_of(engine)?
-                .vrem(db as usize, &key, element)
-                .map_err(refused)?;
-            // SAFETY: the caller's contract: null or writable.
-            unsafe { put_out(removed, i32::from(gone)) };
-            Ok(())
-        };
-        run().err().unwrap_or(PionStatus::PION_OK)
+    guarded(|| {
+        // SAFETY: the caller's contract.
+        let key = unsafe { c_arg(key, "key") }?;
+        // SAFETY: the caller's contract.
+        let element = unsafe { slice_arg(element, element_len, "element") }?;
+        let gone = engine_of(engine)?
+            .vrem(db as usize, &key, element)
+            .map_err(refused)?;
+        // SAFETY: the caller's contract: null or writable.
+        unsafe { put_out(removed, i32::from(gone)) };
+        Ok(())
     })
 }
 

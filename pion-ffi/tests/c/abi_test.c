@@ -21,8 +21,9 @@ static int failures = 0;
     }                                                                       \
   } while (0)
 
-/* Runs a command given as NUL-terminated words; returns its reply (or NULL). */
-static pion_reply *run(pion_engine *e, int argc, const char **words) {
+/* Runs a command given as NUL-terminated words on an engine (db 0) or, when `s` is
+ * not null, in a session; returns its reply (or NULL). */
+static pion_reply *run_in(pion_engine *e, pion_session *s, int argc, const char **words) {
   const uint8_t *argv[16];
   size_t lens[16];
   for (int i = 0; i < argc; i++) {
@@ -30,13 +31,16 @@ static pion_reply *run(pion_engine *e, int argc, const char **words) {
     lens[i] = strlen(words[i]);
   }
   pion_reply *r = NULL;
-  pion_status s = pion_execute(e, 0, (size_t)argc, argv, lens, &r);
-  CHECK(s == PION_OK);
-  return s == PION_OK ? r : NULL;
+  pion_status status = s ? pion_session_execute(s, (size_t)argc, argv, lens, &r)
+                         : pion_execute(e, 0, (size_t)argc, argv, lens, &r);
+  CHECK(status == PION_OK);
+  return status == PION_OK ? r : NULL;
 }
 
-#define RUN(e, ...) run((e), (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), \
-                        (const char *[]){__VA_ARGS__})
+#define WORDS(...) (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), \
+                   (const char *[]){__VA_ARGS__}
+#define RUN(e, ...) run_in((e), NULL, WORDS(__VA_ARGS__))
+#define SRUN(s, ...) run_in(NULL, (s), WORDS(__VA_ARGS__))
 
 static int bytes_are(const pion_reply *r, const char *want, size_t n) {
   size_t len = 0;
@@ -230,21 +234,6 @@ static void vectors(pion_engine *e) {
 }
 
 /* A session keeps its database and its transaction between calls. */
-static pion_reply *srun(pion_session *s, int argc, const char **words) {
-  const uint8_t *argv[16];
-  size_t lens[16];
-  for (int i = 0; i < argc; i++) {
-    argv[i] = (const uint8_t *)words[i];
-    lens[i] = strlen(words[i]);
-  }
-  pion_reply *r = NULL;
-  CHECK(pion_session_execute(s, (size_t)argc, argv, lens, &r) == PION_OK);
-  return r;
-}
-
-#define SRUN(s, ...) srun((s), (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), \
-                          (const char *[]){__VA_ARGS__})
-
 static void sessions(pion_engine *e) {
   pion_session *s = NULL;
   CHECK(pion_session_open(e, &s) == PION_OK);

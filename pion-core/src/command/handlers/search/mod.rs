@@ -215,22 +215,20 @@ fn drop_index(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// `FT.ALIASADD alias index`.
 fn alias_add(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    if argv.len() != 3 {
-        return Err(OpError::WrongArity("FT.ALIASADD".into()));
-    }
-    ctx.search()
-        .set_alias(&argv[1], &argv[2], false)
-        .map_err(|e| OpError::custom(e.text()))?;
-    Ok(Reply::ok())
+    set_alias(ctx, argv, "FT.ALIASADD", false)
 }
 
-/// `FT.ALIASUPDATE alias index`.
+/// `FT.ALIASUPDATE alias index`: as `FT.ALIASADD`, moving an alias that exists.
 fn alias_update(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    set_alias(ctx, argv, "FT.ALIASUPDATE", true)
+}
+
+fn set_alias(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], name: &str, replace: bool) -> OpResult<Reply> {
     if argv.len() != 3 {
-        return Err(OpError::WrongArity("FT.ALIASUPDATE".into()));
+        return Err(OpError::WrongArity(name.into()));
     }
     ctx.search()
-        .set_alias(&argv[1], &argv[2], true)
+        .set_alias(&argv[1], &argv[2], replace)
         .map_err(|e| OpError::custom(e.text()))?;
     Ok(Reply::ok())
 }
