@@ -12,6 +12,7 @@ import redis
 from redis.commands.search.field import NumericField, TagField, TextField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.commands.search.query import Query
+from redis.commands.search.suggestion import Suggestion
 
 
 def blob(v):
@@ -206,6 +207,26 @@ def test_aliases_switch_readers_between_indexes(client):
         live.search("*")
     with pytest.raises(redis.ResponseError, match="Alias does not exist"):
         client.ft("docs2").aliasdel("live")
+
+
+def test_autocomplete_suggestions(client):
+    ft = client.ft()
+    assert ft.sugadd("ac", Suggestion("hello", 1.0), Suggestion("help", 3.0)) == 2
+    assert ft.sugadd("ac", Suggestion("helpful", 3.0, payload="p1")) == 3
+    assert ft.sugadd("ac", Suggestion("hello", 2.0), increment=True) == 3
+    assert ft.suglen("ac") == 3
+    got = ft.sugget("ac", "hel", with_scores=True, with_payloads=True)
+    assert [(decode(s.string), round(s.score, 6)) for s in got] == [
+        ("help", 2.12132),
+        ("hello", 1.732051),
+        ("helpful", 1.341641),
+    ]
+    assert decode(got[2].payload) == "p1"
+    assert [decode(s.string) for s in ft.sugget("ac", "hep", fuzzy=True, num=1)] == ["help"]
+    assert ft.sugdel("ac", "help") == 1
+    assert ft.sugdel("ac", "help") == 0
+    assert [decode(s.string) for s in ft.sugget("ac", "HEL")] == ["hello", "helpful"]
+    assert decode(client.type("ac")) == "trietype0"
 
 
 def test_missing_index_error_text(client):

@@ -207,3 +207,76 @@ fn dump_payloads_cross_the_oracle() {
         p.cmd(&["VEMB", "vs", "e1"]).render()
     );
 }
+
+/// Random `FT.SUGADD`/`FT.SUGDEL`/`FT.SUGGET` sequences (ties, `INCR`, negative scores,
+/// case and fuzzy matches) give the oracle's replies, order of equal scores included:
+/// the trie's shape after any history decides them. Seeded; `PION_DIFF_SEED` replays one.
+#[test]
+fn random_suggestion_commands_match_oracle() {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    let oracle = RedisServer::start_search_oracle();
+    let pion = PionServer::start(2);
+    let seeds: Vec<u64> = match std::env::var("PION_DIFF_SEED") {
+        Ok(s) => vec![s.parse().expect("PION_DIFF_SEED must be a number")],
+        Err(_) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_secs());
+            vec![1, 2, now]
+        }
+    };
+    let alphabets = ["abcAB", "abcdefgh", "aéÉßσςΣ"];
+    for seed in seeds {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let alphabet: Vec<char> = alphabets[(seed % 3) as usize].chars().collect();
+        let mut r = Client::connect(oracle.port).expect("connect oracle");
+        let mut p = Client::connect(pion.port).expect("connect pion");
+        for c in [&mut r, &mut p] {
+            c.cmd(&["DEL", "sug:random"]);
+        }
+        for step in 0..1500 {
+            let len = rng.gen_range(1..=5);
+            let word: String = (0..len)
+                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                .collect();
+            let mut cmd: Vec<String> = Vec::new();
+            let roll: f64 = rng.gen();
+            if roll < 0.45 {
+                let score = ["1", "2", "3", "0.5", "-1", "4", "10"][rng.gen_range(0..7)];
+                cmd.extend(["FT.SUGADD", "sug:random", &word, score].map(String::from));
+                if rng.gen_bool(0.3) {
+                    cmd.push("INCR".into());
+                }
+                if rng.gen_bool(0.1) {
+                    cmd.extend(["PAYLOAD".to_string(), format!("p{step}")]);
+                }
+            } else if roll < 0.65 {
+                cmd.extend(["FT.SUGDEL", "sug:random", &word].map(String::from));
+            } else {
+                let prefix: String = word.chars().take(rng.gen_range(0..=3)).collect();
+                let max = ["1", "2", "3", "5", "8"][rng.gen_range(0..5)];
+                cmd.extend(
+                    [
+                        "FT.SUGGET",
+                        "sug:random",
+                        &prefix,
+                        "WITHSCORES",
+                        "WITHPAYLOADS",
+                        "MAX",
+                        max,
+                    ]
+                    .map(String::from),
+                );
+                if rng.gen_bool(0.4) {
+                    cmd.push("FUZZY".into());
+                }
+            }
+            let (want, got) = (r.cmd(&cmd).render(), p.cmd(&cmd).render());
+            assert_eq!(
+                got, want,
+                "seed {seed}, step {step}: {cmd:?} (PION_DIFF_SEED={seed} replays it)"
+            );
+        }
+    }
+}

@@ -374,3 +374,66 @@ fn aliases_survive_sigkill_and_snapshot() {
     assert_eq!(hits(&mut c, "live"), "*[:1, \"v2:1\"]", "from the snapshot");
     assert_eq!(hits(&mut c, "old"), "-old: no such index");
 }
+
+/// Suggestion dictionaries (`FT.SUGADD`) come back from the log after SIGKILL and
+/// from a snapshot, with scores, payloads, `INCR` sums, deletes and the ranking that
+/// depends on them; an emptied dictionary comes back as an empty key.
+#[test]
+fn suggestions_survive_sigkill_and_snapshot() {
+    let dir = temp_dir("search-restart-suggestions");
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    for (text, score) in [
+        ("hello", "1"),
+        ("Hello", "2"),
+        ("help", "3"),
+        ("hel", "0.5"),
+    ] {
+        c.cmd(&["FT.SUGADD", "sug", text, score]);
+    }
+    c.cmd(&["FT.SUGADD", "sug", "helpful", "3", "PAYLOAD", "p1"]);
+    c.cmd(&["FT.SUGADD", "sug", "hello", "2", "INCR"]);
+    assert_eq!(c.cmd(&["FT.SUGDEL", "sug", "Hello"]).render(), ":1");
+    c.cmd(&["FT.SUGADD", "gone", "a", "1"]);
+    c.cmd(&["FT.SUGDEL", "gone", "a"]);
+    let get = |c: &mut Client| {
+        c.cmd(&["FT.SUGGET", "sug", "hel", "WITHSCORES", "WITHPAYLOADS"])
+            .render()
+    };
+    let before = get(&mut c);
+    assert_eq!(
+        before,
+        "*[\"hel\", \"2147483648\", (nil), \"help\", \"2.1213202476501465\", (nil), \
+         \"hello\", \"1.7320507764816284\", (nil), \"helpful\", \"1.341640830039978\", \"p1\"]"
+    );
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(get(&mut c), before, "after SIGKILL");
+    assert_eq!(c.cmd(&["TYPE", "gone"]).render(), "+trietype0");
+    assert_eq!(c.cmd(&["SAVE"]).render(), "+OK");
+    c.cmd(&["FT.SUGADD", "sug", "helm", "9"]);
+    server.kill9();
+
+    let mut server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(
+        c.cmd(&["FT.SUGGET", "sug", "hel", "MAX", "2"]).render(),
+        "*[\"hel\", \"helm\"]",
+        "snapshot, then log"
+    );
+    assert_eq!(c.cmd(&["FT.SUGLEN", "sug"]).render(), ":5");
+    assert_eq!(c.cmd(&["SAVE"]).render(), "+OK");
+    server.kill9();
+
+    let server = PionProcess::start(dir.path(), &[]);
+    let mut c = server.client();
+    assert_eq!(
+        c.cmd(&["FT.SUGLEN", "sug"]).render(),
+        ":5",
+        "from the snapshot"
+    );
+    assert_eq!(c.cmd(&["FT.SUGLEN", "gone"]).render(), ":0");
+    assert_eq!(c.cmd(&["EXISTS", "gone"]).render(), ":1");
+}

@@ -476,6 +476,7 @@ fn families() -> Vec<&'static [CommandSpec]> {
         prefix::COMMANDS,
         attend::COMMANDS,
         search::COMMANDS,
+        search::suggest::COMMANDS,
         vsets::COMMANDS,
         ai::COMMANDS,
         json::COMMANDS,

@@ -18,6 +18,7 @@ const TYPE_ZSET: u8 = 4;
 const TYPE_VSET: u8 = 5;
 const TYPE_STREAM: u8 = 6;
 const TYPE_JSON: u8 = 7;
+const TYPE_SUGGESTIONS: u8 = 8;
 
 /// Appends one key to a section body.
 pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
@@ -68,6 +69,10 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
         Value::Json(j) => {
             out.push(TYPE_JSON);
             crate::value::json::codec::encode(&j.root, out);
+        }
+        Value::Suggestions(s) => {
+            out.push(TYPE_SUGGESTIONS);
+            crate::value::suggest::encode(s, out);
         }
     }
 }
@@ -155,6 +160,7 @@ pub(crate) fn decode_entry(
             let root = crate::value::json::codec::decode(r)?;
             Value::Json(Box::new(crate::value::JsonValue::new(root)))
         }
+        TYPE_SUGGESTIONS => Value::Suggestions(Box::new(crate::value::suggest::decode(r)?)),
         _ => return Err(Malformed("unknown value type")),
     };
     if value.is_empty_collection() {

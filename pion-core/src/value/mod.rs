@@ -1,5 +1,5 @@
-//! Redis values: the five core types, streams, vector sets and JSON documents, their
-//! encodings and their memory estimate.
+//! Redis values: the five core types, streams, vector sets, JSON documents and
+//! suggestion dictionaries, their encodings and their memory estimate.
 //!
 //! Small collections keep Redis's compact encodings (insertion-ordered `listpack`,
 //! sorted `intset`) because clients observe them: `HGETALL` on a small hash returns
@@ -15,6 +15,7 @@ pub mod rdb;
 pub mod set;
 pub mod stream;
 pub mod string;
+pub mod suggest;
 pub mod vset;
 pub mod zset;
 
@@ -24,6 +25,7 @@ pub use list::ListValue;
 pub use set::SetValue;
 pub use stream::StreamValue;
 pub use string::StrValue;
+pub use suggest::SuggestionsValue;
 pub use vset::VectorSetValue;
 pub use zset::ZSetValue;
 
@@ -92,6 +94,8 @@ pub enum Value {
     Stream(Box<StreamValue>),
     /// A RedisJSON document (boxed, like hashes).
     Json(Box<JsonValue>),
+    /// A RediSearch suggestion dictionary (`FT.SUGADD`; boxed, like hashes).
+    Suggestions(Box<SuggestionsValue>),
 }
 
 /// Elements sampled by the memory estimate unless asked otherwise (Redis's default).
@@ -117,6 +121,7 @@ impl Value {
             Value::VectorSet(_) => "vectorset",
             Value::Stream(_) => "stream",
             Value::Json(_) => "ReJSON-RL",
+            Value::Suggestions(_) => "trietype0",
         }
     }
 
@@ -129,7 +134,7 @@ impl Value {
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
             // Redis reports module types as `raw`.
-            Value::VectorSet(_) | Value::Json(_) => "raw",
+            Value::VectorSet(_) | Value::Json(_) | Value::Suggestions(_) => "raw",
             Value::Stream(_) => "stream",
         }
     }
@@ -144,6 +149,8 @@ impl Value {
             Value::ZSet(z) => z.is_empty(),
             Value::VectorSet(v) => v.is_empty(),
             Value::Json(_) => false,
+            // A dictionary stays when emptied, as RediSearch's does.
+            Value::Suggestions(_) => false,
             // An empty stream stays: its last id and groups still matter.
             Value::Stream(_) => false,
         }
@@ -168,6 +175,7 @@ impl Value {
                 Value::VectorSet(v) => v.mem_usage(),
                 Value::Stream(s) => s.mem_usage(samples),
                 Value::Json(j) => j.mem_usage(),
+                Value::Suggestions(s) => s.mem_usage(),
             }
     }
 
@@ -281,6 +289,22 @@ impl Value {
         match self {
             Value::Json(j) => Some(j),
             _ => None,
+        }
+    }
+
+    /// The suggestion dictionary inside, or `WRONGTYPE`.
+    pub fn as_suggestions(&self) -> OpResult<&SuggestionsValue> {
+        match self {
+            Value::Suggestions(s) => Ok(s),
+            _ => Err(OpError::WrongType),
+        }
+    }
+
+    /// The suggestion dictionary inside, mutably, or `WRONGTYPE`.
+    pub fn as_suggestions_mut(&mut self) -> OpResult<&mut SuggestionsValue> {
+        match self {
+            Value::Suggestions(s) => Ok(s),
+            _ => Err(OpError::WrongType),
         }
     }
 

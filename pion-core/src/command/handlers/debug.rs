@@ -476,7 +476,7 @@ fn value_digest(entry: &Entry) -> [u8; 20] {
             h.update(b"ReJSON-RL");
             h.update(&j.to_text());
         }
-        Value::VectorSet(_) | Value::Stream(_) => {
+        Value::VectorSet(_) | Value::Stream(_) | Value::Suggestions(_) => {
             h.update(entry.value.type_name().as_bytes());
             let mut record = Vec::new();
             crate::keyspace::dump::encode_entry(0, b"", entry, &mut record);

@@ -33,6 +33,7 @@ pub(super) fn value(value: &Value, w: &mut Writer, opts: &DumpOptions) {
         Value::Stream(s) => stream::encode(s, w),
         Value::Json(j) => module::encode_json(j, w),
         Value::VectorSet(v) => module::encode_vset(v, w),
+        Value::Suggestions(v) => module::encode_suggestions(v, w),
     }
 }
 

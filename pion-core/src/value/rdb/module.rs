@@ -8,21 +8,27 @@
 //! |---|---|---|
 //! | JSON document | `ReJSON-RL` 3 (RedisJSON 2.x; version 2 is read too) | one string: the document's compact JSON text |
 //! | vector set | `pion-vset` 0 (Pion's own) | one string: the set as Pion's snapshots store it |
+//! | suggestion dictionary | `trietype0` 1 (RediSearch's; version 0, without payloads, is read too) | the count (unsigned), then per suggestion its text and payload as NUL-terminated strings around its score (double) |
 //!
-//! A JSON document therefore moves between Pion and a Redis with RedisJSON in both
-//! directions. Redis 8's own vector sets save their HNSW graph in a layout of their
+//! JSON documents and suggestion dictionaries therefore move between Pion and a Redis
+//! with RedisJSON and RediSearch in both directions. Redis 8's own vector sets save their HNSW graph in a layout of their
 //! own, which Pion does not write: a Pion vector set's payload names a type no Redis
 //! has, so Redis refuses it with `Bad data format`, and Pion refuses Redis 8's
 //! `vectorset` payloads the same way.
 
 use super::wire::{Reader, Writer};
 use super::{types, RdbError};
-use crate::value::{JsonValue, Value, VectorSetValue};
+use crate::value::suggest::StoredSuggestion;
+use crate::value::{JsonValue, SuggestionsValue, Value, VectorSetValue};
 
 const CHARSET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// End of a module value's fields.
 const OPCODE_EOF: u64 = 0;
+/// An unsigned integer field.
+const OPCODE_UINT: u64 = 2;
+/// A double field (eight bytes, little-endian).
+const OPCODE_DOUBLE: u64 = 4;
 /// A string field.
 const OPCODE_STRING: u64 = 5;
 
@@ -32,6 +38,9 @@ const JSON_VERSION: u16 = 3;
 /// Pion's vector-set type name and version.
 const VSET_TYPE: &[u8; 9] = b"pion-vset";
 const VSET_VERSION: u16 = 0;
+/// RediSearch's suggestion-dictionary type and the version Pion writes (with payloads).
+const TRIE_TYPE: &[u8; 9] = b"trietype0";
+const TRIE_VERSION: u16 = 1;
 
 /// The 64-bit id of a module type (`name` from the module charset).
 pub fn type_id(name: &[u8; 9], version: u16) -> u64 {
@@ -74,6 +83,70 @@ pub(super) fn encode_vset(v: &VectorSetValue, w: &mut Writer) {
     one_string_field(w, type_id(VSET_TYPE, VSET_VERSION), &blob);
 }
 
+/// A suggestion dictionary as RediSearch saves it: strings carry a trailing NUL.
+pub(super) fn encode_suggestions(v: &SuggestionsValue, w: &mut Writer) {
+    let entries = v.entries();
+    w.byte(types::MODULE_2);
+    w.len(type_id(TRIE_TYPE, TRIE_VERSION));
+    w.len(OPCODE_UINT);
+    w.len(entries.len() as u64);
+    for e in entries {
+        let mut text = e.text;
+        text.push(0);
+        w.len(OPCODE_STRING);
+        w.string(&text);
+        w.len(OPCODE_DOUBLE);
+        w.binary_double(f64::from(e.score));
+        let mut payload = e.payload;
+        payload.push(0);
+        w.len(OPCODE_STRING);
+        w.string(&payload);
+    }
+    w.len(OPCODE_EOF);
+}
+
+fn expect_opcode(r: &mut Reader<'_>, opcode: u64) -> Result<(), RdbError> {
+    if r.len()? != opcode {
+        return Err(RdbError::bad("unexpected module field"));
+    }
+    Ok(())
+}
+
+/// A NUL-terminated string field, without its NUL.
+fn read_c_string(r: &mut Reader<'_>) -> Result<Vec<u8>, RdbError> {
+    expect_opcode(r, OPCODE_STRING)?;
+    let mut s = r.string()?.into_owned();
+    if s.pop() != Some(0) {
+        return Err(RdbError::bad("module string without its NUL"));
+    }
+    Ok(s)
+}
+
+fn decode_suggestions(r: &mut Reader<'_>, with_payloads: bool) -> Result<Value, RdbError> {
+    expect_opcode(r, OPCODE_UINT)?;
+    // Each suggestion takes at least a string and a double field.
+    let n = r.count(12)?;
+    let mut entries = Vec::with_capacity(n);
+    for _ in 0..n {
+        let text = read_c_string(r)?;
+        expect_opcode(r, OPCODE_DOUBLE)?;
+        let score = r.binary_double()? as f32;
+        let payload = if with_payloads {
+            read_c_string(r)?
+        } else {
+            Vec::new()
+        };
+        entries.push(StoredSuggestion {
+            text,
+            score,
+            payload,
+        });
+    }
+    expect_opcode(r, OPCODE_EOF)?;
+    let v = SuggestionsValue::from_entries(entries);
+    Ok(Value::Suggestions(Box::new(v)))
+}
+
 /// The single string field of a module value and the end opcode after it.
 fn read_one_string(r: &mut Reader<'_>) -> Result<Vec<u8>, RdbError> {
     if r.len()? != OPCODE_STRING {
@@ -108,6 +181,9 @@ pub(super) fn decode(r: &mut Reader<'_>) -> Result<Value, RdbError> {
         }
         return Ok(Value::VectorSet(Box::new(v)));
     }
+    if &name == TRIE_TYPE && version <= TRIE_VERSION {
+        return decode_suggestions(r, version > 0);
+    }
     Err(RdbError::bad("a module type Pion does not know"))
 }
 
@@ -123,5 +199,7 @@ mod tests {
         assert_eq!(type_name(type_id(VSET_TYPE, 0)), (*VSET_TYPE, 0));
         // Redis 8's built-in vector sets.
         assert_eq!(&type_name(0xbde7_2da2_bb1e_b400).0, b"vectorset");
+        // RediSearch's suggestion dictionaries, as the oracle's DUMP names them.
+        assert_eq!(type_id(TRIE_TYPE, TRIE_VERSION), 0xb6b8_9eb7_2a5e_d001);
     }
 }

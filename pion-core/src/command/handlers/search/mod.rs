@@ -1,6 +1,7 @@
 //! RediSearch's `FT.*` commands over hashes: index management here, queries in
 //! [`query`], `FT.AGGREGATE` in [`aggregate`] (cursors in [`cursor`]), `FT.HYBRID`
-//! in [`hybrid`], `FT.EXPLAIN` in [`explain`], `FT.INFO` in [`info`]. Replies keep RediSearch's shapes in RESP2
+//! in [`hybrid`], `FT.EXPLAIN` in [`explain`], `FT.INFO` in [`info`], the
+//! suggestion dictionaries of `FT.SUG*` in [`suggest`]. Replies keep RediSearch's shapes in RESP2
 //! (flat arrays) and RESP3 (maps), and its error texts, which clients match on.
 //!
 //! Index definitions are part of the data: `FT.CREATE`, `FT.ALTER`, `FT.DROPINDEX`
@@ -20,6 +21,7 @@ mod knn;
 mod query;
 mod settings;
 mod spellcheck;
+pub(crate) mod suggest;
 mod synonyms;
 
 use crate::command::ctx::Ctx;
