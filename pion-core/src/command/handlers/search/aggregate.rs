@@ -12,6 +12,7 @@
 mod dates;
 mod eval;
 pub mod expr;
+mod geo;
 pub mod group;
 pub mod pipeline;
 mod request;

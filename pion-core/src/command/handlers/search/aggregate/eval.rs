@@ -2,9 +2,9 @@
 //! conversions and NaN rules, and the functions of [`super::expr::FUNCTIONS`], whose
 //! arity and argument types RediSearch checks only here, row by row.
 
-use super::dates;
 use super::expr::{Expr, Func, Op, FUNCTIONS};
 use super::value::{parse_number, Value};
+use super::{dates, geo};
 
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -334,6 +334,7 @@ fn call(f: Func, args: &[Expr], get: &dyn Fn(usize) -> Option<Value>) -> Result<
             }
             dates::calendar(c, &vals[0])
         }
+        Func::GeoDistance => geo::geodistance(&vals)?,
     })
 }
 

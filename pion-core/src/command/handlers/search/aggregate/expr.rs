@@ -272,6 +272,8 @@ pub enum Func {
     ParseTime,
     /// `minute(t)`, `hour(t)`, `day(t)`, `month(t)` and the calendar fields.
     Calendar(super::dates::Calendar),
+    /// `geodistance(a, b)` with each point a string or a longitude/latitude pair.
+    GeoDistance,
 }
 
 /// Every function, by the (case-insensitive) name queries use.
@@ -305,11 +307,12 @@ pub const FUNCTIONS: &[(&str, Func)] = &[
     ("dayofmonth", Func::Calendar(Calendar::DayOfMonth)),
     ("dayofweek", Func::Calendar(Calendar::DayOfWeek)),
     ("dayofyear", Func::Calendar(Calendar::DayOfYear)),
+    ("geodistance", Func::GeoDistance),
 ];
 
-/// RediSearch functions Pion does not evaluate (geo, matched terms): named in their
-/// own error rather than reported as unknown.
-pub const UNSUPPORTED: &[&str] = &["geodistance", "matched_terms"];
+/// RediSearch functions Pion does not evaluate (the terms a document matched): named
+/// in their own error rather than reported as unknown.
+pub const UNSUPPORTED: &[&str] = &["matched_terms"];
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
