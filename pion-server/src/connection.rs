@@ -212,7 +212,17 @@ impl Connection {
                     };
                     match binary::next_request(buf, max_body) {
                         Next::Incomplete => return None,
-                        Next::Call { argv, answer, used } => (argv, ReplyTo::Lane(answer), used),
+                        Next::Call {
+                            argv,
+                            layers,
+                            answer,
+                            used,
+                        } => {
+                            // Kept on the client until the command runs (a paused one
+                            // later); `run` drops what the command did not take.
+                            self.client.layers_in = layers;
+                            (argv, ReplyTo::Lane(answer), used)
+                        }
                         Next::Refused { text, used } => {
                             self.consumed += used;
                             engine.count_error(&text);
@@ -257,6 +267,9 @@ impl Connection {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             command::execute_at(engine, client, argv, started)
         }));
+        // Layers the command did not take (it was refused before it ran) are
+        // nobody's: the next `PUT` brings its own.
+        self.client.layers_in = None;
         let (reply, finished) = match outcome {
             Ok(done) => done,
             Err(_) => {

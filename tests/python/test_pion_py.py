@@ -73,6 +73,51 @@ def test_in_memory_engine_and_prompt_cache_commands():
     assert pion.__version__
 
 
+def test_layers_cross_without_copies_and_views_outlive_the_block(tmp_path):
+    import numpy as np
+
+    manifest = {
+        "model": "zc",
+        "block_tokens": 4,
+        "layers": [
+            {"kind": "attention", "kv_heads": 2, "head_dim": 8},
+            {"kind": "recurrent", "state_bytes": 12},
+        ],
+    }
+    for path in (None, str(tmp_path / "data")):
+        with pion.Engine(path) as e:
+            e.register("zc", manifest)
+            rng = np.random.default_rng(7)
+            # K then V, [kv_heads, tokens, head_dim] each, f16.
+            kv = rng.standard_normal((2, 2, 4, 8)).astype(np.float16)
+            state = np.arange(3, dtype=np.float32)
+            first = e.store_block("zc", None, [1, 2, 3, 4], [kv, state])
+            # A strided (non-contiguous) array is stored too, through one copy.
+            wide = rng.standard_normal((2, 2, 4, 16)).astype(np.float16)
+            second = e.store_block("zc", first, [5, 6, 7, 8], [wide[..., ::2], b""])
+            n, (k_v, st) = e.fetch("zc", first)
+            assert n == 4 and isinstance(k_v, memoryview) and k_v.readonly
+            assert np.array_equal(np.frombuffer(k_v, dtype=np.float16).reshape(kv.shape), kv)
+            assert np.array_equal(np.frombuffer(st, dtype=np.float32), state)
+            assert k_v == kv.tobytes()
+            with pytest.raises(TypeError):
+                k_v[0] = 1
+            [(_, got), (_, (again, none))] = e.fetch_many("zc", [second, first], [0, 1])
+            assert np.array_equal(np.frombuffer(got[0], np.float16), wide[..., ::2].ravel())
+            assert got[1] is None and again == k_v and none == st
+            assert e.fetch("zc", first, [1]) == (4, [state.tobytes()])
+            # The view keeps the store's bytes alive after the block is gone.
+            e.execute("KV.DROP", "zc")
+            assert np.array_equal(np.frombuffer(k_v, np.float16).reshape(kv.shape), kv)
+            with pytest.raises(pion.PionError, match="no namespace|not registered|unknown"):
+                e.fetch("zc", first)
+            e.register("zc", manifest)
+            with pytest.raises(pion.PionError, match="expected 256 bytes"):
+                e.store_block("zc", None, [1, 2, 3, 4], [kv[:1], state])
+        with pytest.raises(pion.PionError, match="closed"):
+            e.store_block("zc", None, [1, 2, 3, 4], [kv, state])
+
+
 def embed_model_dir():
     """The all-MiniLM-L6-v2 folder the test command installs (PION_EMBED_MODEL)."""
     import os

@@ -61,7 +61,7 @@ fn lane_and_resp_agree_byte_for_byte() {
             ns: "m".into(),
             parent,
             tokens: chunk.to_vec(),
-            layers: vec![layer0(chunk), state],
+            layers: vec![layer0(chunk).into(), state.into()],
         });
         assert_eq!(opc, op::PUT | 0x80, "{}", String::from_utf8_lossy(&body));
         let mut id = [0u8; 16];
@@ -168,14 +168,14 @@ fn bad_frames_get_errors_and_change_nothing() {
         ns: "m".into(),
         parent: 0,
         tokens: vec![1; 8],
-        layers: vec![vec![0; 10]],
+        layers: vec![vec![0; 10].into()],
     }));
     assert!(e.contains("has 2 layers"), "{e}");
     let e = err(lane.call(&Request::Put {
         ns: "m".into(),
         parent: 0,
         tokens: vec![1; 8],
-        layers: vec![vec![0; 10], vec![]],
+        layers: vec![vec![0; 10].into(), Vec::<u8>::new().into()],
     }));
     assert!(e.contains("layer 0: expected"), "{e}");
     let e = err(lane.call(&Request::Fetch {
@@ -359,7 +359,7 @@ fn acl_refusals_are_the_same_over_the_lane_and_resp() {
                 ns: "ns:b1".into(),
                 parent: 0,
                 tokens: tokens.clone(),
-                layers: vec![vec![0; 8]],
+                layers: vec![vec![0; 8].into()],
             },
             true,
         ),
@@ -402,6 +402,47 @@ fn acl_refusals_are_the_same_over_the_lane_and_resp() {
     assert!(log.len() >= 2, "{} entries", log.len());
 }
 
+/// A lane store's layers travel beside its command: one refused before it runs (here
+/// by ACL) leaves nothing behind for the next store on the connection, which stores
+/// exactly its own bytes.
+#[test]
+fn a_refused_lane_store_leaves_no_layers_for_the_next() {
+    let (_dir, server, lane_port) = start(&[]);
+    let mut admin = server.client();
+    for ns in ["ns:a1", "ns:b1"] {
+        assert!(resp_error(&admin.cmd(&["KV.REGISTER", ns, MANIFEST])).is_none());
+    }
+    let args: Vec<&str> = "ACL SETUSER only_a on >pw ~ns:a* +@all"
+        .split(' ')
+        .collect();
+    assert_eq!(admin.cmd(&args), RespValue::Line(b'+', b"OK".to_vec()));
+    let mut lane = Lane::connect(lane_port);
+    let auth = Request::Auth(Some(b"only_a".to_vec()), b"pw".to_vec());
+    assert_eq!(lane.call(&auth).0, op::AUTH | 0x80);
+    let tokens: Vec<u32> = (1..=8).collect();
+    let put = |ns: &str, seed: u32| Request::Put {
+        ns: ns.into(),
+        parent: 0,
+        tokens: tokens.clone(),
+        layers: vec![
+            layer0(&[seed]).repeat(8).into(),
+            vec![seed as u8; 16].into(),
+        ],
+    };
+    let refused = lane_error(&lane.call(&put("ns:b1", 1))).expect("refused by ACL");
+    assert!(refused.starts_with("NOPERM"), "{refused}");
+    let (opc, body) = lane.call(&put("ns:a1", 2));
+    assert_eq!(opc, op::PUT | 0x80, "{}", String::from_utf8_lossy(&body));
+    let id = BlockId(u128::from_le_bytes(
+        body[..16].try_into().expect("16-byte id"),
+    ));
+    let RespValue::Agg(_, Some(got)) = admin.cmd(&["KV.GET", "ns:a1", &id.hex()]) else {
+        panic!("KV.GET");
+    };
+    assert_eq!(got[1], RespValue::Bulk(b'$', Some(layer0(&[2]).repeat(8))));
+    assert_eq!(got[2], RespValue::Bulk(b'$', Some(vec![2u8; 16])));
+}
+
 #[test]
 fn lane_commands_are_counted_logged_and_monitored() {
     let (_dir, server, lane_port) = start(&[]);
@@ -419,7 +460,7 @@ fn lane_commands_are_counted_logged_and_monitored() {
         ns: "m".into(),
         parent: 0,
         tokens: tokens.clone(),
-        layers: vec![layer0(&tokens), vec![1; 16]],
+        layers: vec![layer0(&tokens).into(), vec![1; 16].into()],
     });
     assert_eq!(opc, op::PUT | 0x80);
     let id = u128::from_le_bytes(id.try_into().expect("16 bytes"));
@@ -546,7 +587,7 @@ fn client_pause_holds_lane_stores_until_it_ends() {
         ns: "m".into(),
         parent: 0,
         tokens: tokens.clone(),
-        layers: vec![layer0(&tokens), vec![]],
+        layers: vec![layer0(&tokens).into(), Vec::<u8>::new().into()],
     }));
     lane.0
         .set_read_timeout(Some(Duration::from_millis(300)))
@@ -578,7 +619,7 @@ fn a_failing_log_refuses_lane_stores_and_holds_their_replies() {
             ns: "m".into(),
             parent: 0,
             tokens: tokens.clone(),
-            layers: vec![layer0(&tokens), vec![]],
+            layers: vec![layer0(&tokens).into(), Vec::<u8>::new().into()],
         }
     };
     // The log's disk fails (EIO); the block files' does not.

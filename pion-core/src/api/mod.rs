@@ -110,10 +110,31 @@ impl Engine {
         argv: &[Vec<u8>],
         typed: bool,
     ) -> (Reply, Option<Outcome>) {
+        self.run_detached(db, argv, typed, None)
+    }
+
+    /// A typed `KV.PUT` in database 0 whose layers travel as buffers beside its
+    /// (placeholder) arguments, through the same admission as any command.
+    pub(crate) fn execute_with_layers(
+        &self,
+        argv: &[Vec<u8>],
+        layers: Vec<std::sync::Arc<[u8]>>,
+    ) -> (Reply, Option<Outcome>) {
+        self.run_detached(0, argv, true, Some(layers))
+    }
+
+    fn run_detached(
+        &self,
+        db: usize,
+        argv: &[Vec<u8>],
+        typed: bool,
+        layers_in: Option<Vec<std::sync::Arc<[u8]>>>,
+    ) -> (Reply, Option<Outcome>) {
         let mut client = ClientState::detached(self.clients(), self.now_ms());
         client.select(db);
         client.authenticated = true;
         client.wants_outcome = typed;
+        client.layers_in = layers_in;
         let reply = command::execute(self, &mut client, argv);
         let reply = self.acknowledged(&client, reply);
         (reply, client.outcome.take())

@@ -3,6 +3,8 @@
 //! Each call is the `KV.*` command it stands for, through the same admission as
 //! every command (ACL on namespaces, limits, statistics, the log).
 
+use std::sync::Arc;
+
 use super::typed::check;
 use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
@@ -51,13 +53,28 @@ impl Engine {
     /// `KV.PUT ns parent tokens layer…`: stores one block after `parent`
     /// ([`BlockId::ROOT`] for a sequence's first block), each layer in the
     /// namespace's layout (an empty layer: a recurrent layer without state); returns
-    /// the block's id.
+    /// the block's id. Each layer is copied once, into the store.
     pub fn kv_put(
         &self,
         ns: &str,
         parent: BlockId,
         tokens: &[u32],
         layers: &[&[u8]],
+    ) -> OpResult<BlockId> {
+        let shared = layers.iter().map(|l| Arc::from(*l)).collect();
+        self.kv_put_shared(ns, parent, tokens, shared)
+    }
+
+    /// [`kv_put`](Self::kv_put) with the layers in shared buffers the store keeps as
+    /// they are (no copy) when the namespace stores layers as given; a quantising tier
+    /// reads them into its own format. The buffers must not change afterwards (an
+    /// `Arc<[u8]>` cannot).
+    pub fn kv_put_shared(
+        &self,
+        ns: &str,
+        parent: BlockId,
+        tokens: &[u32],
+        layers: Vec<Arc<[u8]>>,
     ) -> OpResult<BlockId> {
         let mut argv = Vec::with_capacity(4 + layers.len());
         argv.extend([
@@ -66,8 +83,9 @@ impl Engine {
             parent.0.to_le_bytes().to_vec(),
             le(tokens),
         ]);
-        argv.extend(layers.iter().map(|l| l.to_vec()));
-        match self.execute_argv(0, &argv, true) {
+        // One empty placeholder per layer: the buffers travel beside the command.
+        argv.extend(layers.iter().map(|_| Vec::new()));
+        match self.execute_with_layers(&argv, layers) {
             (reply, Some(Outcome::Stored(id))) => check(reply).map(|_| id),
             (reply, _) => check(reply).and(Err(no_outcome("KV.PUT"))),
         }

@@ -166,6 +166,10 @@ pub struct ClientState {
     pub wants_outcome: bool,
     /// The typed result of the last prompt-cache command, for a caller that wants it.
     pub outcome: Option<crate::prefix::ops::Outcome>,
+    /// Layers a typed caller (the binary lane, the embedded API) hands the next
+    /// `KV.PUT` as buffers instead of arguments (which are then empty placeholders):
+    /// the store adopts them as they are, without copying them again.
+    pub layers_in: Option<Vec<std::sync::Arc<[u8]>>>,
 }
 
 /// Whether a connection's replies are sent (`CLIENT REPLY ON|OFF|SKIP`). Push
@@ -287,6 +291,7 @@ impl ClientState {
             debug_console: None,
             wants_outcome: false,
             outcome: None,
+            layers_in: None,
         }
     }
 

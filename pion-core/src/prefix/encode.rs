@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::manifest::{Layer, Manifest};
 use super::quant::{self, DType, Role, Shape, Tier};
-use super::store::PrefixError;
+use super::store::{LayerIn, PrefixError};
 
 fn tier_of(m: &Manifest) -> Tier {
     Tier::parse(&m.tier).unwrap_or(Tier::AsGiven)
@@ -18,13 +18,15 @@ fn dtype_of(m: &Manifest) -> DType {
 }
 
 /// The stored form of one layer's bytes (already checked for length): `None` for a
-/// recurrent layer sent empty (no state at this block).
+/// recurrent layer sent empty (no state at this block). Kept as given, a handed-over
+/// buffer is adopted without a copy.
 pub fn to_stored(
     m: &Manifest,
     layer: &Layer,
     tokens: u32,
-    data: &[u8],
+    given: &LayerIn<'_>,
 ) -> Result<Option<Arc<[u8]>>, PrefixError> {
+    let data = given.bytes();
     if data.is_empty() {
         return Ok(None);
     }
@@ -33,11 +35,11 @@ pub fn to_stored(
         kv_heads, head_dim, ..
     }) = *layer
     else {
-        return Ok(Some(Arc::from(data)));
+        return Ok(Some(given.to_shared()));
     };
     let tier = tier_of(m);
     if tier == Tier::AsGiven {
-        return Ok(Some(Arc::from(data)));
+        return Ok(Some(given.to_shared()));
     }
     let shape = Shape {
         heads: kv_heads as usize,

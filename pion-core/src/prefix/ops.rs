@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use super::block_id::BlockId;
 use super::blockfile::{Loc, LOC_LEN};
-use super::store::{LayerData, Match, PrefixError, PrefixStore};
+use super::store::{LayerData, LayerIn, Match, PrefixError, PrefixStore};
 use super::Manifest;
 use crate::durability::Wal;
 use crate::util::codec::Reader;
@@ -125,7 +125,7 @@ pub fn put(
     name: &str,
     parent: BlockId,
     tokens: &[u32],
-    layers: &[Vec<u8>],
+    layers: &[LayerIn<'_>],
 ) -> Result<(BlockId, u64), PrefixError> {
     let mut store = store.lock();
     let stored = store.put(name, parent, tokens, layers)?;

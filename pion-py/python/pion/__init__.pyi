@@ -36,6 +36,18 @@ class Engine(PrefixOps):
     def __init__(self, path: Optional[str] = None, appendfsync: str = "everysec") -> None: ...
     def execute(self, *args: Arg) -> Any:
         """Runs any command; raises PionError on an error reply."""
+    def store_block(
+        self, namespace: str, parent: Optional[str], tokens: Tokens, layers: Sequence[Any]
+    ) -> str:
+        """Stores one block; each layer is read in place from its buffer."""
+    def fetch(
+        self, namespace: str, block_id: str, layers: Optional[Sequence[int]] = None
+    ) -> Tuple[int, List[Optional[memoryview]]]:
+        """A block's token count and read-only views of its stored layers."""
+    def fetch_many(
+        self, namespace: str, block_ids: Sequence[str], layers: Optional[Sequence[int]] = None
+    ) -> List[Tuple[int, List[Optional[memoryview]]]]:
+        """Several blocks, each layer a read-only view of the store's bytes."""
     def close(self) -> None:
         """Flushes the log and releases the data directory."""
     def __enter__(self) -> "Engine": ...

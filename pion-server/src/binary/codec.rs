@@ -33,6 +33,8 @@
 //!
 //! `block = tokens:u32 layers:u32 (present:u8 [len:u64 data])*layers`.
 
+use std::sync::Arc;
+
 /// The two magic bytes that start every frame.
 pub const MAGIC: [u8; 2] = [0x5E, 0xCA];
 /// Bytes of a frame header.
@@ -80,8 +82,9 @@ pub enum Request {
         parent: u128,
         /// The block's token ids.
         tokens: Vec<u32>,
-        /// Each layer's bytes.
-        layers: Vec<Vec<u8>>,
+        /// Each layer's bytes, copied once out of the frame into the buffer the
+        /// store keeps.
+        layers: Vec<Arc<[u8]>>,
     },
     /// `FETCH` / `BATCH FETCH`.
     Fetch {
@@ -263,7 +266,7 @@ pub fn parse_request(opcode: u8, body: &[u8]) -> Result<Request, String> {
             let mut layers = Vec::with_capacity(nl);
             for _ in 0..nl {
                 let len = usize::try_from(b.u64()?).map_err(|_| "ERR layer too large")?;
-                layers.push(b.take(len)?.to_vec());
+                layers.push(Arc::from(b.take(len)?));
             }
             Request::Put {
                 ns,
@@ -371,7 +374,7 @@ pub fn encode_request(req: &Request) -> Vec<u8> {
             body.extend_from_slice(&(layers.len() as u32).to_le_bytes());
             for l in layers {
                 body.extend_from_slice(&(l.len() as u64).to_le_bytes());
-                body.extend_from_slice(l);
+                body.extend_from_slice(&l[..]);
             }
             op::PUT
         }
@@ -439,7 +442,7 @@ mod tests {
                 ns: "m".into(),
                 parent: 7,
                 tokens: vec![4, 5],
-                layers: vec![vec![1, 2, 3], vec![]],
+                layers: vec![Arc::from(&[1u8, 2, 3][..]), Arc::from(&[][..])],
             },
             Request::Fetch {
                 ns: "m".into(),

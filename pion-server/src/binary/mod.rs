@@ -12,6 +12,8 @@
 
 pub mod codec;
 
+use std::sync::Arc;
+
 use pion_core::prefix::ops::{Fetched, Outcome};
 use pion_core::Reply;
 
@@ -65,6 +67,9 @@ pub enum Next {
     Call {
         /// The command's arguments.
         argv: Vec<Vec<u8>>,
+        /// A `PUT`'s layers, handed to the command beside its (placeholder) layer
+        /// arguments so the store adopts them without another copy.
+        layers: HandedLayers,
         /// The reply's form.
         answer: Answer,
         /// Input bytes consumed.
@@ -107,15 +112,23 @@ pub fn next_request(input: &[u8], max_body: u64) -> Next {
     };
     match parse_request(hd.opcode, body) {
         Ok(req) => {
-            let (argv, answer) = command_of(req);
-            Next::Call { argv, answer, used }
+            let (argv, answer, layers) = command_of(req);
+            Next::Call {
+                argv,
+                layers,
+                answer,
+                used,
+            }
         }
         Err(text) => Next::Refused { text, used },
     }
 }
 
-/// The command a request stands for.
-fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer) {
+/// A `PUT`'s layers, travelling beside its command.
+type HandedLayers = Option<Vec<Arc<[u8]>>>;
+
+/// The command a request stands for (and a `PUT`'s layers).
+fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer, HandedLayers) {
     let tokens_le =
         |tokens: &[u32]| -> Vec<u8> { tokens.iter().flat_map(|t| t.to_le_bytes()).collect() };
     let layers_of = |argv: &mut Vec<Vec<u8>>, layers: Option<Vec<usize>>| {
@@ -124,7 +137,7 @@ fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer) {
             argv.extend(list.iter().map(|l| l.to_string().into_bytes()));
         }
     };
-    match req {
+    let (argv, answer) = match req {
         Request::Ping(body) => {
             let mut argv = vec![b"PING".to_vec()];
             if !body.is_empty() {
@@ -154,8 +167,8 @@ fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer) {
                 parent.to_le_bytes().to_vec(),
                 tokens_le(&tokens),
             ];
-            argv.extend(layers);
-            (argv, Answer::Put)
+            argv.extend(layers.iter().map(|_| Vec::new()));
+            return (argv, Answer::Put, Some(layers));
         }
         Request::Fetch {
             ns,
@@ -194,7 +207,8 @@ fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer) {
             }
             (argv, Answer::Attend)
         }
-    }
+    };
+    (argv, answer, None)
 }
 
 /// The `ATTEND` reply body from `ATTEND.QUERY`'s reply (per layer `[output, lse,
@@ -323,17 +337,24 @@ mod tests {
             ns: "m".into(),
             parent: 7,
             tokens: vec![1, 2],
-            layers: vec![vec![9; 4]],
+            layers: vec![Arc::from(&[9u8; 4][..])],
         });
         match next_request(&put, 1 << 20) {
-            Next::Call { argv, answer, used } => {
+            Next::Call {
+                argv,
+                layers,
+                answer,
+                used,
+            } => {
                 assert_eq!(used, put.len());
                 assert_eq!(answer, Answer::Put);
                 assert_eq!(argv[0], b"KV.PUT");
                 // The parent id as its 16 bytes, not as text.
                 assert_eq!(argv[2], 7u128.to_le_bytes());
                 assert_eq!(argv[3], [1, 0, 0, 0, 2, 0, 0, 0]);
-                assert_eq!(argv[4], [9; 4]);
+                // The layer travels beside the command, its argument a placeholder.
+                assert!(argv[4].is_empty());
+                assert_eq!(layers.as_deref(), Some(&[Arc::from(&[9u8; 4][..])][..]));
             }
             other => panic!("{other:?}"),
         }

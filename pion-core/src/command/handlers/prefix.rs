@@ -14,6 +14,7 @@ use crate::command::{CommandSpec, Group, KeySpecDoc};
 use crate::error::{OpError, OpResult};
 use crate::prefix::block_id::tokens_from_le;
 use crate::prefix::ops::{self, ChangeLog, Fetched, Outcome};
+use crate::prefix::store::LayerIn;
 use crate::prefix::{BlockId, PrefixError};
 use crate::reply::Reply;
 
@@ -242,20 +243,34 @@ fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
 }
 
-/// `KV.PUT ns parent tokens layer…`.
+/// `KV.PUT ns parent tokens layer…`. A typed caller may hand the layers over as
+/// buffers ([`ClientState::layers_in`](crate::clients::ClientState::layers_in)),
+/// one per (empty) layer argument, which the store then adopts without a copy.
 fn put(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    let handed = ctx.client.layers_in.take();
     let name = text(&argv[1])?;
     let parent = block_id(&argv[2])?;
     let tokens = tokens_from_le(&argv[3]).ok_or_else(|| {
         OpError::custom("ERR tokens must be little-endian u32 bytes (a multiple of 4 bytes)")
     })?;
+    let layers: Vec<LayerIn<'_>> = match handed {
+        Some(buffers) if buffers.len() == argv.len() - 4 => {
+            buffers.into_iter().map(LayerIn::Adopt).collect()
+        }
+        Some(_) => {
+            return Err(OpError::custom(
+                "ERR the layers handed over are not one per layer argument",
+            ))
+        }
+        None => argv[4..].iter().map(|a| LayerIn::Copy(a)).collect(),
+    };
     let (id, seq) = ops::put(
         ctx.prefix(),
         ctx.prefix_log(),
         name,
         parent,
         &tokens,
-        &argv[4..],
+        &layers,
     )
     .map_err(prefix_err)?;
     ctx.prefix_logged(seq);

@@ -45,6 +45,35 @@ fn err<T>(text: impl Into<String>) -> Result<T, PrefixError> {
 /// client did not supply at this block.
 pub type LayerData = Option<Arc<[u8]>>;
 
+/// A layer handed to [`PrefixStore::put`]: bytes the store copies, or a buffer it
+/// adopts as it is (when it keeps the layer as given) — the one copy a store costs
+/// is then the caller's, made straight from its own memory.
+#[derive(Debug, Clone)]
+pub enum LayerIn<'a> {
+    /// Bytes to copy (a command's argument).
+    Copy(&'a [u8]),
+    /// A buffer to keep without copying.
+    Adopt(Arc<[u8]>),
+}
+
+impl LayerIn<'_> {
+    /// The layer's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            LayerIn::Copy(b) => b,
+            LayerIn::Adopt(a) => a,
+        }
+    }
+
+    /// The bytes as a shared buffer: the adopted one, or a copy.
+    pub fn to_shared(&self) -> Arc<[u8]> {
+        match self {
+            LayerIn::Copy(b) => Arc::from(*b),
+            LayerIn::Adopt(a) => Arc::clone(a),
+        }
+    }
+}
+
 /// A stored block.
 #[derive(Debug, Clone)]
 pub struct Block {
@@ -259,7 +288,7 @@ impl PrefixStore {
         name: &str,
         parent: BlockId,
         tokens: &[u32],
-        layers: &[Vec<u8>],
+        layers: &[LayerIn<'_>],
     ) -> Result<Stored, PrefixError> {
         let ns = self.ns(name)?;
         let m = &ns.manifest;
@@ -278,7 +307,7 @@ impl PrefixStore {
             ));
         }
         let n = tokens.len() as u32;
-        for (i, (data, layer)) in layers.iter().zip(&m.layers).enumerate() {
+        for (i, (data, layer)) in layers.iter().map(LayerIn::bytes).zip(&m.layers).enumerate() {
             let want = wire_len(m, layer, n);
             let optional = matches!(layer, Layer::Recurrent { .. });
             if data.len() as u64 != want && !(optional && data.is_empty()) {
@@ -313,9 +342,9 @@ impl PrefixStore {
             let mut new_layers = Vec::new();
             if let Some(existing) = ns.blocks.get_mut(&id) {
                 for (i, (slot, data)) in existing.layers.iter_mut().zip(layers).enumerate() {
-                    if slot.is_none() && !data.is_empty() {
-                        added += data.len() as u64;
-                        *slot = Some(Arc::from(data.as_slice()));
+                    if slot.is_none() && !data.bytes().is_empty() {
+                        added += data.bytes().len() as u64;
+                        *slot = Some(data.to_shared());
                         new_layers.push(i);
                     }
                 }
