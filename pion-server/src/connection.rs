@@ -61,6 +61,14 @@ pub struct Connection {
     /// A command held by `CLIENT PAUSE`: it runs, and input is processed again, once
     /// the pause ends (the worker retries on its timer and on wake-ups).
     held: Option<(Vec<Vec<u8>>, ReplyTo)>,
+    /// Bytes the request at the front of the input needs in all, once its decoder
+    /// knows (a lane frame's header, a RESP bulk's length; checked against the
+    /// limits): the buffer then grows to hold it at once.
+    request_bytes: usize,
+    /// The last request took more than [`KEEP_INPUT_BYTES`]: its buffer is kept for
+    /// the next (a client streaming large stores reuses it) until a small request or
+    /// an idle second gives it back.
+    large_request: bool,
 }
 
 impl Connection {
@@ -86,32 +94,55 @@ impl Connection {
             queued_for_write: false,
             peer_closed: false,
             held: None,
+            request_bytes: 0,
+            large_request: false,
         }
     }
 
     /// Free space of at least `min_free` bytes at the end of the input buffer, to read
-    /// into. The buffer is zeroed only when it grows, never per read.
+    /// into — room for the whole request in progress when its size is known. A buffer
+    /// that grows is a fresh zeroed allocation (zero pages from the allocator, no
+    /// `memset` over old bytes) holding only the unconsumed input: a large request
+    /// costs one allocation, not a doubling series of copies.
     pub fn read_buf(&mut self, min_free: usize) -> &mut [u8] {
         if self.consumed == self.filled {
             self.consumed = 0;
             self.filled = 0;
-            if self.input.len() > KEEP_INPUT_BYTES {
-                // A large request has been served: give its buffer back.
+            if self.input.len() > KEEP_INPUT_BYTES && !self.large_request {
+                // Large input is over: give its buffer back.
                 self.input = Vec::new();
             }
         }
-        if self.input.len() - self.filled < min_free {
-            if self.consumed > 0 {
+        let live = self.filled - self.consumed;
+        let need = self.request_bytes.max(live + min_free);
+        if self.consumed + need > self.input.len() {
+            if need <= self.input.len() {
                 self.input.copy_within(self.consumed..self.filled, 0);
-                self.filled -= self.consumed;
-                self.consumed = 0;
+            } else {
+                let want = if self.request_bytes > live + min_free {
+                    need
+                } else {
+                    need.max(self.input.len() * 2)
+                };
+                let mut fresh = vec![0u8; want];
+                fresh[..live].copy_from_slice(&self.input[self.consumed..self.filled]);
+                self.input = fresh;
             }
-            if self.input.len() - self.filled < min_free {
-                let want = (self.filled + min_free).max(self.input.len() * 2);
-                self.input.resize(want, 0);
-            }
+            self.filled = live;
+            self.consumed = 0;
         }
         &mut self.input[self.filled..]
+    }
+
+    /// Gives back a large input buffer that holds no request (the connection has been
+    /// idle; the event loop's sweep asks).
+    pub fn release_idle_input(&mut self) {
+        if self.consumed == self.filled && self.input.len() > KEEP_INPUT_BYTES {
+            self.input = Vec::new();
+            self.consumed = 0;
+            self.filled = 0;
+            self.large_request = false;
+        }
     }
 
     /// Declares that `n` bytes were read into the last [`read_buf`](Self::read_buf).
@@ -187,7 +218,10 @@ impl Connection {
             let buf = &self.input[self.consumed..self.filled];
             let (argv, reply_to, n) = match self.wire {
                 Wire::Resp => match self.decoder.decode(buf, limits) {
-                    Ok(Decoded::Incomplete) => return None,
+                    Ok(Decoded::Incomplete) => {
+                        self.request_bytes = self.decoder.wanted();
+                        return None;
+                    }
                     Ok(Decoded::Skip(n)) => {
                         self.consumed += n;
                         continue;
@@ -211,7 +245,11 @@ impl Connection {
                         limits.max_query_buffer
                     };
                     match binary::next_request(buf, max_body) {
-                        Next::Incomplete => return None,
+                        Next::Incomplete => {
+                            // A whole header has passed the frame-size checks.
+                            self.request_bytes = binary::frame_len(buf).unwrap_or(0);
+                            return None;
+                        }
                         Next::Call {
                             argv,
                             layers,
@@ -239,6 +277,8 @@ impl Connection {
                 }
             };
             self.consumed += n;
+            self.request_bytes = 0;
+            self.large_request = n > KEEP_INPUT_BYTES;
             // While it runs, the command is still in the query buffer, as in Redis
             // (`CLIENT LIST` run by this client counts it in `qbuf`).
             self.publish_query(n);
@@ -450,6 +490,46 @@ mod tests {
             out += &feed(&mut conn, &engine, chunk);
         }
         assert_eq!(out, "+OK\r\n$1\r\nv\r\n+PONG\r\n");
+    }
+
+    /// A large request's size, once its header tells it, sizes the input buffer in one
+    /// step; the buffer is kept while large requests follow, given back after a small
+    /// one or when the connection idles.
+    #[test]
+    fn large_requests_get_their_buffer_at_once_and_give_it_back() {
+        let engine = Engine::in_memory(EngineOptions::default());
+        let mut conn = Connection::new(engine.client(String::new(), String::new(), -1));
+        let value = vec![b'x'; 3 * KEEP_INPUT_BYTES];
+        let mut req = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", value.len()).into_bytes();
+        req.extend_from_slice(&value);
+        req.extend_from_slice(b"\r\n");
+        // The headers and the first bytes of the value: the whole request's size is known.
+        assert_eq!(feed(&mut conn, &engine, &req[..1000]), "");
+        assert!(conn.read_buf(16).len() >= req.len() - 1000);
+        assert_eq!(conn.input.len(), req.len());
+        let mut out = String::new();
+        for chunk in req[1000..].chunks(1 << 20) {
+            out += &feed(&mut conn, &engine, chunk);
+        }
+        assert_eq!(out, "+OK\r\n");
+        // Kept for a next large request …
+        conn.read_buf(16);
+        assert_eq!(conn.input.len(), req.len());
+        // … given back after a small one.
+        assert_eq!(feed(&mut conn, &engine, b"PING\r\n"), "+PONG\r\n");
+        conn.read_buf(16);
+        assert!(conn.input.len() <= KEEP_INPUT_BYTES);
+        // And when idle.
+        for chunk in req.chunks(1 << 20) {
+            feed(&mut conn, &engine, chunk);
+        }
+        assert!(conn.input.len() > KEEP_INPUT_BYTES);
+        conn.release_idle_input();
+        assert!(conn.input.is_empty());
+        assert_eq!(
+            engine.execute(0, &["STRLEN", "k"]),
+            pion_core::Reply::Integer(value.len() as i64)
+        );
     }
 
     #[test]

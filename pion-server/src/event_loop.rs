@@ -27,6 +27,8 @@ use crate::stream::{ListenStop, Listener, Stream};
 const FIRST_LISTENER: usize = 2;
 const WAKER: Token = Token(1);
 const READ_CHUNK: usize = 64 * 1024;
+/// A connection idle this long gives back a large input buffer it kept.
+const IDLE_INPUT_RELEASE_MS: i64 = 1000;
 /// Input read from one connection before its complete commands run: a pipeline
 /// longer than this is read, parsed and run a slice at a time (as Redis reads 16 KB
 /// per event), so the input buffer stays near this size whatever the pipeline's.
@@ -643,10 +645,24 @@ impl Worker {
     }
 
     /// Closes connections killed by `CLIENT KILL` and, when `timeout` is set, those
-    /// idle for longer than it (as Redis's client cron does).
+    /// idle for longer than it (as Redis's client cron does); gives back the large
+    /// input buffers of connections idle for a second (Redis shrinks query buffers in
+    /// the same cron).
     fn reap(&mut self, engine: &Engine) {
         let timeout_ms = engine.config().with(|c| c.timeout).saturating_mul(1000) as i64;
         let now = engine.now_ms();
+        for (_, entry) in self.conns.iter_mut() {
+            let idle = now
+                - entry
+                    .1
+                    .client
+                    .shared
+                    .last_interaction_ms
+                    .load(Ordering::Relaxed);
+            if idle >= IDLE_INPUT_RELEASE_MS {
+                entry.1.release_idle_input();
+            }
+        }
         let doomed: Vec<Token> = self
             .conns
             .iter()

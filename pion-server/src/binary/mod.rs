@@ -127,6 +127,12 @@ pub fn next_request(input: &[u8], max_body: u64) -> Next {
 /// A `PUT`'s layers, travelling beside its command.
 type HandedLayers = Option<Vec<Arc<[u8]>>>;
 
+/// The whole length of the frame `input` starts with, once its header is there.
+pub fn frame_len(input: &[u8]) -> Option<usize> {
+    let h: [u8; HEADER_LEN] = input.get(..HEADER_LEN)?.try_into().ok()?;
+    parse_header(&h).ok().map(|hd| HEADER_LEN + hd.len as usize)
+}
+
 /// The command a request stands for (and a `PUT`'s layers).
 fn command_of(req: Request) -> (Vec<Vec<u8>>, Answer, HandedLayers) {
     let tokens_le =

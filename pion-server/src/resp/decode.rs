@@ -92,6 +92,9 @@ struct Partial {
     count: usize,
     /// Offset of the next element's header, from the start of the request.
     pos: usize,
+    /// Bytes from the start of the request known to be needed (through the bulk
+    /// being read), 0 when not known yet.
+    need: usize,
 }
 
 /// A resumable request decoder: a large request that arrives over many reads costs
@@ -102,6 +105,12 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// Bytes the request in progress needs from its start, as far as its headers
+    /// tell (0: unknown or none in progress).
+    pub fn wanted(&self) -> usize {
+        self.partial.as_ref().map_or(0, |p| p.need)
+    }
+
     /// Decodes the next request; `buf` must start where the request starts (the
     /// bytes of a request in progress must still be there, unchanged).
     pub fn decode(&mut self, buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
@@ -135,6 +144,7 @@ impl Decoder {
             args: Vec::with_capacity(count.min(1024) as usize),
             count: count as usize,
             pos,
+            need: 0,
         };
         self.resume(buf, limits, partial)
     }
@@ -172,6 +182,7 @@ impl Decoder {
                 .filter(|&n| n >= 0 && (n as u64) <= max_bulk)
                 .ok_or_else(|| perr("invalid bulk length"))? as usize;
             if buf.len() < data + len + 2 {
+                p.need = data + len + 2;
                 self.partial = Some(p);
                 return Ok(Decoded::Incomplete);
             }
