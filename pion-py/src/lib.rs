@@ -124,6 +124,10 @@ impl LayerBuffer {
     }
 }
 
+/// A fetched block as Python gets it: its token count and its layers' views (None:
+/// absent recurrent state).
+type FetchedBlock = (u32, Vec<Option<Py<LayerBuffer>>>);
+
 /// A layer's bytes borrowed from a Python buffer (which must be C-contiguous).
 fn buffer_bytes(buf: &PyBuffer<u8>) -> PyResult<&[u8]> {
     if !buf.is_c_contiguous() {
@@ -219,7 +223,9 @@ impl Engine {
     ) -> PyResult<String> {
         let engine = self.open()?;
         let parent = BlockId::from_arg(parent).ok_or_else(|| {
-            PionError::new_err("ERR invalid block id: 32 hex digits, or root for a sequence's first block")
+            PionError::new_err(
+                "ERR invalid block id: 32 hex digits, or root for a sequence's first block",
+            )
         })?;
         let tokens = tokens_from_le(tokens)
             .ok_or_else(|| PionError::new_err("tokens must be little-endian u32 bytes"))?;
@@ -245,7 +251,7 @@ impl Engine {
         namespace: &str,
         block_ids: Vec<String>,
         layers: Option<Vec<usize>>,
-    ) -> PyResult<Vec<(u32, Vec<Option<Py<LayerBuffer>>>)>> {
+    ) -> PyResult<Vec<FetchedBlock>> {
         let engine = self.open()?;
         let ids = block_ids
             .iter()
@@ -263,7 +269,11 @@ impl Engine {
                 let views = block
                     .layers
                     .into_iter()
-                    .map(|layer| layer.map(|data| Py::new(py, LayerBuffer { data })).transpose())
+                    .map(|layer| {
+                        layer
+                            .map(|data| Py::new(py, LayerBuffer { data }))
+                            .transpose()
+                    })
                     .collect::<PyResult<Vec<_>>>()?;
                 Ok((block.tokens, views))
             })
