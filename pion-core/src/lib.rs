@@ -61,28 +61,48 @@
 // From the bottom (see doc/design.md, "Layers inside pion-core"; a test holds the
 // imports to it): utilities, storage, values and the keyspace, the subsystems, the
 // command layer, the engine.
+//
+// The embedding API is the engine ([`Engine`], [`EngineOptions`], [`Session`], the
+// typed calls of [`api`]), replies and errors, and the parts an embedder configures
+// or calls directly (`durability`, `prefix`, `vector`, `embed`). The other modules
+// are the server's machinery: public because pion-server, the benchmarks and the test
+// suite use them, hidden from the documentation because an embedder never needs them.
+#[doc(hidden)]
 pub mod util;
 
 pub mod durability;
+#[doc(hidden)]
 pub mod storage;
 
+#[doc(hidden)]
 pub mod keyspace;
+#[doc(hidden)]
 pub mod value;
 pub mod vector;
 
+#[doc(hidden)]
 pub mod acl;
+#[doc(hidden)]
 pub mod clients;
+#[doc(hidden)]
 pub mod config;
 pub mod embed;
+#[doc(hidden)]
 pub mod evict;
+#[doc(hidden)]
 pub mod index;
+#[doc(hidden)]
 pub mod monitor;
 pub mod prefix;
+#[doc(hidden)]
 pub mod pubsub;
+#[doc(hidden)]
 pub mod scripting;
+#[doc(hidden)]
 pub mod server;
 
 pub mod api;
+#[doc(hidden)]
 pub mod command;
 pub mod engine;
 

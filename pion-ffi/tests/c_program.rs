@@ -3,7 +3,9 @@
 //! `examples/ffi/example.cpp` are compiled with the system's compilers against the
 //! shared library, run, and the C program is run again under valgrind, which must
 //! report no error and no definite leak (`tests/valgrind.supp` holds the one known
-//! report from a dependency, with its reason).
+//! report from a dependency, with its reason). The C program is also linked against
+//! the static library with the system libraries `pion.pc` lists for it, and run with
+//! no shared `libpion` to find.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,13 +140,17 @@ fn the_c_program_passes_natively_and_under_valgrind() {
 
 /// The flags `pion.pc` gives for a build in `lib_dir` and the crate's headers.
 fn pkg_config_flags(lib_dir: &Path) -> Vec<String> {
+    pkg_config(lib_dir, &["--cflags", "--libs"])
+}
+
+fn pkg_config(lib_dir: &Path, what: &[&str]) -> Vec<String> {
     let mut cmd = Command::new("pkg-config");
     cmd.arg(format!("--define-variable=libdir={}", lib_dir.display()))
         .arg(format!(
             "--define-variable=includedir={}",
             crate_dir().join("include").display()
         ))
-        .args(["--cflags", "--libs"])
+        .args(what)
         .arg(crate_dir().join("pion.pc"));
     run(cmd, "pkg-config (install pkg-config to run it)")
         .split_whitespace()
@@ -170,5 +176,38 @@ fn the_cpp_example_builds_with_pkg_config_and_runs() {
     run(cxx, "c++ example.cpp");
     let out = run(Command::new(&program), "example.cpp");
     assert!(out.contains("hello from Pion"), "{out}");
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+#[test]
+fn the_c_program_links_statically_with_the_libraries_pion_pc_lists() {
+    let lib_dir = build_library();
+    let archive = lib_dir.join("libpion.a");
+    assert!(archive.exists(), "no {}", archive.display());
+    // The system libraries a static link needs (Libs.private), without -lpion itself.
+    let system: Vec<String> = pkg_config(&lib_dir, &["--static", "--libs-only-l"])
+        .into_iter()
+        .filter(|f| f != "-lpion")
+        .collect();
+    let work = scratch("static");
+    let program = work.join("abi_test_static");
+    let mut cc = Command::new("cc");
+    cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg(crate_dir().join("tests/c/abi_test.c"))
+        .arg(&archive)
+        .args(&system)
+        .arg("-o")
+        .arg(&program);
+    run(
+        cc,
+        "cc abi_test.c with libpion.a and pion.pc's Libs.private",
+    );
+    // No rpath and no shared libpion to load: it runs on the archive alone.
+    let mut native = Command::new(&program);
+    native.arg(work.join("data")).env_remove("LD_LIBRARY_PATH");
+    let out = run(native, "abi_test linked statically");
+    assert!(out.contains("all checks passed"), "{out}");
     let _ = std::fs::remove_dir_all(&work);
 }

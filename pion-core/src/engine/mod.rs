@@ -17,6 +17,7 @@ use crate::keyspace::Keyspace;
 use crate::reply::Reply;
 
 /// Whether a reply may leave (see [`Engine::reply_readiness`]).
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
     /// The writes it acknowledges are durable.
@@ -41,6 +42,7 @@ pub struct EngineOptions {
 }
 
 /// Server-wide counters for `INFO stats`.
+#[doc(hidden)]
 #[derive(Debug, Default)]
 pub struct ServerStats {
     /// Bytes read from clients.
@@ -150,6 +152,10 @@ impl WeakEngine {
     }
 }
 
+// The server's handles on the engine's parts (the log's readiness, the subsystems,
+// statistics, configuration, shutdown): public for pion-server and the test suite,
+// left out of the embedding API's documentation, which the block below holds.
+#[doc(hidden)]
 impl Engine {
     /// Attaches the durable state recovery produced (once, when a durable engine is
     /// opened, before any other handle to the engine exists).
@@ -276,17 +282,6 @@ impl Engine {
         self.inner.dialer.get()
     }
 
-    /// Hands in the sentence encoder `AI.EMBED` and `AI.SEMANTIC_CACHE` use; the
-    /// first one handed in stays. `pion-server --embed-model DIR` loads one.
-    pub fn set_embedder(&self, embedder: Arc<crate::embed::EmbedService>) {
-        let _ = self.inner.embedder.set(embedder);
-    }
-
-    /// The sentence encoder, if one was handed in.
-    pub fn embedder(&self) -> Option<&Arc<crate::embed::EmbedService>> {
-        self.inner.embedder.get()
-    }
-
     /// `MIGRATE`'s cached connections.
     pub fn links(&self) -> &crate::server::outbound::LinkCache {
         &self.inner.links
@@ -353,14 +348,6 @@ impl Engine {
                 .commit(seq)
                 .map_err(|e| crate::error::OpError::DiskFailed(e.to_string())),
             _ => Ok(()),
-        }
-    }
-
-    /// Flushes and fsyncs the log (clean shutdown).
-    pub fn flush_log(&self) -> Result<(), crate::durability::DiskFailure> {
-        match self.durability() {
-            Some(d) => d.wal().sync_all(),
-            None => Ok(()),
         }
     }
 
@@ -683,6 +670,29 @@ impl Engine {
         match self.make_durable(client.wal_seq) {
             Ok(()) => reply,
             Err(e) => e.into(),
+        }
+    }
+}
+
+/// What an embedder calls on an engine beyond commands and the typed API: the
+/// sentence encoder and a clean flush of the log.
+impl Engine {
+    /// Hands in the sentence encoder `AI.EMBED` and `AI.SEMANTIC_CACHE` use; the
+    /// first one handed in stays. `pion-server --embed-model DIR` loads one.
+    pub fn set_embedder(&self, embedder: Arc<crate::embed::EmbedService>) {
+        let _ = self.inner.embedder.set(embedder);
+    }
+
+    /// The sentence encoder, if one was handed in.
+    pub fn embedder(&self) -> Option<&Arc<crate::embed::EmbedService>> {
+        self.inner.embedder.get()
+    }
+
+    /// Flushes and fsyncs the log (clean shutdown).
+    pub fn flush_log(&self) -> Result<(), crate::durability::DiskFailure> {
+        match self.durability() {
+            Some(d) => d.wal().sync_all(),
+            None => Ok(()),
         }
     }
 }

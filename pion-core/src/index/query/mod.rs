@@ -6,7 +6,7 @@
 //! definition of the language, checked against RediSearch 2.10: tokenization and
 //! stopwords, precedence (intersection binds tighter than `|`), escapes, `$`
 //! parameters, DIALECT 1 versus 2, KNN and range vector clauses, and the text
-//! `FT.EXPLAIN` prints ([`explain`]). Nothing here touches an index or the keyspace.
+//! `FT.EXPLAIN` prints (`explain.rs`). Nothing here touches an index or the keyspace.
 //!
 //! ```
 //! use pion_core::index::query::{parse, FieldKind, FieldList, Node, Params};
