@@ -26,7 +26,7 @@ use parking_lot::Mutex;
 
 use super::block_id::BlockId;
 use super::manifest::{Layer, Manifest};
-use super::store::{LayerData, PrefixError, PrefixStore};
+use super::store::{PrefixError, PrefixStore};
 
 /// Views one engine keeps at most (`ATTEND.DROP` frees them).
 pub const MAX_VIEWS: usize = 65_536;
@@ -61,23 +61,17 @@ pub fn layer_layout(m: &Manifest, layer: usize) -> Result<KvLayout, PrefixError>
         .map_err(|e| PrefixError::Refused(format!("ERR layer {layer} cannot be attended: {e}")))
 }
 
-/// The summaries of a new block's attention layers (`None` for recurrent layers,
-/// absent data, and layouts the kernels do not read).
-pub fn summarise(
+/// The summary of a block's layer `layer` holding `data` (`None` for recurrent
+/// layers and layouts the kernels do not read).
+pub fn summarise_layer(
     m: &Manifest,
     tokens: u32,
-    layers: &[LayerData],
-) -> Vec<Option<Arc<BlockSummary>>> {
-    layers
-        .iter()
-        .enumerate()
-        .map(|(i, data)| {
-            let data = data.as_ref()?;
-            let layout = layer_layout(m, i).ok()?;
-            let block = layout.split(tokens as usize, data).ok()?;
-            kernels::block_summary(&layout, &block).ok().map(Arc::new)
-        })
-        .collect()
+    layer: usize,
+    data: &[u8],
+) -> Option<Arc<BlockSummary>> {
+    let layout = layer_layout(m, layer).ok()?;
+    let block = layout.split(tokens as usize, data).ok()?;
+    kernels::block_summary(&layout, &block).ok().map(Arc::new)
 }
 
 /// A view: a namespace's stored prefix as its blocks.
@@ -272,7 +266,7 @@ impl Attention {
             (
                 block_tokens,
                 layout,
-                s.attend_layer(ns, &view.blocks, q.layer)?,
+                s.attend_layer(ns, &view.blocks, q.layer, q.sparse.is_some())?,
             )
         };
         let d = layout.head_dim;

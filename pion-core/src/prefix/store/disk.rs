@@ -235,7 +235,7 @@ impl PrefixStore {
         }
         let bytes = layers.iter().flatten().map(|d| d.len() as u64).sum();
         let nl = layers.len();
-        let summaries = crate::prefix::attend::summarise(&ns.manifest, tokens, &layers);
+        let summaries = (0..nl).map(|_| super::SummaryCell::new()).collect();
         ns.blocks.insert(
             id,
             Block {

@@ -45,6 +45,10 @@ fn err<T>(text: impl Into<String>) -> Result<T, PrefixError> {
 /// client did not supply at this block.
 pub type LayerData = Option<Arc<[u8]>>;
 
+/// One layer's summary for the sparse selector, made on first use (`None` inside: a
+/// layer without one).
+pub type SummaryCell = std::sync::OnceLock<Option<Arc<BlockSummary>>>;
+
 /// A layer handed to [`PrefixStore::put`]: bytes the store copies, or a buffer it
 /// adopts as it is (when it keeps the layer as given) — the one copy a store costs
 /// is then the caller's, made straight from its own memory.
@@ -86,8 +90,9 @@ pub struct Block {
     /// Where each present layer is on disk (durable engines).
     pub locs: Vec<Option<Loc>>,
     /// Per layer, the block's summary for the sparse selector (attention layers the
-    /// kernels read; computed when the block is stored or loaded, never logged).
-    pub summaries: Vec<Option<Arc<BlockSummary>>>,
+    /// kernels read): computed the first time a sparse query needs it, not on the
+    /// store path (where it cost a tenth of a large store), never logged.
+    pub summaries: Vec<SummaryCell>,
     children: SmallVec<[BlockId; 2]>,
     last_used: u64,
     bytes: u64,
@@ -375,7 +380,7 @@ impl PrefixStore {
             ));
         }
         let new_layers = (0..layers.len()).filter(|&i| layers[i].is_some()).collect();
-        let summaries = super::attend::summarise(m, n, &layers);
+        let summaries = (0..layers.len()).map(|_| SummaryCell::new()).collect();
         let ns = self.ns_mut(name)?;
         let nl = layers.len();
         ns.blocks.insert(
@@ -517,14 +522,16 @@ impl PrefixStore {
         Ok(tokens)
     }
 
-    /// Layer `layer` of each of `ids` for attention: (tokens, stored bytes, summary),
-    /// shared with the store. Fails on a block no longer stored; a use for the LRU.
+    /// Layer `layer` of each of `ids` for attention: (tokens, stored bytes, summary
+    /// when `summaries` asks, made now if it was not yet), shared with the store.
+    /// Fails on a block no longer stored; a use for the LRU.
     #[allow(clippy::type_complexity)]
     pub fn attend_layer(
         &mut self,
         name: &str,
         ids: &[BlockId],
         layer: usize,
+        summaries: bool,
     ) -> Result<Vec<(u32, Arc<[u8]>, Option<Arc<BlockSummary>>)>, PrefixError> {
         let ns = self.ns(name)?;
         let ns_id = ns.id;
@@ -542,7 +549,14 @@ impl PrefixStore {
                     id.hex()
                 ));
             };
-            let summary = b.summaries.get(layer).cloned().flatten();
+            let summary = match b.summaries.get(layer) {
+                Some(cell) if summaries => cell
+                    .get_or_init(|| {
+                        super::attend::summarise_layer(&ns.manifest, b.tokens, layer, data)
+                    })
+                    .clone(),
+                _ => None,
+            };
             out.push((b.tokens, Arc::clone(data), summary));
         }
         for id in ids {
