@@ -234,7 +234,10 @@ impl Engine {
             .map(buffer_bytes)
             .collect::<PyResult<Vec<&[u8]>>>()?;
         let stored = py.allow_threads(|| {
-            let shared = views.iter().map(|v| Arc::<[u8]>::from(*v)).collect();
+            let shared = views
+                .iter()
+                .map(|v| pion_core::util::shared_copy::shared_copy(v))
+                .collect();
             engine.kv_put_shared(namespace, parent, &tokens, shared)
         });
         stored

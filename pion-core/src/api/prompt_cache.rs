@@ -61,7 +61,10 @@ impl Engine {
         tokens: &[u32],
         layers: &[&[u8]],
     ) -> OpResult<BlockId> {
-        let shared = layers.iter().map(|l| Arc::from(*l)).collect();
+        let shared = layers
+            .iter()
+            .map(|l| crate::util::shared_copy::shared_copy(l))
+            .collect();
         self.kv_put_shared(ns, parent, tokens, shared)
     }
 

@@ -16,4 +16,5 @@ pub mod log;
 pub(crate) mod long_double;
 pub mod lzf;
 pub mod num;
+pub mod shared_copy;
 pub(crate) mod strtod;

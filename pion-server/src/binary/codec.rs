@@ -266,7 +266,7 @@ pub fn parse_request(opcode: u8, body: &[u8]) -> Result<Request, String> {
             let mut layers = Vec::with_capacity(nl);
             for _ in 0..nl {
                 let len = usize::try_from(b.u64()?).map_err(|_| "ERR layer too large")?;
-                layers.push(Arc::from(b.take(len)?));
+                layers.push(pion_core::util::shared_copy::shared_copy(b.take(len)?));
             }
             Request::Put {
                 ns,

@@ -72,7 +72,7 @@ impl LayerIn<'_> {
     /// The bytes as a shared buffer: the adopted one, or a copy.
     pub fn to_shared(&self) -> Arc<[u8]> {
         match self {
-            LayerIn::Copy(b) => Arc::from(*b),
+            LayerIn::Copy(b) => crate::util::shared_copy::shared_copy(b),
             LayerIn::Adopt(a) => Arc::clone(a),
         }
     }
