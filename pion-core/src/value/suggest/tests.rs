@@ -27,15 +27,20 @@ fn names(found: &[(String, f32)]) -> Vec<&str> {
     found.iter().map(|(s, _)| s.as_str()).collect()
 }
 
-#[test]
-fn prefix_scores_exact_matches_and_case_folding() {
-    let d = dict(&[
+/// The dictionary the oracle's replies below were taken from.
+fn hello_dict() -> SuggestionsValue {
+    dict(&[
         ("hello", 1.0),
         ("Hello", 2.0),
         ("help", 3.0),
         ("helpful", 3.0),
         ("hel", 0.5),
-    ]);
+    ])
+}
+
+#[test]
+fn prefix_scores_exact_matches_and_case_folding() {
+    let d = hello_dict();
     assert_eq!(d.len(), 5);
     let found = get(&d, "HEL", 5, false);
     assert_eq!(names(&found), ["hel", "help", "helpful", "Hello", "hello"]);
@@ -53,13 +58,7 @@ fn prefix_scores_exact_matches_and_case_folding() {
 
 #[test]
 fn fuzzy_lookups_weigh_the_distance() {
-    let d = dict(&[
-        ("hello", 1.0),
-        ("Hello", 2.0),
-        ("help", 3.0),
-        ("helpful", 3.0),
-        ("hel", 0.5),
-    ]);
+    let d = hello_dict();
     let found = get(&d, "helo", 10, true);
     assert_eq!(names(&found), ["help", "helpful", "Hello", "hello", "hel"]);
     // "help" passes RediSearch's byte-wise exact test against "helo".
@@ -127,13 +126,7 @@ fn trim_drops_results_below_a_tenth_of_the_best() {
 
 #[test]
 fn entries_come_depth_first_and_reload_the_same() {
-    let mut d = dict(&[
-        ("hello", 1.0),
-        ("Hello", 2.0),
-        ("help", 3.0),
-        ("helpful", 3.0),
-        ("hel", 0.5),
-    ]);
+    let mut d = hello_dict();
     assert!(d.delete(b"hello"));
     let texts: Vec<Vec<u8>> = d.entries().into_iter().map(|e| e.text).collect();
     assert_eq!(

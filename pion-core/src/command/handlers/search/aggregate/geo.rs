@@ -81,6 +81,12 @@ fn c_number(v: &Value) -> Option<f64> {
 }
 
 fn whole_strtod(s: &[u8]) -> Option<f64> {
+    c_strtod_whole(s, true)
+}
+
+/// C's `strtod` over all of `s` (leading blanks allowed, nothing after the number;
+/// an empty string reads as 0), refusing values out of range when asked.
+fn c_strtod_whole(s: &[u8], refuse_out_of_range: bool) -> Option<f64> {
     if s.is_empty() {
         return Some(0.0);
     }
@@ -93,7 +99,7 @@ fn whole_strtod(s: &[u8]) -> Option<f64> {
         return None;
     }
     let out_of_range = r.range_error && (r.value.is_infinite() || r.value == 0.0);
-    (!out_of_range).then_some(r.value)
+    (!(refuse_out_of_range && out_of_range)).then_some(r.value)
 }
 
 /// `"lon,lat"` or `"lon lat"`: split at the first comma or space, each side a whole
@@ -112,18 +118,9 @@ fn parse_point(text: &[u8]) -> Result<[f64; 2], EvalError> {
     Ok([lon, lat])
 }
 
-/// One side of a point string, as `strtod` with its end pointer checked: the whole
-/// side must be the number (an empty side reads as 0).
+/// One side of a point string: `parseGeo` checks only `strtod`'s end pointer.
 fn side(s: &[u8]) -> Option<f64> {
-    if s.is_empty() {
-        return Some(0.0);
-    }
-    let start = s
-        .iter()
-        .position(|&c| !crate::util::strtod::is_c_space(c))
-        .unwrap_or(s.len());
-    let r = crate::util::strtod::strtod(&s[start..]);
-    (r.len > 0 && start + r.len == s.len()).then_some(r.value)
+    c_strtod_whole(s, false)
 }
 
 #[cfg(test)]
