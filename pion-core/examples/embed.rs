@@ -1,8 +1,10 @@
 //! Pion embedded in a Rust program: a durable engine in a temporary directory, a
 //! prompt's K/V stored block by block and found again after a restart, a vector set
-//! searched, a hash read back. Run by the test command:
+//! searched, documents found by a search index, a hash read back. Run by the test
+//! command:
 //! `cargo run -p pion-core --example embed`.
 
+use pion_core::api::search::SearchQuery;
 use pion_core::prefix::block_id::BlockId;
 use pion_core::{Engine, OpResult, Quantization};
 
@@ -65,6 +67,28 @@ fn main() -> OpResult<()> {
         .collect();
     assert_eq!(names, ["api", "faq"]);
     println!("vector search: nearest {names:?}");
+    engine.execute(
+        0,
+        &[
+            "FT.CREATE",
+            "notes",
+            "PREFIX",
+            "1",
+            "note:",
+            "SCHEMA",
+            "body",
+            "TEXT",
+        ],
+    );
+    engine.hset(0, b"note:1", b"body", b"prefill once, decode many")?;
+    let q = SearchQuery {
+        query: "decode",
+        no_content: true,
+        ..Default::default()
+    };
+    let hits = engine.ft_search("notes", &q)?;
+    assert_eq!((hits.total, &hits.hits[0].key[..]), (1, &b"note:1"[..]));
+    println!("text search: {} document found", hits.total);
     assert_eq!(
         engine.hget(0, b"session:1", b"user")?.as_deref(),
         Some(&b"ada"[..])

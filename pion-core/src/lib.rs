@@ -36,8 +36,9 @@
 //!   buffers (see the example on [`Engine::kv_register`]).
 //! - **Vector search**: [`Engine::vadd`], [`Engine::vsim`] and [`Engine::vrem`] over
 //!   a vector set, with a [`Quantization`] chosen by its first element (example on
-//!   [`Engine::vadd`]); search indexes (`FT.CREATE`, `FT.SEARCH`) run through
-//!   `execute`:
+//!   [`Engine::vadd`]); search indexes are made with `FT.CREATE` through `execute`
+//!   and searched with [`Engine::ft_search`] (an [`api::search::SearchQuery`] in,
+//!   [`api::search::SearchResults`] out), or `FT.SEARCH` itself:
 //!
 //! ```
 //! use pion_core::{Engine, EngineOptions, Reply};

@@ -1,11 +1,12 @@
 //! The engine's API, what embedders and the server call: opening an engine (in memory,
 //! or on a data directory whose contents are recovered through the dispatcher),
 //! running commands on it ([`Engine::execute`], [`Session`]) and the typed calls
-//! ([`typed`]; the prompt cache's `kv_*` and vector sets' `v*` in their own
-//! modules). The engine's state and accessors are [`engine`](crate::engine)'s; this
+//! ([`typed`]; the prompt cache's `kv_*`, vector sets' `v*` and [`search`]'s
+//! `ft_search` in their own modules). The engine's state and accessors are [`engine`](crate::engine)'s; this
 //! layer sits above the command table, which it builds first.
 
 mod prompt_cache;
+pub mod search;
 mod session;
 pub mod typed;
 mod vectors;
