@@ -35,6 +35,10 @@ pub const MAX_PREFIX_RUNES: usize = 100;
 pub struct SuggestionsValue {
     root: Node,
     len: usize,
+    /// Runes and payload bytes of the live suggestions, kept as they come and go so
+    /// the memory estimate (read after every write) costs nothing to make.
+    runes: usize,
+    payload_bytes: usize,
 }
 
 impl Default for SuggestionsValue {
@@ -76,6 +80,8 @@ impl SuggestionsValue {
         SuggestionsValue {
             root: Node::root(),
             len: 0,
+            runes: 0,
+            payload_bytes: 0,
         }
     }
 
@@ -109,7 +115,11 @@ impl SuggestionsValue {
             return false;
         }
         let added = self.root.add(&runes, score, incr, payload);
-        self.len += usize::from(added);
+        if added {
+            self.len += 1;
+            self.runes += runes.len();
+            self.payload_bytes += payload.len();
+        }
         added
     }
 
@@ -120,7 +130,12 @@ impl SuggestionsValue {
             return false;
         }
         let deleted = self.root.delete(&runes);
-        self.len -= usize::from(deleted);
+        if deleted {
+            // The payload's own size is not known here: the average goes.
+            self.payload_bytes -= self.payload_bytes / self.len.max(1);
+            self.len -= 1;
+            self.runes -= runes.len().min(self.runes);
+        }
         deleted
     }
 
@@ -158,9 +173,13 @@ impl SuggestionsValue {
         v
     }
 
-    /// Estimated bytes held.
+    /// Estimated bytes held, in constant time: a node per suggestion (a radix trie
+    /// has fewer, splits add some) with its runes and payload.
     pub fn mem_usage(&self) -> usize {
-        std::mem::size_of::<Self>() + self.root.heap_size()
+        std::mem::size_of::<Self>()
+            + self.len * (std::mem::size_of::<Node>() + std::mem::size_of::<Box<[u8]>>())
+            + self.runes * std::mem::size_of::<Rune>()
+            + self.payload_bytes
     }
 }
 

@@ -160,6 +160,29 @@ fn runes_keep_redisearch_text_rules() {
 }
 
 #[test]
+fn the_memory_estimate_follows_the_trie_in_constant_time() {
+    let mut d = SuggestionsValue::new();
+    for i in 0..5000u32 {
+        let text = format!("word{}-{}", i % 97, i);
+        d.add(
+            text.as_bytes(),
+            1.0,
+            false,
+            if i % 3 == 0 { b"payload" } else { b"" },
+        );
+    }
+    for i in (0..5000u32).step_by(4) {
+        d.delete(format!("word{}-{}", i % 97, i).as_bytes());
+    }
+    let real = std::mem::size_of::<SuggestionsValue>() + d.root.heap_size();
+    let estimate = d.mem_usage();
+    assert!(
+        estimate * 2 > real && estimate < real * 2,
+        "estimate {estimate}, real {real}"
+    );
+}
+
+#[test]
 fn long_prefixes_are_refused() {
     let d = dict(&[("a", 1.0)]);
     let opts = LookupOptions {

@@ -262,7 +262,9 @@ impl Node {
         path.truncate(path.len() - self.label.len());
     }
 
-    /// Heap bytes held by this node and those below it.
+    /// Heap bytes held by this node and those below it (what the constant-time
+    /// estimate is checked against).
+    #[cfg(test)]
     pub(super) fn heap_size(&self) -> usize {
         std::mem::size_of::<Node>() * self.children.capacity()
             + self.label.capacity() * std::mem::size_of::<Rune>()
