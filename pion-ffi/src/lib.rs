@@ -182,16 +182,37 @@ pub unsafe extern "C" fn pion_execute(
     reply: *mut *mut PionReply,
 ) -> PionStatus {
     guarded(|| {
-        if reply.is_null() {
-            return Err(fail(PionStatus::PION_ERR_NULL, "reply is null"));
+        // SAFETY: the caller's contract, which is `execute_into`'s.
+        unsafe {
+            execute_into(argc, argv, argvlen, reply, |args| {
+                Ok(engine_of(engine)?.execute(db as usize, args))
+            })
         }
-        // SAFETY: the caller's contract.
-        let args = unsafe { args_of(argc, argv, argvlen) }?;
-        let out = engine_of(engine)?.execute(db as usize, &args);
-        // SAFETY: checked non-null above; the caller's contract makes it writable.
-        unsafe { *reply = reply::into_raw(out) };
-        Ok(())
     })
+}
+
+/// What both execute calls do around running a command: check `reply`, read the
+/// arguments, run them with `run`, and write the reply tree to `*reply`.
+///
+/// # Safety
+/// `argv` and `argvlen` hold `argc` entries; every `argv[i]` is valid for
+/// `argvlen[i]` bytes (null allowed when 0); `reply` is null or valid for a write.
+pub(crate) unsafe fn execute_into(
+    argc: usize,
+    argv: *const *const u8,
+    argvlen: *const usize,
+    reply: *mut *mut PionReply,
+    run: impl FnOnce(&[Vec<u8>]) -> Result<pion_core::Reply, PionStatus>,
+) -> Result<(), PionStatus> {
+    if reply.is_null() {
+        return Err(fail(PionStatus::PION_ERR_NULL, "reply is null"));
+    }
+    // SAFETY: the caller's contract.
+    let args = unsafe { args_of(argc, argv, argvlen) }?;
+    let out = run(&args)?;
+    // SAFETY: checked non-null above; the caller's contract makes it writable.
+    unsafe { *reply = reply::into_raw(out) };
+    Ok(())
 }
 
 /// A typed call's refusal: `PION_ERR_COMMAND`, its error reply as the message.

@@ -13,7 +13,7 @@ use pion_core::Session;
 
 use crate::handles::Handles;
 use crate::status::{fail, guarded, PionStatus};
-use crate::{args_of, engine_of, reply, PionEngine, PionReply};
+use crate::{engine_of, execute_into, PionEngine, PionReply};
 
 /// An open session (opaque: a token the library looks up, never a pointer to read).
 pub struct PionSession {
@@ -58,19 +58,14 @@ pub unsafe extern "C" fn pion_session_execute(
     reply: *mut *mut PionReply,
 ) -> PionStatus {
     guarded(|| {
-        if reply.is_null() {
-            return Err(fail(PionStatus::PION_ERR_NULL, "reply is null"));
+        // SAFETY: the caller's contract, which is `execute_into`'s.
+        unsafe {
+            execute_into(argc, argv, argvlen, reply, |args| {
+                let session = SESSIONS.get(session)?;
+                let mut session = session.lock().unwrap_or_else(|e| e.into_inner());
+                Ok(session.execute_argv(args))
+            })
         }
-        // SAFETY: the caller's contract.
-        let args = unsafe { args_of(argc, argv, argvlen) }?;
-        let out = SESSIONS
-            .get(session)?
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .execute_argv(&args);
-        // SAFETY: checked non-null above; the caller's contract makes it writable.
-        unsafe { *reply = reply::into_raw(out) };
-        Ok(())
     })
 }
 

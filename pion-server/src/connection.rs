@@ -257,7 +257,8 @@ impl Connection {
                             used,
                         } => {
                             // Kept on the client until the command runs (a paused one
-                            // later); `run` drops what the command did not take.
+                            // later); every lane request sets them, so a store refused
+                            // before it ran leaves nothing for the next.
                             self.client.layers_in = layers;
                             (argv, ReplyTo::Lane(answer), used)
                         }
@@ -307,9 +308,6 @@ impl Connection {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             command::execute_at(engine, client, argv, started)
         }));
-        // Layers the command did not take (it was refused before it ran) are
-        // nobody's: the next `PUT` brings its own.
-        self.client.layers_in = None;
         let (reply, finished) = match outcome {
             Ok(done) => done,
             Err(_) => {

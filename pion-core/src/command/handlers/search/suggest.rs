@@ -100,17 +100,25 @@ fn add(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             )));
         }
     }
+    // WRONGTYPE before a bad score, as RediSearch checks them.
+    let score = || parse_f64(&argv[3]).ok_or(OpError::custom("ERR invalid score"));
     let db = ctx.db();
-    if let Some(v) = ctx.ks.get(db, &argv[1])? {
-        v.as_suggestions()?;
-    }
-    let score = parse_f64(&argv[3]).ok_or(OpError::custom("ERR invalid score"))?;
-    let value = ctx
-        .ks
-        .get_or_insert_with(db, &argv[1], || Value::Suggestions(Box::default()))?;
-    let dict = value.as_suggestions_mut()?;
-    dict.add(&argv[2], score, incr, payload);
-    Ok(Reply::Integer(dict.len() as i64))
+    let size = match ctx.ks.get_mut(db, &argv[1])? {
+        Some(value) => {
+            let dict = value.as_suggestions_mut()?;
+            dict.add(&argv[2], score()?, incr, payload);
+            dict.len()
+        }
+        None => {
+            let mut dict = SuggestionsValue::new();
+            dict.add(&argv[2], score()?, incr, payload);
+            let len = dict.len();
+            ctx.ks
+                .set(db, &argv[1], Value::Suggestions(Box::new(dict)))?;
+            len
+        }
+    };
+    Ok(Reply::Integer(size as i64))
 }
 
 /// `FT.SUGGET`'s options.

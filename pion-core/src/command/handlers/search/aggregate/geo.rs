@@ -75,13 +75,9 @@ pub(super) fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
 fn c_number(v: &Value) -> Option<f64> {
     match v {
         Value::Num(n) => Some(*n),
-        Value::Str(s) => whole_strtod(s),
+        Value::Str(s) => c_strtod_whole(s, true),
         _ => None,
     }
-}
-
-fn whole_strtod(s: &[u8]) -> Option<f64> {
-    c_strtod_whole(s, true)
 }
 
 /// C's `strtod` over all of `s` (leading blanks allowed, nothing after the number;
