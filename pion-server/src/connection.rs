@@ -165,6 +165,12 @@ impl Connection {
 
     /// Runs every complete command in the input buffer, appending replies to the output.
     pub fn process(&mut self, engine: &Engine, limits: &Limits) {
+        self.process_batch(engine, limits);
+        // The next batch reads the wall clock afresh.
+        self.client.wall_clock_anchor = None;
+    }
+
+    fn process_batch(&mut self, engine: &Engine, limits: &Limits) {
         let mut limits = *limits;
         let mut clock = engine.clock().now();
         let mut ran = false;
@@ -194,6 +200,7 @@ impl Connection {
                 break;
             }
             clock = self.run(engine, &argv, reply_to, clock);
+            self.decoder.recycle(argv);
             ran = true;
         }
         if ran {
@@ -304,6 +311,11 @@ impl Connection {
             self.client.reply_mode = ReplyMode::Skipping;
         }
         self.client.outcome = None;
+        if self.client.wall_clock_anchor.is_none() {
+            // The batch's first command reads the wall clock; those after it in the
+            // same batch derive it (see `ClientState::wall_clock_anchor`).
+            self.client.wall_clock_anchor = Some((started, engine.clock().unix_us()));
+        }
         let client = &mut self.client;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             command::execute_at(engine, client, argv, started)
@@ -488,6 +500,29 @@ mod tests {
             out += &feed(&mut conn, &engine, chunk);
         }
         assert_eq!(out, "+OK\r\n$1\r\nv\r\n+PONG\r\n");
+    }
+
+    /// Each batch of pipelined commands reads the wall clock once: a step of the wall
+    /// clock (an NTP correction) between batches is seen by the next batch, and each
+    /// command of a batch runs at the batch's wall time plus the monotonic time since.
+    #[test]
+    fn each_batch_reads_the_wall_clock_afresh() {
+        let (clock, hand) = pion_core::util::clock::Clock::manual(1_700_000_000_000);
+        let engine = Engine::in_memory(EngineOptions {
+            disable_active_expiry: true,
+            clock: clock.clone(),
+            ..EngineOptions::default()
+        });
+        let mut conn = Connection::new(engine.client(String::new(), String::new(), -1));
+        let at = clock.unix_ms() + 10_000;
+        let set = format!("SET k v PXAT {at}\r\nPTTL k\r\nPTTL k\r\n");
+        assert_eq!(
+            feed(&mut conn, &engine, set.as_bytes()),
+            "+OK\r\n:10000\r\n:10000\r\n"
+        );
+        assert!(conn.client.wall_clock_anchor.is_none());
+        hand.step_wall(std::time::Duration::from_secs(4));
+        assert_eq!(feed(&mut conn, &engine, b"PTTL k\r\n"), ":6000\r\n");
     }
 
     /// A large request's size, once its header tells it, sizes the input buffer in one

@@ -141,6 +141,12 @@ pub struct ClientState {
     pub watches: crate::clients::watch::ClientWatches,
     /// Set while a transaction or script runs this client's commands one by one.
     pub nested: Option<Nested>,
+    /// While a connection runs a batch of pipelined commands: a monotonic instant
+    /// and the wall clock's Unix microseconds read with it. Each command of the
+    /// batch takes its wall time from this and its own start instead of reading
+    /// the wall clock again (within one batch the two clocks cannot drift apart
+    /// measurably; each batch reads the wall clock afresh).
+    pub wall_clock_anchor: Option<(std::time::Instant, i64)>,
     /// Set by a blocking command that found nothing: the keys it waits on.
     pub block_request: Option<crate::clients::blocking::BlockRequest>,
     /// The client waits for a key (`BLPOP` …): its connection sends nothing more
@@ -284,6 +290,7 @@ impl ClientState {
             nested: None,
             block_request: None,
             blocked: None,
+            wall_clock_anchor: None,
             retrying_block: false,
             written_for_waiters: Vec::new(),
             subs: subscriptions::Subscriptions::default(),

@@ -60,6 +60,7 @@ pub enum Effect {
 
 impl<'a> Ctx<'a> {
     /// The context of a command `client` runs on `engine`, holding the shards `ks`.
+    #[inline]
     pub fn new(engine: &'a Engine, client: &'a mut ClientState, ks: Locked<'a>) -> Ctx<'a> {
         Ctx {
             engine,
@@ -158,6 +159,13 @@ impl<'a> Ctx<'a> {
                 .append(self.now_ms(), commands.iter().map(|c| (db, c.as_slice())));
             self.client.wal_seq = seq;
         }
+    }
+
+    /// Whether the command's effect is kept: written to the log, or collected by the
+    /// transaction or script around it. A command whose logged form costs work to
+    /// build (an `XADD` with its generated id) skips that work when it is not.
+    pub fn effect_is_kept(&self) -> bool {
+        self.engine.durability().is_some() || self.client.nested.is_some()
     }
 
     /// Logs these commands instead of the one that ran (see [`Effect::Rewritten`]).

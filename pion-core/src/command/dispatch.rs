@@ -55,6 +55,35 @@ fn check_arity(spec: &CommandSpec, full_name: &str, argc: usize) -> OpResult<()>
     }
 }
 
+/// The longest command name the per-thread memo of the last command keeps.
+const MEMO_NAME: usize = 24;
+
+/// A command name exactly as sent (its case included), and what it named.
+type ResolvedMemo = ([u8; MEMO_NAME], usize, &'static CommandSpec, usize);
+
+thread_local! {
+    /// The last command without subcommands that this thread looked up: a pipeline
+    /// mostly repeats one, which then costs a byte comparison instead of a
+    /// lower-casing and a table lookup.
+    static LAST_RESOLVED: std::cell::Cell<Option<ResolvedMemo>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The spec and counter slot of `name` when it is the memo's.
+fn last_resolved(name: &[u8]) -> Option<(&'static CommandSpec, usize)> {
+    let (bytes, len, spec, stat) = LAST_RESOLVED.get()?;
+    (len == name.len() && bytes[..len] == *name).then_some((spec, stat))
+}
+
+/// Makes `name` the memo's command.
+fn remember_resolved(name: &[u8], spec: &'static CommandSpec, stat: usize) {
+    if name.len() <= MEMO_NAME {
+        let mut bytes = [0u8; MEMO_NAME];
+        bytes[..name.len()].copy_from_slice(name);
+        LAST_RESOLVED.set(Some((bytes, name.len(), spec, stat)));
+    }
+}
+
 /// Finds the command for `argv` and checks its arity.
 pub fn resolve(argv: &[Vec<u8>]) -> OpResult<Resolved> {
     let name = argv
@@ -64,11 +93,20 @@ pub fn resolve(argv: &[Vec<u8>]) -> OpResult<Resolved> {
         name: name.clone(),
         args: argv[1..].to_vec(),
     };
+    if let Some((spec, stat)) = last_resolved(name) {
+        check_arity(spec, spec.name, argv.len())?;
+        return Ok(Resolved {
+            spec,
+            full_name: spec.name,
+            stat,
+        });
+    }
     let mut buf = [0u8; 64];
     let lname = lower(name, &mut buf).ok_or_else(unknown)?;
     let t = table();
     let (spec, stat) = t.lookup(lname).ok_or_else(unknown)?;
     if spec.subcommands.is_empty() {
+        remember_resolved(name, spec, stat);
         check_arity(spec, spec.name, argv.len())?;
         return Ok(Resolved {
             spec,
@@ -130,6 +168,8 @@ pub fn lock_set_for(spec: &CommandSpec, argv: &[Vec<u8>], keys: &[usize]) -> Loc
         LockSet::All
     } else if keys.is_empty() {
         LockSet::None
+    } else if let &[i] = keys {
+        LockSet::Shard(shard_of(&argv[i]))
     } else {
         LockSet::Keys(keys.iter().map(|&i| shard_of(&argv[i])).collect())
     }
@@ -427,14 +467,19 @@ fn run_resolved(
         .shared
         .last_cmd
         .store(resolved.stat, Ordering::Relaxed);
-    // The wall clock read now, not derived from `started` through the monotonic
-    // clock: the two drift apart while the system clock is slewed, and a client's
-    // `PXAT` is set by the wall clock (as Redis's `mstime()` is). Inside a script or
+    // The wall clock read for this command (or for the pipelined batch it is part
+    // of), not derived from `started` through the engine's long-lived anchor: the
+    // two clocks drift apart while the system clock is slewed, and a client's `PXAT`
+    // is set by the wall clock (as Redis's `mstime()` is). Inside a script or
     // transaction, the outer command's time.
-    let now = client
-        .nested
-        .as_ref()
-        .map_or_else(|| engine.now_ms(), |n| n.now_ms);
+    let now = match (&client.nested, client.wall_clock_anchor) {
+        (Some(n), _) => n.now_ms,
+        (None, Some((at, unix_us))) => {
+            let since = started.saturating_duration_since(at).as_micros() as i64;
+            (unix_us + since).div_euclid(1000)
+        }
+        (None, None) => engine.now_ms(),
+    };
     let result = {
         let mut ctx = Ctx::new(engine, client, lock_keys(engine, spec, argv, &keys, now));
         // TOUCH exists to touch: NO-TOUCH does not apply to it, as in Redis.
@@ -483,6 +528,7 @@ fn locked_keys(spec: &CommandSpec, argv: &[Vec<u8>]) -> OpResult<KeyPositions> {
 
 /// Locks the shards of the command's keys (or every shard), remembering where each key
 /// lives so the handler does not hash it again.
+#[inline]
 fn lock_keys<'e>(
     engine: &'e Engine,
     spec: &CommandSpec,
@@ -493,12 +539,18 @@ fn lock_keys<'e>(
     if spec.whole_keyspace {
         return engine.keyspace().lock(&LockSet::All, now);
     }
+    match keys {
+        [] => return engine.keyspace().lock(&LockSet::None, now),
+        &[i] => {
+            let loc = locate(&argv[i]);
+            let mut ks = engine.keyspace().lock(&LockSet::Shard(loc.shard), now);
+            ks.remember(&argv[i], loc);
+            return ks;
+        }
+        _ => {}
+    }
     let locations: SmallVec<[Location; 4]> = keys.iter().map(|&i| locate(&argv[i])).collect();
-    let set = if keys.is_empty() {
-        LockSet::None
-    } else {
-        LockSet::Keys(locations.iter().map(|l| l.shard).collect())
-    };
+    let set = LockSet::Keys(locations.iter().map(|l| l.shard).collect());
     let mut ks = engine.keyspace().lock(&set, now);
     for (&i, &loc) in keys.iter().zip(&locations) {
         ks.remember(&argv[i], loc);
@@ -695,8 +747,9 @@ fn settle_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, argv: &[Vec<u8>], keys: &[
         // Only a key that holds something can serve a waiter (a blocking pop that
         // found nothing must not wake itself); a key a write deleted is signalled too,
         // as a group read waiting on it ends with an error.
-        let present = matches!(ctx.ks.peek(db, &argv[i]), Ok(Some(_)));
-        if blocking.blocked_clients() > 0 && (present || ctx.effect != Effect::Nothing) {
+        if blocking.blocked_clients() > 0
+            && (ctx.effect != Effect::Nothing || matches!(ctx.ks.peek(db, &argv[i]), Ok(Some(_))))
+        {
             if ctx.client.retrying_block {
                 ctx.client.written_for_waiters.push((db, argv[i].clone()));
             } else {

@@ -78,6 +78,8 @@ pub(crate) struct EngineInner {
     startup_memory: u64,
     /// An LFU `maxmemory-policy` is selected (cached likewise).
     lfu_policy: std::sync::atomic::AtomicBool,
+    /// `busy-reply-threshold` in milliseconds (cached likewise).
+    busy_reply_threshold: AtomicU64,
     /// Error replies by their code (`ERR`, `WRONGTYPE` …) for `INFO errorstats`.
     error_stats: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     /// Where the time comes from.
@@ -313,7 +315,7 @@ impl Engine {
     /// `busy-reply-threshold` in milliseconds: how long a script runs before other
     /// clients are answered `-BUSY`.
     pub fn busy_threshold_ms(&self) -> u64 {
-        self.inner.config.with(|c| c.busy_reply_threshold)
+        self.inner.busy_reply_threshold.load(Ordering::Relaxed)
     }
 
     /// Whether a script runs past `busy-reply-threshold` now. One atomic load when
@@ -393,6 +395,7 @@ impl Engine {
             config_file: std::sync::OnceLock::new(),
             maxmemory: AtomicU64::new(0),
             lfu_policy: std::sync::atomic::AtomicBool::new(false),
+            busy_reply_threshold: AtomicU64::new(0),
             error_stats: parking_lot::Mutex::new(std::collections::BTreeMap::new()),
             startup_memory: crate::util::alloc::allocated().unwrap_or(0),
             epoch: clock.now(),
@@ -619,12 +622,18 @@ impl Engine {
     /// Re-reads the settings the command path checks on every call, after
     /// `CONFIG SET` (kept in atomics so no thread takes the configuration lock per command).
     pub fn config_changed(&self) {
-        let (maxmemory, lfu) = self
-            .inner
-            .config
-            .with(|c| (c.maxmemory, c.maxmemory_policy.is_lfu()));
+        let (maxmemory, lfu, busy) = self.inner.config.with(|c| {
+            (
+                c.maxmemory,
+                c.maxmemory_policy.is_lfu(),
+                c.busy_reply_threshold,
+            )
+        });
         self.inner.maxmemory.store(maxmemory, Ordering::Relaxed);
         self.inner.lfu_policy.store(lfu, Ordering::Relaxed);
+        self.inner
+            .busy_reply_threshold
+            .store(busy, Ordering::Relaxed);
         let channels_all = self.inner.config.with(|c| c.acl_pubsub_default_all);
         self.inner.acl.set_channels_default(channels_all);
         self.inner

@@ -28,9 +28,11 @@ pub struct Locked<'a> {
     all: bool,
     now_ms: i64,
     /// Locations of the command's declared keys, by slice address and length, so the
-    /// key's CRC16 is computed once per command rather than once per operation.
-    memo: [(usize, usize, Location); MEMO],
-    memo_len: usize,
+    /// key's CRC16 is computed once per command rather than once per operation: the
+    /// location as (shard, index within it). Kept small: the whole lock set is moved
+    /// into each command's context.
+    memo: [(usize, u32, u16, u16); MEMO],
+    memo_len: u8,
     /// `CLIENT NO-TOUCH`: reads leave keys' access times alone.
     no_touch: bool,
     /// An LFU `maxmemory-policy` is selected: accesses count frequency, not time.
@@ -42,6 +44,7 @@ fn not_locked() -> OpError {
 }
 
 impl<'a> Locked<'a> {
+    #[inline]
     pub(super) fn acquire(ks: &'a Keyspace, set: &LockSet, now_ms: i64) -> Locked<'a> {
         let (guards, all) = match set {
             LockSet::None => (Guards::None, false),
@@ -55,6 +58,7 @@ impl<'a> Locked<'a> {
                 ),
                 true,
             ),
+            LockSet::Shard(shard) => (Guards::One(*shard, ks.lock_shard(*shard)), false),
             LockSet::Keys(shards) if shards.len() == 1 => {
                 (Guards::One(shards[0], ks.lock_shard(shards[0])), false)
             }
@@ -72,7 +76,7 @@ impl<'a> Locked<'a> {
                 }
             }
         };
-        let empty = (0, 0, Location { shard: 0, local: 0 });
+        let empty = (0, 0, 0, 0);
         Locked {
             ks,
             guards,
@@ -97,8 +101,18 @@ impl<'a> Locked<'a> {
 
     /// Records where a declared key lives (the dispatcher already hashed it).
     pub(crate) fn remember(&mut self, key: &[u8], loc: Location) {
-        if self.memo_len < MEMO {
-            self.memo[self.memo_len] = (key.as_ptr() as usize, key.len(), loc);
+        // Shard and index within it fit 16 bits each (`SHARDS` × slots per shard is
+        // the cluster's 16,384 slots); a key too long for the memo is hashed again.
+        let (Ok(len), Ok(shard), Ok(local)) = (
+            u32::try_from(key.len()),
+            u16::try_from(loc.shard),
+            u16::try_from(loc.local),
+        ) else {
+            return;
+        };
+        let at = usize::from(self.memo_len);
+        if at < MEMO {
+            self.memo[at] = (key.as_ptr() as usize, len, shard, local);
             self.memo_len += 1;
         }
     }
@@ -106,9 +120,12 @@ impl<'a> Locked<'a> {
     /// The location of a key: from the memo when it is the same slice, else hashed.
     fn locate(&self, key: &[u8]) -> Location {
         let addr = key.as_ptr() as usize;
-        for &(a, len, loc) in &self.memo[..self.memo_len] {
-            if a == addr && len == key.len() {
-                return loc;
+        for &(a, len, shard, local) in &self.memo[..usize::from(self.memo_len)] {
+            if a == addr && len as usize == key.len() {
+                return Location {
+                    shard: usize::from(shard),
+                    local: usize::from(local),
+                };
             }
         }
         locate(key)
@@ -234,6 +251,20 @@ impl<'a> Locked<'a> {
             stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
         }
         Ok(found.map(|e| &e.value))
+    }
+
+    /// The value of a live key, for a command that reads it and may update it: a
+    /// keyspace hit or miss is counted, as [`get`](Self::get) counts it.
+    pub fn get_mut_counted(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Value>> {
+        let stats = &self.ks.stats;
+        let found = self.entry(db, key)?;
+        let counter = if found.is_some() {
+            &stats.keyspace_hits
+        } else {
+            &stats.keyspace_misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        Ok(found.map(|e| &mut e.value))
     }
 
     /// The value of a live key, for writing.

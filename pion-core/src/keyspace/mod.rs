@@ -77,6 +77,8 @@ pub struct Keyspace {
 pub enum LockSet {
     /// No keyspace access.
     None,
+    /// One shard (a command with one key: most of them).
+    Shard(usize),
     /// The shards of these keys (inline for the usual handful).
     Keys(SmallVec<[usize; 4]>),
     /// Every shard (commands that read or write the whole keyspace).

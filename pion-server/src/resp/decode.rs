@@ -73,6 +73,27 @@ fn line(buf: &[u8], from: usize) -> Option<(&[u8], usize)> {
     }
 }
 
+/// The common header, read in one pass: up to 18 digits with no leading zero (or a
+/// lone `0`) and `\r\n`, starting at `from`; its value and the index after it.
+/// `None` for anything else (more bytes needed, a sign, an error), which the
+/// general path then decides.
+#[inline]
+fn short_header(buf: &[u8], from: usize) -> Option<(i64, usize)> {
+    let digits = buf.get(from..)?;
+    let mut value: i64 = 0;
+    let mut n = 0;
+    for &c in digits.iter().take(18) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        value = value * 10 + i64::from(c - b'0');
+        n += 1;
+    }
+    let leading_zero = n > 1 && digits[0] == b'0';
+    let end = from + n;
+    (n > 0 && !leading_zero && buf.get(end..end + 2) == Some(b"\r\n")).then_some((value, end + 2))
+}
+
 /// Parses a signed decimal header value strictly (Redis's `string2ll`).
 fn header_int(s: &[u8]) -> Option<i64> {
     pion_core::util::num::parse_i64(s)
@@ -97,11 +118,23 @@ struct Partial {
     need: usize,
 }
 
+/// Most argument buffers a decoder keeps for reuse…
+const SPARE_ARGS: usize = 32;
+/// …and most bytes they may hold together (an idle connection keeps at most this).
+const SPARE_BYTES: usize = 8 * 1024;
+
 /// A resumable request decoder: a large request that arrives over many reads costs
-/// time linear in its size, not quadratic.
+/// time linear in its size, not quadratic. It reuses the buffers of the commands
+/// handed back to it ([`recycle`](Self::recycle)): a pipeline of small commands
+/// decodes without an allocation per argument.
 #[derive(Debug, Default)]
 pub struct Decoder {
     partial: Option<Partial>,
+    /// Emptied argument lists and argument buffers of commands that have run.
+    spare_lists: Vec<Vec<Vec<u8>>>,
+    spare_args: Vec<Vec<u8>>,
+    /// The capacity of `spare_args`, in bytes.
+    spare_bytes: usize,
 }
 
 impl Decoder {
@@ -109,6 +142,41 @@ impl Decoder {
     /// tell (0: unknown or none in progress).
     pub fn wanted(&self) -> usize {
         self.partial.as_ref().map_or(0, |p| p.need)
+    }
+
+    /// Takes back a decoded command that has run: its buffers serve the next ones
+    /// (small ones, and a bounded number of them).
+    pub fn recycle(&mut self, mut argv: Vec<Vec<u8>>) {
+        for arg in argv.drain(..) {
+            let bytes = arg.capacity();
+            if self.spare_args.len() < SPARE_ARGS && self.spare_bytes + bytes <= SPARE_BYTES {
+                self.spare_bytes += bytes;
+                self.spare_args.push(arg);
+            }
+        }
+        if self.spare_lists.len() < 2 && argv.capacity() <= SPARE_ARGS {
+            self.spare_lists.push(argv);
+        }
+    }
+
+    /// An empty argument list with room for `count` arguments.
+    fn arg_list(&mut self, count: usize) -> Vec<Vec<u8>> {
+        let mut list = self.spare_lists.pop().unwrap_or_default();
+        list.reserve(count);
+        list
+    }
+
+    /// A copy of `bytes` in a reused buffer when one is spare.
+    fn arg(&mut self, bytes: &[u8]) -> Vec<u8> {
+        match self.spare_args.pop() {
+            Some(mut arg) => {
+                self.spare_bytes -= arg.capacity();
+                arg.clear();
+                arg.extend_from_slice(bytes);
+                arg
+            }
+            None => bytes.to_vec(),
+        }
     }
 
     /// Decodes the next request; `buf` must start where the request starts (the
@@ -125,15 +193,24 @@ impl Decoder {
     }
 
     fn start_multibulk(&mut self, buf: &[u8], limits: &Limits) -> Result<Decoded, ProtocolError> {
-        let Some((count_text, pos)) = line(buf, 1) else {
-            if buf.len() > INLINE_MAX {
-                return Err(perr("too big mbulk count string"));
+        let (count, pos) = match short_header(buf, 1) {
+            Some(header) => header,
+            None => {
+                let Some((count_text, pos)) = line(buf, 1) else {
+                    if buf.len() > INLINE_MAX {
+                        return Err(perr("too big mbulk count string"));
+                    }
+                    return Ok(Decoded::Incomplete);
+                };
+                let count = header_int(count_text)
+                    .filter(|&n| n <= MULTIBULK_MAX)
+                    .ok_or_else(|| perr("invalid multibulk length"))?;
+                (count, pos)
             }
-            return Ok(Decoded::Incomplete);
         };
-        let count = header_int(count_text)
-            .filter(|&n| n <= MULTIBULK_MAX)
-            .ok_or_else(|| perr("invalid multibulk length"))?;
+        if count > MULTIBULK_MAX {
+            return Err(perr("invalid multibulk length"));
+        }
         if limits.unauthenticated && count > UNAUTH_MULTIBULK_MAX {
             return Err(perr("unauthenticated multibulk length"));
         }
@@ -141,7 +218,7 @@ impl Decoder {
             return Ok(Decoded::Skip(pos));
         }
         let partial = Partial {
-            args: Vec::with_capacity(count.min(1024) as usize),
+            args: self.arg_list(count.min(1024) as usize),
             count: count as usize,
             pos,
             need: 0,
@@ -166,27 +243,33 @@ impl Decoder {
                 let got = String::from_utf8_lossy(&buf[pos..pos + 1]).into_owned();
                 return Err(perr(&format!("expected '$', got '{got}'")));
             }
-            let Some((len_text, data)) = line(buf, pos + 1) else {
-                if buf.len() - pos > INLINE_MAX {
-                    return Err(perr("too big bulk count string"));
+            let (len, data) = match short_header(buf, pos + 1) {
+                Some(header) => header,
+                None => {
+                    let Some((len_text, data)) = line(buf, pos + 1) else {
+                        if buf.len() - pos > INLINE_MAX {
+                            return Err(perr("too big bulk count string"));
+                        }
+                        self.partial = Some(p);
+                        return Ok(Decoded::Incomplete);
+                    };
+                    (header_int(len_text).unwrap_or(-1), data)
                 }
-                self.partial = Some(p);
-                return Ok(Decoded::Incomplete);
             };
-            if limits.unauthenticated
-                && header_int(len_text).is_some_and(|n| n > UNAUTH_BULK_MAX as i64)
-            {
+            if limits.unauthenticated && len > UNAUTH_BULK_MAX as i64 {
                 return Err(perr("unauthenticated bulk length"));
             }
-            let len = header_int(len_text)
-                .filter(|&n| n >= 0 && (n as u64) <= max_bulk)
-                .ok_or_else(|| perr("invalid bulk length"))? as usize;
+            if len < 0 || len as u64 > max_bulk {
+                return Err(perr("invalid bulk length"));
+            }
+            let len = len as usize;
             if buf.len() < data + len + 2 {
                 p.need = data + len + 2;
                 self.partial = Some(p);
                 return Ok(Decoded::Incomplete);
             }
-            p.args.push(buf[data..data + len].to_vec());
+            let arg = self.arg(&buf[data..data + len]);
+            p.args.push(arg);
             // Redis does not check the two bytes after a bulk; it skips them.
             p.pos = data + len + 2;
         }
@@ -321,6 +404,62 @@ mod tests {
             vec![b"GET".to_vec(), b"k".to_vec()]
         );
         assert_eq!(cmd(b"*1\r\n$0\r\n\r\n"), vec![Vec::<u8>::new()]);
+    }
+
+    #[test]
+    fn headers_read_in_one_pass_keep_redis_rules() {
+        let l = Limits::default();
+        // A leading zero, a sign or 19 digits leave the one-pass reading to the
+        // strict parser, which refuses them as Redis's `string2ll` does.
+        assert_eq!(
+            decode(b"*1\r\n$01\r\nx\r\n", &l),
+            Err(perr("invalid bulk length"))
+        );
+        assert_eq!(
+            decode(b"*01\r\n$1\r\nx\r\n", &l),
+            Err(perr("invalid multibulk length"))
+        );
+        assert_eq!(
+            decode(b"*1\r\n$1234567890123456789\r\n", &l),
+            Err(perr("invalid bulk length"))
+        );
+        assert_eq!(
+            decode(b"*999999999999999999\r\n", &l),
+            Err(perr("invalid multibulk length"))
+        );
+        assert_eq!(decode(b"*-1\r\n", &l), Ok(Decoded::Skip(5)));
+        assert_eq!(
+            cmd(b"*1\r\n$10\r\n0123456789\r\n"),
+            vec![b"0123456789".to_vec()]
+        );
+    }
+
+    #[test]
+    fn recycled_buffers_carry_nothing_over() {
+        let l = Limits::default();
+        let mut d = Decoder::default();
+        let big = vec![b'v'; 100_000];
+        let mut first = b"*3\r\n$3\r\nSET\r\n$4\r\nkey1\r\n$100000\r\n".to_vec();
+        first.extend_from_slice(&big);
+        first.extend_from_slice(b"\r\n");
+        let Ok(Decoded::Command(argv, _)) = d.decode(&first, &l) else {
+            panic!("a command");
+        };
+        assert_eq!(argv[2], big);
+        d.recycle(argv);
+        // The large argument was not kept; the small ones were.
+        assert!(d.spare_bytes <= SPARE_BYTES);
+        assert_eq!(d.spare_args.len(), 2);
+        for round in 0..3 {
+            let Ok(Decoded::Command(argv, used)) = d.decode(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", &l)
+            else {
+                panic!("a command");
+            };
+            assert_eq!(used, 20, "round {round}");
+            assert_eq!(argv, vec![b"GET".to_vec(), b"k".to_vec()], "round {round}");
+            d.recycle(argv);
+        }
+        assert_eq!(d.spare_lists.len(), 1);
     }
 
     #[test]

@@ -54,8 +54,29 @@ impl StreamId {
 
     /// The id as `<ms>-<seq>` bytes, as replies carry it.
     pub fn to_bytes(self) -> Vec<u8> {
-        self.to_string().into_bytes()
+        // Two u64s and the dash: at most 41 bytes. Written digit by digit (no
+        // formatter): every `XADD` replies with one.
+        let mut out = Vec::with_capacity(41);
+        push_decimal(&mut out, self.ms);
+        out.push(b'-');
+        push_decimal(&mut out, self.seq);
+        out
     }
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 impl fmt::Display for StreamId {

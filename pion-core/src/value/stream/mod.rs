@@ -434,8 +434,12 @@ impl StreamValue {
 
     /// Estimated heap size, sampling `samples` entries.
     pub fn mem_usage(&self, samples: usize) -> usize {
+        // Straight from the first nodes (no range lookups): every write to the
+        // stream asks for this figure.
         let sampled = self
-            .range(StreamId::MIN, StreamId::MAX, false)
+            .nodes
+            .values()
+            .flat_map(|n| n.entries.iter())
             .map(|(_, f)| entry_bytes(f) + 16);
         let entries = crate::value::sampled_size(sampled, self.length as usize, 0, samples);
         let groups: usize = self

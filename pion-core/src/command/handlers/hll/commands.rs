@@ -111,20 +111,30 @@ pub(super) fn pfcount(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         }
         return Ok(count_reply(estimate(&sketch::raw_histogram(&max))));
     }
-    let key = &argv[1];
-    let Some(bytes) = hll_for_read(ctx, key)? else {
+    let db = ctx.db();
+    // One lookup: read as a read (a hit or miss is counted), updated in place.
+    let counted = match ctx.ks.get_mut_counted(db, &argv[1])? {
+        None => None,
+        Some(Value::Str(s)) => {
+            let bytes = s.as_bytes();
+            sketch::check(bytes)?;
+            Some(sketch::cardinality(bytes).map(|(card, computed)| {
+                // Redis unshares the value either way (it becomes `raw`), and stores a
+                // recomputed estimate.
+                let bytes = s.bytes_mut();
+                if computed {
+                    sketch::set_cached_card(bytes, card);
+                }
+                (card, computed)
+            }))
+        }
+        Some(_) => return Err(OpError::WrongType),
+    };
+    let Some(counted) = counted else {
         ctx.effect = Effect::Nothing;
         return Ok(Reply::Integer(0));
     };
-    let counted = sketch::cardinality(bytes);
     let (card, computed) = counted.inspect_err(|_| ctx.effect = Effect::Nothing)?;
-    // Redis unshares the value either way (it becomes `raw`), and stores a
-    // recomputed estimate.
-    if let Some(bytes) = hll_for_write(ctx, key)? {
-        if computed {
-            sketch::set_cached_card(bytes, card);
-        }
-    }
     if !computed {
         ctx.effect = Effect::Nothing;
     }

@@ -50,15 +50,18 @@ pub(super) fn xadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let key = &argv[1];
     let now = ctx.now_ms();
     let db = ctx.db();
-    if ctx.ks.get(db, key)?.is_none() {
-        if args.no_mkstream {
+    match ctx.ks.get(db, key)? {
+        None if args.no_mkstream => {
             ctx.effect = crate::command::ctx::Effect::Nothing;
             return Ok(Reply::Null);
         }
-    } else {
-        ctx.ks.get(db, key)?.map(Value::as_stream).transpose()?;
+        None => {}
+        Some(v) => {
+            v.as_stream()?;
+        }
     }
     let total: usize = argv[field_at..].iter().map(Vec::len).sum();
+    let kept = ctx.effect_is_kept();
     let s = ctx
         .ks
         .get_or_insert_with(db, key, || Value::Stream(Box::default()))?
@@ -96,22 +99,30 @@ pub(super) fn xadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     }
     let fields: Fields = argv[field_at..].to_vec().into_boxed_slice();
     s.append(id, fields, limits.stream_nodes());
-    let mut logged = argv.to_vec();
     let mut trimmed = false;
+    let mut exact_trim = None;
     if let Some(trim) = args.trim {
         trimmed = s.trim(trim) > 0;
-        if trim.approx {
-            logged[args.trim_arg - 1] = b"=".to_vec();
-            logged[args.trim_arg] = exact_threshold(s, &trim);
+        if trim.approx && kept {
+            exact_trim = Some(exact_threshold(s, &trim));
         }
     }
     ctx.notify(STREAM, "xadd", key);
     if trimmed {
         ctx.notify(STREAM, "xtrim", key);
     }
-    logged[args.id_at] = id.to_bytes();
-    ctx.log_as(vec![logged]);
-    Ok(Reply::Bulk(id.to_bytes()))
+    let id_bytes = id.to_bytes();
+    // Logged with the id it got and the exact trim it made, as a replica is sent it.
+    if kept {
+        let mut logged = argv.to_vec();
+        if let Some(threshold) = exact_trim {
+            logged[args.trim_arg - 1] = b"=".to_vec();
+            logged[args.trim_arg] = threshold;
+        }
+        logged[args.id_at] = id_bytes.clone();
+        ctx.log_as(vec![logged]);
+    }
+    Ok(Reply::Bulk(id_bytes))
 }
 
 /// `XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]`.
