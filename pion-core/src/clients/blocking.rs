@@ -133,6 +133,24 @@ pub struct BlockingRegistry {
     any_ready: AtomicBool,
     /// Only one thread serves at a time, so waiters are served in order.
     serving: Mutex<()>,
+    /// A thread serves now (set before it takes the written keys, cleared when it is
+    /// done): another thread that finds no key left to serve still waits for it.
+    serving_now: AtomicBool,
+}
+
+/// Marks a serving pass for its whole length (see `serving_now`).
+struct ServingPass<'a>(&'a AtomicBool);
+
+impl Drop for ServingPass<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+        SERVING_HERE.with(|h| h.set(false));
+    }
+}
+
+thread_local! {
+    /// Whether this thread is in a serving pass (a pass never starts another).
+    static SERVING_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 impl BlockingRegistry {
@@ -286,6 +304,12 @@ impl BlockingRegistry {
         self.any_ready.load(Ordering::Acquire)
     }
 
+    /// Whether a command that just ran must pass through serving: a written key has
+    /// waiters, or another thread is serving (possibly the keys this command wrote).
+    pub fn wants_serving(&self) -> bool {
+        self.has_ready() || self.serving_now.load(Ordering::SeqCst)
+    }
+
     /// Serves the waiters of every key written since the last pass, in blocking order,
     /// until no written key has a waiter that can be served: `run` runs a waiter's
     /// command as its stand-in, `other_type` says whether a key holds a value of
@@ -298,10 +322,16 @@ impl BlockingRegistry {
         run: &mut RunWaiter<'_>,
         other_type: &OtherType<'_>,
     ) {
-        if !self.has_ready() {
+        // A command whose write another thread is serving (it took the written keys
+        // first) must not go on before that thread is done: a pipelined command
+        // after a push sees the waiters already served, as in Redis.
+        if !self.wants_serving() || SERVING_HERE.with(|h| h.get()) {
             return;
         }
         let _serving = self.serving.lock();
+        SERVING_HERE.with(|h| h.set(true));
+        self.serving_now.store(true, Ordering::SeqCst);
+        let _pass = ServingPass(&self.serving_now);
         loop {
             let ready = {
                 let mut r = self.ready.lock();

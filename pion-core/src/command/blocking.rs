@@ -19,9 +19,12 @@ pub(crate) fn serve_ready(engine: &Engine, gate_slot: usize) {
     // While a script runs, waiters are served when it ends (by the script's own
     // command): a command allowed while it is busy must not pop what the script
     // pushed halfway, nor hand a waiter the -BUSY its stand-in would meet.
-    if !registry.has_ready() || engine.gate().busy().script_running() {
+    if !registry.wants_serving() || engine.gate().busy().script_running() {
         return;
     }
+    // Serving waits for other threads that may be waiting for the gate: this
+    // thread's batch lets its passage go first.
+    engine.gate().pause_batch();
     registry.serve_ready(
         gate_slot,
         &mut |stand_in, argv| super::execute(engine, stand_in, argv),

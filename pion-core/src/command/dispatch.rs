@@ -374,6 +374,9 @@ fn run_top(
         crate::server::gate::Entry::Shared(_shared) => {
             run_resolved(engine, client, argv, resolved, started)
         }
+        crate::server::gate::Entry::Batched => {
+            run_resolved(engine, client, argv, resolved, started)
+        }
         crate::server::gate::Entry::Busy if spec.has(super::flags::ALLOW_BUSY) => {
             run_resolved(engine, client, argv, resolved, started)
         }

@@ -526,10 +526,7 @@ impl Engine {
         self.inner.error_stats.lock().clear();
         self.inner.command_stats.reset();
         self.inner.operator.evictor.reset_stats();
-        let ks = self.inner.keyspace.stats();
-        for c in [&ks.expired_keys, &ks.keyspace_hits, &ks.keyspace_misses] {
-            c.store(0, Ordering::Relaxed);
-        }
+        self.inner.keyspace.stats().reset();
         let s = &self.inner.server_stats;
         for c in [
             &s.net_input_bytes,

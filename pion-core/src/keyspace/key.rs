@@ -34,6 +34,40 @@ impl StoredKey {
     }
 }
 
+impl StoredKey {
+    /// Whether this is `key`: what a lookup asks of every candidate it probes.
+    #[inline]
+    pub fn is(&self, key: &[u8]) -> bool {
+        short_eq(self.as_slice(), key)
+    }
+}
+
+/// Byte equality without a call into `memcmp` for the short keys most lookups
+/// compare: up to 16 bytes, two overlapping word loads per side.
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    };
+    let half = |s: &[u8], at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[at..at + 4]);
+        u32::from_ne_bytes(w)
+    };
+    match n {
+        // The two loads overlap in the middle when n < 16; together they cover all.
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        _ => a == b,
+    }
+}
+
 impl From<&[u8]> for StoredKey {
     fn from(key: &[u8]) -> StoredKey {
         if key.len() <= INLINE {
@@ -82,6 +116,21 @@ impl std::fmt::Debug for StoredKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_comparison_agrees_with_slice_equality() {
+        let base: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37)).collect();
+        for n in 0..=40 {
+            let a = &base[..n];
+            assert!(short_eq(a, a), "{n}");
+            assert!(!short_eq(a, &base[..n.saturating_sub(1)]) || n == 0);
+            for flip in 0..n {
+                let mut b = a.to_vec();
+                b[flip] ^= 0x80;
+                assert!(!short_eq(a, &b), "length {n}, byte {flip}");
+            }
+        }
+    }
     use std::collections::HashMap;
 
     #[test]

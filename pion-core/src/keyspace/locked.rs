@@ -245,11 +245,7 @@ impl<'a> Locked<'a> {
     pub fn get(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Value>> {
         let stats = &self.ks.stats;
         let found = self.entry(db, key)?;
-        if found.is_some() {
-            stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
-        }
+        stats.count_lookup(found.is_some());
         Ok(found.map(|e| &e.value))
     }
 
@@ -258,12 +254,7 @@ impl<'a> Locked<'a> {
     pub fn get_mut_counted(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Value>> {
         let stats = &self.ks.stats;
         let found = self.entry(db, key)?;
-        let counter = if found.is_some() {
-            &stats.keyspace_hits
-        } else {
-            &stats.keyspace_misses
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        stats.count_lookup(found.is_some());
         Ok(found.map(|e| &mut e.value))
     }
 

@@ -40,14 +40,49 @@ pub const SHARDS: usize = 64;
 const SLOTS_PER_SHARD: usize = SLOTS / SHARDS;
 
 /// Counters the keyspace keeps for `INFO stats`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct KeyspaceStats {
     /// Keys removed because their time to live passed.
     pub expired_keys: AtomicU64,
-    /// Successful key lookups by read commands.
-    pub keyspace_hits: AtomicU64,
-    /// Failed key lookups by read commands.
-    pub keyspace_misses: AtomicU64,
+    /// Key lookups by read commands, successful ([`HITS`]) and failed ([`MISSES`]):
+    /// nearly every command adds to one, so they are striped by thread.
+    lookups: crate::util::striped::StripedCounters,
+}
+
+const HITS: usize = 0;
+const MISSES: usize = 1;
+
+impl Default for KeyspaceStats {
+    fn default() -> KeyspaceStats {
+        KeyspaceStats {
+            expired_keys: AtomicU64::new(0),
+            lookups: crate::util::striped::StripedCounters::new(2),
+        }
+    }
+}
+
+impl KeyspaceStats {
+    /// Counts a read command's key lookup: a hit when `found`, else a miss.
+    #[inline]
+    pub fn count_lookup(&self, found: bool) {
+        self.lookups.add(if found { HITS } else { MISSES }, 1);
+    }
+
+    /// Successful key lookups by read commands (`keyspace_hits`).
+    pub fn keyspace_hits(&self) -> u64 {
+        self.lookups.get(HITS)
+    }
+
+    /// Failed key lookups by read commands (`keyspace_misses`).
+    pub fn keyspace_misses(&self) -> u64 {
+        self.lookups.get(MISSES)
+    }
+
+    /// Sets every counter back to zero (`CONFIG RESETSTAT`).
+    pub fn reset(&self) {
+        self.expired_keys.store(0, Ordering::Relaxed);
+        self.lookups.reset();
+    }
 }
 
 /// Called with (database, key) for every key removed because its time to live passed,

@@ -54,9 +54,7 @@ impl SlotTable {
         let pairs = &self.pairs;
         self.index
             .find(hash_of(key), |&at| {
-                pairs
-                    .get(at as usize)
-                    .is_some_and(|(k, _)| k.as_slice() == key)
+                pairs.get(at as usize).is_some_and(|(k, _)| k.is(key))
             })
             .map(|&at| at as usize)
     }
@@ -94,7 +92,7 @@ impl SlotTable {
         let found = index.find(hash, |&at| {
             pairs
                 .get(at as usize)
-                .is_some_and(|(k, _)| k.as_slice() == key.as_slice())
+                .is_some_and(|(k, _)| k.is(key.as_slice()))
         });
         if let Some(&at) = found {
             // `at` came from the index, which only holds positions of pairs.
@@ -119,9 +117,7 @@ impl SlotTable {
         let SlotTable { pairs, index } = self;
         let found = index
             .find_entry(hash_of(key), |&at| {
-                pairs
-                    .get(at as usize)
-                    .is_some_and(|(k, _)| k.as_slice() == key)
+                pairs.get(at as usize).is_some_and(|(k, _)| k.is(key))
             })
             .ok()?;
         let (at, _) = found.remove();

@@ -1,19 +1,26 @@
 //! Per-command counters: calls, time, failures and refusals for `INFO commandstats`,
 //! and the latency histograms behind `LATENCY HISTOGRAM` and `INFO latencystats`.
-//! One slot per command and subcommand (the command table numbers them); every
-//! counter is an atomic, so any thread records without a lock.
+//! One slot per command and subcommand (the command table numbers them). What every
+//! call adds to (calls, time, failures) is striped by thread ([`StripedCounters`]);
+//! the rest are atomics. Any thread records without a lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::monitor::latency_histogram::Histogram;
+use crate::util::striped::StripedCounters;
+
+/// A slot's counters in [`CommandStats::per_call`]: calls, microseconds, failures.
+const PER_CALL: usize = 3;
+const CALLS: usize = 0;
+const USEC: usize = 1;
+const FAILED: usize = 2;
 
 /// Per-command counters.
 pub struct CommandStats {
-    calls: Vec<AtomicU64>,
-    usec: Vec<AtomicU64>,
-    failed: Vec<AtomicU64>,
+    /// Calls, microseconds and failures of each slot, [`PER_CALL`] counters a slot.
+    per_call: StripedCounters,
     rejected: Vec<AtomicU64>,
     /// Made on a command's first timed call (24 KiB each), as Redis does.
     histograms: Vec<OnceLock<Histogram>>,
@@ -37,12 +44,9 @@ pub struct CommandStat {
 impl CommandStats {
     /// Counters for `slots` commands and subcommands, latency tracking on.
     pub(crate) fn new(slots: usize) -> CommandStats {
-        let v = || (0..slots).map(|_| AtomicU64::new(0)).collect();
         CommandStats {
-            calls: v(),
-            usec: v(),
-            failed: v(),
-            rejected: v(),
+            per_call: StripedCounters::new(slots * PER_CALL),
+            rejected: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             histograms: (0..slots).map(|_| OnceLock::new()).collect(),
             tracking: AtomicBool::new(true),
         }
@@ -51,10 +55,11 @@ impl CommandStats {
     /// Counts one call of `slot` that took `elapsed`.
     pub(crate) fn record(&self, slot: usize, elapsed: Duration, failed: bool) {
         let usec = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-        self.calls[slot].fetch_add(1, Ordering::Relaxed);
-        self.usec[slot].fetch_add(usec, Ordering::Relaxed);
+        let at = slot * PER_CALL;
+        self.per_call.add(at + CALLS, 1);
+        self.per_call.add(at + USEC, usec);
         if failed {
-            self.failed[slot].fetch_add(1, Ordering::Relaxed);
+            self.per_call.add(at + FAILED, 1);
         }
         if self.tracking.load(Ordering::Relaxed) {
             let ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
@@ -67,7 +72,7 @@ impl CommandStats {
     /// Counts a failure of a call of `slot` already counted (a blocked command that
     /// ends with an error).
     pub(crate) fn fail(&self, slot: usize) {
-        self.failed[slot].fetch_add(1, Ordering::Relaxed);
+        self.per_call.add(slot * PER_CALL + FAILED, 1);
     }
 
     /// Counts one refused call of `slot`.
@@ -82,11 +87,15 @@ impl CommandStats {
 
     /// The counters of one slot.
     pub fn get(&self, slot: usize) -> CommandStat {
+        let at = slot * PER_CALL;
         CommandStat {
-            calls: self.calls[slot].load(Ordering::Relaxed),
-            usec: self.usec[slot].load(Ordering::Relaxed),
-            failed: self.failed[slot].load(Ordering::Relaxed),
-            rejected: self.rejected[slot].load(Ordering::Relaxed),
+            calls: self.per_call.get(at + CALLS),
+            usec: self.per_call.get(at + USEC),
+            failed: self.per_call.get(at + FAILED),
+            rejected: self
+                .rejected
+                .get(slot)
+                .map_or(0, |r| r.load(Ordering::Relaxed)),
         }
     }
 
@@ -101,10 +110,9 @@ impl CommandStats {
 
     /// Resets every counter and histogram (`CONFIG RESETSTAT`).
     pub fn reset(&self) {
-        for v in [&self.calls, &self.usec, &self.failed, &self.rejected] {
-            for a in v {
-                a.store(0, Ordering::Relaxed);
-            }
+        self.per_call.reset();
+        for a in &self.rejected {
+            a.store(0, Ordering::Relaxed);
         }
         for h in self.histograms.iter().filter_map(OnceLock::get) {
             h.reset();

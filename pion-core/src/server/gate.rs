@@ -10,6 +10,12 @@
 //! own shards as usual; nothing else holds or waits for a shard then, so no lock order
 //! is at stake.
 //!
+//! A connection that runs a batch of pipelined commands passes its slot once for the
+//! whole batch ([`Gate::begin_batch`]): the commands of the batch then enter
+//! without touching the lock. The thread lets the slot go whenever it must wait for
+//! others: before it takes the gate exclusively itself and before it serves blocked
+//! clients ([`Gate::pause_batch`]); the next command takes the slot again.
+//!
 //! The gate also carries the busy-script state: once a script has run past
 //! `busy-reply-threshold`, the others stop waiting and answer `-BUSY`, and the commands
 //! allowed while busy (`SCRIPT KILL`, `FUNCTION KILL`) run without passing the gate.
@@ -22,16 +28,23 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
-use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+
+use parking_lot::{ArcRwLockReadGuard, RawRwLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use crate::clients::gate_slot::{BACKGROUND_SLOT, EMBEDDED_SLOT, SLOTS, WORKER_SLOTS};
 
 /// How long a waiting command sleeps between looks at the busy state.
 const BUSY_POLL: Duration = Duration::from_millis(20);
 
+/// Pads each slot's lock to its own cache lines.
 #[repr(align(128))]
 #[derive(Default)]
-struct Slot(RwLock<()>);
+struct CacheLine;
+
+/// One slot: shared so that a batch's passage can outlive a borrow of the gate.
+#[derive(Default)]
+struct Slot(Arc<RwLock<CacheLine>>);
 
 /// The gate (one per engine).
 pub struct Gate {
@@ -50,12 +63,12 @@ impl Default for Gate {
 
 /// Shared passage through one slot: held while an ordinary command runs.
 pub struct Shared<'a> {
-    _guard: RwLockReadGuard<'a, ()>,
+    _guard: RwLockReadGuard<'a, CacheLine>,
 }
 
 /// Exclusive passage: every slot, held while a transaction or script runs.
 pub struct Exclusive<'a> {
-    _guards: Vec<RwLockWriteGuard<'a, ()>>,
+    _guards: Vec<RwLockWriteGuard<'a, CacheLine>>,
 }
 
 impl Drop for Exclusive<'_> {
@@ -64,9 +77,19 @@ impl Drop for Exclusive<'_> {
     }
 }
 
+/// The batch a connection runs on this thread: which gate and slot, and the
+/// passage, once a command of the batch has taken it.
+struct Batch {
+    gate: usize,
+    slot: usize,
+    passage: Option<ArcRwLockReadGuard<RawRwLock, CacheLine>>,
+}
+
 thread_local! {
     /// Whether this thread holds the gate exclusively.
     static EXCLUSIVE_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The batch this thread runs, if any.
+    static BATCH: RefCell<Option<Batch>> = const { RefCell::new(None) };
     /// What serves this thread's other clients while a script it runs is busy.
     static BUSY_PUMP: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
 }
@@ -101,6 +124,8 @@ pub fn pump_while_busy() {
 pub enum Entry<'a> {
     /// It may run.
     Shared(Shared<'a>),
+    /// It may run: the batch it belongs to holds the passage.
+    Batched,
     /// A script has been running longer than the busy threshold: answer `-BUSY`.
     Busy,
 }
@@ -114,6 +139,9 @@ impl Gate {
         // serves while its script runs: it must not wait for itself.
         if exclusive_here() {
             return Entry::Busy;
+        }
+        if self.enter_batched(slot) {
+            return Entry::Batched;
         }
         let lock = &self.slots[slot % SLOTS].0;
         if let Some(g) = lock.try_read() {
@@ -137,6 +165,8 @@ impl Gate {
         if exclusive_here() {
             return None;
         }
+        // This thread's own batch must not hold a slot it is about to wait for.
+        self.pause_batch();
         let mut guards = Vec::with_capacity(SLOTS);
         for slot in self.slots.iter() {
             loop {
@@ -151,6 +181,69 @@ impl Gate {
         }
         EXCLUSIVE_HERE.with(|h| h.set(true));
         Some(Exclusive { _guards: guards })
+    }
+
+    /// Starts a batch of commands this thread runs for one connection through
+    /// `slot`: they pass the gate once between them (see the module comment). Ends
+    /// with [`end_batch`](Self::end_batch). Nothing is batched on a thread that holds
+    /// the gate exclusively (a busy script's pump).
+    pub fn begin_batch(&self, slot: usize) {
+        if exclusive_here() {
+            return;
+        }
+        let batch = Batch {
+            gate: self.address(),
+            slot,
+            passage: None,
+        };
+        BATCH.with(|b| *b.borrow_mut() = Some(batch));
+    }
+
+    /// Ends this thread's batch: its passage is let go.
+    pub fn end_batch(&self) {
+        BATCH.with(|b| {
+            let mut b = b.borrow_mut();
+            if b.as_ref().is_some_and(|batch| batch.gate == self.address()) {
+                *b = None;
+            }
+        });
+    }
+
+    /// Lets this thread's batch passage go until the batch's next command: before
+    /// the thread waits on other threads that may be waiting for the gate (serving
+    /// blocked clients, taking the gate exclusively).
+    pub fn pause_batch(&self) {
+        BATCH.with(|b| {
+            if let Some(batch) = b.borrow_mut().as_mut() {
+                if batch.gate == self.address() {
+                    batch.passage = None;
+                }
+            }
+        });
+    }
+
+    /// Whether a command through `slot` may run on its batch's passage (taken now if
+    /// the batch has none; `false` when it is not free at once: the command then
+    /// waits at the gate as any other).
+    fn enter_batched(&self, slot: usize) -> bool {
+        BATCH.with(|b| {
+            let mut b = b.borrow_mut();
+            let Some(batch) = b.as_mut() else {
+                return false;
+            };
+            if batch.gate != self.address() || batch.slot != slot {
+                return false;
+            }
+            if batch.passage.is_none() {
+                batch.passage = self.slots[slot % SLOTS].0.try_read_arc();
+            }
+            batch.passage.is_some()
+        })
+    }
+
+    /// This gate's identity, for the thread-local batch.
+    fn address(&self) -> usize {
+        self as *const Gate as usize
     }
 
     /// Passage for background work that changes or captures the keyspace (active
@@ -249,6 +342,58 @@ mod tests {
             t.join().expect("thread");
         }
         assert_eq!(inside.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_batch_holds_its_slot_until_it_ends() {
+        let gate = Arc::new(Gate::default());
+        gate.begin_batch(2);
+        assert!(matches!(gate.enter(2, 0), Entry::Batched));
+        assert!(matches!(gate.enter(2, 0), Entry::Batched));
+        // Another slot is not the batch's: an ordinary passage.
+        assert!(matches!(gate.enter(3, 0), Entry::Shared(_)));
+        // Another gate on this thread is not batched either.
+        let other_gate = Gate::default();
+        assert!(matches!(other_gate.enter(2, 0), Entry::Shared(_)));
+        // An exclusive command elsewhere waits for the batch to end.
+        let taken = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (gate, taken) = (Arc::clone(&gate), Arc::clone(&taken));
+            std::thread::spawn(move || {
+                let _x = gate.exclusive_unless_busy(0).expect("no script runs");
+                taken.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !taken.load(Ordering::SeqCst),
+            "the batch still holds slot 2"
+        );
+        gate.end_batch();
+        waiter.join().expect("thread");
+        assert!(taken.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_batch_lets_its_slot_go_for_its_own_exclusive_command() {
+        let gate = Gate::default();
+        gate.begin_batch(1);
+        assert!(matches!(gate.enter(1, 0), Entry::Batched));
+        // The batch's own EXEC takes every slot, its own included, without waiting
+        // for itself.
+        let x = gate
+            .exclusive_unless_busy(0)
+            .expect("no deadlock on its own slot");
+        drop(x);
+        // The next command of the batch takes the passage again.
+        assert!(matches!(gate.enter(1, 0), Entry::Batched));
+        gate.pause_batch();
+        assert!(
+            gate.slots[1].0.try_write().is_some(),
+            "paused: the slot is free"
+        );
+        gate.end_batch();
+        assert!(matches!(gate.enter(1, 0), Entry::Shared(_)));
     }
 
     #[test]

@@ -17,4 +17,5 @@ pub(crate) mod long_double;
 pub mod lzf;
 pub mod num;
 pub mod shared_copy;
+pub mod striped;
 pub(crate) mod strtod;

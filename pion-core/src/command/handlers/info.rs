@@ -209,11 +209,8 @@ fn render(
             line("expired_keys", &ks.expired_keys.load(Ordering::Relaxed));
             line("evicted_keys", &e.operator().evictor.evicted_keys());
             line("evicted_clients", &0);
-            line("keyspace_hits", &ks.keyspace_hits.load(Ordering::Relaxed));
-            line(
-                "keyspace_misses",
-                &ks.keyspace_misses.load(Ordering::Relaxed),
-            );
+            line("keyspace_hits", &ks.keyspace_hits());
+            line("keyspace_misses", &ks.keyspace_misses());
             for (name, value) in crate::command::pubsub::info_fields(e) {
                 line(name, &value);
             }

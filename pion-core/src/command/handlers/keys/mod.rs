@@ -16,7 +16,6 @@ mod sort;
 mod walk;
 
 use crate::pubsub::notify;
-use std::sync::atomic::Ordering;
 
 use crate::command::ctx::Ctx;
 use crate::command::flags::*;
@@ -160,12 +159,7 @@ pub(crate) fn peek_counted<'c>(
 ) -> OpResult<Option<&'c Entry>> {
     let stats = ctx.ks.keyspace().stats();
     let found = ctx.ks.peek(db, key)?;
-    let counter = if found.is_some() {
-        &stats.keyspace_hits
-    } else {
-        &stats.keyspace_misses
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
+    stats.count_lookup(found.is_some());
     Ok(found)
 }
 

@@ -10,6 +10,7 @@ use crate::reply::Reply;
 use crate::util::num::parse_i64;
 use crate::value::stream::{ConsumerGroup, StreamId, INVALID_ENTRIES_READ};
 use crate::value::{StreamValue, Value};
+use smallvec::SmallVec;
 
 /// What every `XGROUP` subcommand but HELP checks first: the options after the id
 /// (`MKSTREAM`, `ENTRIESREAD`), the key's type, the key's and group's existence.
@@ -176,18 +177,22 @@ pub(super) fn help(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
 
 /// `XACK key group id [id …]`.
 pub(super) fn xack(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
-    let has_group = read_stream(ctx, &argv[1])?.is_some_and(|s| s.groups.contains_key(&argv[2]));
-    if !has_group {
+    // One lookup, counted as a read: the key is only written when an id is acked.
+    let db = ctx.db();
+    let group = match ctx.ks.get_mut_counted(db, &argv[1])? {
+        Some(v) => v.as_stream_mut()?.groups.get_mut(&argv[2]),
+        None => None,
+    };
+    let Some(group) = group else {
         ctx.effect = Effect::Nothing;
         return Ok(Reply::Integer(0));
-    }
+    };
+    // Every id is checked before any is acked: the command acks all or none.
     let ids = argv[3..]
         .iter()
         .map(|a| strict_id(a))
-        .collect::<OpResult<Vec<_>>>()?;
-    let acked = write_stream(ctx, &argv[1])?
-        .and_then(|s| s.groups.get_mut(&argv[2]))
-        .map_or(0, |g| ids.into_iter().filter(|id| g.ack(*id)).count());
+        .collect::<OpResult<SmallVec<[StreamId; 8]>>>()?;
+    let acked = ids.into_iter().filter(|id| group.ack(*id)).count();
     if acked == 0 {
         ctx.effect = Effect::Nothing;
     }

@@ -3,12 +3,8 @@
 use super::*;
 
 fn stats(e: &Engine) -> (u64, u64) {
-    use std::sync::atomic::Ordering::Relaxed;
     let s = e.keyspace().stats();
-    (
-        s.keyspace_hits.load(Relaxed),
-        s.keyspace_misses.load(Relaxed),
-    )
+    (s.keyspace_hits(), s.keyspace_misses())
 }
 
 #[test]
