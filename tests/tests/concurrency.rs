@@ -128,5 +128,8 @@ fn pipelined_batches_serve_waiters_and_transactions_in_order() {
         panic!("the transactions ran");
     };
     let n: u64 = String::from_utf8_lossy(&n).parse().expect("integer");
-    assert!(n > 0 && n.is_multiple_of(2), "each transaction adds two: {n}");
+    assert!(
+        n > 0 && n.is_multiple_of(2),
+        "each transaction adds two: {n}"
+    );
 }
