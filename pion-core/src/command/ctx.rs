@@ -26,6 +26,10 @@ pub struct Ctx<'a> {
     /// (`SMOVE`'s destination that already held the member): their watchers and
     /// tracking clients are not told, as Redis signals only keys it modified.
     pub unmodified_keys: Vec<usize>,
+    /// The write command left its keys exactly as they were (an `XACK` that acked
+    /// nothing, a `PFADD` that raised no register): nothing is logged and its keys are
+    /// not settled again (their memory figure, indexes and waiters are as before).
+    pub unchanged: bool,
     /// Work the command still has to do with none of its shards locked (`MIGRATE`'s
     /// round trip to its target): see [`Detour`].
     pub detour: Option<Detour>,
@@ -68,6 +72,7 @@ impl<'a> Ctx<'a> {
             ks,
             effect: Effect::AsSent,
             unmodified_keys: Vec::new(),
+            unchanged: false,
             detour: None,
         }
     }
@@ -175,6 +180,13 @@ impl<'a> Ctx<'a> {
         } else {
             Effect::Rewritten(commands)
         };
+    }
+
+    /// Marks the command as having left its keys exactly as they were (see
+    /// [`Ctx::unchanged`]): nothing to log either.
+    pub fn changed_nothing(&mut self) {
+        self.effect = Effect::Nothing;
+        self.unchanged = true;
     }
 
     /// The client's selected database.

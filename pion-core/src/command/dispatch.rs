@@ -499,6 +499,7 @@ fn run_resolved(
             ctx.ks.set_lfu(engine.lfu_policy());
             ctx.effect = Effect::AsSent;
             ctx.unmodified_keys.clear();
+            ctx.unchanged = false;
             result = run_handler(&mut ctx, spec, argv, &keys, resume);
         }
         if spec.has(super::flags::WRITE | super::flags::MAY_MODIFY) {
@@ -590,7 +591,7 @@ fn run_handler(
             ctx.client.shared.blocked.store(true, Ordering::Relaxed);
         }
     }
-    if write {
+    if write && !(ctx.unchanged && ctx.effect == Effect::Nothing) {
         settle_keys(ctx, spec, argv, keys);
         if result.is_ok() && ctx.effect != Effect::Nothing {
             super::watch::touch_written(ctx, spec, argv, keys, &watched_before);

@@ -92,7 +92,7 @@ pub(super) fn pfadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ctx.notify(notify::STRING, "pfadd", key);
         Ok(Reply::Integer(1))
     } else {
-        ctx.effect = Effect::Nothing;
+        ctx.changed_nothing();
         Ok(Reply::Integer(0))
     }
 }

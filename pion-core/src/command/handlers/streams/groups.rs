@@ -184,7 +184,7 @@ pub(super) fn xack(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         None => None,
     };
     let Some(group) = group else {
-        ctx.effect = Effect::Nothing;
+        ctx.changed_nothing();
         return Ok(Reply::Integer(0));
     };
     // Every id is checked before any is acked: the command acks all or none.
@@ -194,7 +194,7 @@ pub(super) fn xack(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .collect::<OpResult<SmallVec<[StreamId; 8]>>>()?;
     let acked = ids.into_iter().filter(|id| group.ack(*id)).count();
     if acked == 0 {
-        ctx.effect = Effect::Nothing;
+        ctx.changed_nothing();
     }
     Ok(Reply::Integer(acked as i64))
 }

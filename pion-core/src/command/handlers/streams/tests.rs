@@ -119,3 +119,33 @@ fn a_stream_with_groups_survives_the_snapshot_encoding() {
     let value = Value::Stream(Box::new(s));
     assert_eq!(crate::keyspace::dump::round_trip_for_tests(&value), value);
 }
+
+/// An `XACK` that acks nothing leaves its stream exactly as it was, so the key is not
+/// settled again (its recorded size is not recomputed); one that acks is.
+#[test]
+fn an_xack_that_acks_nothing_does_not_settle_its_key() {
+    use crate::keyspace::LockSet;
+    use crate::reply::Reply;
+    let e = crate::Engine::in_memory(crate::EngineOptions::default());
+    e.execute(0, &["XADD", "s", "1-1", "f", "v"]);
+    e.execute(0, &["XGROUP", "CREATE", "s", "g", "0"]);
+    e.execute(0, &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"]);
+    let recorded = |set: Option<u32>| {
+        let mut ks = e.keyspace().lock(&LockSet::All, 0);
+        let entry = ks.entry(0, b"s").ok().flatten().expect("the stream");
+        if let Some(bytes) = set {
+            entry.accounted = bytes;
+        }
+        entry.accounted
+    };
+    // A stale figure stands in for "not settled since".
+    recorded(Some(1));
+    assert_eq!(e.execute(0, &["XACK", "s", "g", "9-9"]), Reply::Integer(0));
+    assert_eq!(
+        e.execute(0, &["XACK", "s", "nogroup", "1-1"]),
+        Reply::Integer(0)
+    );
+    assert_eq!(recorded(None), 1);
+    assert_eq!(e.execute(0, &["XACK", "s", "g", "1-1"]), Reply::Integer(1));
+    assert!(recorded(None) > 1, "an ack settles the key");
+}
