@@ -165,11 +165,11 @@ impl Connection {
 
     /// Runs every complete command in the input buffer, appending replies to the output.
     pub fn process(&mut self, engine: &Engine, limits: &Limits) {
-        // The batch's commands pass the execution gate once between them.
-        engine.gate().begin_batch(self.client.gate_slot);
+        // Each batch reads the wall clock afresh, and its commands pass the execution
+        // gate once between them (until the batch ends, by return or unwinding).
+        self.client.wall_clock_anchor = None;
+        let _batch = engine.gate().batch(self.client.gate_slot);
         self.process_batch(engine, limits);
-        engine.gate().end_batch();
-        // The next batch reads the wall clock afresh.
         self.client.wall_clock_anchor = None;
     }
 

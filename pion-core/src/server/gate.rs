@@ -66,6 +66,17 @@ pub struct Shared<'a> {
     _guard: RwLockReadGuard<'a, CacheLine>,
 }
 
+/// A batch of one connection's commands on this thread (see [`Gate::batch`]).
+pub struct BatchScope<'a> {
+    gate: &'a Gate,
+}
+
+impl Drop for BatchScope<'_> {
+    fn drop(&mut self) {
+        self.gate.end_batch();
+    }
+}
+
 /// Exclusive passage: every slot, held while a transaction or script runs.
 pub struct Exclusive<'a> {
     _guards: Vec<RwLockWriteGuard<'a, CacheLine>>,
@@ -197,6 +208,13 @@ impl Gate {
             passage: None,
         };
         BATCH.with(|b| *b.borrow_mut() = Some(batch));
+    }
+
+    /// [`begin_batch`](Self::begin_batch), ended when the returned scope is dropped
+    /// (a panic that unwinds through the batch ends it too).
+    pub fn batch(&self, slot: usize) -> BatchScope<'_> {
+        self.begin_batch(slot);
+        BatchScope { gate: self }
     }
 
     /// Ends this thread's batch: its passage is let go.
@@ -372,6 +390,19 @@ mod tests {
         gate.end_batch();
         waiter.join().expect("thread");
         assert!(taken.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_batch_ends_when_its_scope_unwinds() {
+        let gate = Gate::default();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _batch = gate.batch(4);
+            assert!(matches!(gate.enter(4, 0), Entry::Batched));
+            panic!("a bug while the batch runs");
+        }));
+        assert!(unwound.is_err());
+        assert!(gate.slots[4].0.try_write().is_some(), "the slot was let go");
+        assert!(matches!(gate.enter(4, 0), Entry::Shared(_)));
     }
 
     #[test]

@@ -6,6 +6,22 @@
 
 use crate::error::OpResult;
 
+/// Appends the decimal digits of `n` without allocating or formatting (replies
+/// carry many integers).
+pub fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// Parses a strict decimal `i64` the way Redis's `string2ll` does.
 ///
 /// ```

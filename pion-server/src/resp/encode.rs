@@ -142,21 +142,10 @@ pub fn encode(reply: &Reply, resp: u8, out: &mut Vec<u8>) {
 
 /// Appends the decimal form of `n` without allocating.
 fn push_int(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
     if n < 0 {
         out.push(b'-');
     }
-    out.extend_from_slice(&digits[at..]);
+    pion_core::util::num::push_decimal(out, n.unsigned_abs());
 }
 
 fn header(out: &mut Vec<u8>, kind: u8, len: usize) {

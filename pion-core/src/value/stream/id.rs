@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::util::num::push_decimal;
+
 /// A stream entry id: milliseconds and a sequence number within them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct StreamId {
@@ -62,21 +64,6 @@ impl StreamId {
         push_decimal(&mut out, self.seq);
         out
     }
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 impl fmt::Display for StreamId {
