@@ -1,7 +1,7 @@
 //! `COMMAND` and its subcommands, answered from the command table itself.
 
 use super::flags::{self, *};
-use super::{dispatch, table, BeginSearch, CommandSpec, FindKeys, Group};
+use super::{resolve, table, BeginSearch, CommandSpec, FindKeys, Group};
 use crate::command::ctx::Ctx;
 use crate::command::handlers::util::{is_kw, text};
 use crate::error::{OpError, OpResult};
@@ -433,7 +433,7 @@ fn keys_with_flags(args: &[Vec<u8>]) -> OpResult<Vec<(usize, KeyFlags)>> {
     };
     let keys = match from_specs {
         Some(keys) => keys,
-        None => dispatch::key_indices(spec, args)
+        None => resolve::key_indices(spec, args)
             .map_err(|_| OpError::custom("ERR Invalid arguments specified for command"))?
             .iter()
             .map(|&i| (i, flags_of_found_key(spec, args, i)))

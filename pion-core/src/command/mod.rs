@@ -13,13 +13,12 @@ pub mod handlers;
 pub mod introspect;
 pub mod pause;
 pub mod pubsub;
+mod resolve;
 pub mod scripts;
 pub mod watch;
 
-pub use dispatch::{
-    execute, execute_at, is_prefix_cache_command, key_indices, lock_set_for, replay, resolve,
-    run_nested, REPLAYER,
-};
+pub use dispatch::{execute, execute_at, is_prefix_cache_command, replay, run_nested, REPLAYER};
+pub use resolve::{key_indices, lock_set_for, resolve};
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
