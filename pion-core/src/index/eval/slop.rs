@@ -256,13 +256,17 @@ fn estimate(cx: &Cx<'_>, node: &Node, expansions: &HashMap<*const Node, Vec<&[u8
             .into_iter()
             .flatten()
             .map(|t| super::document_frequency(cx, t))
-            .sum(),
+            .fold(0, usize::saturating_add),
         Node::Phrase { terms, .. } => terms
             .iter()
             .map(|t| super::document_frequency(cx, t))
             .min()
             .unwrap_or(0),
-        Node::Union { children, .. } => children.iter().map(|c| estimate(cx, c, expansions)).sum(),
+        // Saturating: a child without text counts as every document (`usize::MAX`).
+        Node::Union { children, .. } => children
+            .iter()
+            .map(|c| estimate(cx, c, expansions))
+            .fold(0, usize::saturating_add),
         Node::Intersect { children, .. } => children
             .iter()
             .map(|c| estimate(cx, c, expansions))

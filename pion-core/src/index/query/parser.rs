@@ -262,26 +262,76 @@ impl<'a> Parser<'a> {
         in_field: bool,
         stop: Stop,
     ) -> PResult<Node> {
-        let (mut node, mut rest) = self.intersection_from(first, scope, in_field, stop)?;
-        loop {
-            if rest {
-                // DIALECT 1: after a closed element (group, phrase, prefix, tag,
-                // range) the remainder is one expression intersected with all so far.
-                let tail = self.union(scope, in_field, stop)?;
-                return Ok(combine(node, tail, false, scope));
-            }
-            if self.kind() != Kind::Or {
-                return Ok(node);
-            }
+        if !self.d2() {
+            return self.d1_chains(first, scope, in_field, stop);
+        }
+        let mut node = self.intersection_from(first, scope, in_field, stop)?;
+        while self.kind() == Kind::Or {
             self.bump();
             if !self.starts_element() {
                 return Err(self.syntax());
             }
             let first = self.unary(scope, in_field)?;
-            let (right, r) = self.intersection_from(first, scope, in_field, stop)?;
+            let right = self.intersection_from(first, scope, in_field, stop)?;
             node = combine(node, right, true, scope);
-            rest = r;
         }
+        Ok(node)
+    }
+
+    /// DIALECT 1's grammar, where `|` binds tighter than juxtaposition: an
+    /// intersection of chains `e | e | …`, each operand one element, or a run of
+    /// bare terms (`a b|c @t:x` is `((a b) | c) @t:x`). After a closed element
+    /// (group, phrase, prefix, tag, range) the next element starts a new chain.
+    fn d1_chains(
+        &mut self,
+        first: Node,
+        scope: &FieldScope,
+        in_field: bool,
+        stop: Stop,
+    ) -> PResult<Node> {
+        let mut all = Node::Empty;
+        let mut chain = self.d1_operand(first, scope, in_field, stop)?;
+        loop {
+            while self.kind() == Kind::Or {
+                self.bump();
+                if !self.starts_element() {
+                    return Err(self.syntax());
+                }
+                let next = self.unary(scope, in_field)?;
+                let operand = self.d1_operand(next, scope, in_field, stop)?;
+                chain = combine(chain, operand, true, scope);
+            }
+            all = combine(all, chain, false, scope);
+            if !self.starts_element() || self.stops(stop) {
+                return Ok(all);
+            }
+            let next = self.unary(scope, in_field)?;
+            chain = self.d1_operand(next, scope, in_field, stop)?;
+        }
+    }
+
+    /// A DIALECT 1 operand: `node`, with the bare terms after it when it is a bare
+    /// term itself (RediSearch's term list).
+    fn d1_operand(
+        &mut self,
+        mut node: Node,
+        scope: &FieldScope,
+        in_field: bool,
+        stop: Stop,
+    ) -> PResult<Node> {
+        let bare =
+            |p: &Self| p.at > 0 && matches!(p.toks[p.at - 1].kind, Kind::Term | Kind::Number);
+        if !bare(self) {
+            return Ok(node);
+        }
+        while matches!(self.kind(), Kind::Term | Kind::Number) && !self.stops(stop) {
+            let right = self.unary(scope, in_field)?;
+            node = combine(node, right, false, scope);
+            if !bare(self) {
+                break;
+            }
+        }
+        Ok(node)
     }
 
     /// Whether the current token ends the reach of a DIALECT 1 operator.
@@ -294,35 +344,19 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The rest of an intersection whose first element is `node`. The flag is set
-    /// when DIALECT 1 ended it after a closed element with more to come.
+    /// The rest of a DIALECT 2 intersection whose first element is `node`.
     fn intersection_from(
         &mut self,
         mut node: Node,
         scope: &FieldScope,
         in_field: bool,
         stop: Stop,
-    ) -> PResult<(Node, bool)> {
-        let mut closed = self.d1_closed();
+    ) -> PResult<Node> {
         while self.starts_element() && !self.stops(stop) {
-            if closed && !self.d2() {
-                return Ok((node, true));
-            }
             let right = self.unary(scope, in_field)?;
-            closed = self.d1_closed();
             node = combine(node, right, false, scope);
         }
-        Ok((node, false))
-    }
-
-    /// Whether the element just parsed ends with a closing bracket, quote or `*`
-    /// (DIALECT 1 treats what follows such an element as a new expression).
-    fn d1_closed(&self) -> bool {
-        self.at > 0
-            && matches!(
-                self.toks[self.at - 1].kind,
-                Kind::RParen | Kind::RBrace | Kind::RBracket | Kind::Quote | Kind::Prefix
-            )
+        Ok(node)
     }
 
     /// `-x`, `~x` or an atom.
