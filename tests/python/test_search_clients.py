@@ -287,6 +287,61 @@ def test_aggregate_group_sort_and_apply(client):
     ]
 
 
+def profile_entries(info):
+    """FT.PROFILE's profile as a dict, from RESP2's pairs or RESP3's map."""
+    if isinstance(info, dict):
+        return {k.decode() if isinstance(k, bytes) else k: v for k, v in info.items()}
+    out = {}
+    for entry in info:
+        key = entry[0].decode() if isinstance(entry[0], bytes) else entry[0]
+        out[key] = entry[1:]
+    return out
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def test_profile_reports_iterators_and_steps(client):
+    from redis.commands.search.aggregation import AggregateRequest
+
+    create_docs(client, n=60)
+    out = client.ft("docs").profile(Query("dragon @genre:{drama}").no_content())
+    if isinstance(out, tuple):
+        result, info = out
+        total, profile = result.total, profile_entries(info.info)
+    else:
+        # RESP3: redis-py keeps RediSearch 2.10's map whole (results and profile).
+        whole = {text(k): v for k, v in out.info.items()}
+        total, profile = whole["total_results"], profile_entries(whole["profile"])
+    # Documents 0, 6, 12, …: every sixth has both.
+    assert total == 10
+    iterators = profile["Iterators profile"]
+    root = iterators[0] if isinstance(iterators, list) else iterators
+    if isinstance(root, list):
+        root = dict(zip(map(text, root[0::2]), root[1::2]))
+    root = {text(k): v for k, v in root.items()}
+    assert text(root["Type"]) == "INTERSECT"
+    assert root["Counter"] == 10
+    steps = profile["Result processors profile"]
+    names = []
+    for step in steps:
+        if isinstance(step, dict):
+            step = {text(k): v for k, v in step.items()}
+        else:
+            step = dict(zip(map(text, step[0::2]), step[1::2]))
+        names.append(text(step["Type"]))
+    assert names[0] == "Index"
+    assert "Sorter" in names
+
+    out = client.ft("docs").profile(AggregateRequest("@genre:{fantasy}").limit(0, 5))
+    info = out[1].info if isinstance(out, tuple) else out.info
+    flat = str(info)
+    assert "Pager/Limiter" in flat and "Result processors profile" in flat
+    with pytest.raises(redis.ResponseError, match="does not support cursor"):
+        client.ft("docs").profile(AggregateRequest("*").cursor(10))
+
+
 def test_aggregate_cursor_reads_every_row_once(client):
     from redis.commands.search.aggregation import AggregateRequest
 

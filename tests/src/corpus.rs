@@ -6,6 +6,7 @@
 //! SET k v                   replies must be byte-identical
 //! !unordered SMEMBERS s     aggregate compared as a multiset
 //! !shape SRANDMEMBER s 2    only reply type and element count compared
+//! !untimed FT.PROFILE …     compared with every value after a `… time` key masked
 //! !skip CLIENT ID           sent to both, not compared
 //! !sleep 20                 pause
 //! @1 GET k                  on connection 1 (connection 0 when no `@`)
@@ -31,6 +32,9 @@ pub enum Compare {
     Unordered,
     /// Type and element count only.
     Shape,
+    /// Exact, except the value after each key that ends in `time` (`FT.PROFILE`'s
+    /// timings).
+    Untimed,
     /// Not compared.
     Skip,
 }
@@ -102,6 +106,7 @@ fn compare_mode(word: &str) -> Option<Compare> {
     match word {
         "!unordered" => Some(Compare::Unordered),
         "!shape" => Some(Compare::Shape),
+        "!untimed" => Some(Compare::Untimed),
         "!skip" => Some(Compare::Skip),
         _ => None,
     }

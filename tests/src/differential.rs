@@ -66,6 +66,7 @@ impl Replay<'_> {
             Compare::Exact => r == p,
             Compare::Unordered => r.normalized() == p.normalized(),
             Compare::Shape => r.shape() == p.shape(),
+            Compare::Untimed => r.untimed() == p.untimed(),
             Compare::Skip => true,
         };
         if !same {

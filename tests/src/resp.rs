@@ -66,6 +66,31 @@ impl RespValue {
         }
     }
 
+    /// The reply with every value that follows a key ending in `time` (any case)
+    /// replaced by a placeholder: `FT.PROFILE`'s timings, which no two runs share.
+    pub fn untimed(&self) -> RespValue {
+        let RespValue::Agg(t, Some(items)) = self else {
+            return self.clone();
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut after_time = false;
+        for item in items {
+            let timing = matches!(item, RespValue::Line(..) | RespValue::Bulk(..));
+            out.push(if after_time && timing {
+                RespValue::Line(b'+', b"<time>".to_vec())
+            } else {
+                item.untimed()
+            });
+            after_time = match item {
+                RespValue::Line(b'+', k) | RespValue::Bulk(_, Some(k)) => {
+                    k.to_ascii_lowercase().ends_with(b"time")
+                }
+                _ => false,
+            };
+        }
+        RespValue::Agg(*t, Some(out))
+    }
+
     /// Type byte and element count (the `!shape` comparison).
     pub fn shape(&self) -> (u8, Option<usize>) {
         match self {

@@ -13,10 +13,13 @@
 //! numbers a document's tokens.
 
 mod explain;
+mod profile;
+mod replay;
 mod score;
 mod slop;
 
 pub use explain::Explanation;
+pub use profile::{profile_iterators, IteratorProfile, ProfileChildren};
 
 use std::collections::HashMap;
 use std::time::Instant;

@@ -15,6 +15,7 @@ pub mod expr;
 mod geo;
 pub mod group;
 pub mod pipeline;
+pub(super) mod profile;
 mod request;
 mod sketches;
 pub mod value;
@@ -31,6 +32,7 @@ use crate::index::eval::{evaluate_with, EvalOptions};
 use crate::index::IndexDef;
 use crate::reply::Reply;
 
+use super::profile::Trace;
 use group::{Group, Reducer, ReducerKind};
 use pipeline::{
     norm_of, Apply, Env, Filter, Load, LoadAll, Lookup, Pager, Root, Sorter, Source, Stage, State,
@@ -124,6 +126,7 @@ impl Compiler<'_> {
         Box::new(Load {
             up: stage,
             fields: std::mem::take(&mut self.pending),
+            sortable_only: false,
         })
     }
 }
@@ -197,9 +200,13 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
                     let slot = c.lookups[0].add_shown(&alias);
                     loads.push((source, slot));
                 }
+                let sortable_only = loads.iter().all(
+                    |(source, _)| matches!(source, Source::Field(fi) if def.fields[*fi].sortable),
+                );
                 stage = Box::new(Load {
                     up: stage,
                     fields: loads,
+                    sortable_only,
                 });
             }
             Step::Apply { mut expr, alias } => {
@@ -317,6 +324,8 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
             lookups: c.lookups,
             total: 0,
             deadline: None,
+            ids_read: 0,
+            ids_done: false,
         },
         scores: None,
     })
@@ -464,12 +473,16 @@ pub(super) fn chunk_reply(chunk: Chunk, resp3: bool) -> Reply {
 /// Parses and compiles a request against an index: the pipeline, ready to pull.
 /// A KNN query's documents come nearest first, with their distance as the first
 /// field (`__<field>_score` or the `AS` name), as RediSearch gives them.
-fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
+fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResult<Pipeline> {
+    let clock = std::time::Instant::now();
     let index = env.index;
     let def = index.def.read().clone();
     let query = req
         .analysis
         .parse(&def, &req.query, &req.params, req.dialect)?;
+    if let Some(t) = trace.as_deref_mut() {
+        t.parse = clock.elapsed();
+    }
     let deadline = super::query::deadline_of(req.timeout_ms);
     let (matches, plan) = {
         let docs = index.docs.read();
@@ -483,6 +496,9 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
             max_expansions: super::max_expansions(env.engine),
             ..EvalOptions::default()
         };
+        if let Some(t) = trace.as_deref_mut() {
+            t.query = Some((query.filter.clone(), eval));
+        }
         let matches = match evaluate_with(&query.filter, &def, &docs, eval) {
             Ok(m) => m,
             // Past TIMEOUT before anything was found: a pipeline over nothing whose
@@ -546,6 +562,12 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
             hidden: false,
         });
     }
+    if let Some(t) = trace {
+        if query.vector.is_some() {
+            t.knn = Some(matched.ids.len());
+        }
+        t.build = clock.elapsed().saturating_sub(t.parse);
+    }
     let mut pipe = compile(&def, req.steps, matched)?;
     pipe.state.deadline = deadline;
     if req.with_scores {
@@ -556,6 +578,15 @@ fn prepare(env: &Env<'_>, req: Request) -> OpResult<Pipeline> {
 
 /// `FT.AGGREGATE index query [steps and options]`.
 pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    aggregate_traced(ctx, argv, None)
+}
+
+/// `FT.AGGREGATE`, its stages counted and timed for `FT.PROFILE`.
+pub(super) fn aggregate_traced(
+    ctx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    mut trace: Option<&mut Trace>,
+) -> OpResult<Reply> {
     if argv.len() < 2 {
         return Err(err(
             "ERR wrong number of arguments for 'FT.AGGREGATE' command",
@@ -579,7 +610,36 @@ pub(super) fn aggregate(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> 
         index: &index,
         now_ms: ctx.now_ms(),
     };
-    let mut pipe = prepare(&env, req)?;
+    // The rows a reply stops at, once its page is full (FT.PROFILE counts as
+    // RediSearch's reply reads).
+    let page = req.steps.iter().rev().find_map(|s| match s {
+        Step::Arrange {
+            limit: Some((_, n)),
+            ..
+        } => Some(*n),
+        _ => None,
+    });
+    let mut pipe = prepare(&env, req, trace.as_deref_mut())?;
+    if let Some(t) = trace {
+        let (stage, lines) = profile::instrument(pipe.stage);
+        pipe.stage = stage;
+        let max = settings.max_aggregate_results.map(|n| n as usize);
+        let count = page.filter(|_| profile::page_stops_reply(&lines)).or(max);
+        let chunk = fail_on_timeout(read_chunk(&mut pipe, &env, count)?, &settings)?;
+        t.timed_out |= chunk.warning.as_deref() == Some(pipeline::TIMED_OUT);
+        t.processors = profile::processor_lines(&lines);
+        if t.knn.is_some() && !t.processors.is_empty() {
+            // RediSearch's step that gives each row its distance; Pion's root does.
+            let applier = profile::ProcessorLine {
+                name: "Metrics Applier".into(),
+                time_ms: 0.0,
+                counter: t.processors[0].counter,
+            };
+            t.processors.insert(1, applier);
+        }
+        t.reads = (!pipe.state.ids_done).then_some(pipe.state.ids_read);
+        return Ok(chunk_reply(chunk, resp3));
+    }
     let Some(opts) = cursor else {
         // MAXAGGREGATERESULTS bounds the rows of a request without a cursor.
         let max = settings.max_aggregate_results.map(|n| n as usize);

@@ -18,6 +18,7 @@ mod highlight;
 mod hybrid;
 mod info;
 mod knn;
+mod profile;
 mod query;
 mod settings;
 mod spellcheck;
@@ -66,6 +67,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ft.hybrid", -2, READONLY, Group::Search, hybrid::hybrid).doc(
         "Fuses a text query's and a vector query's rankings (RRF or a linear combination), then shapes the rows with LOAD, GROUPBY/REDUCE, APPLY, SORTBY, FILTER and LIMIT.",
         "8.4.0",
+    ),
+    CommandSpec::new("ft.profile", -1, READONLY, Group::Search, profile::profile).doc(
+        "Runs an FT.SEARCH or FT.AGGREGATE query and replies its results with a profile: the iterator tree and the pipeline's steps, each with its counter and time.",
+        "2.2.0",
     ),
     CommandSpec::new("ft.cursor", -1, READONLY, Group::Search, cursor::cursor).doc(
         "Reads from (READ) or deletes (DEL) a cursor of FT.AGGREGATE … WITHCURSOR.",

@@ -7,8 +7,8 @@
 //! INT8 codes, their FLOAT32 blobs are read back from the hashes, and the reported
 //! distance is the exact one, formatted as RediSearch does (`%.12g`).
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 pub(super) use super::analysis::Analysis;
 use crate::command::ctx::Ctx;
@@ -16,25 +16,29 @@ use crate::config::search::{OnTimeout, SearchSettings};
 use crate::error::{OpError, OpResult};
 use crate::index::eval::{evaluate_with, explain_score, EvalOptions, Explanation, Matches, Scorer};
 use crate::index::query::{self as q, Params, Query};
-use crate::index::schema::{FieldKind as SchemaKind, IndexDef, KeyType};
-use crate::index::{Docs, Document, Read};
+use crate::index::schema::{FieldKind as SchemaKind, IndexDef};
+use crate::index::Docs;
 use crate::reply::Reply;
-use crate::util::num::{fmt_g, fmt_shortest};
 use crate::vector::Neighbor;
 
-use super::highlight::{matched_terms, Marking, MatchedTerm};
+use super::highlight::{matched_terms, Marking};
 use super::knn::{knn_candidates, knn_rerank};
+use super::profile::Trace;
+
+mod reply;
+
+use reply::load_and_reply;
 
 /// The options of one `FT.SEARCH` (`FT.EXPLAIN` takes the same).
 pub(super) struct Options {
-    nocontent: bool,
-    withscores: bool,
+    pub(super) nocontent: bool,
+    pub(super) withscores: bool,
     /// `EXPLAINSCORE`: each score with how it was computed.
     explain_score: bool,
-    returns: Option<Vec<(Vec<u8>, Vec<u8>)>>,
-    sortby: Option<(Vec<u8>, bool)>,
-    offset: usize,
-    limit: usize,
+    pub(super) returns: Option<Vec<(Vec<u8>, Vec<u8>)>>,
+    pub(super) sortby: Option<(Vec<u8>, bool)>,
+    pub(super) offset: usize,
+    pub(super) limit: usize,
     pub(super) params: Params,
     pub(super) dialect: u32,
     /// `SCORER` and `INORDER`.
@@ -46,7 +50,7 @@ pub(super) struct Options {
     /// `VERBATIM`, `LANGUAGE`, `NOSTOPWORDS`.
     pub(super) analysis: Analysis,
     /// `HIGHLIGHT` and `SUMMARIZE`.
-    marking: Option<Marking>,
+    pub(super) marking: Option<Marking>,
     /// `TIMEOUT` in milliseconds (0: none).
     timeout_ms: u64,
 }
@@ -262,6 +266,16 @@ struct Hit {
 
 /// `FT.SEARCH index query [options]`.
 pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
+    search_traced(ctx, argv, None)
+}
+
+/// `FT.SEARCH`, noting for `FT.PROFILE` what it did and how long each part took.
+pub(super) fn search_traced(
+    ctx: &mut Ctx<'_>,
+    argv: &[Vec<u8>],
+    mut trace: Option<&mut Trace>,
+) -> OpResult<Reply> {
+    let mut clock = Instant::now();
     let engine = ctx.engine();
     let Some(index) = engine.search().get(&argv[1]) else {
         return Err(super::no_such_index(&argv[1]));
@@ -293,6 +307,7 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         .analysis
         .parse(&def, &argv[2], &opts.params, opts.dialect)?;
     query.filter = opts.filters.wrap(&def, query.filter);
+    let parse = lap(&mut clock);
     let deadline = deadline_of(opts.timeout_ms);
     // Matches and KNN candidates under the document lock; the exact re-rank reads
     // hashes, so it runs after the lock is released (shards before documents).
@@ -312,6 +327,9 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
             Err(e) if e.timed_out() => {
                 drop(docs);
                 let warning = timed_out(&settings)?;
+                if let Some(t) = trace.as_deref_mut() {
+                    t.timed_out = true;
+                }
                 return load_and_reply(ctx, &def, &opts, 0, Vec::new(), None, None, Some(warning));
             }
             Err(e) => return Err(err(e.0)),
@@ -324,11 +342,13 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         (matches, plan)
     };
     let nearest = plan.map(|p| knn_rerank(engine, p, ctx.now_ms()));
+    let index_time = lap(&mut clock);
     let end = opts.offset.saturating_add(opts.limit).min(max);
     let (total, mut hits, score_name) = {
         let docs = index.docs.read();
         run(&def, &docs, &query, matches, nearest, &opts, end)?
     };
+    let rank_time = lap(&mut clock);
     let mut page: Vec<Hit> = hits.drain(..).skip(opts.offset).collect();
     if opts.explain_score {
         let knn = query.vector.is_some();
@@ -354,10 +374,12 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     };
     // Past TIMEOUT once ranked: the page found so far, and a warning (or the error).
     let late = match deadline {
-        Some(d) if std::time::Instant::now() >= d => Some(timed_out(&settings)?),
+        Some(d) if Instant::now() >= d => Some(timed_out(&settings)?),
         _ => None,
     };
-    load_and_reply(
+    let page_len = page.len();
+    let timed_out_late = late.is_some();
+    let reply = load_and_reply(
         ctx,
         &def,
         &opts,
@@ -366,7 +388,26 @@ pub(super) fn search(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         score_name.as_deref(),
         marks,
         late,
-    )
+    )?;
+    if let Some(t) = trace {
+        let times = super::profile::SearchTimes {
+            parse,
+            index: index_time,
+            rank: rank_time,
+            load: lap(&mut clock),
+        };
+        t.record_search(&opts, &def, query, total, page_len, times);
+        t.timed_out |= timed_out_late;
+    }
+    Ok(reply)
+}
+
+/// The time since `clock`, which moves on to now.
+fn lap(clock: &mut Instant) -> Duration {
+    let now = Instant::now();
+    let d = now - *clock;
+    *clock = now;
+    d
 }
 
 /// What a query past its deadline replies: the warning its results carry, or under
@@ -379,9 +420,8 @@ pub(super) fn timed_out(settings: &SearchSettings) -> OpResult<String> {
 }
 
 /// When a query given `TIMEOUT ms` gives up (0: never).
-pub(super) fn deadline_of(timeout_ms: u64) -> Option<std::time::Instant> {
-    (timeout_ms > 0)
-        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms))
+pub(super) fn deadline_of(timeout_ms: u64) -> Option<Instant> {
+    (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms))
 }
 
 type Ranked = (usize, Vec<Hit>, Option<Vec<u8>>);
@@ -573,208 +613,4 @@ fn sorted_by_field(
         o.then(a.id.cmp(&b.id))
     });
     Ok(keyed.into_iter().map(|(_, h)| h).collect())
-}
-
-/// A distance as RediSearch prints it: `%.12g` of the f32 widened to f64.
-fn format_distance(d: f32) -> Vec<u8> {
-    fmt_g(f64::from(d), 12).into_bytes()
-}
-
-/// A `RETURN` list in RediSearch's order: the vector distance (if it names it),
-/// then the `SORTBY` field (likewise), then the rest as given. RediSearch replies
-/// fields in the order its query made their slots: the distance when the query
-/// was parsed, the sort key when the sort was planned, the others when loaded.
-fn return_order<'a>(
-    list: &'a [(Vec<u8>, Vec<u8>)],
-    score_name: Option<&'a [u8]>,
-    sort_name: Option<&'a [u8]>,
-) -> impl Iterator<Item = &'a (Vec<u8>, Vec<u8>)> + 'a {
-    let is_score = move |name: &[u8]| Some(name) == score_name;
-    let is_sort = move |name: &[u8]| Some(name) == sort_name && !is_score(name);
-    list.iter()
-        .filter(move |(n, _)| is_score(n))
-        .chain(list.iter().filter(move |(n, _)| is_sort(n)))
-        .chain(
-            list.iter()
-                .filter(move |(n, _)| !is_score(n) && !is_sort(n)),
-        )
-}
-
-/// A result's fields without `RETURN`: the KNN distance, then the `SORTBY` field,
-/// then the document (every other hash field, or the JSON document as `$`).
-fn whole_document(
-    def: &IndexDef,
-    opts: &Options,
-    doc: Document<'_>,
-    score_name: Option<&[u8]>,
-    dist: Option<Vec<u8>>,
-    every_match: bool,
-) -> Vec<(Vec<u8>, Read)> {
-    let mut out = Vec::new();
-    if let (Some(name), Some(d)) = (score_name, dist) {
-        out.push((name.to_vec(), Read::Bytes(d)));
-    }
-    let first = opts
-        .sortby
-        .as_ref()
-        .and_then(|(f, _)| def.field(f).map(|(_, s)| s));
-    if let Some(f) = first {
-        // A hash names it by its field and gives its value; a JSON document names
-        // it by the attribute and gives its sort key (the first of several values).
-        let named = match def.on {
-            KeyType::Hash => doc.field(f, every_match).map(|v| (f.path.clone(), v)),
-            KeyType::Json => doc.sort_value(f).map(|v| (f.name.clone(), Read::Bytes(v))),
-        };
-        out.extend(named);
-    }
-    let sorted_path = first.filter(|_| def.on == KeyType::Hash).map(|f| &f.path);
-    out.extend(
-        doc.whole(every_match)
-            .into_iter()
-            .filter(|(name, _)| Some(name) != sorted_path),
-    );
-    out
-}
-
-/// A result's fields as replied: name and value.
-type Fields = Vec<(Vec<u8>, Read)>;
-
-/// Orders every result's fields as the first results named them: RediSearch replies
-/// whole documents through one list of field names per query, made as the results
-/// bring new names, so a later document follows the first one's order.
-fn same_field_order(results: &mut [(Hit, Fields)]) {
-    let mut order: HashMap<Vec<u8>, usize> = HashMap::new();
-    for (_, fields) in results.iter_mut() {
-        for (name, _) in fields.iter() {
-            let next = order.len();
-            order.entry(name.clone()).or_insert(next);
-        }
-        fields.sort_by_key(|(name, _)| order.get(name).copied().unwrap_or(usize::MAX));
-    }
-}
-
-/// Loads the page's documents and replies; `warning` (a timeout) goes in RESP3's
-/// `warning` list (RESP2 has no place for it).
-#[allow(clippy::too_many_arguments)]
-fn load_and_reply(
-    ctx: &mut Ctx<'_>,
-    def: &IndexDef,
-    opts: &Options,
-    total: usize,
-    page: Vec<Hit>,
-    score_name: Option<&[u8]>,
-    marks: Option<Vec<Vec<MatchedTerm>>>,
-    warning: Option<String>,
-) -> OpResult<Reply> {
-    let mut marks = marks.map(Vec::into_iter);
-    let resp3 = ctx.client.resp >= 3;
-    let engine = ctx.engine();
-    let now = ctx.now_ms();
-    // With DIALECT 3 a JSON path returns every match, as one JSON array.
-    let every_match = opts.dialect >= 3;
-    let mut results = Vec::with_capacity(page.len());
-    for hit in page {
-        // Taken first: a result skipped below must not shift the next one's terms.
-        let terms = marks.as_mut().and_then(Iterator::next);
-        let fields = if opts.nocontent {
-            Vec::new()
-        } else {
-            let mut ks = engine.keyspace().lock_keys(&[&hit.key], now);
-            let value = ks.peek(0, &hit.key)?.map(|e| &e.value);
-            let Some(doc) = value.and_then(|v| Document::of(v, def.on)) else {
-                // Removed since it was indexed (expired): not a result any more.
-                continue;
-            };
-            let dist = hit.distance.map(format_distance);
-            let sort_name = opts.sortby.as_ref().map(|(f, _)| f.as_slice());
-            match &opts.returns {
-                Some(list) => return_order(list, score_name, sort_name)
-                    .filter_map(|(name, alias)| {
-                        if Some(name.as_slice()) == score_name {
-                            return dist.clone().map(|d| (alias.clone(), Read::Bytes(d)));
-                        }
-                        let read = match def.field(name) {
-                            Some((_, f)) if Some(name.as_slice()) == sort_name => {
-                                doc.sorted_field(f, every_match)
-                            }
-                            Some((_, f)) => doc.field(f, every_match),
-                            None => doc.named(name, every_match),
-                        };
-                        read.map(|v| (alias.clone(), v))
-                    })
-                    .collect(),
-                None => whole_document(def, opts, doc, score_name, dist, every_match),
-            }
-        };
-        let fields = match (&opts.marking, terms) {
-            (Some(m), Some(terms)) => m.apply(def, &terms, opts.returns.is_some(), fields),
-            _ => fields,
-        };
-        results.push((hit, fields));
-    }
-    if opts.returns.is_none() {
-        same_field_order(&mut results);
-    }
-    let value = |v: Read| match v {
-        Read::Bytes(b) => Reply::Bulk(b),
-        Read::Null => Reply::Null,
-    };
-    if !resp3 {
-        let mut out = vec![Reply::Integer(total as i64)];
-        for (hit, fields) in results {
-            out.push(Reply::Bulk(hit.key));
-            if opts.withscores {
-                let score = Reply::Bulk(fmt_shortest(hit.score).into_bytes());
-                out.push(with_explanation(score, hit.explanation));
-            }
-            if opts.withpayloads {
-                out.push(Reply::Null);
-            }
-            if !opts.nocontent {
-                out.push(Reply::Array(
-                    fields
-                        .into_iter()
-                        .flat_map(|(f, v)| [Reply::Bulk(f), value(v)])
-                        .collect(),
-                ));
-            }
-        }
-        return Ok(Reply::Array(out));
-    }
-    let items = results
-        .into_iter()
-        .map(|(hit, fields)| {
-            let mut m = vec![(Reply::status("id"), Reply::Bulk(hit.key))];
-            if opts.withscores {
-                let score = with_explanation(Reply::ShortDouble(hit.score), hit.explanation);
-                m.push((Reply::status("score"), score));
-            }
-            if opts.withpayloads {
-                m.push((Reply::status("payload"), Reply::Null));
-            }
-            if !opts.nocontent {
-                m.push((
-                    Reply::status("extra_attributes"),
-                    Reply::Map(
-                        fields
-                            .into_iter()
-                            .map(|(f, v)| (Reply::Bulk(f), value(v)))
-                            .collect(),
-                    ),
-                ));
-            }
-            m.push((Reply::status("values"), Reply::Array(Vec::new())));
-            Reply::Map(m)
-        })
-        .collect();
-    Ok(Reply::Map(vec![
-        (Reply::status("attributes"), Reply::Array(Vec::new())),
-        (Reply::status("total_results"), Reply::Integer(total as i64)),
-        (Reply::status("format"), Reply::status("STRING")),
-        (Reply::status("results"), Reply::Array(items)),
-        (
-            Reply::status("warning"),
-            Reply::Array(warning.into_iter().map(Reply::status_owned).collect()),
-        ),
-    ]))
 }

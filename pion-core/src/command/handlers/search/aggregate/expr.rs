@@ -75,6 +75,26 @@ impl Op {
     pub fn is_arithmetic(self) -> bool {
         self.binding() >= 4
     }
+
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Add => "+",
+            Op::Sub => "-",
+            Op::Mul => "*",
+            Op::Div => "/",
+            Op::Mod => "%",
+            Op::Pow => "^",
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::And => "&&",
+            Op::Or => "||",
+        }
+    }
 }
 
 /// A token with its byte offset and the text RediSearch quotes in errors (only
@@ -519,6 +539,30 @@ impl Parser {
                     }
                 }
                 _ => return Err(self.syntax()),
+            }
+        }
+    }
+}
+
+impl Expr {
+    /// How `FT.PROFILE` describes an `APPLY` or `FILTER` by its outermost node, as
+    /// RediSearch does: `Operator *`, `Predicate >`, `Function upper`, `Property n`,
+    /// `Literal x`, `Inverted`.
+    pub fn profile_text(&self) -> String {
+        match self {
+            Expr::Num(n) => format!("Literal {}", crate::util::num::fmt_g(*n, 12)),
+            Expr::Str(s) => format!("Literal {}", lossy(s)),
+            Expr::Null => "Literal ".into(),
+            Expr::Prop { name, .. } => format!("Property {}", lossy(name)),
+            Expr::Not(_) => "Inverted".into(),
+            Expr::Bin(op, ..) if op.is_arithmetic() => format!("Operator {}", op.symbol()),
+            Expr::Bin(op, ..) => format!("Predicate {}", op.symbol()),
+            Expr::Call(f, _) => {
+                let name = FUNCTIONS
+                    .iter()
+                    .find(|(_, g)| g == f)
+                    .map_or("", |(n, _)| n);
+                format!("Function {name}")
             }
         }
     }

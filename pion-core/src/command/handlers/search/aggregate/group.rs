@@ -567,6 +567,14 @@ impl Stage for Group {
         }
         Ok(self.out.as_mut().and_then(Iterator::next))
     }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        "Grouper".into()
+    }
 }
 
 #[cfg(test)]

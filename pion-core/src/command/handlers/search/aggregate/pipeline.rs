@@ -137,6 +137,11 @@ pub struct State {
     /// `TIMEOUT`: past it the root gives [`TIMED_OUT`] instead of its next document
     /// (a cursor's later reads have none).
     pub deadline: Option<std::time::Instant>,
+    /// Documents the root has read (those gone since the query included), and
+    /// whether it read them all: how far `FT.PROFILE` reads the query's iterators.
+    pub ids_read: usize,
+    /// See [`State::ids_read`].
+    pub ids_done: bool,
 }
 
 /// RediSearch's text for a request past its `TIMEOUT`: the rows so far are the reply,
@@ -193,6 +198,18 @@ pub type StageError = String;
 pub trait Stage: Send {
     /// The next row, `None` at the end.
     fn next(&mut self, env: &Env<'_>, st: &mut State) -> Result<Option<Row>, StageError>;
+
+    /// The stage it pulls from (`None` for the root), so `FT.PROFILE` can wrap each.
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>>;
+
+    /// What `FT.PROFILE` calls it: RediSearch's name for its result processor.
+    fn profile_name(&self) -> String;
+
+    /// A page without an offset right after a sort, which RediSearch's sorter
+    /// applies itself (`FT.PROFILE` shows the two as one `Sorter`).
+    fn part_of_sort(&self) -> bool {
+        false
+    }
 }
 
 /// The matching documents: in id order, or nearest first for a KNN query.
@@ -214,6 +231,7 @@ impl Stage for Root {
         }
         let fields = st.def.fields.len();
         for (id, distance) in self.ids.by_ref() {
+            st.ids_read += 1;
             let doc = {
                 let docs = env.index.docs.read();
                 let Some(key) = docs.key(id) else {
@@ -242,7 +260,16 @@ impl Stage for Root {
             }
             return Ok(Some(row));
         }
+        st.ids_done = true;
         Ok(None)
+    }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        None
+    }
+
+    fn profile_name(&self) -> String {
+        "Index".into()
     }
 }
 
@@ -266,6 +293,9 @@ pub struct Load {
     pub up: Box<dyn Stage>,
     /// What goes where.
     pub fields: Vec<(Source, usize)>,
+    /// Every field is SORTABLE: RediSearch reads them from its index, with no
+    /// loading step (`FT.PROFILE` shows none).
+    pub sortable_only: bool,
 }
 
 /// Reads the document under `key` (a hash or JSON document, as the index covers).
@@ -331,6 +361,14 @@ impl Stage for Load {
         }
         Ok(Some(row))
     }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        if self.sortable_only { "" } else { "Loader" }.into()
+    }
 }
 
 /// `LOAD *`: every field of the hash, as strings, under keys created as they appear.
@@ -356,6 +394,14 @@ impl Stage for LoadAll {
         }
         Ok(Some(row))
     }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        "Loader".into()
+    }
 }
 
 /// `APPLY expr AS name`.
@@ -379,6 +425,14 @@ impl Stage for Apply {
         row.set(self.slot, v);
         Ok(Some(row))
     }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        format!("Projector - {}", self.expr.profile_text())
+    }
 }
 
 /// `FILTER expr`.
@@ -399,6 +453,14 @@ impl Stage for Filter {
             }
         }
         Ok(None)
+    }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        format!("Filter - {}", self.expr.profile_text())
     }
 }
 
@@ -431,6 +493,23 @@ impl Stage for Pager {
         }
         self.left -= 1;
         self.up.next(env, st)
+    }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        if self.count_only {
+            "Counter"
+        } else {
+            "Pager/Limiter"
+        }
+        .into()
+    }
+
+    fn part_of_sort(&self) -> bool {
+        self.skip == 0 && !self.count_only
     }
 }
 
@@ -510,5 +589,13 @@ impl Stage for Sorter {
             None if std::mem::take(&mut self.timed_out) => Err(TIMED_OUT.to_string()),
             next => Ok(next),
         }
+    }
+
+    fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+        Some(&mut self.up)
+    }
+
+    fn profile_name(&self) -> String {
+        "Sorter".into()
     }
 }

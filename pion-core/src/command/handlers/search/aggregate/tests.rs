@@ -329,6 +329,14 @@ fn a_sort_cut_short_gives_what_it_read() {
                 None => Err(TIMED_OUT.to_string()),
             }
         }
+
+        fn upstream(&mut self) -> Option<&mut Box<dyn Stage>> {
+            None
+        }
+
+        fn profile_name(&self) -> String {
+            "Index".into()
+        }
     }
     let e = engine_with_docs(1);
     let index = e.search().get(b"idx").expect("the index");
@@ -344,6 +352,8 @@ fn a_sort_cut_short_gives_what_it_read() {
         lookups: vec![lookup],
         total: 0,
         deadline: None,
+        ids_read: 0,
+        ids_done: false,
     };
     let mut sorter = Sorter {
         up: Box::new(Cut(vec![2.0, 3.0, 1.0])),
