@@ -13,12 +13,14 @@
 //! numbers a document's tokens.
 
 mod explain;
+mod matched;
 mod profile;
 mod replay;
 mod score;
 mod slop;
 
 pub use explain::Explanation;
+pub use matched::{matched_terms, MAX_MATCHED_TERMS};
 pub use profile::{profile_iterators, IteratorProfile, ProfileChildren};
 
 use std::collections::HashMap;

@@ -145,7 +145,7 @@ fn show(it: &Iter, limited: bool) -> IteratorProfile {
     };
     IteratorProfile {
         kind: it.label.name,
-        term: it.label.term.clone(),
+        term: it.label.term.as_deref().map(lossy),
         query_type: it.label.query_type.clone(),
         time_ms: millis(it.elapsed),
         counter: it.counter(),
@@ -155,8 +155,9 @@ fn show(it: &Iter, limited: bool) -> IteratorProfile {
     }
 }
 
-struct Builder<'a, 'c> {
-    cx: &'c Cx<'a>,
+/// Builds RediSearch's iterator tree for a query over an index's documents.
+pub(super) struct Builder<'a, 'c> {
+    pub cx: &'c Cx<'a>,
 }
 
 impl Builder<'_, '_> {
@@ -166,7 +167,7 @@ impl Builder<'_, '_> {
         eval(node, self.cx, &mut m).unwrap_or_default()
     }
 
-    fn leaf(&self, name: &'static str, term: String, size: u64, set: &DocSet) -> Iter {
+    fn leaf(&self, name: &'static str, term: Vec<u8>, size: u64, set: &DocSet) -> Iter {
         Iter::new(
             Kind::List {
                 ids: set.iter().collect(),
@@ -196,12 +197,7 @@ impl Builder<'_, '_> {
         if set.is_empty() {
             return None;
         }
-        Some(self.leaf(
-            "TEXT",
-            String::from_utf8_lossy(term).into_owned(),
-            size as u64,
-            &set,
-        ))
+        Some(self.leaf("TEXT", term.to_vec(), size as u64, &set))
     }
 
     /// A union; of one child, that child (except a text prefix's, which RediSearch
@@ -255,7 +251,9 @@ impl Builder<'_, '_> {
         )
     }
 
-    fn build(&self, node: &Node) -> Option<Iter> {
+    /// The tree for `node`; `None` where RediSearch has no iterator (a term the index
+    /// lacks).
+    pub fn build(&self, node: &Node) -> Option<Iter> {
         let docs = self.cx.docs;
         let max = docs.max_id();
         match node {
@@ -334,7 +332,7 @@ impl Builder<'_, '_> {
                     return None;
                 }
                 let term = format!("{} - {}", fmt_g(lo, 6), fmt_g(hi, 6));
-                Some(self.leaf("NUMERIC", term, count, &self.set(node)))
+                Some(self.leaf("NUMERIC", term.into_bytes(), count, &self.set(node)))
             }
             Node::Geo {
                 lon,
@@ -352,11 +350,11 @@ impl Builder<'_, '_> {
                     unit.as_str()
                 );
                 let size = set.len() as u64;
-                Some(self.leaf("GEO", term, size, &set))
+                Some(self.leaf("GEO", term.into_bytes(), size, &set))
             }
             Node::VectorRange(_) => {
                 let set = self.set(node);
-                let mut it = self.leaf("METRIC - VECTOR DISTANCE", String::new(), 0, &set);
+                let mut it = self.leaf("METRIC - VECTOR DISTANCE", Vec::new(), 0, &set);
                 it.label.term = None;
                 it.label.size = None;
                 Some(it)
@@ -419,7 +417,7 @@ impl Builder<'_, '_> {
         };
         let reader = |value: Vec<u8>| -> Option<Iter> {
             let set = tags.get(&value)?;
-            Some(self.leaf("TAG", lossy(&value), set.len() as u64, set))
+            Some(self.leaf("TAG", value, set.len() as u64, set))
         };
         let one = |alt: &TagAlternative| -> Option<Iter> {
             match alt {

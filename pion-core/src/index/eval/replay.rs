@@ -75,7 +75,7 @@ pub(super) struct Label {
     /// `TEXT`, `TAG`, `NUMERIC`, `UNION`, `INTERSECT`…
     pub name: &'static str,
     /// A leaf's term (`Term`).
-    pub term: Option<String>,
+    pub term: Option<Vec<u8>>,
     /// A union's `Query type`.
     pub query_type: Option<String>,
     /// A leaf's `Size`: the documents its whole posting list holds.
@@ -140,6 +140,24 @@ impl Iter {
                 .unwrap_or(u64::from(u32::MAX)),
             Kind::Union { orig, .. } => orig.iter().map(Iter::estimate).sum(),
             Kind::Not { max, .. } | Kind::Optional { max, .. } => *max,
+        }
+    }
+
+    /// Whether it gives document `id` when read to its end (RediSearch's `~x` gives
+    /// every id up to the highest).
+    pub fn contains(&self, id: u64) -> bool {
+        match &self.kind {
+            Kind::List { ids, .. } => ids.binary_search(&id).is_ok(),
+            Kind::Wildcard { top, .. } => (1..=*top).contains(&id),
+            Kind::Empty => false,
+            Kind::Intersect { its, accept, .. } => {
+                its.iter()
+                    .all(|c| c.as_ref().is_some_and(|c| c.contains(id)))
+                    && accept.as_ref().is_none_or(|a| a.contains(id))
+            }
+            Kind::Union { orig, .. } => orig.iter().any(|c| c.contains(id)),
+            Kind::Not { child, max, .. } => (1..=*max).contains(&id) && !child.contains(id),
+            Kind::Optional { max, .. } => (1..=*max).contains(&id),
         }
     }
 

@@ -140,6 +140,9 @@ pub(super) struct Matched {
     /// Named numbers each document brings, after the distance: `ADDSCORES`' text score
     /// as `__score`, `FT.HYBRID`'s scores.
     pub(super) columns: Vec<Column>,
+    /// The query terms each document matched, for `matched_terms()` (`None`: not
+    /// asked for, or not known, as for a KNN query's documents).
+    pub(super) terms: Option<crate::index::IdMap<Vec<Vec<u8>>>>,
 }
 
 /// A named number each document brings.
@@ -172,10 +175,21 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
             (slot, col.values, col.absent)
         })
         .collect();
+    // `matched_terms()` reads the document's terms from a hidden slot of the root's.
+    let wants_terms = steps.iter().any(|s| match s {
+        Step::Apply { expr, .. } | Step::Filter(expr) => expr.uses_matched_terms(),
+        _ => false,
+    });
+    let terms = wants_terms.then(|| {
+        let slot = c.lookups[0].add(expr::MATCHED_TERMS_SLOT);
+        c.lookups[0].keys[slot].hidden = true;
+        (slot, matched.terms.unwrap_or_default())
+    });
     let mut stage: Box<dyn Stage> = Box::new(Root {
         ids: matched.ids.into_iter(),
         distance_slot,
         columns,
+        terms,
     });
     for step in steps {
         match step {
@@ -210,6 +224,7 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
                 });
             }
             Step::Apply { mut expr, alias } => {
+                expr.bind_matched_terms(c.seg() == 0);
                 expr.resolve(&mut |n| {
                     c.resolve(n, Want::Expression)
                         .map_err(|e| e.wire_text().into_owned())
@@ -225,6 +240,7 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
                 });
             }
             Step::Filter(mut expr) => {
+                expr.bind_matched_terms(c.seg() == 0);
                 expr.resolve(&mut |n| {
                     c.resolve(n, Want::Expression)
                         .map_err(|e| e.wire_text().into_owned())
@@ -484,7 +500,7 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
         t.parse = clock.elapsed();
     }
     let deadline = super::query::deadline_of(req.timeout_ms);
-    let (matches, plan) = {
+    let (matches, plan, terms) = {
         let docs = index.docs.read();
         // Scores asked for are the ones FT.SEARCH ranks by: a wildcard, a tag or a
         // range alone scores each document like a term found once (RediSearch runs
@@ -509,6 +525,7 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
                     ids: Vec::new(),
                     distance_name: None,
                     columns: Vec::new(),
+                    terms: None,
                 };
                 let mut pipe = compile(&def, req.steps, empty)?;
                 pipe.state.deadline = deadline;
@@ -522,7 +539,15 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
             )?),
             None => None,
         };
-        (matches, plan)
+        let wants_terms = req.steps.iter().any(|s| match s {
+            Step::Apply { expr, .. } | Step::Filter(expr) => expr.uses_matched_terms(),
+            _ => false,
+        });
+        let terms = (wants_terms && query.vector.is_none()).then(|| {
+            let ids = matches.set.iter();
+            crate::index::eval::matched_terms(&query.filter, &def, &docs, eval, ids)
+        });
+        (matches, plan, terms)
     };
     let scores = req.add_scores.then(|| matches.scores.clone());
     let matches_scores = if req.with_scores {
@@ -539,6 +564,7 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
                 .collect(),
             distance_name: Some(knn.score_field()),
             columns: Vec::new(),
+            terms: None,
         },
         _ => {
             let range = matches.distances.first();
@@ -550,6 +576,7 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
                     .collect(),
                 distance_name: range.map(|(name, _)| name.clone()),
                 columns: Vec::new(),
+                terms,
             }
         }
     };

@@ -434,6 +434,7 @@ fn shape(req: HybridRequest, fused: Vec<Fused>) -> (Matched, Vec<Step>) {
         ids: fused.iter().map(|f| (f.id, None)).collect(),
         distance_name: None,
         columns,
+        terms: None,
     };
 
     let mut steps = req.steps;

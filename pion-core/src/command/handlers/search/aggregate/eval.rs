@@ -139,6 +139,30 @@ impl Expr {
     }
 }
 
+/// `matched_terms([max])`: the row's document's terms (its first argument is the
+/// hidden slot that holds them, [`Expr::bind_matched_terms`]), the first `max` of
+/// them (a number above 0; otherwise, or with more arguments, up to 100); `NULL`
+/// when the document matched none.
+fn matched_terms(args: &[Expr], get: &dyn Fn(usize) -> Option<Value>) -> Value {
+    use crate::index::eval::MAX_MATCHED_TERMS;
+    let Some(Expr::Prop { slot, .. }) = args.first() else {
+        return Value::Null;
+    };
+    let Some(Value::Array(terms)) = get(*slot) else {
+        return Value::Null;
+    };
+    let max = match &args[1..] {
+        [one] => one
+            .eval(get)
+            .ok()
+            .and_then(|v| v.as_number())
+            .filter(|d| *d >= 1.0)
+            .map_or(MAX_MATCHED_TERMS, |d| (d as usize).min(MAX_MATCHED_TERMS)),
+        _ => MAX_MATCHED_TERMS,
+    };
+    Value::Array(terms.into_iter().take(max).collect())
+}
+
 /// A number for `==` against a string: the string's leading number, 0 for none
 /// (C's `strtod`).
 fn lenient_number(s: &[u8]) -> f64 {
@@ -194,6 +218,9 @@ fn call(f: Func, args: &[Expr], get: &dyn Fn(usize) -> Option<Value>) -> Result<
             .map_or("", |(n, _)| *n),
     };
     let invalid = || format!("Invalid arguments for function '{name}'");
+    if f == Func::MatchedTerms {
+        return Ok(matched_terms(args, get));
+    }
     if f == Func::Exists {
         if args.len() != 1 {
             return Err(invalid());
@@ -335,6 +362,8 @@ fn call(f: Func, args: &[Expr], get: &dyn Fn(usize) -> Option<Value>) -> Result<
             dates::calendar(c, &vals[0])
         }
         Func::GeoDistance => geo::geodistance(&vals)?,
+        // Answered before the arguments are evaluated.
+        Func::MatchedTerms => matched_terms(args, get),
     })
 }
 

@@ -294,6 +294,8 @@ pub enum Func {
     Calendar(super::dates::Calendar),
     /// `geodistance(a, b)` with each point a string or a longitude/latitude pair.
     GeoDistance,
+    /// `matched_terms([max])`: the query terms the row's document matched.
+    MatchedTerms,
 }
 
 /// Every function, by the (case-insensitive) name queries use.
@@ -328,11 +330,12 @@ pub const FUNCTIONS: &[(&str, Func)] = &[
     ("dayofweek", Func::Calendar(Calendar::DayOfWeek)),
     ("dayofyear", Func::Calendar(Calendar::DayOfYear)),
     ("geodistance", Func::GeoDistance),
+    ("matched_terms", Func::MatchedTerms),
 ];
 
-/// RediSearch functions Pion does not evaluate (the terms a document matched): named
-/// in their own error rather than reported as unknown.
-pub const UNSUPPORTED: &[&str] = &["matched_terms"];
+/// The hidden row slot that holds a document's matched terms (a name no query can
+/// write after `@`).
+pub const MATCHED_TERMS_SLOT: &[u8] = b"\0matched_terms";
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
@@ -492,14 +495,7 @@ impl Parser {
                     .map(|(_, f)| *f);
                 match (func, args) {
                     (None, _) => {
-                        let known = UNSUPPORTED
-                            .iter()
-                            .any(|n| n.as_bytes().eq_ignore_ascii_case(&name));
-                        self.semantic(if known {
-                            format!("Function '{}' is not supported by Pion", lossy(&name))
-                        } else {
-                            format!("Unknown function name '{}'", lossy(&name))
-                        });
+                        self.semantic(format!("Unknown function name '{}'", lossy(&name)));
                         Ok(None)
                     }
                     (Some(f), Some(args)) => Ok(Some(Expr::Call(f, args))),
@@ -545,6 +541,42 @@ impl Parser {
 }
 
 impl Expr {
+    /// Whether the expression calls `matched_terms`.
+    pub fn uses_matched_terms(&self) -> bool {
+        match self {
+            Expr::Call(Func::MatchedTerms, _) => true,
+            Expr::Call(_, args) => args.iter().any(Expr::uses_matched_terms),
+            Expr::Not(c) => c.uses_matched_terms(),
+            Expr::Bin(_, a, b) => a.uses_matched_terms() || b.uses_matched_terms(),
+            _ => false,
+        }
+    }
+
+    /// Gives each `matched_terms` call the row slot of the document's terms, first
+    /// among its arguments (resolved like any property); where rows are not one
+    /// document (after a `GROUPBY`), the call is `NULL`, as in RediSearch.
+    pub fn bind_matched_terms(&mut self, per_document: bool) {
+        match self {
+            Expr::Call(Func::MatchedTerms, _) if !per_document => *self = Expr::Null,
+            Expr::Call(Func::MatchedTerms, args) => args.insert(
+                0,
+                Expr::Prop {
+                    name: MATCHED_TERMS_SLOT.to_vec(),
+                    slot: 0,
+                },
+            ),
+            Expr::Call(_, args) => args
+                .iter_mut()
+                .for_each(|a| a.bind_matched_terms(per_document)),
+            Expr::Not(c) => c.bind_matched_terms(per_document),
+            Expr::Bin(_, a, b) => {
+                a.bind_matched_terms(per_document);
+                b.bind_matched_terms(per_document);
+            }
+            _ => {}
+        }
+    }
+
     /// How `FT.PROFILE` describes an `APPLY` or `FILTER` by its outermost node, as
     /// RediSearch does: `Operator *`, `Predicate >`, `Function upper`, `Property n`,
     /// `Literal x`, `Inverted`.

@@ -147,7 +147,6 @@ fn errors_match_redisearch() {
             "Syntax error at offset 7 near '2': Unknown function name 'foo'",
         ),
         ("foo(1)", "Unknown function name 'foo'"),
-        ("matched_terms()", "Function 'matched_terms' is not supported by Pion"),
         (
             "1 + foo",
             "Missing (or badly formatted) value for expr->op.right",

@@ -222,6 +222,8 @@ pub struct Root {
     /// the slot, each document's value, and the value of a document without one
     /// (`None`: the row has no such field).
     pub columns: Vec<(usize, crate::index::IdMap<f64>, Option<f64>)>,
+    /// The slot of each document's matched terms (`matched_terms()`), and the terms.
+    pub terms: Option<(usize, crate::index::IdMap<Vec<Vec<u8>>>)>,
 }
 
 impl Stage for Root {
@@ -256,6 +258,12 @@ impl Stage for Root {
             for (slot, values, absent) in &self.columns {
                 if let Some(v) = values.get(&id).copied().or(*absent) {
                     row.set(*slot, Value::Num(v));
+                }
+            }
+            if let Some((slot, terms)) = &self.terms {
+                if let Some(t) = terms.get(&id) {
+                    let t = t.iter().map(|term| Value::Str(term.clone())).collect();
+                    row.set(*slot, Value::Array(t));
                 }
             }
             return Ok(Some(row));

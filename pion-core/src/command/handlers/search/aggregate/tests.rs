@@ -288,6 +288,7 @@ fn a_pipeline_past_its_deadline_warns() {
         ids,
         distance_name: None,
         columns: Vec::new(),
+        terms: None,
     };
     let steps = vec![super::Step::Load(vec![(b"n".to_vec(), b"n".to_vec())])];
     let mut pipe = super::compile(&def, steps, matched).expect("compiles");
