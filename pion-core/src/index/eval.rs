@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use super::docs::{DocSet, Docs, FieldIndex, IdMap};
 use super::schema::{FieldKind, IndexDef};
+use super::tokens::fuzzy_match;
 use crate::index::query::{FieldScope, Node, TagAlternative};
 use score::{
     average_length, finish_scores, score_first_terms, score_tags, score_terms, score_virtual,
@@ -691,7 +692,7 @@ fn expansion_test(node: &Node) -> Option<(&FieldScope, TokenTest<'_>)> {
             distance,
         } => (
             fields,
-            Box::new(move |t| levenshtein(t, term) <= usize::from(*distance)),
+            Box::new(move |t| fuzzy_match(t, term, usize::from(*distance))),
         ),
         _ => return None,
     })
@@ -757,19 +758,4 @@ fn tag_alternative(
             out.unwrap_or_default()
         }
     }
-}
-
-/// The Levenshtein distance of two byte strings.
-pub(crate) fn levenshtein(a: &[u8], b: &[u8]) -> usize {
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }

@@ -203,7 +203,7 @@ pub fn matches(node: &Node, doc: &TextDocument, other: &mut dyn FnMut(&Node) -> 
             fields,
             term,
             distance,
-        } => doc.any_token(fields, |t| levenshtein_within(t, term, *distance as usize)),
+        } => doc.any_token(fields, |t| fuzzy_match(t, term, *distance as usize)),
         Node::Phrase { fields, terms } => {
             let words: Vec<&[u8]> = terms
                 .iter()
@@ -233,21 +233,40 @@ fn phrase_in(tokens: &[Token], words: &[&[u8]]) -> bool {
     })
 }
 
-/// Whether the edit distance between `a` and `b` is at most `max`.
-fn levenshtein_within(a: &[u8], b: &[u8], max: usize) -> bool {
-    if a.len().abs_diff(b.len()) > max {
+/// Whether a fuzzy query term (`%pattern%`, up to `max` edits) matches `word`, as
+/// RediSearch's term-trie walk decides. Its automaton reports a match for a word's
+/// last character when the state before it matched, provided the walk can go on
+/// through that character: so `word` matches when it is within `max` edits of the
+/// pattern, or when the word without its last character is and the whole word is
+/// still within `max` edits of some prefix of the pattern (`%alpah%` finds `alpha`
+/// through `alph`; `%xie%` does not find `ies`). Distances count characters.
+pub fn fuzzy_match(word: &[u8], pattern: &[u8], max: usize) -> bool {
+    let word: Vec<char> = String::from_utf8_lossy(word).chars().collect();
+    let pattern: Vec<char> = String::from_utf8_lossy(pattern).chars().collect();
+    if word.len() > pattern.len() + max + 1 {
         return false;
     }
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, &ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+    // `row[j]`: the distance between the word so far and the pattern's first j.
+    let mut row: Vec<usize> = (0..=pattern.len()).collect();
+    let last = pattern.len();
+    let mut before_last = false;
+    for (i, &c) in word.iter().enumerate() {
+        if i + 1 == word.len() {
+            before_last = row[last] <= max;
         }
-        prev = cur;
+        let mut next = vec![i + 1; pattern.len() + 1];
+        for (j, &p) in pattern.iter().enumerate() {
+            next[j + 1] = (row[j] + usize::from(c != p))
+                .min(row[j + 1] + 1)
+                .min(next[j] + 1);
+        }
+        row = next;
+        // The automaton dies once no prefix of the pattern is within reach.
+        if row.iter().all(|&d| d > max) {
+            return false;
+        }
     }
-    prev[b.len()] <= max
+    row[last] <= max || before_last
 }
 
 #[cfg(test)]
@@ -331,5 +350,21 @@ mod tests {
         assert!(doc_matches("fox @n:[1 2]", "quick fox", ""));
         assert!(!doc_matches("the", "the", ""));
         assert!(!doc_matches("@nosuch:fox", "fox", "fox"));
+    }
+
+    #[test]
+    fn fuzzy_terms_match_as_the_term_trie_walk_does() {
+        // Within the distance.
+        assert!(fuzzy_match(b"alpha", b"alpxa", 1));
+        assert!(fuzzy_match(b"alpha", b"lpha", 1));
+        // The word less its last character is within it, and the walk goes on.
+        assert!(fuzzy_match(b"alpha", b"alpah", 1));
+        // ... but not when the last character ends every path of the automaton.
+        assert!(!fuzzy_match(b"ies", b"xie", 1));
+        assert!(!fuzzy_match(b"alpha", b"aplha", 1));
+        assert!(fuzzy_match(b"alpha", b"aplha", 2));
+        // Characters, not bytes.
+        assert!(fuzzy_match("straße".as_bytes(), b"strase", 1));
+        assert!(!fuzzy_match(b"gamma", b"delta", 3));
     }
 }
