@@ -18,6 +18,40 @@ use crate::vector::VectorIndex;
 /// A map keyed by document id, with a fast hasher (ids are ours, not a client's).
 pub type IdMap<V> = HashMap<u64, V, ahash::RandomState>;
 
+/// Values by document id in a vector: ids are dense (each indexing takes the next),
+/// and what ranking reads of every matched document is then one load, not a hash
+/// probe. A removed document's slot goes back to the default.
+#[derive(Debug, Clone, Default)]
+struct IdVec<T> {
+    items: Vec<T>,
+}
+
+impl<T: Default> IdVec<T> {
+    fn get(&self, id: u64) -> Option<&T> {
+        self.items.get(usize::try_from(id).ok()?)
+    }
+
+    fn set(&mut self, id: u64, value: T) {
+        let Ok(i) = usize::try_from(id) else {
+            return;
+        };
+        if self.items.len() <= i {
+            self.items.resize_with(i + 1, T::default);
+        }
+        self.items[i] = value;
+    }
+
+    fn clear(&mut self, id: u64) {
+        if let Some(slot) = usize::try_from(id).ok().and_then(|i| self.items.get_mut(i)) {
+            *slot = T::default();
+        }
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.items.iter_mut()
+    }
+}
+
 /// A set of document ids (a bitset over ids).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DocSet {
@@ -292,8 +326,9 @@ pub struct Docs {
     by_key: HashMap<Vec<u8>, u64>,
     keys: IdMap<Vec<u8>>,
     live: DocSet,
-    /// Sortable/returnable values by document: one slot per schema field.
-    values: IdMap<Vec<Option<Vec<u8>>>>,
+    /// Sortable/returnable values by document: one slot per schema field (`None`
+    /// for an id without a document).
+    values: IdVec<Option<Vec<Option<Vec<u8>>>>>,
     /// One structure per schema field.
     pub fields: Vec<FieldIndex>,
     /// Hashes that could not be indexed.
@@ -307,7 +342,7 @@ pub struct Docs {
     token_totals: Vec<u64>,
     /// What the scorers read of each document, kept from indexing so that ranking
     /// every document stays cheap.
-    stats: IdMap<DocStats>,
+    stats: IdVec<DocStats>,
     /// Each term's weighted frequency in each document.
     term_freqs: TermFrequencies,
 }
@@ -367,14 +402,14 @@ impl Docs {
 
     /// A document's value of schema field `field` (as stored in the hash).
     pub fn value(&self, id: u64, field: usize) -> Option<&[u8]> {
-        self.values.get(&id)?.get(field)?.as_deref()
+        self.values.get(id)?.as_ref()?.get(field)?.as_deref()
     }
 
     /// Adds a field to every document's structures (`FT.ALTER … SCHEMA ADD`); existing
     /// documents gain it when next indexed.
     pub fn add_field(&mut self, f: &FieldSpec) {
         self.fields.push(FieldIndex::for_field(f));
-        for v in self.values.values_mut() {
+        for v in self.values.iter_mut().flatten() {
             v.push(None);
         }
     }
@@ -434,7 +469,7 @@ impl Docs {
                 _ => doc.sort_value(f),
             })
             .collect();
-        self.values.insert(id, values);
+        self.values.set(id, Some(values));
         // Each distinct term's weighted frequency over every TEXT field: RediSearch's
         // records, one per distinct term of a document, whatever the fields.
         let mut freqs: HashMap<Vec<u8>, f64, ahash::RandomState> = HashMap::default();
@@ -505,20 +540,20 @@ impl Docs {
         let max_freq = freqs.values().copied().fold(0.0, f64::max);
         self.term_freqs
             .add(id, freqs.iter().map(|(t, f)| (t.as_slice(), *f)));
-        self.stats.insert(id, DocStats { max_freq, len });
+        self.stats.set(id, DocStats { max_freq, len });
     }
 
     /// A document's largest weighted term frequency over its TEXT fields: each word
     /// counts its field's weight, each `+stem` or synonym group as
     /// [`Extra::weight`] says.
     pub fn max_freq(&self, id: u64) -> f64 {
-        self.stats.get(&id).map_or(0.0, |s| s.max_freq)
+        self.stats.get(id).map_or(0.0, |s| s.max_freq)
     }
 
     /// A document's weighted token count over its TEXT fields (each token counts its
     /// field's weight).
     pub fn doc_len(&self, id: u64) -> f64 {
-        self.stats.get(&id).map_or(0.0, |s| s.len)
+        self.stats.get(id).map_or(0.0, |s| s.len)
     }
 
     /// A term's postings with frequencies, over every TEXT field.
@@ -542,8 +577,8 @@ impl Docs {
             return false;
         };
         self.keys.remove(&id);
-        self.values.remove(&id);
-        self.stats.remove(&id);
+        self.values.clear(id);
+        self.stats.clear(id);
         self.live.remove(id);
         let mut doc_terms: HashSet<Vec<u8>, ahash::RandomState> = HashSet::default();
         for (i, field) in self.fields.iter_mut().enumerate() {

@@ -17,11 +17,13 @@ mod matched;
 mod profile;
 mod replay;
 mod score;
+mod scores;
 mod slop;
 
 pub use explain::Explanation;
 pub use matched::{matched_terms, MAX_MATCHED_TERMS};
 pub use profile::{profile_iterators, IteratorProfile, ProfileChildren};
+pub use scores::Scores;
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -42,7 +44,7 @@ pub struct Matches {
     /// Matching documents.
     pub set: DocSet,
     /// Text scores of documents that matched text terms.
-    pub scores: IdMap<f64>,
+    pub scores: Scores,
     /// Yielded distances: (name to return it under, per document).
     pub distances: Vec<(Vec<u8>, HashMap<u64, f32>)>,
     /// Whether the query had text terms (results are then ordered by score).
@@ -121,6 +123,10 @@ pub struct EvalOptions {
     /// `MAXEXPANSIONS`: how many terms (or tags) a prefix, suffix or fuzzy term
     /// stands for at most, the first in byte order.
     pub max_expansions: usize,
+    /// Whether documents are scored at all: not when nothing reads the scores (an
+    /// `FT.SEARCH` sorted by a field without `WITHSCORES`, where RediSearch runs no
+    /// scorer either).
+    pub score: bool,
 }
 
 /// RediSearch's default `MAXEXPANSIONS`.
@@ -135,6 +141,7 @@ impl Default for EvalOptions {
             rank_all: false,
             deadline: None,
             max_expansions: DEFAULT_MAX_EXPANSIONS,
+            score: true,
         }
     }
 }
@@ -166,7 +173,9 @@ pub fn evaluate_with(
         partials: opts.rank_all || scores_text(node),
     };
     m.set = eval(node, &cx, &mut m)?;
-    if m.scored || opts.rank_all {
+    if !opts.score {
+        m.scored = false;
+    } else if m.scored || opts.rank_all {
         m.scored = true;
         finish_scores(&cx, node, &mut m)?;
     } else {
@@ -399,7 +408,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
         Node::Empty => DocSet::new(),
         Node::MatchAll => {
             // Every document, like a range: a frequency of one.
-            if cx.opts.rank_all {
+            if cx.opts.rank_all && cx.opts.score {
                 score_wildcard(cx, docs.all(), m);
             }
             docs.all().clone()
@@ -413,7 +422,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
-            score_terms(cx, fields, [term.as_slice()], &out, m);
+            if cx.opts.score {
+                score_terms(cx, fields, [term.as_slice()], &out, m);
+            }
             out
         }
         // RediSearch's MINPREFIX: shorter prefixes and suffixes match nothing.
@@ -454,7 +465,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
-            score_terms(cx, fields, terms.iter().map(Vec::as_slice), &out, m);
+            if cx.opts.score {
+                score_terms(cx, fields, terms.iter().map(Vec::as_slice), &out, m);
+            }
             out
         }
         Node::Intersect { children, .. } => {
@@ -469,11 +482,9 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                 }
             }
             let mut out = out.unwrap_or_default();
-            for (id, s) in std::mem::replace(&mut m.scores, outer) {
-                if out.contains(id) {
-                    *m.scores.entry(id).or_default() += s;
-                }
-            }
+            let mut inner = std::mem::replace(&mut m.scores, outer);
+            inner.keep_only(&out);
+            m.scores.merge(inner);
             if (cx.opts.in_order || cx.opts.slop.is_some()) && children.len() > 1 {
                 let out_of_order: Vec<u64> = out
                     .iter()
@@ -492,13 +503,13 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             for c in children {
                 let outer = std::mem::take(&mut m.scores);
                 out.or(&eval(c, cx, m)?);
-                for (id, s) in std::mem::replace(&mut m.scores, outer) {
+                for (id, s) in std::mem::replace(&mut m.scores, outer).iter() {
                     let b = best.entry(id).or_default();
                     *b = b.max(s);
                 }
             }
             for (id, s) in best {
-                *m.scores.entry(id).or_default() += s;
+                m.scores.add(id, s);
             }
             out
         }
@@ -509,9 +520,8 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             for c in children {
                 out.or(&eval(c, cx, m)?);
             }
-            for (id, s) in std::mem::replace(&mut m.scores, outer) {
-                *m.scores.entry(id).or_default() += s;
-            }
+            let inner = std::mem::replace(&mut m.scores, outer);
+            m.scores.merge(inner);
             out
         }
         Node::Not { child, .. } => {
@@ -548,7 +558,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             let mut out = DocSet::new();
             for alt in alternatives {
                 let set = tag_alternative(alt, tags, &norm, cx.opts.max_expansions);
-                if cx.partials {
+                if cx.partials && cx.opts.score {
                     score_tags(cx, alt, tags, &norm, &set, m);
                 }
                 out.or(&set);
@@ -566,7 +576,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
-            if cx.partials {
+            if cx.partials && cx.opts.score {
                 score_virtual(cx, &out, m);
             }
             out
@@ -590,7 +600,7 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
                     }
                 }
             }
-            if cx.partials {
+            if cx.partials && cx.opts.score {
                 score_virtual(cx, &out, m);
             }
             out
@@ -713,7 +723,9 @@ fn expand(cx: &Cx<'_>, node: &Node, fields: &FieldScope, m: &mut Matches) -> Doc
             }
         }
     }
-    score_first_terms(cx, fields, matched, &out, m);
+    if cx.opts.score {
+        score_first_terms(cx, fields, matched, &out, m);
+    }
     out
 }
 

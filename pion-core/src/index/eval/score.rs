@@ -60,6 +60,16 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result
     let penalty_of = |id: u64| penalty.as_ref().map_or(1.0, |p| p.of(cx, id));
     match cx.opts.scorer {
         Scorer::TfIdf | Scorer::TfIdfDocNorm => {
+            // The vector fields are looked up once, not for every document.
+            let vectors: Vec<_> = cx
+                .docs
+                .fields
+                .iter()
+                .filter_map(|f| match f {
+                    FieldIndex::Vector(v) => Some(v),
+                    _ => None,
+                })
+                .collect();
             // Every result is divided, unscored ones too: a document without text
             // scores infinity (or NaN, with nothing to divide), as in RediSearch.
             for (n, id) in m.set.iter().enumerate() {
@@ -67,32 +77,39 @@ pub(super) fn finish_scores(cx: &Cx<'_>, root: &Node, m: &mut Matches) -> Result
                     cx.in_time()?;
                 }
                 let norm = if cx.opts.scorer == Scorer::TfIdf {
-                    max_freq(cx, id)
+                    let held = vectors.iter().filter(|v| v.contains(id)).count();
+                    cx.docs.max_freq(id) + held as f64
                 } else {
                     doc_len(cx, id)
                 };
-                let s = m.scores.entry(id).or_default();
+                let s = m.scores.slot(id);
                 let penalty = if *s > 0.0 { penalty_of(id) } else { 1.0 };
                 *s = score * *s / norm / penalty;
             }
         }
         Scorer::Bm25 => {
-            for (n, (&id, s)) in m.scores.iter_mut().enumerate() {
-                if n % DEADLINE_STRIDE == DEADLINE_STRIDE - 1 {
-                    cx.in_time()?;
+            let mut n = 0;
+            let mut late = false;
+            m.scores.update(|id, s| {
+                n += 1;
+                if n % DEADLINE_STRIDE == 0 && cx.in_time().is_err() {
+                    late = true;
                 }
-                *s = *s * score / penalty_of(id);
+                if !late {
+                    *s = *s * score / penalty_of(id);
+                }
+            });
+            if late {
+                return Err(EvalError::timeout());
             }
         }
         Scorer::Bm25Std => {
-            for s in m.scores.values_mut() {
-                *s *= score;
-            }
+            m.scores.update(|_, s| *s *= score);
         }
         Scorer::DisMax => {}
         Scorer::DocScore => {
             for id in m.set.iter() {
-                m.scores.insert(id, score);
+                m.scores.set(id, score);
             }
         }
     }
@@ -136,7 +153,6 @@ pub(super) fn score_term(
     };
     let within = scoped.as_ref().unwrap_or(set);
     // Grown once, not rehashed over and over while a common term is scored.
-    m.scores.reserve(postings.live().min(within.len()));
     let freqs = postings
         .entries()
         .iter()
@@ -188,7 +204,7 @@ pub(super) fn add_scores(
             Scorer::DisMax => f,
             Scorer::DocScore => 0.0,
         };
-        *m.scores.entry(id).or_default() += add;
+        m.scores.add(id, add);
     }
 }
 
@@ -293,7 +309,8 @@ pub(super) fn score_wildcard(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
         return score_virtual(cx, set, m);
     }
     for id in set.iter() {
-        *m.scores.entry(id).or_default() += bm25std(1.0, 1.0, doc_len(cx, id), cx.avg_len);
+        m.scores
+            .add(id, bm25std(1.0, 1.0, doc_len(cx, id), cx.avg_len));
     }
 }
 
@@ -306,6 +323,6 @@ pub(super) fn score_virtual(cx: &Cx<'_>, set: &DocSet, m: &mut Matches) {
         Scorer::Bm25Std | Scorer::DocScore => return,
     };
     for id in set.iter() {
-        *m.scores.entry(id).or_default() += add;
+        m.scores.add(id, add);
     }
 }

@@ -58,6 +58,13 @@ impl<'n, 'd> Penalty<'n, 'd> {
         let children: Vec<&Node> = match &self.root {
             Root::None => return 1.0,
             Root::Intersect(children) => children.clone(),
+            // Most documents of a union match one child (a term and its stem): no
+            // pairs, and nothing to gather.
+            Root::Union(children)
+                if children.iter().filter(|(_, s)| s.contains(id)).count() <= 1 =>
+            {
+                return 1.0
+            }
             Root::Union(children) => children
                 .iter()
                 .filter(|(_, set)| set.contains(id))

@@ -549,9 +549,9 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
         });
         (matches, plan, terms)
     };
-    let scores = req.add_scores.then(|| matches.scores.clone());
+    let scores = req.add_scores.then(|| matches.scores.to_map());
     let matches_scores = if req.with_scores {
-        matches.scores.clone()
+        matches.scores.to_map()
     } else {
         Default::default()
     };

@@ -188,7 +188,7 @@ fn text_ranking(
     let mut ranked: Ranking = matches
         .set
         .iter()
-        .map(|id| (id, matches.scores.get(&id).copied().unwrap_or(0.0)))
+        .map(|id| (id, matches.scores.get(id).unwrap_or(0.0)))
         .collect();
     match req.scorer {
         TextScorer::Bm25StdTanh => {

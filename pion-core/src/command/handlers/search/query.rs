@@ -55,6 +55,13 @@ pub(super) struct Options {
     timeout_ms: u64,
 }
 
+impl Options {
+    /// Whether anything reads the results' scores: their order, or `WITHSCORES`.
+    fn reads_scores(&self) -> bool {
+        self.sortby.is_none() || self.withscores || self.explain_score
+    }
+}
+
 fn err(text: impl Into<String>) -> OpError {
     OpError::custom(text.into())
 }
@@ -315,9 +322,11 @@ pub(super) fn search_traced(
         let docs = index.docs.read();
         // Every document the query matches is scored, to rank them; a KNN clause's
         // results are scored apart (`knn_score`), so its filter scores only text.
+        // Sorted by a field, without WITHSCORES, nothing reads a score.
         let eval = EvalOptions {
             rank_all: query.vector.is_none(),
             deadline,
+            score: opts.reads_scores(),
             ..opts.eval
         };
         let mut matches = match evaluate_with(&query.filter, &def, &docs, eval) {
@@ -458,7 +467,7 @@ fn knn_score(
 ) -> f64 {
     match &query.filter {
         q::Node::MatchAll => 0.0,
-        _ if matches.scored => matches.scores.get(&id).copied().unwrap_or(0.0),
+        _ if matches.scored => matches.scores.get(id).unwrap_or(0.0),
         filter => explain_score(filter, def, docs, opts.eval, id, true).map_or(0.0, |(s, _)| s),
     }
 }
@@ -475,81 +484,131 @@ fn run(
     opts: &Options,
     end: usize,
 ) -> OpResult<Ranked> {
-    let mut hits: Vec<Hit>;
+    let mut cands: Vec<Candidate>;
     let mut score_name = None;
-    let hit = |id: u64, distance: Option<f32>, score: f64| Hit {
-        id,
-        key: Vec::new(),
-        distance,
-        score,
-        explanation: None,
-    };
     // By score, best first (NaN, a document without text under TFIDF's 0/0, last),
     // then in document order.
     let ranked;
     if let (Some(knn), Some(nearest)) = (&query.vector, nearest) {
         // RediSearch ranks KNN results by their filter's score (a wildcard's is 0), then
         // in document order, unless sorted.
-        hits = nearest
+        cands = nearest
             .into_iter()
             .filter(|n| docs.key(n.label).is_some())
-            .map(|n| {
-                let score = knn_score(def, docs, query, &matches, opts, n.label);
-                hit(n.label, Some(n.distance), score)
+            .map(|n| Candidate {
+                id: n.label,
+                distance: Some(n.distance),
+                score: if opts.reads_scores() {
+                    knn_score(def, docs, query, &matches, opts, n.label)
+                } else {
+                    0.0
+                },
             })
             .collect();
         ranked = true;
         score_name = Some(knn.score_field());
     } else {
         let range_dist = matches.distances.first();
-        hits = matches
-            .set
-            .iter()
-            .map(|id| {
-                let distance = range_dist.and_then(|(_, d)| d.get(&id).copied());
-                hit(
+        let score = |id: u64| matches.scores.get(id).unwrap_or(0.0);
+        cands = match range_dist {
+            Some((_, d)) => matches
+                .set
+                .iter()
+                .map(|id| Candidate {
                     id,
-                    distance,
-                    matches.scores.get(&id).copied().unwrap_or(0.0),
-                )
-            })
-            .collect();
+                    distance: d.get(&id).copied(),
+                    score: score(id),
+                })
+                .collect(),
+            None if matches.scored => matches
+                .set
+                .iter()
+                .map(|id| Candidate {
+                    id,
+                    distance: None,
+                    score: score(id),
+                })
+                .collect(),
+            // Unranked: scores are not read.
+            None => matches
+                .set
+                .iter()
+                .map(|id| Candidate {
+                    id,
+                    distance: None,
+                    score: 0.0,
+                })
+                .collect(),
+        };
         if let Some((name, _)) = range_dist {
             score_name = Some(name.clone());
         }
         ranked = matches.scored;
     }
-    let total = hits.len();
+    let total = cands.len();
     match &opts.sortby {
         Some((field, asc)) => {
-            hits = sorted_by_field(hits, def, docs, field, *asc, score_name.as_deref(), end)?;
+            cands = sorted_by_field(cands, def, docs, field, *asc, score_name.as_deref(), end)?;
         }
         None if ranked => {
-            let key = |h: &Hit| {
-                if h.score.is_nan() {
+            let key = |c: &Candidate| {
+                if c.score.is_nan() {
                     f64::NEG_INFINITY
                 } else {
-                    h.score
+                    c.score
                 }
             };
-            first_in_order(&mut hits, end, |a, b| {
+            first_in_order(&mut cands, end, |a, b| {
                 key(b).total_cmp(&key(a)).then(a.id.cmp(&b.id))
             });
         }
         // Document order, as the set gives them.
-        None => hits.truncate(end),
+        None => cands.truncate(end),
     }
-    for h in &mut hits {
-        h.key = docs.key(h.id).map(<[u8]>::to_vec).unwrap_or_default();
-    }
+    let hits = cands
+        .into_iter()
+        .map(|c| Hit {
+            id: c.id,
+            key: docs.key(c.id).map(<[u8]>::to_vec).unwrap_or_default(),
+            distance: c.distance,
+            score: c.score,
+            explanation: None,
+        })
+        .collect();
     Ok((total, hits, score_name))
 }
+
+/// A matched document while the results are ranked: what the order reads.
+#[derive(Clone, Copy)]
+struct Candidate {
+    id: u64,
+    score: f64,
+    distance: Option<f32>,
+}
+
+/// Pages up to this size are kept in order while the matches stream past (most are
+/// turned away by one comparison); larger ones are set apart by a selection.
+const SMALL_PAGE: usize = 64;
 
 /// Keeps the first `k` of `items` in `order` (a total order), sorted: a selection
 /// sets the rest apart, so only `k` are sorted.
 fn first_in_order<T>(items: &mut Vec<T>, k: usize, order: impl Fn(&T, &T) -> std::cmp::Ordering) {
+    use std::cmp::Ordering::{Greater, Less};
     if k == 0 {
         items.clear();
+        return;
+    }
+    if k <= SMALL_PAGE && k < items.len() {
+        let mut top: Vec<T> = Vec::with_capacity(k + 1);
+        for item in items.drain(..) {
+            if top.len() == k && order(&item, &top[k - 1]) != Less {
+                continue;
+            }
+            let at = top.partition_point(|t| order(t, &item) != Greater);
+            top.insert(at, item);
+            top.truncate(k);
+        }
+        *items = top;
         return;
     }
     if k < items.len() {
@@ -569,18 +628,18 @@ enum SortKey {
 
 /// The first `end` hits in `SORTBY` order (ties in document order).
 fn sorted_by_field(
-    hits: Vec<Hit>,
+    hits: Vec<Candidate>,
     def: &IndexDef,
     docs: &Docs,
     field: &[u8],
     asc: bool,
     score_name: Option<&[u8]>,
     end: usize,
-) -> OpResult<Vec<Hit>> {
-    let key_of: Box<dyn Fn(&Hit) -> SortKey> = if score_name == Some(field) {
+) -> OpResult<Vec<Candidate>> {
+    let key_of: Box<dyn Fn(&Candidate) -> SortKey> = if score_name == Some(field) {
         // The distance a KNN or range clause yielded; a document without one is
         // infinitely far (first when descending).
-        Box::new(|h: &Hit| SortKey::Number(f64::from(h.distance.unwrap_or(f32::INFINITY))))
+        Box::new(|h: &Candidate| SortKey::Number(f64::from(h.distance.unwrap_or(f32::INFINITY))))
     } else {
         let Some((fi, spec)) = def.field(field) else {
             return Err(err(format!(
@@ -589,7 +648,7 @@ fn sorted_by_field(
             )));
         };
         let numeric = matches!(spec.kind, SchemaKind::Numeric);
-        Box::new(move |h: &Hit| match docs.value(h.id, fi) {
+        Box::new(move |h: &Candidate| match docs.value(h.id, fi) {
             None => SortKey::Missing,
             Some(v) if numeric => {
                 SortKey::Number(crate::util::num::parse_f64(v.trim_ascii()).unwrap_or(f64::NAN))
@@ -597,7 +656,7 @@ fn sorted_by_field(
             Some(v) => SortKey::Text(v.to_ascii_lowercase()),
         })
     };
-    let mut keyed: Vec<(SortKey, Hit)> = hits.into_iter().map(|h| (key_of(&h), h)).collect();
+    let mut keyed: Vec<(SortKey, Candidate)> = hits.into_iter().map(|h| (key_of(&h), h)).collect();
     let direction = |o: std::cmp::Ordering| if asc { o } else { o.reverse() };
     first_in_order(&mut keyed, end, |(ka, a), (kb, b)| {
         use std::cmp::Ordering::{Equal, Greater, Less};

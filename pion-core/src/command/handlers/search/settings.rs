@@ -182,7 +182,8 @@ mod tests {
     #[test]
     fn on_timeout_fail_turns_a_late_query_into_the_error() {
         let e = filled(5000);
-        let late = "FT.SEARCH t hello|w1*|w2* SORTBY n LIMIT 0 2 TIMEOUT 1";
+        // WITHSCORES: every document is scored, which takes longer than 1 ms here.
+        let late = "FT.SEARCH t hello|w1*|w2* SORTBY n LIMIT 0 2 WITHSCORES TIMEOUT 1";
         let aggregate = "FT.AGGREGATE t hello|w1*|w2* TIMEOUT 1 LOAD 1 @x";
         let timed_out = Reply::error("Timeout limit was reached");
         // RETURN: what was found (nothing, set at a time), not an error.
