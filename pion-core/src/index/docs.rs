@@ -329,6 +329,9 @@ pub struct Docs {
     /// Sortable/returnable values by document: one slot per schema field (`None`
     /// for an id without a document).
     values: IdVec<Option<Vec<Option<Vec<u8>>>>>,
+    /// Each NUMERIC field's value as a number, by document (`SORTBY` reads them for
+    /// every match): one column per schema field, empty for the others.
+    numbers: Vec<IdVec<Option<f64>>>,
     /// One structure per schema field.
     pub fields: Vec<FieldIndex>,
     /// Hashes that could not be indexed.
@@ -361,6 +364,7 @@ impl Docs {
     pub fn new(def: &IndexDef) -> Docs {
         Docs {
             fields: def.fields.iter().map(FieldIndex::for_field).collect(),
+            numbers: def.fields.iter().map(|_| IdVec::default()).collect(),
             ..Docs::default()
         }
     }
@@ -405,10 +409,17 @@ impl Docs {
         self.values.get(id)?.as_ref()?.get(field)?.as_deref()
     }
 
+    /// A NUMERIC field's value as a number (NaN when it does not parse); `None`
+    /// when the document has none.
+    pub fn number(&self, id: u64, field: usize) -> Option<f64> {
+        self.numbers.get(field)?.get(id).copied().flatten()
+    }
+
     /// Adds a field to every document's structures (`FT.ALTER … SCHEMA ADD`); existing
     /// documents gain it when next indexed.
     pub fn add_field(&mut self, f: &FieldSpec) {
         self.fields.push(FieldIndex::for_field(f));
+        self.numbers.push(IdVec::default());
         for v in self.values.iter_mut().flatten() {
             v.push(None);
         }
@@ -460,7 +471,7 @@ impl Docs {
         self.by_key.insert(key.to_vec(), id);
         self.keys.insert(id, key.to_vec());
         self.live.insert(id);
-        let values = def
+        let values: Vec<Option<Vec<u8>>> = def
             .fields
             .iter()
             .map(|f| match f.kind {
@@ -469,6 +480,14 @@ impl Docs {
                 _ => doc.sort_value(f),
             })
             .collect();
+        for (i, f) in def.fields.iter().enumerate() {
+            if let (FieldKind::Numeric, Some(column)) = (&f.kind, self.numbers.get_mut(i)) {
+                let number = values[i]
+                    .as_deref()
+                    .map(|v| crate::util::num::parse_f64(v.trim_ascii()).unwrap_or(f64::NAN));
+                column.set(id, number);
+            }
+        }
         self.values.set(id, Some(values));
         // Each distinct term's weighted frequency over every TEXT field: RediSearch's
         // records, one per distinct term of a document, whatever the fields.
@@ -579,6 +598,9 @@ impl Docs {
         self.keys.remove(&id);
         self.values.clear(id);
         self.stats.clear(id);
+        for column in &mut self.numbers {
+            column.clear(id);
+        }
         self.live.remove(id);
         let mut doc_terms: HashSet<Vec<u8>, ahash::RandomState> = HashSet::default();
         for (i, field) in self.fields.iter_mut().enumerate() {

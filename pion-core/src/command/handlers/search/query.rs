@@ -648,12 +648,16 @@ fn sorted_by_field(
             )));
         };
         let numeric = matches!(spec.kind, SchemaKind::Numeric);
-        Box::new(move |h: &Candidate| match docs.value(h.id, fi) {
-            None => SortKey::Missing,
-            Some(v) if numeric => {
-                SortKey::Number(crate::util::num::parse_f64(v.trim_ascii()).unwrap_or(f64::NAN))
+        Box::new(move |h: &Candidate| {
+            if numeric {
+                return docs
+                    .number(h.id, fi)
+                    .map_or(SortKey::Missing, SortKey::Number);
             }
-            Some(v) => SortKey::Text(v.to_ascii_lowercase()),
+            match docs.value(h.id, fi) {
+                None => SortKey::Missing,
+                Some(v) => SortKey::Text(v.to_ascii_lowercase()),
+            }
         })
     };
     let mut keyed: Vec<(SortKey, Candidate)> = hits.into_iter().map(|h| (key_of(&h), h)).collect();
