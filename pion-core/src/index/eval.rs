@@ -237,7 +237,24 @@ fn scores_text(node: &Node) -> bool {
     }
 }
 
-impl Cx<'_> {
+impl<'a> Cx<'a> {
+    /// What `FT.PROFILE`'s replay and `matched_terms` read: the documents each node
+    /// matches, without scores or a deadline.
+    fn for_sets(def: &'a IndexDef, docs: &'a Docs, opts: EvalOptions) -> Cx<'a> {
+        Cx {
+            def,
+            docs,
+            opts: EvalOptions {
+                deadline: None,
+                rank_all: false,
+                score: false,
+                ..opts
+            },
+            avg_len: 0.0,
+            partials: false,
+        }
+    }
+
     /// Fails once the deadline has passed.
     fn in_time(&self) -> Result<(), EvalError> {
         match self.opts.deadline {
@@ -540,20 +557,8 @@ fn eval(node: &Node, cx: &Cx<'_>, m: &mut Matches) -> Result<DocSet, EvalError> 
             field,
             alternatives,
         } => {
-            let Some((i, spec)) = def.field(field) else {
+            let Some((tags, norm)) = tag_field(cx, field) else {
                 return Ok(DocSet::new());
-            };
-            let (FieldKind::Tag { case_sensitive, .. }, FieldIndex::Tag { tags, .. }) =
-                (&spec.kind, &docs.fields[i])
-            else {
-                return Ok(DocSet::new());
-            };
-            let norm = |v: Vec<u8>| {
-                if *case_sensitive {
-                    v
-                } else {
-                    v.to_ascii_lowercase()
-                }
             };
             let mut out = DocSet::new();
             for alt in alternatives {
@@ -727,6 +732,32 @@ fn expand(cx: &Cx<'_>, node: &Node, fields: &FieldScope, m: &mut Matches) -> Doc
         score_first_terms(cx, fields, matched, &out, m);
     }
     out
+}
+
+/// A TAG field's postings: tag → documents.
+type TagPostings<'d> = &'d std::collections::BTreeMap<Vec<u8>, DocSet>;
+
+/// The postings of TAG field `field` and how its query values normalise (lowercased
+/// unless `CASESENSITIVE`); `None` when it is no TAG field.
+fn tag_field<'d>(
+    cx: &Cx<'d>,
+    field: &[u8],
+) -> Option<(TagPostings<'d>, impl Fn(Vec<u8>) -> Vec<u8>)> {
+    let (i, spec) = cx.def.field(field)?;
+    let (FieldKind::Tag { case_sensitive, .. }, FieldIndex::Tag { tags, .. }) =
+        (&spec.kind, &cx.docs.fields[i])
+    else {
+        return None;
+    };
+    let case_sensitive = *case_sensitive;
+    let norm = move |v: Vec<u8>| {
+        if case_sensitive {
+            v
+        } else {
+            v.to_ascii_lowercase()
+        }
+    };
+    Some((tags, norm))
 }
 
 /// The tags a prefix stands for, in byte order, the first `limit` of them.

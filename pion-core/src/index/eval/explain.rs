@@ -14,7 +14,6 @@ use super::score::{bm25, bm25std, bm25std_idf, doc_len, max_freq, term_frequency
 use super::{document_frequency, eval, slop, text_fields, Cx, Matches, Scorer};
 use crate::index::docs::FieldIndex;
 use crate::index::query::{FieldScope, Node, TagAlternative};
-use crate::index::schema::FieldKind;
 
 /// One line of an explanation and the lines it was computed from.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,19 +193,7 @@ fn record(node: &Node, cx: &Cx<'_>, id: u64) -> Option<Record> {
             field,
             alternatives,
         } => {
-            let (i, spec) = cx.def.field(field)?;
-            let (FieldKind::Tag { case_sensitive, .. }, FieldIndex::Tag { tags, .. }) =
-                (&spec.kind, &cx.docs.fields[i])
-            else {
-                return None;
-            };
-            let norm = |v: Vec<u8>| {
-                if *case_sensitive {
-                    v
-                } else {
-                    v.to_ascii_lowercase()
-                }
-            };
+            let (tags, norm) = super::tag_field(cx, field)?;
             let live: Vec<&TagAlternative> = alternatives
                 .iter()
                 .filter(|a| {

@@ -25,17 +25,7 @@ pub fn matched_terms(
     opts: EvalOptions,
     ids: impl IntoIterator<Item = u64>,
 ) -> IdMap<Vec<Vec<u8>>> {
-    let cx = Cx {
-        def,
-        docs,
-        opts: EvalOptions {
-            deadline: None,
-            rank_all: false,
-            ..opts
-        },
-        avg_len: 0.0,
-        partials: false,
-    };
+    let cx = Cx::for_sets(def, docs, opts);
     let mut out = IdMap::default();
     let Some(root) = (Builder { cx: &cx }).build(node) else {
         return out;

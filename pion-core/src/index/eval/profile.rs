@@ -15,7 +15,7 @@ use super::replay::{Iter, Kind, Label, Rc, MIN_UNION_HEAP};
 use super::{eval, expansion_terms, Cx, EvalOptions, Matches};
 use crate::index::docs::{DocSet, Docs, FieldIndex};
 use crate::index::query::{FieldScope, Node, TagAlternative};
-use crate::index::schema::{FieldKind, IndexDef};
+use crate::index::schema::IndexDef;
 use crate::util::num::fmt_g;
 
 /// One iterator's line of the profile, in RediSearch's terms.
@@ -66,17 +66,7 @@ pub fn profile_iterators(
     knn: Option<usize>,
     reads: Option<usize>,
 ) -> IteratorProfile {
-    let cx = Cx {
-        def,
-        docs,
-        opts: EvalOptions {
-            deadline: None,
-            rank_all: false,
-            ..opts
-        },
-        avg_len: 0.0,
-        partials: false,
-    };
+    let cx = Cx::for_sets(def, docs, opts);
     let b = Builder { cx: &cx };
     if let Some(results) = knn {
         // RediSearch's hybrid iterator reads its filter whole, then yields the nearest.
@@ -402,19 +392,7 @@ impl Builder<'_, '_> {
     }
 
     fn tags(&self, field: &[u8], alternatives: &[TagAlternative]) -> Option<Iter> {
-        let (i, spec) = self.cx.def.field(field)?;
-        let (FieldKind::Tag { case_sensitive, .. }, FieldIndex::Tag { tags, .. }) =
-            (&spec.kind, &self.cx.docs.fields[i])
-        else {
-            return None;
-        };
-        let norm = |v: Vec<u8>| {
-            if *case_sensitive {
-                v
-            } else {
-                v.to_ascii_lowercase()
-            }
-        };
+        let (tags, norm) = super::tag_field(self.cx, field)?;
         let reader = |value: Vec<u8>| -> Option<Iter> {
             let set = tags.get(&value)?;
             Some(self.leaf("TAG", value, set.len() as u64, set))
@@ -574,13 +552,7 @@ mod tests {
         let docs = index.docs.read();
         let fields = FieldList::new([("t", Kind::Text), ("g", Kind::Tag)]);
         let query = parse(q.as_bytes(), &Params::new(), 2, &fields).expect("parses");
-        let cx = Cx {
-            def: &def,
-            docs: &docs,
-            opts: EvalOptions::default(),
-            avg_len: 0.0,
-            partials: false,
-        };
+        let cx = Cx::for_sets(&def, &docs, EvalOptions::default());
         let mut root = Builder { cx: &cx }
             .build(&query.filter)
             .unwrap_or_else(empty);

@@ -539,52 +539,29 @@ impl Iter {
     }
 
     fn union_read_heap(&mut self) -> Rc {
-        let Kind::Union {
-            orig,
-            active,
-            min_doc,
-            quick_exit,
-            ..
-        } = &mut self.kind
-        else {
-            return Rc::End;
+        let next = match &self.kind {
+            Kind::Union { min_doc, .. } => *min_doc + 1,
+            _ => return Rc::End,
         };
-        let next = *min_doc + 1;
-        // The child last looked at gives the answer, as in RediSearch.
-        let mut last = None;
-        while let Some(top) = Self::heap_top(orig, active) {
-            let child = active[top];
-            last = Some(child);
-            let it = &mut orig[child];
-            if it.min_id >= next && it.min_id != 0 {
-                break;
-            }
-            match it.skip_to(next) {
-                Rc::End => {
-                    active.remove(top);
-                    last = None;
-                }
-                Rc::Found(d) | Rc::Past(d) => {
-                    it.min_id = d;
-                    if *quick_exit && d == next {
-                        break;
-                    }
-                }
-            }
-        }
-        match last.filter(|_| !active.is_empty()) {
-            None => {
-                self.valid = false;
-                Rc::End
-            }
-            Some(child) => {
-                *min_doc = orig[child].min_id;
-                Rc::Found(*min_doc)
-            }
+        match self.heap_to(next) {
+            None => Rc::End,
+            Some(at) => Rc::Found(at),
         }
     }
 
     fn union_skip_heap(&mut self, id: u64) -> Rc {
+        match self.heap_to(id) {
+            None => Rc::End,
+            Some(at) if at == id => Rc::Found(at),
+            Some(at) => Rc::Past(at),
+        }
+    }
+
+    /// RediSearch's heap union moving to `target` (at least 1): children behind it
+    /// skip to it, lowest first, until the lowest is at or past it (or, for a
+    /// union of expansions, one lands on it); the child looked at last gives the
+    /// answer. `None` at the end.
+    fn heap_to(&mut self, target: u64) -> Option<u64> {
         let Kind::Union {
             orig,
             active,
@@ -593,24 +570,24 @@ impl Iter {
             ..
         } = &mut self.kind
         else {
-            return Rc::End;
+            return None;
         };
         let mut last = None;
         while let Some(top) = Self::heap_top(orig, active) {
             let child = active[top];
             last = Some(child);
             let it = &mut orig[child];
-            if it.min_id >= id {
+            if it.min_id >= target && it.min_id != 0 {
                 break;
             }
-            match it.skip_to(id) {
+            match it.skip_to(target) {
                 Rc::End => {
                     active.remove(top);
                     last = None;
                 }
                 Rc::Found(d) | Rc::Past(d) => {
                     it.min_id = d;
-                    if *quick_exit && d == id {
+                    if *quick_exit && d == target {
                         break;
                     }
                 }
@@ -619,16 +596,11 @@ impl Iter {
         match last.filter(|_| !active.is_empty()) {
             None => {
                 self.valid = false;
-                Rc::End
+                None
             }
             Some(child) => {
-                let at = orig[child].min_id;
-                *min_doc = at;
-                if at == id {
-                    Rc::Found(at)
-                } else {
-                    Rc::Past(at)
-                }
+                *min_doc = orig[child].min_id;
+                Some(*min_doc)
             }
         }
     }

@@ -254,7 +254,11 @@ impl<'a> Parser<'a> {
         self.union_from(first, scope, in_field, stop)
     }
 
-    /// The rest of a union whose first element is `first`.
+    /// The rest of a query (or group) whose first element is `first`: an
+    /// intersection of unions. In DIALECT 2 a union's operand is an intersection,
+    /// so `|` binds loosest. In DIALECT 1, as in RediSearch's grammar, `|` binds
+    /// tighter than juxtaposition: an operand is one element, or a run of bare terms
+    /// (`a b|c @t:x` is `((a b) | c) @t:x`), and the next element starts a new union.
     fn union_from(
         &mut self,
         first: Node,
@@ -262,35 +266,8 @@ impl<'a> Parser<'a> {
         in_field: bool,
         stop: Stop,
     ) -> PResult<Node> {
-        if !self.d2() {
-            return self.d1_chains(first, scope, in_field, stop);
-        }
-        let mut node = self.intersection_from(first, scope, in_field, stop)?;
-        while self.kind() == Kind::Or {
-            self.bump();
-            if !self.starts_element() {
-                return Err(self.syntax());
-            }
-            let first = self.unary(scope, in_field)?;
-            let right = self.intersection_from(first, scope, in_field, stop)?;
-            node = combine(node, right, true, scope);
-        }
-        Ok(node)
-    }
-
-    /// DIALECT 1's grammar, where `|` binds tighter than juxtaposition: an
-    /// intersection of chains `e | e | …`, each operand one element, or a run of
-    /// bare terms (`a b|c @t:x` is `((a b) | c) @t:x`). After a closed element
-    /// (group, phrase, prefix, tag, range) the next element starts a new chain.
-    fn d1_chains(
-        &mut self,
-        first: Node,
-        scope: &FieldScope,
-        in_field: bool,
-        stop: Stop,
-    ) -> PResult<Node> {
         let mut all = Node::Empty;
-        let mut chain = self.d1_operand(first, scope, in_field, stop)?;
+        let mut chain = self.operand(first, scope, in_field, stop)?;
         loop {
             while self.kind() == Kind::Or {
                 self.bump();
@@ -298,7 +275,7 @@ impl<'a> Parser<'a> {
                     return Err(self.syntax());
                 }
                 let next = self.unary(scope, in_field)?;
-                let operand = self.d1_operand(next, scope, in_field, stop)?;
+                let operand = self.operand(next, scope, in_field, stop)?;
                 chain = combine(chain, operand, true, scope);
             }
             all = combine(all, chain, false, scope);
@@ -306,7 +283,22 @@ impl<'a> Parser<'a> {
                 return Ok(all);
             }
             let next = self.unary(scope, in_field)?;
-            chain = self.d1_operand(next, scope, in_field, stop)?;
+            chain = self.operand(next, scope, in_field, stop)?;
+        }
+    }
+
+    /// A union's operand that starts with `first` (see [`Parser::union_from`]).
+    fn operand(
+        &mut self,
+        first: Node,
+        scope: &FieldScope,
+        in_field: bool,
+        stop: Stop,
+    ) -> PResult<Node> {
+        if self.d2() {
+            self.intersection_from(first, scope, in_field, stop)
+        } else {
+            self.d1_operand(first, scope, in_field, stop)
         }
     }
 
