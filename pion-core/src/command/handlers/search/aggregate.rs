@@ -14,6 +14,7 @@ mod eval;
 pub mod expr;
 mod geo;
 pub mod group;
+mod minmax;
 pub mod pipeline;
 pub(super) mod profile;
 mod request;
@@ -342,6 +343,7 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
             deadline: None,
             ids_read: 0,
             ids_done: false,
+            last_id: 0,
         },
         scores: None,
     })

@@ -142,6 +142,10 @@ pub struct State {
     pub ids_read: usize,
     /// See [`State::ids_read`].
     pub ids_done: bool,
+    /// The id of the last document the root gave: RediSearch's result object keeps
+    /// it, and rows after a `GROUPBY` that it writes into carry it (a sort breaks
+    /// ties by it).
+    pub last_id: u64,
 }
 
 /// RediSearch's text for a request past its `TIMEOUT`: the rows so far are the reply,
@@ -248,6 +252,7 @@ impl Stage for Root {
                 }
             };
             st.total += 1;
+            st.last_id = id;
             let mut row = Row {
                 doc: Some(Arc::new(doc)),
                 slots: Vec::new(),
@@ -541,32 +546,67 @@ pub struct Sorter {
 }
 
 impl Sorter {
-    fn compare(&self, st: &State, a: &Row, b: &Row) -> std::cmp::Ordering {
-        use std::cmp::Ordering;
-        let mut asc = true;
-        for &(slot, ascending) in &self.keys {
-            asc = ascending;
+    /// RediSearch's comparison of two rows for its heap, `ia` and `ib` their
+    /// document ids: positive when `a` comes first. Rows that tie on every key are
+    /// ordered by id, and two with the same id each compare greater than the other,
+    /// as in RediSearch.
+    fn heap_order(&self, st: &State, a: &Row, ia: u64, b: &Row, ib: u64) -> i32 {
+        let mut ascending = false;
+        for &(slot, asc) in &self.keys {
+            ascending = asc;
             match (st.get(self.seg, a, slot), st.get(self.seg, b, slot)) {
                 (None, None) => continue,
                 // A row without the value goes last, whatever the direction.
-                (Some(_), None) => return Ordering::Less,
-                (None, Some(_)) => return Ordering::Greater,
+                (Some(_), None) => return 1,
+                (None, Some(_)) => return -1,
                 (Some(x), Some(y)) => {
-                    let o = x.order(&y);
-                    let o = if ascending { o } else { o.reverse() };
-                    if o != Ordering::Equal {
-                        return o;
-                    }
+                    let rc = match x.order(&y) {
+                        std::cmp::Ordering::Equal => continue,
+                        std::cmp::Ordering::Less => -1,
+                        std::cmp::Ordering::Greater => 1,
+                    };
+                    return if ascending { -rc } else { rc };
                 }
             }
         }
-        let id = |r: &Row| r.doc.as_ref().map_or(0, |d| d.id);
-        let o = id(a).cmp(&id(b));
-        if asc || self.ties_in_id_order {
-            o
-        } else {
-            o.reverse()
+        if self.ties_in_id_order {
+            return if ia > ib { -1 } else { 1 };
         }
+        let rc = if ia < ib { -1 } else { 1 };
+        if ascending {
+            -rc
+        } else {
+            rc
+        }
+    }
+
+    /// The first `cap` rows in order, kept as RediSearch keeps them: a heap of
+    /// `cap` that a row enters when it beats the least, read greatest first. A row
+    /// that is no document (a group) carries the id its result object held, as
+    /// RediSearch reuses them: the last document read for the first, none for a
+    /// fresh object, the evicted row's for a reused one.
+    fn best(&self, st: &State, rows: Vec<Row>) -> Vec<Row> {
+        let order = |a: &(Row, u64), b: &(Row, u64)| self.heap_order(st, &a.0, a.1, &b.0, b.1);
+        let mut heap = super::minmax::MinMaxHeap::new(order);
+        let cap = self.cap.max(1);
+        let mut pooled = st.last_id;
+        for row in rows {
+            let id = row.doc.as_ref().map_or(pooled, |d| d.id);
+            let item = (row, id);
+            if heap.len() < cap {
+                heap.insert(item);
+                pooled = 0;
+            } else if heap.peek_min().is_some_and(|min| order(&item, min) > 0) {
+                pooled = heap.exchange_min(item).map_or(0, |(_, id)| id);
+            } else {
+                pooled = id;
+            }
+        }
+        let mut out = Vec::with_capacity(heap.len());
+        while let Some((row, _)) = heap.pop_max() {
+            out.push(row);
+        }
+        out
     }
 }
 
@@ -588,9 +628,7 @@ impl Stage for Sorter {
                     Err(e) => return Err(e),
                 }
             }
-            rows.sort_by(|a, b| self.compare(st, a, b));
-            rows.truncate(self.cap);
-            self.sorted = Some(rows.into_iter());
+            self.sorted = Some(self.best(st, rows).into_iter());
             self.timed_out = timed_out;
         }
         match self.sorted.as_mut().and_then(Iterator::next) {

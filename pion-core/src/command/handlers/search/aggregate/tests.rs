@@ -355,6 +355,7 @@ fn a_sort_cut_short_gives_what_it_read() {
         deadline: None,
         ids_read: 0,
         ids_done: false,
+        last_id: 0,
     };
     let mut sorter = Sorter {
         up: Box::new(Cut(vec![2.0, 3.0, 1.0])),
