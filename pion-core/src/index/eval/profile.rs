@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use super::replay::{Iter, Kind, Label, Rc, MIN_UNION_HEAP};
+use super::replay::{Iter, Kind, Label, Rc};
 use super::{eval, expansion_terms, Cx, EvalOptions, Matches};
 use crate::index::docs::{DocSet, Docs, FieldIndex};
 use crate::index::query::{FieldScope, Node, TagAlternative};
@@ -196,20 +196,7 @@ impl Builder<'_, '_> {
         match children.len() {
             0 => None,
             1 => children.pop(),
-            n => Some(Iter::new(
-                Kind::Union {
-                    orig: children,
-                    active: (0..n).collect(),
-                    min_doc: 0,
-                    quick_exit,
-                    heap: n > MIN_UNION_HEAP,
-                },
-                Label {
-                    name: "UNION",
-                    query_type: Some(query_type),
-                    ..Label::default()
-                },
-            )),
+            _ => Some(Iter::union(children, quick_exit, query_type)),
         }
     }
 
@@ -225,20 +212,7 @@ impl Builder<'_, '_> {
                 Some(i) => i64::try_from(i.estimate()).unwrap_or(i64::MAX),
             });
         }
-        let n = its.len();
-        Iter::new(
-            Kind::Intersect {
-                its,
-                ids: vec![0; n],
-                last: 0,
-                last_found: 0,
-                accept,
-            },
-            Label {
-                name: "INTERSECT",
-                ..Label::default()
-            },
-        )
+        Iter::intersect(its, accept)
     }
 
     /// The tree for `node`; `None` where RediSearch has no iterator (a term the index
@@ -358,24 +332,11 @@ impl Builder<'_, '_> {
         let terms = expansion_terms(self.cx.def, self.cx.docs, node, limit);
         let capped = terms.len() == limit;
         let its: Vec<Iter> = terms.iter().filter_map(|t| self.text(fields, t)).collect();
-        let n = its.len();
-        let mut it = Iter::new(
-            Kind::Union {
-                orig: its,
-                active: (0..n).collect(),
-                min_doc: 0,
-                quick_exit: true,
-                heap: n > MIN_UNION_HEAP,
-            },
-            Label {
-                name: "UNION",
-                query_type: Some(query_type),
-                ..Label::default()
-            },
-        );
-        if n == 0 {
+        if its.is_empty() {
             return None;
         }
+        // A text expansion stays a union even of one term, as in RediSearch.
+        let mut it = Iter::union(its, true, query_type);
         it.label.capped = capped;
         Some(it)
     }

@@ -121,6 +121,46 @@ impl Iter {
         }
     }
 
+    /// A union of `children` (`quick_exit`: it stops at the first child holding a
+    /// document, as a union of expansions does), read from a heap past
+    /// [`MIN_UNION_HEAP`] children.
+    pub fn union(children: Vec<Iter>, quick_exit: bool, query_type: String) -> Iter {
+        let n = children.len();
+        Iter::new(
+            Kind::Union {
+                orig: children,
+                active: (0..n).collect(),
+                min_doc: 0,
+                quick_exit,
+                heap: n > MIN_UNION_HEAP,
+            },
+            Label {
+                name: "UNION",
+                query_type: Some(query_type),
+                ..Label::default()
+            },
+        )
+    }
+
+    /// An intersection of `its` in that order; `accept` (an ordered or phrase
+    /// intersection's) keeps only those documents.
+    pub fn intersect(its: Vec<Option<Iter>>, accept: Option<DocSet>) -> Iter {
+        let n = its.len();
+        Iter::new(
+            Kind::Intersect {
+                its,
+                ids: vec![0; n],
+                last: 0,
+                last_found: 0,
+                accept,
+            },
+            Label {
+                name: "INTERSECT",
+                ..Label::default()
+            },
+        )
+    }
+
     /// The counter RediSearch reports: answers given, less one if any was the end.
     pub fn counter(&self) -> u64 {
         self.calls - u64::from(self.ended)

@@ -158,6 +158,14 @@ pub(super) struct Column {
     pub(super) hidden: bool,
 }
 
+/// Whether an `APPLY` or `FILTER` step calls `matched_terms()`.
+fn uses_matched_terms(steps: &[Step]) -> bool {
+    steps.iter().any(|s| match s {
+        Step::Apply { expr, .. } | Step::Filter(expr) => expr.uses_matched_terms(),
+        _ => false,
+    })
+}
+
 /// Compiles the steps against the index: the pipeline, ready to pull.
 pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpResult<Pipeline> {
     let mut c = Compiler {
@@ -177,11 +185,7 @@ pub(super) fn compile(def: &IndexDef, steps: Vec<Step>, matched: Matched) -> OpR
         })
         .collect();
     // `matched_terms()` reads the document's terms from a hidden slot of the root's.
-    let wants_terms = steps.iter().any(|s| match s {
-        Step::Apply { expr, .. } | Step::Filter(expr) => expr.uses_matched_terms(),
-        _ => false,
-    });
-    let terms = wants_terms.then(|| {
+    let terms = uses_matched_terms(&steps).then(|| {
         let slot = c.lookups[0].add(expr::MATCHED_TERMS_SLOT);
         c.lookups[0].keys[slot].hidden = true;
         (slot, matched.terms.unwrap_or_default())
@@ -541,11 +545,7 @@ fn prepare(env: &Env<'_>, req: Request, mut trace: Option<&mut Trace>) -> OpResu
             )?),
             None => None,
         };
-        let wants_terms = req.steps.iter().any(|s| match s {
-            Step::Apply { expr, .. } | Step::Filter(expr) => expr.uses_matched_terms(),
-            _ => false,
-        });
-        let terms = (wants_terms && query.vector.is_none()).then(|| {
+        let terms = (uses_matched_terms(&req.steps) && query.vector.is_none()).then(|| {
             let ids = matches.set.iter();
             crate::index::eval::matched_terms(&query.filter, &def, &docs, eval, ids)
         });

@@ -21,31 +21,11 @@ fn drain(it: &mut Iter) -> Vec<u64> {
 }
 
 fn intersect(children: Vec<Iter>) -> Iter {
-    let n = children.len();
-    Iter::new(
-        Kind::Intersect {
-            its: children.into_iter().map(Some).collect(),
-            ids: vec![0; n],
-            last: 0,
-            last_found: 0,
-            accept: None,
-        },
-        Label::default(),
-    )
+    Iter::intersect(children.into_iter().map(Some).collect(), None)
 }
 
 fn union(children: Vec<Iter>, quick_exit: bool) -> Iter {
-    let n = children.len();
-    Iter::new(
-        Kind::Union {
-            orig: children,
-            active: (0..n).collect(),
-            min_doc: 0,
-            quick_exit,
-            heap: n > MIN_UNION_HEAP,
-        },
-        Label::default(),
-    )
+    Iter::union(children, quick_exit, "UNION".into())
 }
 
 #[test]
