@@ -1,36 +1,18 @@
 """`pion.connect()` against a real pion-server, and the prompt-cache operations with the
 same results through the embedded engine and over the wire (RESP and binary lane)."""
 
-import os
-import subprocess
-import time
-
 import numpy as np
 import pytest
 
 import pion
+from conftest import PionServerProcess
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, free_port):
-    binary = os.environ.get("PION_SERVER_BIN", "target/debug/pion-server")
-    port, lane = free_port(), free_port()
-    data = tmp_path_factory.mktemp("pion-client-data")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--kvcache-port", str(lane), "--dir", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            pion.connect(port=port, lane_port=lane).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield port, lane
-    proc.terminate()
-    proc.wait(timeout=10)
+def server(tmp_path_factory):
+    proc = PionServerProcess(tmp_path_factory.mktemp("pion-client-data")).start()
+    yield proc.port, proc.lane
+    proc.stop()
 
 
 MANIFEST = {

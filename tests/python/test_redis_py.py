@@ -1,36 +1,15 @@
 """redis-py, unmodified, against a real pion-server process (RESP2 and RESP3)."""
 
-import os
-import subprocess
-import time
-
 import pytest
 import redis
+from conftest import PionServerProcess
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, free_port):
-    binary = os.environ.get("PION_SERVER_BIN", "target/debug/pion-server")
-    port = free_port()
-    data = tmp_path_factory.mktemp("pion-data")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--dir", str(data), "--threads", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            if redis.Redis(port=port).ping():
-                break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        raise RuntimeError("pion-server did not start")
-    yield port
-    proc.terminate()
-    assert proc.wait(timeout=10) == 0, "SIGTERM must shut pion-server down cleanly"
+def server(tmp_path_factory):
+    proc = PionServerProcess(tmp_path_factory.mktemp("pion-data"), "--threads", "2").start()
+    yield proc.port
+    assert proc.stop() == 0, "SIGTERM must shut pion-server down cleanly"
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
