@@ -115,6 +115,9 @@ pub mod reply;
 mod test_support;
 
 pub use api::{Neighbor, Quantization, Session};
+/// A prompt-cache layer's bytes, shared without copies: stored layers, fetched
+/// layers and layers handed to a store all travel as this (`bytes::Bytes`).
+pub use bytes::Bytes;
 pub use engine::{Engine, EngineOptions};
 pub use error::{OpError, OpResult};
 pub use reply::Reply;

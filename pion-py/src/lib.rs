@@ -15,7 +15,6 @@
 static ALLOC: pion_core::util::alloc::CountingAlloc = pion_core::util::alloc::CountingAlloc;
 
 use std::os::raw::c_int;
-use std::sync::Arc;
 
 use pion_core::durability::DurabilityOptions;
 use pion_core::prefix::block_id::{tokens_from_le, BlockId};
@@ -85,7 +84,7 @@ fn to_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 /// which stay valid while any view of them lives (even if the block is evicted).
 #[pyclass(module = "pion._pion", frozen)]
 struct LayerBuffer {
-    data: Arc<[u8]>,
+    data: pion_core::Bytes,
 }
 
 #[pymethods]

@@ -4,10 +4,11 @@
 //! that runs through the engine's one admission path.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use pion_core::clients::ClientState;
-use pion_core::{command, Engine};
+use pion_core::{command, Bytes, Engine};
 
 use crate::binary::{self, Answer, Next};
 use crate::output::Output;
@@ -19,6 +20,15 @@ const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
 /// An input buffer larger than this (grown for a large argument) is given back once
 /// everything in it is served.
 const KEEP_INPUT_BYTES: usize = 1024 * 1024;
+
+/// A connection's input buffer lent to the views of a large frame's layers.
+struct LentInput(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for LentInput {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
 
 /// The protocol a connection speaks (by the port it came in on).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +79,11 @@ pub struct Connection {
     /// the next (a client streaming large stores reuses it) until a small request or
     /// an idle second gives it back.
     large_request: bool,
+    /// The buffer of the last large `PUT` frame, lent to its layers' views: taken
+    /// back as the next large input buffer once nothing else holds it (the store
+    /// wrote the layers to its block files and keeps views of those), which spares
+    /// a fresh allocation and its zeroing per frame.
+    lent_input: Option<Arc<Vec<u8>>>,
 }
 
 impl Connection {
@@ -96,6 +111,7 @@ impl Connection {
             held: None,
             request_bytes: 0,
             large_request: false,
+            lent_input: None,
         }
     }
 
@@ -124,7 +140,7 @@ impl Connection {
                 } else {
                     need.max(self.input.len() * 2)
                 };
-                let mut fresh = vec![0u8; want];
+                let mut fresh = self.reclaim_input(want);
                 fresh[..live].copy_from_slice(&self.input[self.consumed..self.filled]);
                 self.input = fresh;
             }
@@ -132,6 +148,38 @@ impl Connection {
             self.consumed = 0;
         }
         &mut self.input[self.filled..]
+    }
+
+    /// A buffer of at least `want` initialised bytes for the input: the last large
+    /// frame's, whole, when nothing holds it any more (its old bytes are read over,
+    /// and the next frame fits without growing it again), else a fresh zeroed one.
+    fn reclaim_input(&mut self, want: usize) -> Vec<u8> {
+        match self.lent_input.take().map(Arc::try_unwrap) {
+            Some(Ok(mut buf)) => {
+                if buf.len() < want {
+                    buf.resize(want, 0);
+                }
+                buf
+            }
+            _ => vec![0u8; want],
+        }
+    }
+
+    /// When the input starts with a whole `PUT` frame of at least
+    /// [`binary::SHARE_PUT_FROM`] bytes: the frame, as the buffer it was read into
+    /// (its layers become views of it, kept by the store or written to the block
+    /// files from it, with no copy), leaving the input buffer empty but for any bytes
+    /// read after the frame.
+    fn share_large_put(&mut self) -> Option<Bytes> {
+        let len = binary::whole_large_put(&self.input[self.consumed..self.filled])?;
+        let buf = Arc::new(std::mem::take(&mut self.input));
+        let start = self.consumed;
+        self.input = buf[start + len..self.filled].to_vec();
+        self.filled = self.input.len();
+        self.consumed = 0;
+        let whole = Bytes::from_owner(LentInput(Arc::clone(&buf)));
+        self.lent_input = Some(buf);
+        Some(whole.slice(start..start + len))
     }
 
     /// Gives back a large input buffer that holds no request (the connection has been
@@ -142,6 +190,9 @@ impl Connection {
             self.consumed = 0;
             self.filled = 0;
             self.large_request = false;
+        }
+        if self.consumed == self.filled {
+            self.lent_input = None;
         }
     }
 
@@ -254,7 +305,12 @@ impl Connection {
                     } else {
                         limits.max_query_buffer
                     };
-                    match binary::next_request(buf, max_body) {
+                    let shared = self.share_large_put();
+                    let buf = match &shared {
+                        Some(frame) => &frame[..],
+                        None => &self.input[self.consumed..self.filled],
+                    };
+                    match binary::next_request_in(buf, max_body, shared.as_ref()) {
                         Next::Incomplete => {
                             // A whole header has passed the frame-size checks.
                             self.request_bytes = binary::frame_len(buf).unwrap_or(0);
@@ -270,10 +326,19 @@ impl Connection {
                             // later); every lane request sets them, so a store refused
                             // before it ran leaves nothing for the next.
                             self.client.layers_in = layers;
+                            if shared.is_some() {
+                                // The frame left the input buffer with its buffer.
+                                self.request_bytes = 0;
+                                self.large_request = false;
+                                self.publish_query(used);
+                                return Some((argv, ReplyTo::Lane(answer)));
+                            }
                             (argv, ReplyTo::Lane(answer), used)
                         }
                         Next::Refused { text, used } => {
-                            self.consumed += used;
+                            if shared.is_none() {
+                                self.consumed += used;
+                            }
                             engine.count_error(&text);
                             binary::write_error(&text, &mut self.output);
                             continue;
@@ -566,6 +631,91 @@ mod tests {
             engine.execute(0, &["STRLEN", "k"]),
             pion_core::Reply::Integer(value.len() as i64)
         );
+    }
+
+    /// A `PUT` frame of 4 layers of 512 KiB (2 MiB) for the block after `parent`.
+    fn large_put(parent: u128, first_token: u32, fill: u8) -> Vec<u8> {
+        use crate::binary::codec::{encode_request, Request};
+        let layer = vec![fill; 2 * 8 * 256 * 64 * 2];
+        encode_request(&Request::Put {
+            ns: "n".into(),
+            parent,
+            tokens: (first_token..first_token + 256).collect(),
+            layers: vec![Bytes::from(layer); 4],
+        })
+    }
+
+    fn lane_engine_with_namespace(engine: &Engine) -> Connection {
+        let layer = r#"{"kind":"attention","kv_heads":8,"head_dim":64}"#;
+        let manifest = format!(
+            r#"{{"model":"m","block_tokens":256,"dtype":"f16","layers":[{layer},{layer},{layer},{layer}]}}"#
+        );
+        assert_eq!(
+            engine.execute(0, &["KV.REGISTER", "n", &manifest]),
+            pion_core::Reply::ok()
+        );
+        Connection::speaking(Wire::Lane, engine.client(String::new(), String::new(), -1))
+    }
+
+    fn stored_layer(engine: &Engine, id: pion_core::prefix::BlockId) -> Bytes {
+        engine.prefix().lock().layer("n", id, 3).expect("stored")
+    }
+
+    /// An in-memory store keeps a large frame's layers as views of the buffer the
+    /// frame was read into: the connection reads the next frame into another buffer,
+    /// and what was stored is untouched.
+    #[test]
+    fn a_large_put_lends_its_buffer_to_the_layers_an_in_memory_store_keeps() {
+        use pion_core::prefix::BlockId;
+        let engine = Engine::in_memory(EngineOptions::default());
+        let mut conn = lane_engine_with_namespace(&engine);
+        let first = large_put(0, 0, 1);
+        feed(&mut conn, &engine, &first);
+        let id = BlockId::chain(BlockId::ROOT, &(0..256).collect::<Vec<u32>>());
+        let kept = stored_layer(&engine, id);
+        let lent = conn.lent_input.as_ref().map(|b| b.as_ptr()).expect("lent");
+        assert!(
+            (lent as usize..lent as usize + first.len()).contains(&(kept.as_ptr() as usize)),
+            "the stored layer is a view of the frame's buffer"
+        );
+        feed(&mut conn, &engine, &large_put(id.0, 256, 2));
+        assert_ne!(
+            conn.input.as_ptr(),
+            lent,
+            "a buffer still viewed is not reused"
+        );
+        assert!(stored_layer(&engine, id).iter().all(|&b| b == 1));
+        let second = BlockId::chain(id, &(256..512).collect::<Vec<u32>>());
+        assert!(stored_layer(&engine, second).iter().all(|&b| b == 2));
+    }
+
+    /// A durable store writes a large frame's layers to its block files and keeps
+    /// views of those: the frame's buffer is free again, and the next large frame is
+    /// read into it without a fresh allocation.
+    #[test]
+    fn a_durable_store_gives_a_large_frames_buffer_back_for_the_next() {
+        use pion_core::prefix::BlockId;
+        let dir = std::env::temp_dir().join(format!("pion-lent-input-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let engine = Engine::open_with(
+            EngineOptions::default(),
+            pion_core::durability::DurabilityOptions::new(&dir),
+        )
+        .expect("open");
+        let mut conn = lane_engine_with_namespace(&engine);
+        feed(&mut conn, &engine, &large_put(0, 0, 1));
+        let lent = conn.lent_input.as_ref().map(|b| b.as_ptr()).expect("lent");
+        let id = BlockId::chain(BlockId::ROOT, &(0..256).collect::<Vec<u32>>());
+        let next = large_put(id.0, 256, 2);
+        // The header first: the buffer is then sized for the whole frame.
+        feed(&mut conn, &engine, &next[..64]);
+        assert_eq!(conn.input.as_ptr(), lent, "the lent buffer came back");
+        feed(&mut conn, &engine, &next[64..]);
+        assert!(stored_layer(&engine, id).iter().all(|&b| b == 1));
+        let second = BlockId::chain(id, &(256..512).collect::<Vec<u32>>());
+        assert!(stored_layer(&engine, second).iter().all(|&b| b == 2));
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

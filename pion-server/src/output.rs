@@ -2,9 +2,9 @@
 //! stored buffers a reply points into (the binary lane's fetches), which are written
 //! from where they are with vectored I/O, never copied into the reply.
 
+use pion_core::Bytes;
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::Arc;
 
 /// Slices given to one vectored write at most.
 const MAX_SLICES: usize = 64;
@@ -17,7 +17,7 @@ const KEPT_CAPACITY: usize = 16 * 1024;
 /// A shared buffer that goes out right after `bytes[..at]`.
 struct Attached {
     at: usize,
-    data: Arc<[u8]>,
+    data: Bytes,
 }
 
 /// Bytes not yet written to the socket, in order.
@@ -52,7 +52,7 @@ impl Output {
     }
 
     /// Queues a shared buffer after every byte queued so far.
-    pub fn attach(&mut self, data: Arc<[u8]>) {
+    pub fn attach(&mut self, data: Bytes) {
         if !data.is_empty() {
             self.attached.push_back(Attached {
                 at: self.bytes.len(),
@@ -171,7 +171,7 @@ mod tests {
             if shared_after.contains(&i) {
                 let data: Vec<u8> = (0..(i as u8 * 3 + 5)).collect();
                 whole.extend_from_slice(&data);
-                out.attach(Arc::from(data));
+                out.attach(Bytes::from(data));
             }
         }
         (out, whole)
@@ -202,7 +202,7 @@ mod tests {
         let mut out = Output::default();
         for i in 0..200u8 {
             out.bytes_mut().push(i);
-            out.attach(Arc::from(vec![i; 3]));
+            out.attach(Bytes::from(vec![i; 3]));
         }
         let first = out.slices();
         assert!(first.len() <= MAX_SLICES);

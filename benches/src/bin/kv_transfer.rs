@@ -155,7 +155,7 @@ fn main() {
                 ns: "lane".into(),
                 parent: if i == 0 { 0 } else { ids[i - 1].0 },
                 tokens: chunk.to_vec(),
-                layers: vec![std::sync::Arc::from(&payload[..]); LAYERS],
+                layers: vec![pion_core::Bytes::copy_from_slice(&payload); LAYERS],
             })
         })
         .collect();

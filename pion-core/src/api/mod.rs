@@ -119,7 +119,7 @@ impl Engine {
     pub(crate) fn execute_with_layers(
         &self,
         argv: &[Vec<u8>],
-        layers: Vec<std::sync::Arc<[u8]>>,
+        layers: Vec<bytes::Bytes>,
     ) -> (Reply, Option<Outcome>) {
         self.run_detached(0, argv, true, Some(layers))
     }
@@ -129,7 +129,7 @@ impl Engine {
         db: usize,
         argv: &[Vec<u8>],
         typed: bool,
-        layers_in: Option<Vec<std::sync::Arc<[u8]>>>,
+        layers_in: Option<Vec<bytes::Bytes>>,
     ) -> (Reply, Option<Outcome>) {
         let mut client = ClientState::detached(self.clients(), self.now_ms());
         client.select(db);

@@ -3,7 +3,7 @@
 //! Each call is the `KV.*` command it stands for, through the same admission as
 //! every command (ACL on namespaces, limits, statistics, the log).
 
-use std::sync::Arc;
+use bytes::Bytes;
 
 use super::typed::check;
 use crate::engine::Engine;
@@ -71,13 +71,13 @@ impl Engine {
     /// [`kv_put`](Self::kv_put) with the layers in shared buffers the store keeps as
     /// they are (no copy) when the namespace stores layers as given; a quantising tier
     /// reads them into its own format. The buffers must not change afterwards (an
-    /// `Arc<[u8]>` cannot).
+    /// `Bytes` cannot).
     pub fn kv_put_shared(
         &self,
         ns: &str,
         parent: BlockId,
         tokens: &[u32],
-        layers: Vec<Arc<[u8]>>,
+        layers: Vec<Bytes>,
     ) -> OpResult<BlockId> {
         let mut argv = Vec::with_capacity(4 + layers.len());
         argv.extend([

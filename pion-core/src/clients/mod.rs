@@ -175,7 +175,7 @@ pub struct ClientState {
     /// Layers a typed caller (the binary lane, the embedded API) hands the next
     /// `KV.PUT` as buffers instead of arguments (which are then empty placeholders):
     /// the store adopts them as they are, without copying them again.
-    pub layers_in: Option<Vec<std::sync::Arc<[u8]>>>,
+    pub layers_in: Option<Vec<bytes::Bytes>>,
 }
 
 /// Whether a connection's replies are sent (`CLIENT REPLY ON|OFF|SKIP`). Push

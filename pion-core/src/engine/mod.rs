@@ -95,6 +95,10 @@ pub(crate) struct EngineInner {
     durability: std::sync::OnceLock<Durability>,
     /// The prompt cache (K/V prefix blocks).
     prefix: parking_lot::Mutex<crate::prefix::PrefixStore>,
+    /// The prompt cache's block files (durable engines): read without the store's lock
+    /// for the payload bytes held as views of their mappings, which the memory
+    /// figures count with the allocator's.
+    block_files: std::sync::OnceLock<std::sync::Arc<crate::prefix::blockfile::BlockFiles>>,
     /// Attention over stored prefixes: views, kernels, counters.
     attention: crate::prefix::attend::Attention,
     search: std::sync::Arc<crate::index::Indexes>,
@@ -403,6 +407,7 @@ impl Engine {
             clock,
             shutdown_waker: parking_lot::Mutex::new(None),
             durability: std::sync::OnceLock::new(),
+            block_files: std::sync::OnceLock::new(),
             prefix: parking_lot::Mutex::new(crate::prefix::PrefixStore::default()),
             attention: crate::prefix::attend::Attention::default(),
             search: std::sync::Arc::new(crate::index::Indexes::default()),
@@ -591,6 +596,7 @@ impl Engine {
             &self.inner.operator.peak,
             self.inner.startup_memory,
             self.memory_not_counted_for_evict(),
+            self.mapped_memory(),
         )
     }
 
@@ -606,8 +612,27 @@ impl Engine {
     /// and values. With the allocator it sums the threads' counters; the estimate
     /// locks every shard.
     pub fn memory_for_eviction(&self) -> Option<u64> {
-        crate::util::alloc::allocated()
-            .map(|held| held.saturating_sub(self.memory_not_counted_for_evict()))
+        crate::util::alloc::allocated().map(|held| {
+            (held + self.mapped_memory()).saturating_sub(self.memory_not_counted_for_evict())
+        })
+    }
+
+    /// Prompt-cache payloads held as views of the block files' mappings: memory of
+    /// the page cache's that the store keeps, counted as used as if it were
+    /// allocated (0 for an in-memory engine).
+    pub fn mapped_memory(&self) -> u64 {
+        self.inner
+            .block_files
+            .get()
+            .map_or(0, |files| files.mapped_bytes())
+    }
+
+    /// Notes the prompt cache's block files (a durable engine, at open).
+    pub(crate) fn set_block_files(
+        &self,
+        files: std::sync::Arc<crate::prefix::blockfile::BlockFiles>,
+    ) {
+        let _ = self.inner.block_files.set(files);
     }
 
     /// [`memory_for_eviction`](Self::memory_for_eviction), or the estimate.

@@ -48,10 +48,18 @@ pub struct MemoryReport {
 impl MemoryReport {
     /// Reads the figures of `keyspace` now, noting its used memory in `peak`;
     /// `startup` is the used memory the engine started with, `not_counted` what
-    /// eviction leaves out of it (the log's buffer).
-    pub fn read(keyspace: &Keyspace, peak: &Peak, startup: u64, not_counted: u64) -> MemoryReport {
+    /// eviction leaves out of it (the log's buffer), `mapped` the prompt-cache bytes
+    /// held as views of block-file mappings (resident like allocated memory, and
+    /// counted with it).
+    pub fn read(
+        keyspace: &Keyspace,
+        peak: &Peak,
+        startup: u64,
+        not_counted: u64,
+        mapped: u64,
+    ) -> MemoryReport {
         let estimate = keyspace.estimated_memory() as u64;
-        let used = alloc::allocated().unwrap_or(estimate);
+        let used = alloc::allocated().unwrap_or(estimate) + mapped;
         let dataset = estimate.min(used);
         let keys = (0..keyspace.databases())
             .map(|db| keyspace.db_size(db) as u64)

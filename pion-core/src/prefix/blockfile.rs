@@ -12,17 +12,25 @@
 //! mostly-dead file are appended again (and their new locations logged); the emptied
 //! file is *retired* at that log position and deleted once a snapshot covers it, so no
 //! log record still to be replayed can name it.
+//!
+//! Where the storage maps files (the local file system), a payload written or read is
+//! handed back as a view of the file's mapping: the store keeps the page cache's copy
+//! that the write filled instead of a second one in its own memory, and a large store
+//! costs one copy into the page cache rather than a fresh allocation, a copy into it,
+//! and the copy of the write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::durability::health::DiskHealth;
-use crate::storage::{Open, Storage, StoredFile};
+use crate::storage::{FileMap, Open, Storage, StoredFile};
 use crate::util::codec::{crc, Reader};
+use bytes::Bytes;
 
 const MAGIC: &[u8; 4] = b"PKVB";
 const RECORD_HEADER: u64 = 16;
@@ -67,6 +75,9 @@ struct FileInfo {
     file: Arc<dyn StoredFile>,
     size: u64,
     live: u64,
+    /// The file's mapping (views of payloads come from it), made on first need and
+    /// made again, longer, once the file outgrows it.
+    map: Option<FileMap>,
 }
 
 struct Files {
@@ -83,12 +94,18 @@ struct Files {
 /// The block files of one data directory.
 pub struct BlockFiles {
     /// Payload bytes compaction moved, ever (`INFO`'s `kv_compacted_bytes`).
-    compacted: std::sync::atomic::AtomicU64,
+    compacted: AtomicU64,
     storage: Arc<dyn Storage>,
     health: Arc<DiskHealth>,
     dir: PathBuf,
     roll_bytes: u64,
     inner: Mutex<Files>,
+    /// Live payload bytes in every file (the sum of the files' `live`), readable
+    /// without the lock: the memory figures add it while payloads are views.
+    live_total: AtomicU64,
+    /// Whether a payload has been handed out as a view of a mapping (the storage maps
+    /// files): the live payloads are then the page cache's, not the allocator's.
+    viewed: AtomicBool,
 }
 
 fn file_name(n: u32) -> String {
@@ -137,13 +154,14 @@ impl BlockFiles {
                         file,
                         size,
                         live: 0,
+                        map: None,
                     },
                 );
             }
         }
         let active = files.keys().next_back().map_or(1, |n| n + 1);
         let bf = BlockFiles {
-            compacted: std::sync::atomic::AtomicU64::new(0),
+            compacted: AtomicU64::new(0),
             storage,
             health,
             dir,
@@ -155,6 +173,8 @@ impl BlockFiles {
                 untrusted: BTreeSet::new(),
                 dirty: false,
             }),
+            live_total: AtomicU64::new(0),
+            viewed: AtomicBool::new(false),
         };
         bf.create(&mut bf.inner.lock(), active)?;
         Ok(bf)
@@ -171,6 +191,7 @@ impl BlockFiles {
                 file,
                 size: 0,
                 live: 0,
+                map: None,
             },
         );
         f.active = n;
@@ -179,6 +200,13 @@ impl BlockFiles {
 
     /// Appends a payload; returns where it is. Refused while the disk is failed.
     pub fn append(&self, data: &[u8]) -> io::Result<Loc> {
+        self.append_view(data).map(|(loc, _)| loc)
+    }
+
+    /// Appends a payload; returns where it is and, where the storage maps files, the
+    /// written bytes as a view of the file (for the store to keep instead of its own
+    /// copy). Refused while the disk is failed.
+    pub fn append_view(&self, data: &[u8]) -> io::Result<(Loc, Option<Bytes>)> {
         if let Some(failure) = self.health.failure() {
             return Err(io::Error::other(failure));
         }
@@ -196,7 +224,46 @@ impl BlockFiles {
             self.create(&mut f, active + 1)
                 .map_err(|e| self.failed(&mut f, active + 1, "cannot start a block file", e))?;
         }
-        self.write_record(&mut f, data)
+        let loc = self.write_record(&mut f, data)?;
+        let view = self.view_in(&mut f, loc);
+        Ok((loc, view))
+    }
+
+    /// Payload `loc` as a view of its file's mapping, mapping the file (again, longer)
+    /// when it has outgrown its mapping; `None` where the storage maps nothing or the
+    /// payload is not wholly written.
+    fn view_in(&self, f: &mut Files, loc: Loc) -> Option<Bytes> {
+        let info = f.files.get_mut(&loc.file)?;
+        let start = loc.offset.checked_add(RECORD_HEADER)?;
+        let end = start.checked_add(loc.len)?;
+        if end > info.size {
+            return None;
+        }
+        if info.map.as_ref().is_none_or(|m| m.len() < end) {
+            // A whole file's worth at once: a file takes one or two mappings in its
+            // life, not one per payload.
+            info.map = info.file.map(end.next_multiple_of(self.roll_bytes));
+        }
+        let view = info.map.as_ref()?.view(start, loc.len)?;
+        self.viewed.store(true, Ordering::Relaxed);
+        Some(view)
+    }
+
+    /// Payload `loc` as a checked view of its file, where the storage maps files and
+    /// the record is whole and matches its checksum.
+    pub fn view(&self, loc: Loc) -> Option<Bytes> {
+        let view = self.view_in(&mut self.inner.lock(), loc)?;
+        (crc(&view) == loc.crc).then_some(view)
+    }
+
+    /// Live payload bytes held as views of the files' mappings: the page cache's
+    /// memory the store keeps instead of the allocator's (0 where nothing is mapped).
+    pub fn mapped_bytes(&self) -> u64 {
+        if self.viewed.load(Ordering::Relaxed) {
+            self.live_total.load(Ordering::Relaxed)
+        } else {
+            0
+        }
     }
 
     /// Appends a payload to the active file whatever the disk's state (healing).
@@ -221,6 +288,8 @@ impl BlockFiles {
         }
         info.size += RECORD_HEADER + data.len() as u64;
         info.live += data.len() as u64;
+        self.live_total
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
         f.dirty = true;
         Ok(Loc {
             file: active,
@@ -253,10 +322,13 @@ impl BlockFiles {
         self.create(&mut f, next)
     }
 
-    /// Healing: writes a payload again (into the fresh file); returns where it is.
-    pub fn heal_append(&self, data: &[u8]) -> io::Result<Loc> {
+    /// Healing: writes a payload again (into the fresh file); returns where it is,
+    /// and the bytes as a view of it where the storage maps files.
+    pub fn heal_append(&self, data: &[u8]) -> io::Result<(Loc, Option<Bytes>)> {
         let mut f = self.inner.lock();
-        self.write_record(&mut f, data)
+        let loc = self.write_record(&mut f, data)?;
+        let view = self.view_in(&mut f, loc);
+        Ok((loc, view))
     }
 
     /// Healing, last step (a snapshot that names none of them is durable): the
@@ -277,8 +349,9 @@ impl BlockFiles {
         Ok(())
     }
 
-    /// Reads and checks a payload; the error names the file and offset.
-    pub fn read(&self, loc: Loc) -> Result<Vec<u8>, String> {
+    /// Reads and checks a payload (as a view of its file where the storage maps
+    /// files, else a copy); the error names the file and offset.
+    pub fn read(&self, loc: Loc) -> Result<Bytes, String> {
         let path = self.dir.join(file_name(loc.file));
         let file = {
             let f = self.inner.lock();
@@ -297,9 +370,16 @@ impl BlockFiles {
             return Err(bad("the record does not match the location the log gives"));
         }
         let size = usize::try_from(len).map_err(|_| bad("record too large"))?;
-        let mut data = vec![0u8; size];
-        file.read_at(&mut data, loc.offset + RECORD_HEADER)
-            .map_err(|e| bad(&format!("cannot read the payload ({e})")))?;
+        // A view only of a record the file wholly holds (`view_in` checks the size).
+        let data = match self.view_in(&mut self.inner.lock(), loc) {
+            Some(view) => view,
+            None => {
+                let mut data = vec![0u8; size];
+                file.read_at(&mut data, loc.offset + RECORD_HEADER)
+                    .map_err(|e| bad(&format!("cannot read the payload ({e})")))?;
+                Bytes::from(data)
+            }
+        };
         if crc(&data) != loc.crc {
             return Err(bad("payload checksum mismatch"));
         }
@@ -310,13 +390,16 @@ impl BlockFiles {
     pub fn retain(&self, loc: Loc) {
         if let Some(i) = self.inner.lock().files.get_mut(&loc.file) {
             i.live += loc.len;
+            self.live_total.fetch_add(loc.len, Ordering::Relaxed);
         }
     }
 
     /// Counts a payload as no longer referenced (evicted, deleted, relocated).
     pub fn release(&self, loc: Loc) {
         if let Some(i) = self.inner.lock().files.get_mut(&loc.file) {
-            i.live = i.live.saturating_sub(loc.len);
+            let gone = i.live.min(loc.len);
+            i.live -= gone;
+            self.live_total.fetch_sub(gone, Ordering::Relaxed);
         }
     }
 
@@ -358,8 +441,7 @@ impl BlockFiles {
 
     /// Counts payload bytes a compaction moved.
     pub fn note_compacted(&self, bytes: u64) {
-        self.compacted
-            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+        self.compacted.fetch_add(bytes, Ordering::Relaxed);
     }
 
     /// Files worth compacting: not the active one, at least an eighth of a file's size
@@ -424,7 +506,7 @@ impl BlockFiles {
             files: f.files.len() as u64,
             bytes: f.files.values().map(|i| i.size).sum(),
             live: f.files.values().map(|i| i.live).sum(),
-            compacted: self.compacted.load(std::sync::atomic::Ordering::Relaxed),
+            compacted: self.compacted.load(Ordering::Relaxed),
         }
     }
 }

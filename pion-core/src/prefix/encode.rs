@@ -3,7 +3,7 @@
 //! are K then V, each `[kv_heads, tokens, head_dim]`; recurrent state is never
 //! quantised (it is kept exactly as sent: float32 state stays float32).
 
-use std::sync::Arc;
+use bytes::Bytes;
 
 use super::manifest::{Layer, Manifest};
 use super::quant::{self, DType, Role, Shape, Tier};
@@ -17,6 +17,11 @@ fn dtype_of(m: &Manifest) -> DType {
     DType::parse(&m.dtype).unwrap_or(DType::F16)
 }
 
+/// Whether a namespace keeps layers exactly as sent (its `as-given` tier).
+pub fn keeps_as_given(m: &Manifest) -> bool {
+    tier_of(m) == Tier::AsGiven
+}
+
 /// The stored form of one layer's bytes (already checked for length): `None` for a
 /// recurrent layer sent empty (no state at this block). Kept as given, a handed-over
 /// buffer is adopted without a copy.
@@ -25,7 +30,7 @@ pub fn to_stored(
     layer: &Layer,
     tokens: u32,
     given: &LayerIn<'_>,
-) -> Result<Option<Arc<[u8]>>, PrefixError> {
+) -> Result<Option<Bytes>, PrefixError> {
     let data = given.bytes();
     if data.is_empty() {
         return Ok(None);
@@ -54,7 +59,7 @@ pub fn to_stored(
         quant::encode(tier, dtype, shape, Role::Values, v)
             .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?,
     );
-    Ok(Some(Arc::from(out)))
+    Ok(Some(Bytes::from(out)))
 }
 
 /// One layer's stored bytes back in the namespace's dtype (for clients that do not

@@ -13,7 +13,7 @@
 use parking_lot::Mutex;
 
 use super::block_id::BlockId;
-use super::blockfile::{Loc, LOC_LEN};
+use super::blockfile::{BlockFiles, Loc, LOC_LEN};
 use super::store::{LayerData, LayerIn, Match, PrefixError, PrefixStore};
 use super::Manifest;
 use crate::durability::Wal;
@@ -119,6 +119,11 @@ pub fn match_prefix(
 /// Stores one block after `parent`; returns its id and the log record's sequence
 /// number. In a durable engine the new payloads are in the block files before the
 /// record that names them is appended.
+///
+/// A new block of a namespace that keeps layers as sent is written to the block files
+/// first, straight from the caller's bytes, and the store keeps the written bytes as
+/// views of the files (where the storage maps them): one copy, into the page cache,
+/// instead of a copy into fresh memory and another into the file.
 pub fn put(
     store: &Mutex<PrefixStore>,
     log: ChangeLog<'_>,
@@ -128,27 +133,52 @@ pub fn put(
     layers: &[LayerIn<'_>],
 ) -> Result<(BlockId, u64), PrefixError> {
     let mut store = store.lock();
-    let stored = store.put(name, parent, tokens, layers)?;
+    let files = store.files().cloned().filter(|_| log.durable());
+    let mut written: Vec<Option<Loc>> = vec![None; layers.len()];
+    let mut handed: Option<Vec<LayerIn<'_>>> = None;
+    if let Some(files) = &files {
+        let (_, exists) = store.check_put(name, parent, tokens, layers)?;
+        if !exists && store.keeps_as_given(name) {
+            handed = Some(write_first(files, layers, &mut written)?);
+        }
+    }
+    let stored = match store.put(name, parent, tokens, handed.as_deref().unwrap_or(layers)) {
+        Ok(stored) => stored,
+        Err(e) => {
+            // Nothing names what was written: its space is dead (compaction's).
+            if let Some(files) = &files {
+                written.iter().flatten().for_each(|&loc| files.release(loc));
+            }
+            return Err(e);
+        }
+    };
     let mut records = Vec::new();
-    if let (Some(files), true) = (store.files().cloned(), log.durable()) {
+    if let Some(files) = files {
         if !stored.new_layers.is_empty() {
             let mut refs = Vec::with_capacity(stored.new_layers.len() * (4 + LOC_LEN));
             for &i in &stored.new_layers {
-                let Some(data) = store.layer(name, stored.id, i) else {
-                    continue;
-                };
-                let loc = match files.append(&data) {
-                    Ok(loc) => loc,
-                    Err(e) => {
-                        // Refused: the block is not kept (a store that added state to
-                        // a stored block keeps it in memory; healing writes it).
-                        if stored.created {
-                            let _ = store.delete(name, stored.id);
+                let (loc, view) = match written.get(i).copied().flatten() {
+                    // Written first: the store already holds the view (or its copy).
+                    Some(loc) => (loc, None),
+                    None => {
+                        let Some(data) = store.layer(name, stored.id, i) else {
+                            continue;
+                        };
+                        match files.append_view(&data) {
+                            Ok(written) => written,
+                            Err(e) => {
+                                // Refused: the block is not kept (a store that added
+                                // state to a stored block keeps it in memory; healing
+                                // writes it).
+                                if stored.created {
+                                    let _ = store.delete(name, stored.id);
+                                }
+                                return Err(block_file_error(e));
+                            }
                         }
-                        return Err(block_file_error(e));
                     }
                 };
-                store.set_loc(name, stored.id, i, loc);
+                store.set_loc(name, stored.id, i, loc, view);
                 refs.extend_from_slice(&(i as u32).to_le_bytes());
                 loc.encode(&mut refs);
             }
@@ -163,6 +193,36 @@ pub fn put(
     }
     records.extend(eviction_records(&stored.evicted));
     Ok((stored.id, log.append(&records)))
+}
+
+/// Writes each non-empty layer of a new block to the block files (noting where in
+/// `written`), and returns the layers to store: the written bytes as views of the
+/// files, or the layers as given where the storage maps nothing. On a failed write,
+/// what was written is released and nothing is stored.
+fn write_first<'a>(
+    files: &BlockFiles,
+    layers: &[LayerIn<'a>],
+    written: &mut [Option<Loc>],
+) -> Result<Vec<LayerIn<'a>>, PrefixError> {
+    let mut out = Vec::with_capacity(layers.len());
+    for (i, layer) in layers.iter().enumerate() {
+        let bytes = layer.bytes();
+        if bytes.is_empty() {
+            out.push(layer.clone());
+            continue;
+        }
+        match files.append_view(bytes) {
+            Ok((loc, view)) => {
+                written[i] = Some(loc);
+                out.push(view.map_or_else(|| layer.clone(), LayerIn::Adopt));
+            }
+            Err(e) => {
+                written.iter().flatten().for_each(|&loc| files.release(loc));
+                return Err(block_file_error(e));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Blocks of namespace `name` with the layers asked for (all when `None`). Fails on
@@ -248,8 +308,10 @@ pub fn compact(store: &Mutex<PrefixStore>, wal: &Wal, now_ms: i64, budget_bytes:
             let Some(data) = store.layer(&name, id, i) else {
                 continue;
             };
-            let Ok(loc) = files.append(&data) else { break };
-            store.set_loc(&name, id, i, loc);
+            let Ok((loc, view)) = files.append_view(&data) else {
+                break;
+            };
+            store.set_loc(&name, id, i, loc, view);
             moved += loc.len;
             let refs = by_block.entry((name, id)).or_default();
             refs.extend_from_slice(&(i as u32).to_le_bytes());
@@ -292,8 +354,8 @@ pub fn rewrite_untrusted(store: &Mutex<PrefixStore>) -> Result<u64, String> {
         let Some(data) = store.layer(&name, id, i) else {
             continue;
         };
-        let loc = files.heal_append(&data).map_err(io)?;
-        store.set_loc(&name, id, i, loc);
+        let (loc, view) = files.heal_append(&data).map_err(io)?;
+        store.set_loc(&name, id, i, loc, view);
         moved += loc.len;
     }
     files.heal_sync_active().map_err(io)?;
@@ -358,7 +420,7 @@ pub fn replay_put_ref(
         let data = files
             .read(loc)
             .map_err(|e| PrefixError::Refused(format!("ERR {e}")))?;
-        layers.push((i, std::sync::Arc::from(data), loc));
+        layers.push((i, data, loc));
     }
     store.replay_put(name, parent, tokens, layers)
 }
@@ -379,7 +441,9 @@ pub fn replay_reloc(
         if let Some(f) = &files {
             f.retain(loc);
         }
-        if store.set_loc(name, id, i, loc) {
+        // The payload as a view of its new file, so that the old one can go.
+        let view = files.as_ref().and_then(|f| f.view(loc));
+        if store.set_loc(name, id, i, loc, view) {
             n += 1;
         } else if let Some(f) = &files {
             f.release(loc);

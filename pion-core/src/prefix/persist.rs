@@ -11,7 +11,6 @@
 //! ```
 
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use super::block_id::BlockId;
 use super::blockfile::{Loc, LOC_LEN};
@@ -169,7 +168,7 @@ pub fn load(store: &mut PrefixStore, body: &[u8]) -> Result<u64, DecodeError> {
                             .ok_or_else(|| bad("no block files to read payloads from"))?;
                         let data = files.read(loc).map_err(|e| bad(&e))?;
                         files.retain(loc);
-                        layers.push(Some(Arc::from(data)));
+                        layers.push(Some(data));
                         locs.push(Some(loc));
                     }
                     _ => return Err(bad("bad layer marker")),

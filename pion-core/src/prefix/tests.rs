@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use crate::durability::DurabilityOptions;
 use crate::{Engine, EngineOptions, Reply};
 
+mod mapped;
+
 const BLOCK: usize = 16;
 
 fn manifest(tier: &str, recurrent: bool) -> String {
@@ -498,6 +500,9 @@ fn evicted_space_is_compacted_away_and_what_is_live_survives() {
             reclaimed(files),
             "block files {files_after_stores} -> {files}: compaction did not reclaim"
         );
+        // The moved payloads are views of the files they moved to: the emptied files
+        // went, and nothing still maps them.
+        mapped::assert_layers_view_live_block_files(&e, "m");
         // What is left on disk is about what is live: 20 blocks' worth plus the files
         // being written.
         let on_disk: u64 = block_files(&dir)
@@ -531,6 +536,7 @@ fn evicted_space_is_compacted_away_and_what_is_live_survives() {
         after, before,
         "live blocks bit-identical after compaction and restart"
     );
+    mapped::assert_layers_view_live_block_files(&e, "m");
     drop(e);
     let _ = std::fs::remove_dir_all(&dir);
 }

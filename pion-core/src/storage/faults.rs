@@ -266,6 +266,10 @@ impl StoredFile for FaultyFile {
         self.plan.stopped()?;
         self.inner.len()
     }
+
+    fn map(&self, len: u64) -> Option<super::FileMap> {
+        self.inner.map(len)
+    }
 }
 
 impl Storage for Faulty {

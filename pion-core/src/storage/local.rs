@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{DirLock, LockError, Open, Storage, StoredFile};
+use super::{DirLock, FileMap, LockError, Open, Storage, StoredFile};
 
 /// Files on the local file system.
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,6 +31,18 @@ impl StoredFile for File {
 
     fn len(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
+    }
+
+    fn map(&self, len: u64) -> Option<FileMap> {
+        let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
+        // SAFETY: a shared read-only mapping of this file. Its bytes may change or
+        // vanish under it only if the file is written over or truncated while mapped:
+        // the block files that are mapped are append-only and never truncated (a file
+        // is only ever created afresh under a new number), and `FileMap` hands out
+        // views only of ranges its caller has written. Pages past the file's end are
+        // never read through a view.
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(self) }.ok()?;
+        Some(FileMap::new(map))
     }
 }
 

@@ -47,6 +47,49 @@ pub trait StoredFile: Send + Sync {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
+    /// A read-only shared mapping of the file's first `len` bytes, which may reach
+    /// past its end; `None` where this storage maps nothing (or the mapping failed),
+    /// and the caller keeps its own copy of what it reads or writes.
+    fn map(&self, len: u64) -> Option<FileMap> {
+        let _ = len;
+        None
+    }
+}
+
+/// A read-only shared mapping of a file's first bytes: what is written there is the
+/// page cache's, shared with every view. The mapping may reach past the file's end
+/// (so a growing file needs few mappings); a page there must not be read until it is
+/// written, so views are handed out only of ranges their caller knows are written.
+pub struct FileMap {
+    /// The whole mapping, never exposed whole: only [`FileMap::view`]s of it.
+    all: bytes::Bytes,
+}
+
+impl FileMap {
+    /// Wraps a mapping (`owner` unmaps when the last view of it is dropped).
+    pub fn new<T: AsRef<[u8]> + Send + 'static>(owner: T) -> FileMap {
+        FileMap {
+            all: bytes::Bytes::from_owner(owner),
+        }
+    }
+
+    /// Bytes mapped (file offsets `0..len()`).
+    pub fn len(&self) -> u64 {
+        self.all.len() as u64
+    }
+
+    /// Whether nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// File bytes `[offset, offset + len)`, which the caller knows are written, as a
+    /// view that keeps the mapping alive; `None` past the mapping's end.
+    pub fn view(&self, offset: u64, len: u64) -> Option<bytes::Bytes> {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        (end <= self.all.len()).then(|| self.all.slice(start..end))
+    }
 }
 
 /// A held lock on a data directory; released when dropped.

@@ -3,29 +3,21 @@
 //! copy, instead of one page fault per 4 KiB page during it — measured as the
 //! largest single cost of storing a large block.
 
-use std::mem::MaybeUninit;
-use std::sync::Arc;
+use bytes::Bytes;
 
 /// Below this a plain copy is as fast (few pages to fault).
 const POPULATE_FROM: usize = 64 << 10;
 
 /// `bytes` in a new shared buffer.
-pub fn shared_copy(bytes: &[u8]) -> Arc<[u8]> {
+pub fn shared_copy(bytes: &[u8]) -> Bytes {
     if bytes.len() < POPULATE_FROM {
-        return Arc::from(bytes);
+        return Bytes::copy_from_slice(bytes);
     }
-    let mut buf: Arc<[MaybeUninit<u8>]> = Arc::new_uninit_slice(bytes.len());
-    // Just made, so not shared: `get_mut` cannot fail.
-    let Some(slots) = Arc::get_mut(&mut buf) else {
-        return Arc::from(bytes);
-    };
-    populate(slots.as_mut_ptr().cast(), slots.len());
-    // SAFETY: `slots` and `bytes` have the same length and do not overlap (`slots`
-    // was just allocated); after the copy every element is initialised.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), slots.as_mut_ptr().cast::<u8>(), bytes.len());
-        buf.assume_init()
-    }
+    let mut buf: Vec<u8> = Vec::with_capacity(bytes.len());
+    populate(buf.as_mut_ptr(), bytes.len());
+    buf.extend_from_slice(bytes);
+    // Length equals capacity: the conversion keeps the allocation as it is.
+    Bytes::from(buf)
 }
 
 /// Asks the kernel to back the whole pages inside `[ptr, ptr + len)` now (Linux 5.14+;

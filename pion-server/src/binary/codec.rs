@@ -33,7 +33,7 @@
 //!
 //! `block = tokens:u32 layers:u32 (present:u8 [len:u64 data])*layers`.
 
-use std::sync::Arc;
+use pion_core::Bytes;
 
 /// The two magic bytes that start every frame.
 pub const MAGIC: [u8; 2] = [0x5E, 0xCA];
@@ -84,7 +84,7 @@ pub enum Request {
         tokens: Vec<u32>,
         /// Each layer's bytes, copied once out of the frame into the buffer the
         /// store keeps.
-        layers: Vec<Arc<[u8]>>,
+        layers: Vec<Bytes>,
     },
     /// `FETCH` / `BATCH FETCH`.
     Fetch {
@@ -239,6 +239,16 @@ impl<'a> Body<'a> {
 
 /// Decodes a request body. Never panics; every malformed body is an error message.
 pub fn parse_request(opcode: u8, body: &[u8]) -> Result<Request, String> {
+    parse_request_in(opcode, body, None)
+}
+
+/// Decodes a request body that lies in `shared` when given (its bytes are `body`): a
+/// `PUT`'s layers are then views of it, not copies.
+pub fn parse_request_in(
+    opcode: u8,
+    body: &[u8],
+    shared: Option<&Bytes>,
+) -> Result<Request, String> {
     let mut b = Body { b: body, at: 0 };
     let req = match opcode {
         op::PING => return Ok(Request::Ping(body.to_vec())),
@@ -266,7 +276,11 @@ pub fn parse_request(opcode: u8, body: &[u8]) -> Result<Request, String> {
             let mut layers = Vec::with_capacity(nl);
             for _ in 0..nl {
                 let len = usize::try_from(b.u64()?).map_err(|_| "ERR layer too large")?;
-                layers.push(pion_core::util::shared_copy::shared_copy(b.take(len)?));
+                let data = b.take(len)?;
+                layers.push(match shared {
+                    Some(whole) => whole.slice_ref(data),
+                    None => pion_core::util::shared_copy::shared_copy(data),
+                });
             }
             Request::Put {
                 ns,
@@ -442,7 +456,7 @@ mod tests {
                 ns: "m".into(),
                 parent: 7,
                 tokens: vec![4, 5],
-                layers: vec![Arc::from(&[1u8, 2, 3][..]), Arc::from(&[][..])],
+                layers: vec![Bytes::from_static(&[1u8, 2, 3]), Bytes::new()],
             },
             Request::Fetch {
                 ns: "m".into(),

@@ -12,13 +12,13 @@
 
 pub mod codec;
 
-use std::sync::Arc;
+use pion_core::Bytes;
 
 use pion_core::prefix::ops::{Fetched, Outcome};
 use pion_core::Reply;
 
 use crate::output::Output;
-use codec::{header, op, parse_header, parse_request, Request, ERROR, HEADER_LEN};
+use codec::{header, op, parse_header, parse_request_in, Request, ERROR, HEADER_LEN};
 
 /// The largest frame body accepted before `AUTH` when the server has a password (as
 /// Redis caps an unauthenticated client's requests): a client that has not said who
@@ -88,9 +88,27 @@ pub enum Next {
     Fatal(String),
 }
 
+/// A `PUT` frame at least this large has its layers kept as views of the frame's own
+/// buffer rather than copied out of it (see [`whole_large_put`]).
+pub const SHARE_PUT_FROM: usize = 1 << 20;
+
+/// The length of the `PUT` frame `input` starts with, when the whole frame is there
+/// and it is at least [`SHARE_PUT_FROM`] bytes: the connection then hands the frame's
+/// buffer to the request (layers as views of it) instead of copying them out.
+pub fn whole_large_put(input: &[u8]) -> Option<usize> {
+    let len = frame_len(input)?;
+    (len >= SHARE_PUT_FROM && input.len() >= len && input[2] == op::PUT).then_some(len)
+}
+
 /// Reads the next request from `input`. `max_body` is the largest body accepted now
 /// (see [`UNAUTHENTICATED_FRAME_LIMIT`]).
 pub fn next_request(input: &[u8], max_body: u64) -> Next {
+    next_request_in(input, max_body, None)
+}
+
+/// [`next_request`] over `input` that lies in `shared` when given (its bytes are
+/// `input`): a `PUT`'s layers are views of it.
+pub fn next_request_in(input: &[u8], max_body: u64, shared: Option<&Bytes>) -> Next {
     let Some(head) = input.get(..HEADER_LEN) else {
         return Next::Incomplete;
     };
@@ -110,7 +128,7 @@ pub fn next_request(input: &[u8], max_body: u64) -> Next {
     let Some(body) = input.get(HEADER_LEN..used) else {
         return Next::Incomplete;
     };
-    match parse_request(hd.opcode, body) {
+    match parse_request_in(hd.opcode, body, shared) {
         Ok(req) => {
             let (argv, answer, layers) = command_of(req);
             Next::Call {
@@ -125,7 +143,7 @@ pub fn next_request(input: &[u8], max_body: u64) -> Next {
 }
 
 /// A `PUT`'s layers, travelling beside its command.
-type HandedLayers = Option<Vec<Arc<[u8]>>>;
+type HandedLayers = Option<Vec<Bytes>>;
 
 /// The whole length of the frame `input` starts with, once its header is there.
 pub fn frame_len(input: &[u8]) -> Option<usize> {
@@ -325,7 +343,7 @@ fn write_blocks(opcode: u8, count: Option<u32>, blocks: &[Fetched], out: &mut Ou
                     let bytes = out.bytes_mut();
                     bytes.push(1);
                     bytes.extend_from_slice(&(data.len() as u64).to_le_bytes());
-                    out.attach(std::sync::Arc::clone(data));
+                    out.attach(data.clone());
                 }
             }
         }
@@ -343,7 +361,7 @@ mod tests {
             ns: "m".into(),
             parent: 7,
             tokens: vec![1, 2],
-            layers: vec![Arc::from(&[9u8; 4][..])],
+            layers: vec![Bytes::from_static(&[9u8; 4])],
         });
         match next_request(&put, 1 << 20) {
             Next::Call {
@@ -360,7 +378,10 @@ mod tests {
                 assert_eq!(argv[3], [1, 0, 0, 0, 2, 0, 0, 0]);
                 // The layer travels beside the command, its argument a placeholder.
                 assert!(argv[4].is_empty());
-                assert_eq!(layers.as_deref(), Some(&[Arc::from(&[9u8; 4][..])][..]));
+                assert_eq!(
+                    layers.as_deref(),
+                    Some(&[Bytes::from_static(&[9u8; 4])][..])
+                );
             }
             other => panic!("{other:?}"),
         }

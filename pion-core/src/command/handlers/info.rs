@@ -282,6 +282,10 @@ fn render(
             line("kv_block_file_bytes", &files.bytes);
             line("kv_block_live_bytes", &files.live);
             line("kv_compacted_bytes", &files.compacted);
+            line(
+                "kv_mapped_bytes",
+                &store.files().map_or(0, |f| f.mapped_bytes()),
+            );
         }
         "attention" => {
             header!("# Attention");

@@ -68,6 +68,7 @@ pub(crate) fn open(
     {
         let mut store = engine.prefix().lock();
         store.set_files(std::sync::Arc::clone(&files));
+        engine.set_block_files(std::sync::Arc::clone(&files));
         // Exported prefixes are derived files that other processes map: only on the
         // local file system, and whatever an earlier run left is stale.
         if storage.is_local() {

@@ -2,6 +2,7 @@
 //! files, the export files of stored prefixes, and putting blocks back as recovery
 //! reads them from a snapshot or the log.
 
+use bytes::Bytes;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -65,7 +66,7 @@ impl PrefixStore {
     }
 
     /// A stored layer's bytes.
-    pub fn layer(&self, name: &str, id: BlockId, idx: usize) -> Option<Arc<[u8]>> {
+    pub fn layer(&self, name: &str, id: BlockId, idx: usize) -> Option<Bytes> {
         self.namespaces
             .get(name)?
             .blocks
@@ -76,17 +77,31 @@ impl PrefixStore {
     }
 
     /// Records where a layer's payload is on disk (replacing, and releasing, an older
-    /// location: compaction). Returns false if the block or layer is gone.
-    pub fn set_loc(&mut self, name: &str, id: BlockId, idx: usize, loc: Loc) -> bool {
-        let Some(slot) = self
+    /// location: compaction), and keeps `view` (the same bytes as a view of that file's
+    /// mapping) in place of the layer's own copy. Returns false if the block or layer
+    /// is gone.
+    pub fn set_loc(
+        &mut self,
+        name: &str,
+        id: BlockId,
+        idx: usize,
+        loc: Loc,
+        view: Option<Bytes>,
+    ) -> bool {
+        let Some(block) = self
             .namespaces
             .get_mut(name)
             .and_then(|ns| ns.blocks.get_mut(&id))
-            .and_then(|b| b.locs.get_mut(idx))
         else {
             return false;
         };
+        let (Some(slot), Some(data)) = (block.locs.get_mut(idx), block.layers.get_mut(idx)) else {
+            return false;
+        };
         let old = slot.replace(loc);
+        if let Some(view) = view {
+            *data = Some(view);
+        }
         if let (Some(old), Some(files)) = (old, &self.files) {
             files.release(old);
         }
@@ -133,7 +148,7 @@ impl PrefixStore {
         name: &str,
         parent: BlockId,
         tokens: &[u32],
-        layers: Vec<(usize, Arc<[u8]>, Loc)>,
+        layers: Vec<(usize, Bytes, Loc)>,
     ) -> Result<BlockId, PrefixError> {
         let id = BlockId::chain(parent, tokens);
         let nl = self.manifest(name)?.layers.len();
@@ -143,7 +158,7 @@ impl PrefixStore {
         if !self.contains(name, id) {
             let mut data: Vec<LayerData> = vec![None; nl];
             for (i, d, _) in &layers {
-                data[*i] = Some(Arc::clone(d));
+                data[*i] = Some(d.clone());
             }
             self.restore_block(name, id, parent, tokens.len() as u32, data)?;
             // A replayed block is as recently used as the order of the log says.
@@ -155,7 +170,7 @@ impl PrefixStore {
                 for (i, d, _) in &layers {
                     if b.layers[*i].is_none() {
                         added += d.len() as u64;
-                        b.layers[*i] = Some(Arc::clone(d));
+                        b.layers[*i] = Some(d.clone());
                     }
                 }
                 b.bytes += added;

@@ -5,6 +5,7 @@
 //! (parent → children); under a byte budget the least recently used *leaf* goes first,
 //! so a block is never evicted while a longer stored prefix still needs it.
 
+use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -43,7 +44,7 @@ fn err<T>(text: impl Into<String>) -> Result<T, PrefixError> {
 
 /// One layer's stored bytes for a block: `None` for a recurrent layer whose state the
 /// client did not supply at this block.
-pub type LayerData = Option<Arc<[u8]>>;
+pub type LayerData = Option<Bytes>;
 
 /// One layer's summary for the sparse selector, made on first use (`None` inside: a
 /// layer without one).
@@ -57,7 +58,7 @@ pub enum LayerIn<'a> {
     /// Bytes to copy (a command's argument).
     Copy(&'a [u8]),
     /// A buffer to keep without copying.
-    Adopt(Arc<[u8]>),
+    Adopt(Bytes),
 }
 
 impl LayerIn<'_> {
@@ -70,10 +71,10 @@ impl LayerIn<'_> {
     }
 
     /// The bytes as a shared buffer: the adopted one, or a copy.
-    pub fn to_shared(&self) -> Arc<[u8]> {
+    pub fn to_shared(&self) -> Bytes {
         match self {
             LayerIn::Copy(b) => crate::util::shared_copy::shared_copy(b),
-            LayerIn::Adopt(a) => Arc::clone(a),
+            LayerIn::Adopt(a) => a.clone(),
         }
     }
 }
@@ -284,17 +285,16 @@ impl PrefixStore {
         }
     }
 
-    /// Stores one block after `parent`: `layers` holds each layer's bytes (K then V for
-    /// attention layers; the state, or nothing, for recurrent ones), already in the
-    /// namespace's storage tier. Storing a block that exists is a no-op that may add
-    /// recurrent state the stored copy lacked.
-    pub fn put(
-        &mut self,
+    /// Checks a store of one block after `parent` without making it: the namespace,
+    /// the token count, each layer's length and the parent. Returns the block's id
+    /// and whether it is already stored.
+    pub fn check_put(
+        &self,
         name: &str,
         parent: BlockId,
         tokens: &[u32],
         layers: &[LayerIn<'_>],
-    ) -> Result<Stored, PrefixError> {
+    ) -> Result<(BlockId, bool), PrefixError> {
         let ns = self.ns(name)?;
         let m = &ns.manifest;
         let block_tokens = m.block_tokens as usize;
@@ -338,8 +338,33 @@ impl PrefixStore {
             }
         }
         let id = BlockId::chain(parent, tokens);
+        Ok((id, ns.blocks.contains_key(&id)))
+    }
+
+    /// Whether namespace `name` keeps layers as they are sent (no quantisation): a
+    /// layer handed over can then be kept as it is.
+    pub fn keeps_as_given(&self, name: &str) -> bool {
+        self.ns(name)
+            .is_ok_and(|ns| super::encode::keeps_as_given(&ns.manifest))
+    }
+
+    /// Stores one block after `parent`: `layers` holds each layer's bytes (K then V for
+    /// attention layers; the state, or nothing, for recurrent ones), already in the
+    /// namespace's storage tier. Storing a block that exists is a no-op that may add
+    /// recurrent state the stored copy lacked.
+    pub fn put(
+        &mut self,
+        name: &str,
+        parent: BlockId,
+        tokens: &[u32],
+        layers: &[LayerIn<'_>],
+    ) -> Result<Stored, PrefixError> {
+        let (id, exists) = self.check_put(name, parent, tokens, layers)?;
+        let ns = self.ns(name)?;
+        let m = &ns.manifest;
+        let n = tokens.len() as u32;
         let ns_id = ns.id;
-        if ns.blocks.contains_key(&id) {
+        if exists {
             // Shared prefix: nothing new to store, except recurrent state the stored
             // copy was missing (state is kept exactly as sent).
             let ns = self.ns_mut(name)?;
@@ -532,7 +557,7 @@ impl PrefixStore {
         ids: &[BlockId],
         layer: usize,
         summaries: bool,
-    ) -> Result<Vec<(u32, Arc<[u8]>, Option<Arc<BlockSummary>>)>, PrefixError> {
+    ) -> Result<Vec<(u32, Bytes, Option<Arc<BlockSummary>>)>, PrefixError> {
         let ns = self.ns(name)?;
         let ns_id = ns.id;
         let mut out = Vec::with_capacity(ids.len());
@@ -557,7 +582,7 @@ impl PrefixStore {
                     .clone(),
                 _ => None,
             };
-            out.push((b.tokens, Arc::clone(data), summary));
+            out.push((b.tokens, data.clone(), summary));
         }
         for id in ids {
             self.touch(ns_id, name, *id);
