@@ -227,3 +227,89 @@ fn maxmemory_holds_under_a_sustained_write_load_allkeys_lru() {
 fn maxmemory_holds_under_a_sustained_write_load_volatile_ttl() {
     bounded_under("volatile-ttl", &["EX", "100000"]);
 }
+
+/// `MEMORY STATS`'s integer field `name`.
+fn stat(c: &mut Client, name: &str) -> u64 {
+    let RespValue::Agg(_, Some(items)) = c.cmd(&["MEMORY", "STATS"]) else {
+        panic!("MEMORY STATS");
+    };
+    items
+        .chunks(2)
+        .find_map(|kv| match kv {
+            [RespValue::Bulk(_, Some(k)), RespValue::Line(b':', v)] if k == name.as_bytes() => {
+                String::from_utf8_lossy(v).parse().ok()
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("MEMORY STATS lacks {name}"))
+}
+
+/// `INFO memory` and `MEMORY STATS` say where the memory beside the keys is: the
+/// clients' buffers, the scripts, the prompt cache (mapped from its block files in a
+/// durable server) and the search indexes' vectors.
+#[test]
+fn the_breakdown_names_clients_scripts_prompt_cache_and_indexes() {
+    let dir = temp_dir("memory-breakdown");
+    let server = PionProcess::start(dir.path(), &["--threads", "1"]);
+    let mut c = server.client();
+    // This client's own buffers, at least (their sizes move as it is answered).
+    let clients0 = number(&mut c, "mem_clients_normal");
+    assert!(clients0 > 0 && stat(&mut c, "clients.normal") > 0);
+    // A client halfway through a 2 MB argument: its query buffer is sized for it.
+    let mut slow = server.client();
+    let mut partial = b"*3\r\n$3\r\nSET\r\n$4\r\nslow\r\n$2000000\r\n".to_vec();
+    partial.extend(std::iter::repeat_n(b'x', 500_000));
+    slow.send_raw(&partial).expect("send");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while number(&mut c, "mem_clients_normal") < clients0 + 1_500_000 {
+        assert!(Instant::now() < deadline, "the query buffer is not counted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(stat(&mut c, "clients.normal") >= clients0 + 1_500_000);
+    // Scripts.
+    assert_eq!(stat(&mut c, "lua.caches"), 0);
+    ok(
+        &mut c,
+        &["SCRIPT", "LOAD", "return 'a script of some length'"],
+    );
+    assert!(stat(&mut c, "lua.caches") > 0);
+    assert_eq!(stat(&mut c, "aof.buffer"), number(&mut c, "mem_aof_buffer"));
+    // The prompt cache: one block of 2 layers of 8 KiB, kept as views of its file.
+    let manifest = r#"{"model":"m","block_tokens":16,"dtype":"f16","layers":[{"kind":"attention","kv_heads":2,"head_dim":64},{"kind":"attention","kv_heads":2,"head_dim":64}]}"#;
+    ok(&mut c, &["KV.REGISTER", "n", manifest]);
+    let tokens: Vec<u8> = (0u32..16).flat_map(|t| t.to_le_bytes()).collect();
+    let layer = vec![7u8; 2 * 2 * 16 * 64 * 2];
+    let put: Vec<&[u8]> = vec![b"KV.PUT", b"n", b"root", &tokens, &layer, &layer];
+    assert!(!c.cmd(&put).is_error());
+    assert_eq!(number(&mut c, "mem_prompt_cache"), 2 * layer.len() as u64);
+    assert_eq!(
+        number(&mut c, "mem_prompt_cache_mapped"),
+        2 * layer.len() as u64
+    );
+    // A vector index.
+    assert_eq!(number(&mut c, "mem_vector_indexes"), 0);
+    ok(
+        &mut c,
+        &[
+            "FT.CREATE",
+            "v",
+            "SCHEMA",
+            "e",
+            "VECTOR",
+            "HNSW",
+            "6",
+            "TYPE",
+            "FLOAT32",
+            "DIM",
+            "4",
+            "DISTANCE_METRIC",
+            "L2",
+        ],
+    );
+    let blob: Vec<u8> = [1f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    assert!(!c.cmd(&[b"HSET".as_slice(), b"doc", b"e", &blob]).is_error());
+    assert!(number(&mut c, "mem_vector_indexes") > 0);
+}

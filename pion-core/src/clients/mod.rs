@@ -87,6 +87,15 @@ pub struct ClientText {
 }
 
 impl ClientShared {
+    /// Bytes of the client's buffers as allocated (`CLIENT LIST`'s `tot-mem`): the
+    /// query buffer, read and free, and the reply buffer.
+    pub fn buffer_bytes(&self) -> usize {
+        let b = &self.buffers;
+        b.query.load(Ordering::Relaxed)
+            + b.query_free.load(Ordering::Relaxed)
+            + b.output_capacity.load(Ordering::Relaxed)
+    }
+
     /// Asks the client's connection to close.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
@@ -365,6 +374,16 @@ impl ClientRegistry {
             .collect()
     }
 
+    /// The buffers of every connected client, in bytes (`INFO`'s
+    /// `mem_clients_normal`).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.clients
+            .lock()
+            .values()
+            .map(|c| c.buffer_bytes() as u64)
+            .sum()
+    }
+
     /// Number of connected clients.
     pub fn len(&self) -> usize {
         self.clients.lock().len()
@@ -450,10 +469,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         b.query.load(Ordering::Relaxed),
         b.query_free.load(Ordering::Relaxed),
     );
-    let (omem, out_cap) = (
-        b.output.load(Ordering::Relaxed),
-        b.output_capacity.load(Ordering::Relaxed),
-    );
+    let omem = b.output.load(Ordering::Relaxed);
     let (flags, sub, psub, ssub) = client_list_fields(c);
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
@@ -471,7 +487,7 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         qbuf + qbuf_free,
         qbuf + qbuf_free,
         omem,
-        qbuf + qbuf_free + out_cap,
+        c.buffer_bytes(),
         if omem > 0 { "rw" } else { "r" },
         match c.last_cmd.load(Ordering::Relaxed) {
             usize::MAX => "NULL",

@@ -591,12 +591,18 @@ impl Engine {
 
     /// The memory figures now (`INFO memory`, `MEMORY STATS`), noting the peak.
     pub fn memory_report(&self) -> crate::monitor::memstats::MemoryReport {
+        let parts = crate::monitor::memstats::MemoryParts {
+            not_counted: self.memory_not_counted_for_evict(),
+            mapped: self.mapped_memory(),
+            clients: self.clients().buffer_bytes(),
+            prompt_cache: self.prefix().lock().bytes(),
+            vector_indexes: self.search().vector_bytes() as u64,
+        };
         crate::monitor::memstats::MemoryReport::read(
             &self.inner.keyspace,
             &self.inner.operator.peak,
             self.inner.startup_memory,
-            self.memory_not_counted_for_evict(),
-            self.mapped_memory(),
+            parts,
         )
     }
 

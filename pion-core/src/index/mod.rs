@@ -68,6 +68,20 @@ pub struct SearchIndex {
 }
 
 impl SearchIndex {
+    /// Bytes of the index's vector fields (codes, links, rows): `FT.INFO`'s
+    /// `vector_index_sz_mb`.
+    pub fn vector_bytes(&self) -> usize {
+        self.docs
+            .read()
+            .fields
+            .iter()
+            .map(|f| match f {
+                FieldIndex::Vector(v) => v.index().stats().memory_bytes,
+                _ => 0,
+            })
+            .sum()
+    }
+
     fn new(def: IndexDef) -> SearchIndex {
         SearchIndex {
             docs: RwLock::new(Docs::new(&def)),
@@ -281,6 +295,12 @@ impl Indexes {
     /// Every index.
     pub fn all(&self) -> Vec<Arc<SearchIndex>> {
         self.map.read().values().cloned().collect()
+    }
+
+    /// Bytes of every index's vector fields (codes, links, rows): `INFO`'s
+    /// `mem_vector_indexes`.
+    pub fn vector_bytes(&self) -> usize {
+        self.map.read().values().map(|i| i.vector_bytes()).sum()
     }
 
     /// Creates an index; the caller then runs [`Indexes::scan`] unless the definition

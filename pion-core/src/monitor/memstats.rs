@@ -21,6 +21,23 @@ impl Peak {
     }
 }
 
+/// What the engine holds beside the keys, gathered where it is kept (the allocator
+/// counts all of it but the mapped payloads; these say where it went).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryParts {
+    /// What eviction leaves out of `used` (the log's buffer; `mem_aof_buffer`).
+    pub not_counted: u64,
+    /// Prompt-cache payloads held as views of block-file mappings: resident like
+    /// allocated memory but not the allocator's, so added to `used`.
+    pub mapped: u64,
+    /// The connected clients' query and reply buffers (`mem_clients_normal`).
+    pub clients: u64,
+    /// The prompt cache's stored layers, mapped or allocated (`mem_prompt_cache`).
+    pub prompt_cache: u64,
+    /// The search indexes' vector fields (`mem_vector_indexes`).
+    pub vector_indexes: u64,
+}
+
 /// One reading of the memory figures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryReport {
@@ -41,25 +58,24 @@ pub struct MemoryReport {
     pub system: u64,
     /// Bytes eviction leaves out of `used` (`mem_not_counted_for_evict`).
     pub not_counted: u64,
+    /// Where the memory beside the keys is (clients, prompt cache, indexes).
+    pub parts: MemoryParts,
     /// The allocator's name (`mem_allocator`).
     pub allocator: String,
 }
 
 impl MemoryReport {
     /// Reads the figures of `keyspace` now, noting its used memory in `peak`;
-    /// `startup` is the used memory the engine started with, `not_counted` what
-    /// eviction leaves out of it (the log's buffer), `mapped` the prompt-cache bytes
-    /// held as views of block-file mappings (resident like allocated memory, and
-    /// counted with it).
+    /// `startup` is the used memory the engine started with, `parts` what the
+    /// engine holds beside the keys.
     pub fn read(
         keyspace: &Keyspace,
         peak: &Peak,
         startup: u64,
-        not_counted: u64,
-        mapped: u64,
+        parts: MemoryParts,
     ) -> MemoryReport {
         let estimate = keyspace.estimated_memory() as u64;
-        let used = alloc::allocated().unwrap_or(estimate) + mapped;
+        let used = alloc::allocated().unwrap_or(estimate) + parts.mapped;
         let dataset = estimate.min(used);
         let keys = (0..keyspace.databases())
             .map(|db| keyspace.db_size(db) as u64)
@@ -72,7 +88,8 @@ impl MemoryReport {
             rss: rss_bytes(),
             keys,
             system: system_bytes(),
-            not_counted: not_counted.min(used),
+            not_counted: parts.not_counted.min(used),
+            parts,
             allocator: alloc::name(),
         }
     }
@@ -150,11 +167,15 @@ impl MemoryReport {
             ),
             ("mem_not_counted_for_evict", self.not_counted.to_string()),
             ("mem_clients_slaves", "0".into()),
-            ("mem_clients_normal", "0".into()),
+            ("mem_clients_normal", self.parts.clients.to_string()),
             ("mem_aof_buffer", self.not_counted.to_string()),
             ("mem_allocator", self.allocator.clone()),
             ("lazyfree_pending_objects", "0".into()),
             ("lazyfreed_objects", "0".into()),
+            // Pion's own: the prompt cache's layers and the search indexes' vectors.
+            ("mem_prompt_cache", self.parts.prompt_cache.to_string()),
+            ("mem_prompt_cache_mapped", self.parts.mapped.to_string()),
+            ("mem_vector_indexes", self.parts.vector_indexes.to_string()),
         ]
     }
 }

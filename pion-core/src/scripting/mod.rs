@@ -336,6 +336,15 @@ impl Scripting {
         )
     }
 
+    /// Bytes of the cached scripts' bodies and of the libraries' code (`MEMORY
+    /// STATS`'s `lua.caches` and `functions.caches`).
+    pub fn cache_bytes(&self) -> (u64, u64) {
+        (
+            self.stats.script_bytes.load(Ordering::Relaxed) as u64,
+            self.stats.function_code_bytes.load(Ordering::Relaxed) as u64,
+        )
+    }
+
     /// The `INFO memory` fields Redis 7.0 reports for scripting.
     pub fn info_memory(&self) -> Vec<(&'static str, String)> {
         let s = &self.stats;

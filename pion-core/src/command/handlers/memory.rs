@@ -82,11 +82,12 @@ fn stats(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     put("startup.allocated", int(r.startup));
     put("replication.backlog", int(0));
     put("clients.slaves", int(0));
-    put("clients.normal", int(0));
+    put("clients.normal", int(r.parts.clients));
     put("cluster.links", int(0));
-    put("aof.buffer", int(0));
-    put("lua.caches", int(0));
-    put("functions.caches", int(0));
+    put("aof.buffer", int(r.parts.not_counted));
+    let (lua_caches, functions_caches) = e.scripting().cache_bytes();
+    put("lua.caches", int(lua_caches));
+    put("functions.caches", int(functions_caches));
     for db in 0..e.keyspace().databases() {
         let (keys, volatile, _) = e.keyspace().db_counts(db, e.now_ms());
         if keys == 0 {

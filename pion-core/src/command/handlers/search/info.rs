@@ -9,7 +9,6 @@ use crate::command::ctx::Ctx;
 use crate::error::{OpError, OpResult};
 use crate::index::schema::{short_float, FieldKind, FieldSpec};
 use crate::index::stem::Language;
-use crate::index::FieldIndex;
 use crate::reply::Reply;
 use crate::vector::Algorithm;
 
@@ -122,16 +121,10 @@ pub(super) fn info(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         resp3: ctx.client.resp >= 3,
     };
     let def = index.def.read();
+    // Before the documents' lock: the sum takes it itself.
+    let vector_bytes = index.vector_bytes();
     let docs = index.docs.read();
     let mb = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
-    let vector_bytes: usize = docs
-        .fields
-        .iter()
-        .map(|f| match f {
-            FieldIndex::Vector(v) => v.index().stats().memory_bytes,
-            _ => 0,
-        })
-        .sum();
     let n = docs.len();
     let records = docs.records as f64;
     let per_doc = if n == 0 { f64::NAN } else { records / n as f64 };
