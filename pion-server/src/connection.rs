@@ -172,6 +172,11 @@ impl Connection {
     /// read after the frame.
     fn share_large_put(&mut self) -> Option<Bytes> {
         let len = binary::whole_large_put(&self.input[self.consumed..self.filled])?;
+        if self.input.len() > len + len / 4 {
+            // A buffer grown for a larger frame is not lent to a smaller one: a store
+            // that keeps the views (in memory) would hold all of it.
+            return None;
+        }
         let buf = Arc::new(std::mem::take(&mut self.input));
         let start = self.consumed;
         self.input = buf[start + len..self.filled].to_vec();
@@ -635,12 +640,17 @@ mod tests {
 
     /// A `PUT` frame of 4 layers of 512 KiB (2 MiB) for the block after `parent`.
     fn large_put(parent: u128, first_token: u32, fill: u8) -> Vec<u8> {
+        put_of(parent, first_token, 256, fill)
+    }
+
+    /// A `PUT` frame of `tokens` tokens (4 layers of 2 KiB a token).
+    fn put_of(parent: u128, first_token: u32, tokens: u32, fill: u8) -> Vec<u8> {
         use crate::binary::codec::{encode_request, Request};
-        let layer = vec![fill; 2 * 8 * 256 * 64 * 2];
+        let layer = vec![fill; 2 * 8 * tokens as usize * 64 * 2];
         encode_request(&Request::Put {
             ns: "n".into(),
             parent,
-            tokens: (first_token..first_token + 256).collect(),
+            tokens: (first_token..first_token + tokens).collect(),
             layers: vec![Bytes::from(layer); 4],
         })
     }
@@ -687,6 +697,25 @@ mod tests {
         assert!(stored_layer(&engine, id).iter().all(|&b| b == 1));
         let second = BlockId::chain(id, &(256..512).collect::<Vec<u32>>());
         assert!(stored_layer(&engine, second).iter().all(|&b| b == 2));
+        // The second frame again: nothing new is kept, so its buffer comes back; a
+        // smaller frame read into it (a partial block of 1 MiB) is not lent it, or
+        // the store would keep all 2 MiB for it.
+        feed(&mut conn, &engine, &large_put(id.0, 256, 2));
+        let partial = put_of(second.0, 512, 128, 3);
+        feed(&mut conn, &engine, &partial[..64]);
+        let big = (conn.input.as_ptr() as usize, conn.input.len());
+        assert!(
+            big.1 > partial.len() + partial.len() / 4,
+            "the larger buffer came back"
+        );
+        feed(&mut conn, &engine, &partial[64..]);
+        let third = BlockId::chain(second, &(512..640).collect::<Vec<u32>>());
+        let kept = stored_layer(&engine, third);
+        assert!(kept.iter().all(|&b| b == 3));
+        assert!(
+            !(big.0..big.0 + big.1).contains(&(kept.as_ptr() as usize)),
+            "a partial block keeps its own bytes, not the larger buffer"
+        );
     }
 
     /// A durable store writes a large frame's layers to its block files and keeps
