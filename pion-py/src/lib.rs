@@ -210,8 +210,9 @@ impl Engine {
 
     /// `KV.PUT` with each layer read in place from its buffer (bytes, or a
     /// C-contiguous unsigned-byte view such as `memoryview(array).cast("B")`) into
-    /// the buffer the store keeps: one copy, made with the GIL released. `parent` is
-    /// a block id in hex or `root`, `tokens` little-endian u32 bytes.
+    /// the buffer the store keeps: one copy, made with the GIL released (a durable
+    /// engine then writes it to its block file and keeps the file's view instead).
+    /// `parent` is a block id in hex or `root`, `tokens` little-endian u32 bytes.
     fn _store_block(
         &self,
         py: Python<'_>,

@@ -70,8 +70,9 @@ impl Engine {
 
     /// [`kv_put`](Self::kv_put) with the layers in shared buffers the store keeps as
     /// they are (no copy) when the namespace stores layers as given; a quantising tier
-    /// reads them into its own format. The buffers must not change afterwards (an
-    /// `Bytes` cannot).
+    /// reads them into its own format. A durable engine writes them to its block files
+    /// and keeps views of those instead. `Bytes` cannot change once made, so what is
+    /// stored is what was handed over.
     pub fn kv_put_shared(
         &self,
         ns: &str,

@@ -447,11 +447,25 @@ fn fsync_policy_follows_config_set() {
 fn snapshots_under_concurrent_writes_lose_and_duplicate_nothing() {
     let dir = tmp("concurrent");
     let e = open(&dir).expect("open");
+    // Snapshots taken so far: a writer waits for the first before its 1000th write
+    // and for the second before its 2000th, so at least two fall amid the writes
+    // however slowly a loaded machine takes them.
+    let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let writers: Vec<_> = (0..4)
         .map(|t| {
             let e = e.clone();
+            let taken = std::sync::Arc::clone(&taken);
             std::thread::spawn(move || {
                 for i in 0..3000 {
+                    if i % 1000 == 0 && i > 0 {
+                        let deadline =
+                            std::time::Instant::now() + std::time::Duration::from_secs(60);
+                        while taken.load(std::sync::atomic::Ordering::SeqCst) < i / 1000
+                            && std::time::Instant::now() < deadline
+                        {
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    }
                     e.execute(0, &["RPUSH", &format!("list{t}"), &i.to_string()]);
                     e.execute(0, &["INCR", &format!("n{t}")]);
                     e.execute(
@@ -467,15 +481,15 @@ fn snapshots_under_concurrent_writes_lose_and_duplicate_nothing() {
             })
         })
         .collect();
-    let mut taken = 0;
     while writers.iter().any(|w| !w.is_finished()) {
         if run(&e, 0, &["SAVE"]) == Reply::ok() {
-            taken += 1;
+            taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
     for w in writers {
         w.join().expect("writer");
     }
+    let taken = taken.load(std::sync::atomic::Ordering::SeqCst);
     assert!(taken >= 2, "only {taken} snapshots during the writes");
     let before = dump(&e);
     drop(e);
