@@ -354,6 +354,21 @@ pub fn rewrite_untrusted(store: &Mutex<PrefixStore>) -> Result<u64, String> {
         let Some(data) = store.layer(&name, id, i) else {
             continue;
         };
+        // A payload held as a view of a failed file reads that file's pages: one the
+        // kernel dropped after it failed to write back reads what the disk holds. A
+        // payload that no longer matches the checksum it was written with is dropped
+        // with its block (and the blocks after it), never written again as good.
+        if store
+            .loc(&name, id, i)
+            .is_some_and(|old| crate::util::codec::crc(&data) != old.crc)
+        {
+            crate::log_warning!(
+                "prompt-cache block {} of namespace '{name}' no longer matches its checksum after a block-file failure: dropped",
+                id.hex()
+            );
+            let _ = store.delete(&name, id);
+            continue;
+        }
         let (loc, view) = files.heal_append(&data).map_err(io)?;
         store.set_loc(&name, id, i, loc, view);
         moved += loc.len;

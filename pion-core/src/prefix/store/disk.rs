@@ -76,6 +76,12 @@ impl PrefixStore {
             .clone()
     }
 
+    /// Where a stored layer's payload is on disk (`None`: not written, or no such
+    /// layer).
+    pub fn loc(&self, name: &str, id: BlockId, idx: usize) -> Option<Loc> {
+        *self.namespaces.get(name)?.blocks.get(&id)?.locs.get(idx)?
+    }
+
     /// Records where a layer's payload is on disk (replacing, and releasing, an older
     /// location: compaction), and keeps `view` (the same bytes as a view of that file's
     /// mapping) in place of the layer's own copy. Returns false if the block or layer

@@ -129,3 +129,58 @@ fn an_in_memory_engine_keeps_its_own_copies() {
     }
     assert_eq!(prompt_cache_info(&e, "kv_mapped_bytes"), 0);
 }
+
+/// Healing rewrites the payloads of a block file a write failed on, reading them from
+/// the store's views of that file. A payload whose pages no longer match the checksum
+/// it was written with (here changed on disk under the view; in life, a page the
+/// kernel dropped after its write-back failed) is dropped with its block and the
+/// blocks after it, not written again as good.
+#[test]
+fn healing_drops_a_payload_that_no_longer_matches_its_checksum() {
+    use std::os::unix::fs::FileExt;
+    let dir = tmp("mapped-heal");
+    let (storage, faults) = crate::storage::Faulty::wrap(crate::storage::local());
+    let mut d = DurabilityOptions::new(&dir);
+    d.storage = storage;
+    let e = Engine::open_with(EngineOptions::default(), d).expect("open");
+    register(&e, "m", "as-given", false);
+    let ids = store_seq(&e, "m", &seq(1, 48), None);
+    let first = fetch_all(&e, "m", &ids[0]);
+    let second = BlockId::from_arg(ids[1].as_bytes()).expect("id");
+    let loc = e.prefix().lock().loc("m", second, 0).expect("written");
+    let path = dir.join("blocks").join(format!("blk-{:010}.dat", loc.file));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    file.write_all_at(b"damage", loc.offset + 16 + 8)
+        .expect("damage");
+    // The next block-file write fails: the file is not trusted, and healing begins.
+    faults.only_paths_containing("blk-");
+    faults.fail_write(1, 5);
+    let refused = e.execute(0, &put_args("m", &ids[0], &seq(1000, 16), None));
+    assert!(
+        matches!(&refused, Reply::Error(t) if t.starts_with("MISCONF")),
+        "{refused:?}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !matches!(
+        e.execute(0, &put_args("m", &ids[0], &seq(1000, 16), None)),
+        Reply::Bulk(_)
+    ) {
+        assert!(std::time::Instant::now() < deadline, "never healed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The damaged block and the one after it are gone; the first is intact.
+    assert_eq!(fetch_all(&e, "m", &ids[0]), first);
+    for id in &ids[1..] {
+        assert!(matches!(
+            fetch_all(&e, "m", id),
+            Reply::Error(_) | Reply::Null
+        ));
+    }
+    assert_eq!(info(&e, "m", "blocks"), 2);
+    assert_layers_view_live_block_files(&e, "m");
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+}
