@@ -274,17 +274,21 @@ impl<'a> Parser<'a> {
                 if !self.starts_element() {
                     return Err(self.syntax());
                 }
-                let next = self.unary(scope, in_field)?;
-                let operand = self.operand(next, scope, in_field, stop)?;
+                let operand = self.next_operand(scope, in_field, stop)?;
                 chain = combine(chain, operand, true, scope);
             }
             all = combine(all, chain, false, scope);
             if !self.starts_element() || self.stops(stop) {
                 return Ok(all);
             }
-            let next = self.unary(scope, in_field)?;
-            chain = self.operand(next, scope, in_field, stop)?;
+            chain = self.next_operand(scope, in_field, stop)?;
         }
+    }
+
+    /// The union operand that starts at the next element.
+    fn next_operand(&mut self, scope: &FieldScope, in_field: bool, stop: Stop) -> PResult<Node> {
+        let first = self.unary(scope, in_field)?;
+        self.operand(first, scope, in_field, stop)
     }
 
     /// A union's operand that starts with `first` (see [`Parser::union_from`]).
