@@ -6,7 +6,7 @@ Same M (16), ef_construction (200), threads and ef sweep for all three; the Rust
 side-by-side table and Pion's ratios to hnswlib. Method: doc/vector-index.md.
 
     python3 benches/vector_compare.py [--data DIR] [--threads 2] [--metric cosine|ip]
-                                      [--limit N] [--pion-bin PATH]
+                                      [--limit N] [--passes N] [--pion-bin PATH]
 
 --data defaults to $PION_VECTOR_DATA/minilm384 (TEXMEX base.fvecs, query.fvecs, gt.ivecs).
 Needs numpy, hnswlib, faiss-cpu.
@@ -33,18 +33,22 @@ def recall(ids, gt, k):
     return float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in zip(ids, gt)]))
 
 
-def sweep(search, queries, gt):
+def sweep(search, queries, gt, passes):
+    """Recall and QPS per ef; the QPS of the median of `passes` timed passes."""
     rows = []
     for ef in EFS:
-        t = time.perf_counter()
-        ids = search(queries, 10, ef)
-        qps = len(queries) / (time.perf_counter() - t)
+        times = []
+        for _ in range(passes):
+            t = time.perf_counter()
+            ids = search(queries, 10, ef)
+            times.append(time.perf_counter() - t)
+        qps = len(queries) / sorted(times)[len(times) // 2]
         r100 = recall(search(queries, 100, ef), gt, 100) if ef >= 100 else None
         rows.append({"ef": ef, "recall10": recall(ids, gt, 10), "recall100": r100, "qps": qps})
     return rows
 
 
-def run_hnswlib(base, queries, gt, threads, metric):
+def run_hnswlib(base, queries, gt, threads, metric, passes):
     import hnswlib
 
     idx = hnswlib.Index(space={"cosine": "cosine", "ip": "ip", "l2": "l2"}[metric], dim=base.shape[1])
@@ -61,10 +65,10 @@ def run_hnswlib(base, queries, gt, threads, metric):
     # hnswlib stores f32 vectors plus links: report its own formula.
     size_per = base.shape[1] * 4 + (2 * M + 1) * 4 + 8
     return {"engine": "hnswlib", "build_s": build, "memory_bytes": size_per * len(base),
-            "rows": sweep(search, queries, gt)}
+            "rows": sweep(search, queries, gt, passes)}
 
 
-def run_faiss(base, queries, gt, threads, metric):
+def run_faiss(base, queries, gt, threads, metric, passes):
     import faiss
 
     faiss.omp_set_num_threads(threads)
@@ -80,12 +84,12 @@ def run_faiss(base, queries, gt, threads, metric):
         return idx.search(q, k)[1]
 
     return {"engine": "faiss", "build_s": build, "memory_bytes": None,
-            "rows": sweep(search, queries, gt)}
+            "rows": sweep(search, queries, gt, passes)}
 
 
 def run_pion(args):
     cmd = [args.pion_bin, "--data", args.data, "--threads", str(args.threads),
-           "--metric", args.metric, "--json"]
+           "--metric", args.metric, "--passes", str(args.passes), "--json"]
     if args.limit:
         cmd += ["--limit", str(args.limit)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -98,6 +102,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--metric", default="cosine", choices=["cosine", "ip", "l2"])
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--passes", type=int, default=3, help="timed passes per ef; the median counts")
     target = os.environ.get("CARGO_TARGET_DIR", "target")
     ap.add_argument("--pion-bin", default=os.path.join(target, "release", "vector_compare"))
     args = ap.parse_args()
@@ -110,8 +115,8 @@ def main():
         sims = queries @ base.T if args.metric != "l2" else -((queries[:, None, :] - base[None]) ** 2).sum(-1)
         gt = np.argsort(-sims, axis=1)[:, :100]
     raw = base.nbytes
-    results = [run_pion(args), run_hnswlib(base, queries, gt, args.threads, args.metric),
-               run_faiss(base, queries, gt, args.threads, args.metric)]
+    results = [run_pion(args), run_hnswlib(base, queries, gt, args.threads, args.metric, args.passes),
+               run_faiss(base, queries, gt, args.threads, args.metric, args.passes)]
 
     print(f"{len(base)}x{base.shape[1]} {args.metric}, M={M} efC={EFC}, {args.threads} threads; "
           f"CPU: {results[0].get('cpu', 'unknown')}")

@@ -26,6 +26,7 @@ pub mod distance;
 pub mod encoder;
 mod error;
 pub mod gpu;
+pub mod int8_dot;
 pub mod layout;
 pub mod quant;
 pub mod select;

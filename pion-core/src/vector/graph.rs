@@ -413,11 +413,12 @@ impl Graph {
                 Codes::I8 { codes, scales },
             ) => {
                 let row = &codes[i * d..(i + 1) * d];
-                i8_distance(
-                    self.metric,
-                    (qc, *scale, *norm2),
-                    (row, scales[i], self.norms[i]),
-                )
+                // Only L2 reads the row's norm: another array, another cache line.
+                let norm = match self.metric {
+                    Metric::L2 => self.norms[i],
+                    Metric::Cosine | Metric::Ip => 0.0,
+                };
+                i8_distance(self.metric, (qc, *scale, *norm2), (row, scales[i], norm))
             }
             (Query::Bin(q), Codes::Bin(c)) => {
                 let w = q.len();
@@ -443,12 +444,22 @@ impl Graph {
                     kernels::prefetch(as_bytes(row));
                 }
             }
-            Codes::I8 { codes, .. } => {
+            Codes::I8 { codes, scales } => {
                 if let Some(row) = codes.get(i * d..(i + 1) * d) {
                     // SAFETY: i8 and u8 have the same size, alignment and validity;
                     // the view covers exactly `row` and is only read.
                     let bytes = unsafe { &*(row as *const [i8] as *const [u8]) };
                     kernels::prefetch(bytes);
+                }
+                // The row's scale (and, for L2, its norm) sit in arrays of their own:
+                // without these a distance waits on one more miss after its row.
+                if let Some(scale) = scales.get(i..=i) {
+                    kernels::prefetch(as_bytes(scale));
+                }
+                if self.metric == Metric::L2 {
+                    if let Some(norm) = self.norms.get(i..=i) {
+                        kernels::prefetch(as_bytes(norm));
+                    }
                 }
             }
             Codes::Bin(_) => {}

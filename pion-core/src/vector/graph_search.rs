@@ -12,6 +12,9 @@ use super::graph::{Cand, Graph, Query};
 /// How many rows ahead a scan asks for.
 const SCAN_PREFETCH: usize = 8;
 
+/// How many neighbours' rows ahead of its distances a walk asks for.
+const ROW_PREFETCH: usize = 3;
+
 thread_local! {
     static VISITED: RefCell<Visited> = const { RefCell::new(Visited { marks: Vec::new(), epoch: 0 }) };
 }
@@ -119,19 +122,25 @@ impl Graph {
                 if c.d > bound {
                     break;
                 }
-                // The unvisited neighbours first, their rows asked of memory at once:
-                // the distances then overlap the loads instead of waiting on each.
                 let list = self.list(c.s, l);
                 let n = (list[0].load(Relaxed) as usize).min(list.len() - 1);
                 fresh.clear();
                 for cell in &list[1..=n] {
                     let nb = cell.load(Relaxed);
                     if visited.insert(nb) {
-                        self.prefetch_row(nb);
                         fresh.push(nb);
                     }
                 }
-                for &nb in &fresh {
+                // Rows are asked of memory a few ahead of the distance that reads
+                // them: enough to overlap the loads, few enough that the prefetches
+                // do not queue behind each other.
+                for &nb in fresh.iter().take(ROW_PREFETCH) {
+                    self.prefetch_row(nb);
+                }
+                for (j, &nb) in fresh.iter().enumerate() {
+                    if let Some(&ahead) = fresh.get(j + ROW_PREFETCH) {
+                        self.prefetch_row(ahead);
+                    }
                     let d = self.dist(q, nb);
                     if res.len() < ef || d < bound {
                         let cand = Cand { d, s: nb };

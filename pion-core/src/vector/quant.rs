@@ -3,7 +3,7 @@
 //! * `Int8`: per-vector symmetric scale. A vector `x` becomes `s = max|x_i| / 127` and
 //!   codes `c_i = round(x_i / s)` in `-127..=127`, so `x_i ≈ s·c_i` with an error of at
 //!   most `s/2` per component. The dot product of two coded vectors is
-//!   `a·b ≈ s_a·s_b·Σ c_a,i·c_b,i`, computed with an integer kernel (simsimd's `dot_i8`).
+//!   `a·b ≈ s_a·s_b·Σ c_a,i·c_b,i`, computed with an integer kernel ([`dot_i8`]).
 //!   Symmetric codes (no zero point) keep that one integer dot product the whole cost.
 //! * `Binary`: one sign bit per dimension, compared by Hamming distance.
 //! * f32 kernels come from simsimd as well (`dot`, `l2sq`).
@@ -35,19 +35,49 @@ pub fn dequantize_i8(codes: &[i8], scale: f32, factor: f32) -> Vec<f32> {
     codes.iter().map(|&c| c as f32 * s).collect()
 }
 
-/// `Σ a_i·b_i` over int8 codes with simsimd's kernel (exact: it accumulates in i32).
+/// `Σ a_i·b_i` over int8 codes (exact: it accumulates in i32). Where the CPU has
+/// AVX-512 VNNI, simsimd's kernel (one `vpdpbusd` per 64 codes); elsewhere the
+/// kernels crate's, which on AVX2 moves `a`'s sign onto `b` instead of widening both
+/// rows to 16 bits (simsimd's AVX2 kernel) and runs about twice as fast
+/// (doc/search-benchmarks.md). Both are exact for the symmetric codes
+/// [`quantize_i8`] makes.
 #[inline]
 pub fn dot_i8(a: &[i8], b: &[i8]) -> f32 {
+    if has_vnni() {
+        dot_i8_simsimd(a, b)
+    } else {
+        kernels::int8_dot::dot(a, b) as f32
+    }
+}
+
+/// The same dot product with simsimd's kernel for this CPU.
+#[inline]
+pub fn dot_i8_simsimd(a: &[i8], b: &[i8]) -> f32 {
     match i8::dot(a, b) {
         Some(d) => d as f32,
         None => dot_i8_scalar(a, b) as f32,
     }
 }
 
+/// Whether this CPU runs simsimd's AVX-512 VNNI int8 kernel.
+#[inline]
+fn has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512vnni")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The same dot product in plain Rust (the reference the kernel is tested and
 /// benchmarked against).
 pub fn dot_i8_scalar(a: &[i8], b: &[i8]) -> i32 {
-    a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
+    kernels::int8_dot::dot_scalar(a, b)
 }
 
 /// `a·b` in f32 with simsimd's kernel.
