@@ -93,7 +93,7 @@ impl Graph {
         eps: &[Cand],
         ef: usize,
         l: usize,
-        accept: &dyn Fn(u32) -> bool,
+        accept: impl Fn(u32) -> bool,
     ) -> Vec<Cand> {
         VISITED.with(|v| {
             let mut visited = v.borrow_mut();
@@ -220,8 +220,10 @@ impl Graph {
 
     /// The `keep` nearest accepted slots by a scan of every slot, nearest first:
     /// cheaper than a walk when few slots are accepted (a walk then visits many times
-    /// `ef` slots to find `ef` accepted ones), and exhaustive.
-    pub(crate) fn scan(&self, q: &Query, keep: usize, accept: &dyn Fn(u32) -> bool) -> Vec<Cand> {
+    /// `ef` slots to find `ef` accepted ones), and exhaustive. `accept` is inlined
+    /// into the pass over every slot: called through `dyn`, it cost 0.5 ms a query
+    /// over 100K slots, a third of a 10 % filter's FT.SEARCH.
+    pub(crate) fn scan(&self, q: &Query, keep: usize, accept: impl Fn(u32) -> bool) -> Vec<Cand> {
         let accepted: Vec<u32> = (0..self.slots() as u32).filter(|&s| accept(s)).collect();
         self.nearest_of(q, keep, &accepted)
     }
