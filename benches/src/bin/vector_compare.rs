@@ -148,60 +148,40 @@ fn main() -> Result<(), String> {
             })
             .collect()
     };
+    // One pass over every query at (k, ef): recall@k and the pass's seconds.
+    let recall_pass = |k: usize, ef: usize| -> (f64, f64) {
+        let hits = AtomicUsize::new(0);
+        let t = Instant::now();
+        par_queries(nq, a.threads, |i| {
+            let q = &queries[i * dim..(i + 1) * dim];
+            let got = idx.search(
+                q,
+                k,
+                &SearchOptions {
+                    ef: Some(ef),
+                    filter: None,
+                    filter_bits: None,
+                    filter_passes: None,
+                },
+            );
+            let tr = &truth[i][..k.min(truth[i].len())];
+            let h = got
+                .iter()
+                .filter(|n| tr.contains(&(n.label as u32)))
+                .count();
+            hits.fetch_add(h, Ordering::Relaxed);
+        });
+        let secs = t.elapsed().as_secs_f64();
+        (hits.into_inner() as f64 / (nq * k) as f64, secs)
+    };
     let mut rows = Vec::new();
     for ef in EFS {
-        let hits10 = AtomicUsize::new(0);
-        let mut pass_secs = Vec::with_capacity(a.passes);
-        for _ in 0..a.passes {
-            hits10.store(0, Ordering::Relaxed);
-            let t = Instant::now();
-            par_queries(nq, a.threads, |i| {
-                let q = &queries[i * dim..(i + 1) * dim];
-                let got = idx.search(
-                    q,
-                    10,
-                    &SearchOptions {
-                        ef: Some(ef),
-                        filter: None,
-                        filter_bits: None,
-                        filter_passes: None,
-                    },
-                );
-                let tr = &truth[i][..10.min(truth[i].len())];
-                let h = got
-                    .iter()
-                    .filter(|n| tr.contains(&(n.label as u32)))
-                    .count();
-                hits10.fetch_add(h, Ordering::Relaxed);
-            });
-            pass_secs.push(t.elapsed().as_secs_f64());
-        }
+        let passes: Vec<(f64, f64)> = (0..a.passes).map(|_| recall_pass(10, ef)).collect();
+        let r10 = passes[0].0;
+        let mut pass_secs: Vec<f64> = passes.iter().map(|p| p.1).collect();
         pass_secs.sort_by(f64::total_cmp);
         let secs = pass_secs[pass_secs.len() / 2];
-        let r10 = hits10.into_inner() as f64 / (nq * 10) as f64;
-        let r100 = (ef >= 100).then(|| {
-            let hits = AtomicUsize::new(0);
-            par_queries(nq, a.threads, |i| {
-                let q = &queries[i * dim..(i + 1) * dim];
-                let got = idx.search(
-                    q,
-                    100,
-                    &SearchOptions {
-                        ef: Some(ef),
-                        filter: None,
-                        filter_bits: None,
-                        filter_passes: None,
-                    },
-                );
-                let tr = &truth[i][..100.min(truth[i].len())];
-                let h = got
-                    .iter()
-                    .filter(|n| tr.contains(&(n.label as u32)))
-                    .count();
-                hits.fetch_add(h, Ordering::Relaxed);
-            });
-            hits.into_inner() as f64 / (nq * 100) as f64
-        });
+        let r100 = (ef >= 100).then(|| recall_pass(100, ef).0);
         rows.push((ef, r10, r100, nq as f64 / secs));
     }
     if a.json {
