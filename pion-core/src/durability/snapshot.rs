@@ -407,14 +407,10 @@ mod tests {
                 b"s".to_vec(),
                 entry(Value::string(b"\x00bin".to_vec()), Some(123)),
             ),
-            (1, b"h".to_vec(), entry(Value::Hash(Box::new(h)), None)),
+            (1, b"h".to_vec(), entry(Value::Hash(h), None)),
             (2, b"l".to_vec(), entry(Value::List(l), None)),
-            (
-                0,
-                b"set".to_vec(),
-                entry(Value::Set(Box::new(s)), Some(i64::MAX - 1)),
-            ),
-            (3, b"z".to_vec(), entry(Value::ZSet(Box::new(z)), None)),
+            (0, b"set".to_vec(), entry(Value::Set(s), Some(i64::MAX - 1))),
+            (3, b"z".to_vec(), entry(Value::ZSet(z), None)),
         ]
     }
 

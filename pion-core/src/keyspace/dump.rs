@@ -121,7 +121,7 @@ pub(crate) fn decode_entry(
                 let v = r.bytes()?.to_vec();
                 h.insert(f, v, limits);
             }
-            Value::Hash(Box::new(h))
+            Value::Hash(h)
         }
         TYPE_LIST => {
             let n = r.count(4)?;
@@ -139,7 +139,7 @@ pub(crate) fn decode_entry(
                 s.get_or_insert_with(|| SetValue::for_first_member(m))
                     .insert(m, limits);
             }
-            Value::Set(Box::new(s.unwrap_or_default()))
+            Value::Set(s.unwrap_or_default())
         }
         TYPE_ZSET => {
             let n = r.count(12)?;
@@ -152,7 +152,7 @@ pub(crate) fn decode_entry(
                 }
                 z.insert(&m, score, limits);
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }
         TYPE_VSET => Value::VectorSet(Box::new(crate::value::vset::codec::decode(r)?)),
         TYPE_STREAM => Value::Stream(Box::new(super::dump_stream::decode_stream(r)?)),

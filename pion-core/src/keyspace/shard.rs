@@ -440,6 +440,13 @@ mod tests {
             "Entry grew to {}",
             std::mem::size_of::<Entry>()
         );
+        // Small hashes, sets and sorted sets sit in the entry itself, with no box of
+        // their own: each is the size of a string value.
+        use crate::value::{HashValue, SetValue, StrValue, ZSetValue};
+        let string = std::mem::size_of::<StrValue>();
+        assert!(std::mem::size_of::<HashValue>() <= string);
+        assert!(std::mem::size_of::<SetValue>() <= string);
+        assert!(std::mem::size_of::<ZSetValue>() <= string);
     }
 
     #[test]

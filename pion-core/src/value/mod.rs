@@ -80,14 +80,14 @@ impl Default for EncodingLimits {
 pub enum Value {
     /// A binary-safe string.
     Str(StrValue),
-    /// A hash of fields to values (boxed: keeps `Value`, and every table entry, small).
-    Hash(Box<HashValue>),
+    /// A hash of fields to values.
+    Hash(HashValue),
     /// A list.
     List(ListValue),
-    /// A set of distinct members (boxed, like hashes).
-    Set(Box<SetValue>),
-    /// A sorted set (boxed, like hashes).
-    ZSet(Box<ZSetValue>),
+    /// A set of distinct members.
+    Set(SetValue),
+    /// A sorted set.
+    ZSet(ZSetValue),
     /// A Redis 8 vector set (boxed, like hashes).
     VectorSet(Box<VectorSetValue>),
     /// A stream with its consumer groups (boxed, like hashes).

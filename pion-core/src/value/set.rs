@@ -188,7 +188,7 @@ impl SetValue {
 
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
-            Repr::IntSet(v) => v.heap_bytes() + std::mem::size_of::<SetValue>(),
+            Repr::IntSet(v) => v.heap_bytes(),
             Repr::Table(s) => s.mem_usage(samples) + std::mem::size_of::<ScanTable>(),
         }
     }

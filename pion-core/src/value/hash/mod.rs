@@ -201,7 +201,7 @@ impl HashValue {
 
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
-            Repr::Listpack(p) => p.heap_bytes() + std::mem::size_of::<HashValue>(),
+            Repr::Listpack(p) => p.heap_bytes(),
             Repr::Table(m) => m.mem_usage(samples) + std::mem::size_of::<ScanTable>(),
         }
     }

@@ -46,7 +46,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
                     return Err(RdbError::bad("duplicate set member"));
                 }
             }
-            Value::Set(Box::new(s.unwrap_or_default()))
+            Value::Set(s.unwrap_or_default())
         }
         types::SET_INTSET => {
             let members = intset::parse(&r.string()?)?;
@@ -54,7 +54,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
             for m in members {
                 s.insert(m.to_string().as_bytes(), limits);
             }
-            Value::Set(Box::new(s))
+            Value::Set(s)
         }
         types::SET_LISTPACK => {
             let blob = r.string()?;
@@ -67,7 +67,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
                     return Err(RdbError::bad("duplicate set member"));
                 }
             }
-            Value::Set(Box::new(s.unwrap_or_default()))
+            Value::Set(s.unwrap_or_default())
         }
         t @ (types::ZSET | types::ZSET_2) => {
             let n = r.count(2)?;
@@ -97,7 +97,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
                     return Err(RdbError::bad("duplicate hash field"));
                 }
             }
-            Value::Hash(Box::new(h))
+            Value::Hash(h)
         }
         types::HASH_ZIPMAP => {
             let blob = r.string()?;
@@ -109,7 +109,7 @@ pub(super) fn value(r: &mut Reader<'_>, opts: &LoadOptions) -> Result<Value, Rdb
                     return Err(RdbError::bad("duplicate hash field"));
                 }
             }
-            Value::Hash(Box::new(h))
+            Value::Hash(h)
         }
         t @ (types::HASH_ZIPLIST | types::HASH_LISTPACK) => {
             let blob = r.string()?;
@@ -189,7 +189,7 @@ fn zset_from_pairs(items: &[Item<'_>], limits: &EncodingLimits) -> Result<Value,
     }
     let listpack = members.len() <= limits.zset_max_listpack_entries;
     ZSetValue::restored(members, listpack)
-        .map(|z| Value::ZSet(Box::new(z)))
+        .map(Value::ZSet)
         .ok_or(RdbError::bad("duplicate sorted set member"))
 }
 
@@ -206,7 +206,7 @@ fn zset_from_elements(
     let listpack = members.len() <= limits.zset_max_listpack_entries
         && longest <= limits.zset_max_listpack_value;
     ZSetValue::restored(members, listpack)
-        .map(|z| Value::ZSet(Box::new(z)))
+        .map(Value::ZSet)
         .ok_or(RdbError::bad("duplicate sorted set member"))
 }
 
@@ -226,5 +226,5 @@ fn hash_from_pairs(items: &[Item<'_>], limits: &EncodingLimits) -> Result<Value,
         pairs.push((f, pair[1].to_bytes()));
     }
     let listpack = pairs.len() <= limits.hash_max_listpack_entries;
-    Ok(Value::Hash(Box::new(HashValue::restored(pairs, listpack))))
+    Ok(Value::Hash(HashValue::restored(pairs, listpack)))
 }

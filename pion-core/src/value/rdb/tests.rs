@@ -211,21 +211,21 @@ fn any_value() -> impl Strategy<Value = Value> {
             for m in v {
                 s.insert(&m, &limits());
             }
-            Value::Set(Box::new(s))
+            Value::Set(s)
         }),
         proptest::collection::vec((bytes(), bytes()), 1..40).prop_map(|v| {
             let mut h = HashValue::new();
             for (f, x) in v {
                 h.insert(f, x, &limits());
             }
-            Value::Hash(Box::new(h))
+            Value::Hash(h)
         }),
         proptest::collection::vec((bytes(), -1e6f64..1e6), 1..200).prop_map(|v| {
             let mut z = ZSetValue::new();
             for (m, s) in v {
                 z.insert(&m, (s * 4.0).round() / 4.0, &limits());
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(z)
         }),
     ]
 }

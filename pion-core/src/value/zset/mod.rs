@@ -411,7 +411,7 @@ impl ZSetValue {
 
     pub(crate) fn mem_usage(&self, samples: usize) -> usize {
         match &self.repr {
-            Repr::Listpack(p) => p.heap_bytes() + std::mem::size_of::<ZSetValue>(),
+            Repr::Listpack(p) => p.heap_bytes(),
             Repr::Skiplist(_) => {
                 sampled_size(self.iter().map(|m| m.member.len()), self.len(), 40, samples)
             }

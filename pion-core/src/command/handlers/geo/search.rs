@@ -410,7 +410,7 @@ fn store(
     }
     z.convert_to_listpack_if_fits(&limits);
     let n = z.len();
-    ctx.ks.set(db, dst, Value::ZSet(Box::new(z)))?;
+    ctx.ks.set(db, dst, Value::ZSet(z))?;
     let event = match kind {
         Kind::Search | Kind::SearchStore => "geosearchstore",
         _ => "georadiusstore",

@@ -142,7 +142,7 @@ fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<Option<&'c HashVa
 fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<&'c mut HashValue> {
     let db = ctx.db();
     ctx.ks
-        .get_or_insert_with(db, key, || Value::Hash(Box::default()))?
+        .get_or_insert_with(db, key, || Value::Hash(Default::default()))?
         .as_hash_mut()
 }
 

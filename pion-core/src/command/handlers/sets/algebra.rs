@@ -123,7 +123,7 @@ fn store(ctx: &mut Ctx<'_>, dest: &[u8], result: SetValue, event: &str) -> OpRes
             ctx.notify(crate::pubsub::notify::GENERIC, "del", dest);
         }
     } else {
-        ctx.ks.set(db, dest, Value::Set(Box::new(result)))?;
+        ctx.ks.set(db, dest, Value::Set(result))?;
         ctx.notify(crate::pubsub::notify::SET, event, dest);
     }
     Ok(Reply::Integer(len as i64))

@@ -191,9 +191,7 @@ fn write_set<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> OpResult<Option<&'c mut Se
 fn set_for_add<'c>(ctx: &'c mut Ctx<'_>, key: &[u8], first: &[u8]) -> OpResult<&'c mut SetValue> {
     let db = ctx.db();
     ctx.ks
-        .get_or_insert_with(db, key, || {
-            Value::Set(Box::new(SetValue::for_first_member(first)))
-        })?
+        .get_or_insert_with(db, key, || Value::Set(SetValue::for_first_member(first)))?
         .as_set_mut()
 }
 

@@ -125,7 +125,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         // pair stay a listpack); the inserts below convert it when needed.
         let db = ctx.db();
         let fresh = ZSetValue::with_hint(1, 0, &limits);
-        ctx.ks.set(db, key, Value::ZSet(Box::new(fresh)))?;
+        ctx.ks.set(db, key, Value::ZSet(fresh))?;
     }
     let Some(z) = write_zset(ctx, key)? else {
         return Err(OpError::custom("ERR internal error: sorted set vanished"));
@@ -167,7 +167,7 @@ pub(super) fn zincrby(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     if write_zset(ctx, key)?.is_none() {
         let db = ctx.db();
         let fresh = ZSetValue::with_hint(1, argv[3].len(), &limits);
-        ctx.ks.set(db, key, Value::ZSet(Box::new(fresh)))?;
+        ctx.ks.set(db, key, Value::ZSet(fresh))?;
     }
     let Some(z) = write_zset(ctx, key)? else {
         return Err(OpError::custom("ERR internal error: sorted set vanished"));

@@ -242,7 +242,7 @@ pub(super) fn zrangestore(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply
         out.insert(&e.member, e.score, &limits);
     }
     let n = out.len();
-    ctx.ks.set(db, dst, Value::ZSet(Box::new(out)))?;
+    ctx.ks.set(db, dst, Value::ZSet(out))?;
     ctx.notify(crate::pubsub::notify::ZSET, "zrangestore", dst);
     Ok(Reply::Integer(n as i64))
 }

@@ -258,7 +258,7 @@ fn algebra(ctx: &mut Ctx<'_>, argv: &[Vec<u8>], op: Op, store: bool) -> OpResult
     }
     z.convert_to_listpack_if_fits(&limits);
     let n = z.len();
-    ctx.ks.set(db, dst, Value::ZSet(Box::new(z)))?;
+    ctx.ks.set(db, dst, Value::ZSet(z))?;
     let event = match op {
         Op::Union => "zunionstore",
         Op::Inter => "zinterstore",

@@ -82,7 +82,7 @@ fn set(e: &Engine, key: &str, members: &[&str]) {
     for m in members {
         s.insert(m.as_bytes(), &limits);
     }
-    put(e, 0, key, crate::value::Value::Set(Box::new(s)));
+    put(e, 0, key, crate::value::Value::Set(s));
 }
 
 /// Stores a sorted set in database 0, as `ZADD` would build it.
@@ -92,7 +92,7 @@ fn zset(e: &Engine, key: &str, members: &[(f64, &str)]) {
     for (score, m) in members {
         z.insert(m.as_bytes(), *score, &limits);
     }
-    put(e, 0, key, crate::value::Value::ZSet(Box::new(z)));
+    put(e, 0, key, crate::value::Value::ZSet(z));
 }
 
 /// Stores a hash in database 0, as `HSET` would build it.
@@ -102,5 +102,5 @@ fn hash(e: &Engine, key: &str, pairs: &[(&str, &str)]) {
     for (f, v) in pairs {
         h.insert(f.as_bytes().to_vec(), v.as_bytes().to_vec(), &limits);
     }
-    put(e, 0, key, crate::value::Value::Hash(Box::new(h)));
+    put(e, 0, key, crate::value::Value::Hash(h));
 }

@@ -74,7 +74,7 @@ fn plain_set(e: &Engine, key: &str, members: &[&str]) {
         set.insert(m.as_bytes(), &limits);
     }
     let mut ks = e.keyspace().lock_keys(&[key], 0);
-    assert_eq!(ks.set(0, key.as_bytes(), Value::Set(Box::new(set))), Ok(()));
+    assert_eq!(ks.set(0, key.as_bytes(), Value::Set(set)), Ok(()));
 }
 
 /// The encoding of the sorted set at `key`.
