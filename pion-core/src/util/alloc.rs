@@ -144,14 +144,35 @@ pub fn good_size(size: usize) -> usize {
     }
 }
 
-// SAFETY: every method forwards to mimalloc's aligned entry points with the layout's
-// size and alignment, exactly as the `mimalloc` crate's `MiMalloc` does; the counting
-// around them only computes a size and touches this thread's counter.
+/// The largest alignment every mimalloc block has without asking: the first block of
+/// a page is 16-byte aligned and block sizes are multiples of 8.
+const PLAIN_ALIGN: usize = 8;
+
+/// Whether a layout can take mimalloc's plain entry points. They must be used where
+/// they can: mimalloc 3's aligned entry points take a block from the size class only
+/// when its free list happens to have one ready, and otherwise over-allocate into a
+/// larger class, so a table's 320-byte chunks cost 20 % more resident memory
+/// through them (measured: 100,000 chunks, 37.8 MB RSS against 31.5 MB).
+#[inline]
+fn plain(layout: &Layout) -> bool {
+    layout.align() <= PLAIN_ALIGN
+}
+
+// SAFETY: every method forwards to mimalloc with the layout's size, through the plain
+// entry points where every block mimalloc hands out already has the alignment asked
+// for (`plain`) and through the aligned ones otherwise; the counting around them only
+// computes a size and touches this thread's counter.
 unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as GlobalAlloc::alloc requires, `layout` has a non-zero size.
-        let p = unsafe { libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align()) };
+        let p = unsafe {
+            if plain(&layout) {
+                libmimalloc_sys::mi_malloc(layout.size())
+            } else {
+                libmimalloc_sys::mi_malloc_aligned(layout.size(), layout.align())
+            }
+        };
         if !p.is_null() {
             note(rounded(layout.size()));
         }
@@ -161,7 +182,13 @@ unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for `alloc`.
-        let p = unsafe { libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align()) };
+        let p = unsafe {
+            if plain(&layout) {
+                libmimalloc_sys::mi_zalloc(layout.size())
+            } else {
+                libmimalloc_sys::mi_zalloc_aligned(layout.size(), layout.align())
+            }
+        };
         if !p.is_null() {
             note(rounded(layout.size()));
         }
@@ -178,9 +205,14 @@ unsafe impl GlobalAlloc for CountingAlloc {
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr` came from this allocator with `layout` (GlobalAlloc::realloc's
-        // contract); mimalloc keeps the alignment it is given.
+        // contract); a plain block moves to another plain block, and mimalloc keeps
+        // any other alignment it is given.
         let p = unsafe {
-            libmimalloc_sys::mi_realloc_aligned(ptr as *mut c_void, new_size, layout.align())
+            if plain(&layout) {
+                libmimalloc_sys::mi_realloc(ptr as *mut c_void, new_size)
+            } else {
+                libmimalloc_sys::mi_realloc_aligned(ptr as *mut c_void, new_size, layout.align())
+            }
         };
         // On failure the old block stays allocated and counted.
         if !p.is_null() {
@@ -353,6 +385,47 @@ mod tests {
     /// The calling thread's count, through the counter it claims.
     fn count() -> i64 {
         own_count().expect("thread-locals")
+    }
+
+    #[test]
+    fn every_block_has_its_alignment_on_either_path() {
+        // Blocks are held a group at a time, well under the 1 MiB the per-thread
+        // counting test allows other tests to hold.
+        let a = CountingAlloc;
+        for align in [1usize, 2, 4, 8, 16, 32, 64, 4096] {
+            for size in [1usize, 3, 8, 24, 40, 48, 80, 100, 320, 1000, 5000] {
+                let mut blocks = Vec::new();
+                let layout = Layout::from_size_align(size, align).expect("layout");
+                // SAFETY: a valid layout with a non-zero size; each block is freed once
+                // below, with the layout it was allocated or reallocated with.
+                unsafe {
+                    for _ in 0..40 {
+                        let p = if size % 2 == 0 {
+                            a.alloc(layout)
+                        } else {
+                            a.alloc_zeroed(layout)
+                        };
+                        assert!(!p.is_null());
+                        assert_eq!(p as usize % align, 0, "size {size}, align {align}");
+                        blocks.push((p, layout));
+                    }
+                    let (p, old) = blocks.pop().expect("a block");
+                    let q = a.realloc(p, old, size * 3);
+                    assert!(!q.is_null());
+                    assert_eq!(
+                        q as usize % align,
+                        0,
+                        "realloc to {}, align {align}",
+                        size * 3
+                    );
+                    blocks.push((q, Layout::from_size_align(size * 3, align).expect("layout")));
+                }
+                for (p, layout) in blocks {
+                    // SAFETY: allocated above with this layout, freed once.
+                    unsafe { a.dealloc(p, layout) };
+                }
+            }
+        }
     }
 
     #[test]
