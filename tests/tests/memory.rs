@@ -84,12 +84,12 @@ fn used_memory_is_what_the_process_holds() {
         grown >= 40_000 * VALUE_LEN as u64,
         "used_memory grew by {grown}"
     );
-    // What is counted is what the process holds: most of its resident growth, and
-    // not more than it.
+    // What is counted is what the process holds: its resident growth within 15 %
+    // (measured: 0.99).
     let resident = rss1.saturating_sub(rss0) as f64;
     let share = grown as f64 / resident;
     assert!(
-        (0.6..=1.1).contains(&share),
+        (0.85..=1.15).contains(&share),
         "used_memory grew by {grown}, RSS by {resident} (share {share:.2})"
     );
     // The keys' own estimate is part of it, the tables and buffers the rest.
@@ -186,7 +186,8 @@ fn a_long_pipeline_is_not_held_whole() {
 }
 
 /// Under `maxmemory` a write load four times the headroom keeps used memory at the
-/// limit under `policy` (and the resident set within 1.6x of what the limit allows).
+/// limit under `policy`, and the resident set within 10 % of what the limit allows
+/// (measured: 1.05-1.08; 1.08-1.11 while aligned allocations over-allocated).
 fn bounded_under(policy: &str, extra: &[&str]) {
     let dir = temp_dir("memory-maxmemory");
     let server = PionProcess::start(dir.path(), &["--wal", "off"]);
@@ -213,7 +214,7 @@ fn bounded_under(policy: &str, extra: &[&str]) {
     let rss = number(&mut c, "used_memory_rss");
     let grown = rss.saturating_sub(rss0) as f64;
     assert!(
-        grown <= 1.6 * headroom as f64,
+        grown <= 1.1 * headroom as f64,
         "{policy}: RSS grew by {grown} for {headroom} of headroom"
     );
 }
