@@ -44,6 +44,6 @@ pub use error::KernelError;
 pub use gpu::{Device, DevicePolicy, Gpu, Kernels};
 pub use layout::{BlockKv, KvLayout};
 pub use select::{block_select, Score, SelectOptions, Selection};
-pub use simd::prefetch;
+pub use simd::{prefetch, prefetch_line};
 pub use state::{merge_states, AttnState};
 pub use summary::{block_summary, BlockSummary};

@@ -87,6 +87,12 @@ impl SlotTable {
     /// take, valid until the table next changes.
     #[inline]
     pub fn position(&self, key: &[u8]) -> Option<usize> {
+        // The chunks' pointers are read right after the index: ask for their first line
+        // now, so that its miss overlaps the index's instead of following it (in most
+        // slots one line holds them all).
+        if let Some(first) = self.chunks.first() {
+            kernels::prefetch_line(first);
+        }
         self.index
             .find(hash_of(key), |&at| {
                 self.pair(at as usize).is_some_and(|(k, _)| k.is(key))
@@ -122,8 +128,14 @@ impl SlotTable {
     /// Stores `entry` under `key`; returns the entry it replaced.
     pub fn insert(&mut self, key: StoredKey, entry: Entry) -> Option<Entry> {
         let hash = hash_of(key.as_slice());
-        if let Some(at) = self.position(key.as_slice()) {
-            return self.at_mut(at).map(|old| std::mem::replace(old, entry));
+        let found = self.index.find(hash, |&at| {
+            self.pair(at as usize)
+                .is_some_and(|(k, _)| k.is(key.as_slice()))
+        });
+        if let Some(&at) = found {
+            return self
+                .at_mut(at as usize)
+                .map(|old| std::mem::replace(old, entry));
         }
         if self.len == self.chunks.len() * CHUNK {
             self.chunks.push(Box::new([const { None }; CHUNK]));
