@@ -159,9 +159,7 @@ fn main() -> Result<(), String> {
                 k,
                 &SearchOptions {
                     ef: Some(ef),
-                    filter: None,
-                    filter_bits: None,
-                    filter_passes: None,
+                    ..Default::default()
                 },
             );
             let tr = &truth[i][..k.min(truth[i].len())];

@@ -74,7 +74,7 @@ impl SlotTable {
     /// The pair at `position`.
     #[inline]
     fn pair(&self, position: usize) -> Option<&Pair> {
-        self.chunks.get(position / CHUNK)?[position % CHUNK].as_ref()
+        pair_in(&self.chunks, position)
     }
 
     /// The place of pair `position`, for writing.

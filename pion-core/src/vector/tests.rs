@@ -114,9 +114,7 @@ pub(super) fn recall(
             k,
             &SearchOptions {
                 ef: Some(ef),
-                filter: None,
-                filter_bits: None,
-                filter_passes: None,
+                ..Default::default()
             },
         );
         hit += got.iter().filter(|n| truth.contains(&n.label)).count();
@@ -186,9 +184,7 @@ fn binary_codes_find_the_same_vector() {
             1,
             &SearchOptions {
                 ef: Some(64),
-                filter: None,
-                filter_bits: None,
-                filter_passes: None,
+                ..Default::default()
             },
         );
         hits += usize::from(got[0].label == i as u64 * 3 + 1 && got[0].distance == 0.0);

@@ -13,9 +13,7 @@ use super::*;
 fn opts(ef: usize) -> SearchOptions<'static> {
     SearchOptions {
         ef: Some(ef),
-        filter: None,
-        filter_bits: None,
-        filter_passes: None,
+        ..Default::default()
     }
 }
 
