@@ -550,13 +550,13 @@ impl Graph {
         let linkable = |x: u32| x != s && self.flags[x as usize].load(Relaxed) & FREE == 0;
         let mut eps = vec![ep];
         for l in (0..=level.min(top)).rev() {
-            let mut found = self.search_layer(&q, &eps, self.ef_construction, l, accept);
+            let mut found = self.search_layer(&q, &eps, self.ef_construction, l, false, accept);
             if found.is_empty() {
                 // Every node near `s` is dead (a re-index replacing them all): link
                 // through the dead ones. They stay until a repair reroutes the links of
                 // their neighbours around them, `s` among those, so `s` is not left
                 // with nothing leading to it.
-                found = self.search_layer(&q, &eps, self.ef_construction, l, linkable);
+                found = self.search_layer(&q, &eps, self.ef_construction, l, false, linkable);
             }
             let chosen = self.select(&found, self.m);
             {

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::graph::{Cand, Graph, Query};
+use super::graph::{Cand, Graph, Query, DEAD, FREE, IN_FLIGHT};
 
 /// How many rows ahead a scan asks for.
 const SCAN_PREFETCH: usize = 8;
@@ -86,13 +86,17 @@ impl Graph {
     /// `SEARCH-LAYER`: the `ef` nearest accepted slots found from `eps` on layer `l`,
     /// nearest first. Every slot is traversed; only accepted ones enter the result set,
     /// and the walk only stops once `ef` accepted ones were found (so selective filters
-    /// search wider instead of returning too few).
+    /// search wider instead of returning too few). `reads_labels` says that `accept`
+    /// reads each slot's label: the walk then asks for it with the slot's row (a 30 %
+    /// tag filter's walk otherwise spent a fifth of its time waiting on labels; asking
+    /// for them made the 30 % and 50 % filters 10–14 % faster).
     pub(crate) fn search_layer(
         &self,
         q: &Query,
         eps: &[Cand],
         ef: usize,
         l: usize,
+        reads_labels: bool,
         accept: impl Fn(u32) -> bool,
     ) -> Vec<Cand> {
         VISITED.with(|v| {
@@ -135,11 +139,11 @@ impl Graph {
                 // them: enough to overlap the loads, few enough that the prefetches
                 // do not queue behind each other.
                 for &nb in fresh.iter().take(ROW_PREFETCH) {
-                    self.prefetch_row(nb);
+                    self.prefetch_slot(nb, reads_labels);
                 }
                 for (j, &nb) in fresh.iter().enumerate() {
                     if let Some(&ahead) = fresh.get(j + ROW_PREFETCH) {
-                        self.prefetch_row(ahead);
+                        self.prefetch_slot(ahead, reads_labels);
                     }
                     let d = self.dist(q, nb);
                     if res.len() < ef || d < bound {
@@ -159,6 +163,17 @@ impl Graph {
             }
             res.into_sorted_vec()
         })
+    }
+
+    /// Asks for slot `s`'s row, and its label too when `label`.
+    #[inline]
+    fn prefetch_slot(&self, s: u32, label: bool) {
+        self.prefetch_row(s);
+        if label {
+            if let Some(l) = self.labels.get(s as usize) {
+                kernels::prefetch_line(l);
+            }
+        }
     }
 
     /// Range search on layer 0 (RediSearch's method): from the seeds, expand every
@@ -218,13 +233,30 @@ impl Graph {
         })
     }
 
-    /// The `keep` nearest accepted slots by a scan of every slot, nearest first:
-    /// cheaper than a walk when few slots are accepted (a walk then visits many times
-    /// `ef` slots to find `ef` accepted ones), and exhaustive. `accept` is inlined
-    /// into the pass over every slot: called through `dyn`, it cost 0.5 ms a query
-    /// over 100K slots, a third of a 10 % filter's FT.SEARCH.
-    pub(crate) fn scan(&self, q: &Query, keep: usize, accept: impl Fn(u32) -> bool) -> Vec<Cand> {
-        let accepted: Vec<u32> = (0..self.slots() as u32).filter(|&s| accept(s)).collect();
+    /// The `keep` nearest returnable slots whose label `passes`, by a scan of every
+    /// slot, nearest first: cheaper than a walk when few slots pass (a walk then
+    /// visits many times `ef` slots to find `ef` that pass), and exhaustive.
+    ///
+    /// The slots are tested 64 at a time, each test folded into a mask without a
+    /// branch, and the mask's bits walked after: a filter that passes every tenth slot
+    /// in no order mispredicts a branch per passing slot otherwise, and the test of
+    /// 100K slots was half of a 10 % tag filter's FT.SEARCH. `passes` is inlined into
+    /// that loop: called through `dyn`, it cost 0.5 ms a query over 100K slots.
+    pub(crate) fn scan(&self, q: &Query, keep: usize, passes: impl Fn(u64) -> bool) -> Vec<Cand> {
+        let mut accepted: Vec<u32> = Vec::new();
+        let flags = self.flags.chunks(64);
+        for (word, (flags, labels)) in flags.zip(self.labels.chunks(64)).enumerate() {
+            let mut mask = 0u64;
+            for (bit, (flag, &label)) in flags.iter().zip(labels).enumerate() {
+                let returnable = flag.load(Relaxed) & (DEAD | IN_FLIGHT | FREE) == 0;
+                mask |= u64::from(returnable & passes(label)) << bit;
+            }
+            let base = (word * 64) as u32;
+            while mask != 0 {
+                accepted.push(base + mask.trailing_zeros());
+                mask &= mask - 1;
+            }
+        }
         self.nearest_of(q, keep, &accepted)
     }
 

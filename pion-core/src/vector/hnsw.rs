@@ -293,15 +293,16 @@ impl Hnsw {
             && filter
                 .passes
                 .is_some_and(|n| n.saturating_mul(SCAN_BELOW) <= g.live.load(Relaxed));
+        let passes = |l: u64| filter.passes(l);
         let mut found = if few {
-            g.scan(&query, keep, accept)
+            g.scan(&query, keep, passes)
         } else if let Some(ep) = g.descend(&query, 0) {
-            let mut found = g.search_layer(&query, &[ep], ef, 0, accept);
+            let mut found = g.search_layer(&query, &[ep], ef, 0, filters, accept);
             if found.len() < k && filter.filters() {
                 // Too few accepted nodes reachable within ef: widen once, then scan.
-                found = g.search_layer(&query, &[ep], ef * 8, 0, accept);
+                found = g.search_layer(&query, &[ep], ef * 8, 0, filters, accept);
                 if found.len() < k {
-                    found = g.scan(&query, keep, accept);
+                    found = g.scan(&query, keep, passes);
                 }
             }
             found
@@ -337,7 +338,7 @@ impl Hnsw {
         let filters = filter.filters();
         let accept = |s: u32| g.returnable(s) && (!filters || filter.passes(g.labels[s as usize]));
         if let Some(ep) = g.descend(&query, 0) {
-            let seeds = g.search_layer(&query, &[ep], ef.max(1), 0, |_| true);
+            let seeds = g.search_layer(&query, &[ep], ef.max(1), 0, false, |_| true);
             // Code distances are estimates: keep a margin, then decide on exact ones.
             let keep_within = match g.exact {
                 Some(_) => radius + radius.abs() * self.params.epsilon.max(0.05),

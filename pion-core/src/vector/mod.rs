@@ -236,10 +236,8 @@ impl LabelBits<'_> {
     /// Whether label `l` is in the bitmap.
     #[inline]
     pub fn contains(&self, l: u64) -> bool {
-        usize::try_from(l / 64)
-            .ok()
-            .and_then(|w| self.0.get(w))
-            .is_some_and(|w| w & (1 << (l % 64)) != 0)
+        let word = usize::try_from(l / 64).ok().and_then(|w| self.0.get(w));
+        (word.copied().unwrap_or(0) >> (l % 64)) & 1 != 0
     }
 }
 
@@ -270,7 +268,9 @@ impl<'a> LabelFilter<'a> {
     /// Whether label `l` may be returned.
     #[inline]
     pub(crate) fn passes(&self, l: u64) -> bool {
-        self.bits.is_none_or(|b| b.contains(l)) && self.by_fn.is_none_or(|f| f(l))
+        // Both tests are made, without a branch between them: a scan folds this
+        // into a mask (`Graph::scan`). Neither has side effects.
+        self.bits.is_none_or(|b| b.contains(l)) & self.by_fn.is_none_or(|f| f(l))
     }
 }
 

@@ -152,6 +152,32 @@ fn label_bitmaps_filter_and_few_passing_labels_are_scanned_exhaustively() {
         }
         // Labels past the bitmap's end do not pass.
         assert!(!LabelBits(&bits).contains(1 << 40));
+        // A removed label is never returned by the scan, in the first word of slots
+        // or in the last, part-filled one (3,000 slots are 46 words and 56 slots),
+        // even to a query equal to its vector.
+        for gone in [0u64, 2950] {
+            assert!(idx.remove(gone));
+            let opts = SearchOptions {
+                ef: Some(10),
+                filter_bits: Some(LabelBits(&bits)),
+                filter_passes: Some(chosen.len()),
+                ..SearchOptions::default()
+            };
+            let got = idx.search(&vs[gone as usize], 5, &opts);
+            assert_eq!(got.len(), 5);
+            assert!(got.iter().all(|n| n.label % 50 == 0 && n.label != gone));
+        }
+        let last = idx.search(
+            &vs[2900],
+            1,
+            &SearchOptions {
+                ef: Some(10),
+                filter_bits: Some(LabelBits(&bits)),
+                filter_passes: Some(chosen.len()),
+                ..SearchOptions::default()
+            },
+        );
+        assert_eq!(last[0].label, 2900, "a slot of the last word is scanned");
     }
 }
 
