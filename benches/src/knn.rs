@@ -150,7 +150,7 @@ pub fn recall_at(answers: &[Vec<u32>], truth: &[Vec<u32>], k: usize) -> f64 {
 pub struct Point {
     /// The `ef` sent.
     pub ef: usize,
-    /// Recall@10 against the exact answer.
+    /// Recall at the sweep's k (10 unless it says otherwise) against the exact answer.
     pub recall: f64,
     /// Queries per second.
     pub qps: f64,

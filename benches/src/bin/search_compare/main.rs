@@ -2,16 +2,19 @@
 //! RediSearch 2.10) over the wire, with the same pipelined client, in one run: loading
 //! and indexing a vector collection (`FT.CREATE` + `HSET`), KNN throughput and recall
 //! over an `EF_RUNTIME` sweep (plus tag-filtered points at 1, 10, 30 and 50 % of the
-//! documents), and `VADD`/`VSIM` on a
+//! documents, and recall@100 of `KNN 100` over a second sweep), and `VADD`/`VSIM` on a
 //! vector set; tables side by side with the Pion/oracle ratios. Method and figures:
 //! doc/search-benchmarks.md.
 //!
 //! ```text
 //! cargo build --release -p pion-server -p pion-benches
 //! target/release/search_compare [--n 100000] [--vset-n 20000] [--conns 4] [--depth 16]
-//!     [--threads 1] [--efs 10,20,40,80,160] [--vset-efs 20,40,80,160] [--filter-ef 80]
-//!     [--secs 3] [--optimize] [--data DIR] [--oracle DIR] [--json]
+//!     [--threads 1] [--efs 10,20,40,80,160] [--efs100 100,200,400] [--vset-efs 20,40,80,160]
+//!     [--filter-efs 40,80] [--secs 3] [--optimize] [--only pion|oracle] [--data DIR]
+//!     [--oracle DIR] [--json]
 //! ```
+//! `--only` measures one side (to profile it, or to iterate on it); its tables show
+//! the other side as `NaN`.
 //! `--data` defaults to `$PION_VECTOR_DATA/minilm384` (TEXMEX `base.fvecs`,
 //! `query.fvecs`, `gt.ivecs`); `--oracle` to `$PION_SEARCH_ORACLE`, else
 //! `.venv/search-oracle` in the workspace (`scripts/search-oracle.sh` assembles it).
@@ -64,6 +67,8 @@ const FILTERS: [FilterPoint; 4] = [
         passes: |r| r % 2 == 1,
     },
 ];
+/// The `k` of the second sweep, scored by recall@100.
+const KNN_WIDE: usize = 100;
 /// Recall from which the sweeps are compared at matched recall.
 const RECALL_FLOOR: f64 = 0.95;
 
@@ -76,15 +81,22 @@ struct Args {
     depth: usize,
     threads: usize,
     efs: Vec<usize>,
+    /// The `EF_RUNTIME` sweep of `KNN 100` queries (recall@100); empty skips it.
+    efs100: Vec<usize>,
     vset_efs: Vec<usize>,
-    filter_ef: usize,
+    /// The `EF_RUNTIME` values of the filtered points.
+    filter_efs: Vec<usize>,
     secs: f64,
     optimize: bool,
+    /// Measure only this engine.
+    only: Option<Engine>,
     json: bool,
 }
 
+/// A comma-separated list of numbers; an empty one is an empty list.
 fn list(s: &str) -> Result<Vec<usize>, String> {
     s.split(',')
+        .filter(|x| !x.trim().is_empty())
         .map(|x| x.trim().parse().map_err(|e| format!("bad list '{s}': {e}")))
         .collect()
 }
@@ -104,10 +116,12 @@ fn args() -> Result<Args, String> {
         depth: 16,
         threads: 1,
         efs: vec![10, 20, 40, 80, 160],
+        efs100: vec![100, 200, 400],
         vset_efs: vec![20, 40, 80, 160],
-        filter_ef: 80,
+        filter_efs: vec![40, 80],
         secs: 3.0,
         optimize: false,
+        only: None,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -123,10 +137,18 @@ fn args() -> Result<Args, String> {
             "--depth" => a.depth = num(val()?)?.max(1),
             "--threads" => a.threads = num(val()?)?.max(1),
             "--efs" => a.efs = list(&val()?)?,
+            "--efs100" => a.efs100 = list(&val()?)?,
             "--vset-efs" => a.vset_efs = list(&val()?)?,
-            "--filter-ef" => a.filter_ef = num(val()?)?,
+            "--filter-efs" => a.filter_efs = list(&val()?)?,
             "--secs" => a.secs = val()?.parse().map_err(|e| format!("--secs: {e}"))?,
             "--optimize" => a.optimize = true,
+            "--only" => {
+                a.only = Some(match val()?.as_str() {
+                    "pion" => Engine::Pion,
+                    "oracle" => Engine::Oracle,
+                    other => return Err(format!("--only: pion or oracle, not {other}")),
+                })
+            }
             "--json" => a.json = true,
             _ => return Err(format!("unknown argument {k}")),
         }
@@ -142,7 +164,7 @@ struct Data {
     dim: usize,
     base: Vec<f32>,
     queries: Vec<f32>,
-    /// Top-10 over rows `0..n`.
+    /// Top-100 over rows `0..n` (top-10 is its prefix).
     knn: Vec<Vec<u32>>,
     /// Top-10 over the rows of `n` each of `FILTERS` passes.
     filtered: Vec<Vec<Vec<u32>>>,
@@ -165,10 +187,10 @@ fn load_data(a: &Args) -> Result<Data, String> {
     let knn = if knn_from_gt {
         let (gk, gt) = knn::ivecs(&a.data.join("gt.ivecs"))?;
         gt.chunks_exact(gk)
-            .map(|r| r[..10.min(gk)].to_vec())
+            .map(|r| r[..KNN_WIDE.min(gk)].to_vec())
             .collect()
     } else {
-        exact_top_k(&base, dim, &prefix(a.n), &queries, 10, threads)
+        exact_top_k(&base, dim, &prefix(a.n), &queries, KNN_WIDE, threads)
     };
     let filtered = FILTERS
         .iter()
@@ -346,14 +368,36 @@ struct Report {
     rss_mb: f64,
     vector_index_mb: f64,
     knn: Vec<Point>,
+    /// The `KNN 100` sweep, scored by recall@100.
+    knn100: Vec<Point>,
     /// One per `FILTERS` entry.
-    filtered: Vec<Option<Point>>,
+    filtered: Vec<Vec<Point>>,
     vset_load_s: f64,
     vset_mem_mb: f64,
     vset_rss_mb: f64,
     vsim: Vec<Point>,
     /// Error replies or failures, by section.
     errors: Vec<String>,
+}
+
+impl Report {
+    /// The report of an engine `--only` left out: every figure NaN, no points.
+    fn skipped() -> Report {
+        Report {
+            load_s: f64::NAN,
+            searchable_s: f64::NAN,
+            graph_s: f64::NAN,
+            first_knn_ms: f64::NAN,
+            used_mb: f64::NAN,
+            rss_start_mb: f64::NAN,
+            rss_mb: f64::NAN,
+            vector_index_mb: f64::NAN,
+            vset_load_s: f64::NAN,
+            vset_mem_mb: f64::NAN,
+            vset_rss_mb: f64::NAN,
+            ..Report::default()
+        }
+    }
 }
 
 fn note(r: &mut Report, what: &str, o: &Outcome) {
@@ -368,8 +412,13 @@ fn note(r: &mut Report, what: &str, o: &Outcome) {
 }
 
 fn knn_frames(d: &Data, filter: &str, ef: usize) -> Vec<Vec<u8>> {
-    let q = format!("{filter}=>[KNN 10 @v $q EF_RUNTIME $ef AS s]");
-    let ef = ef.to_string();
+    knn_k_frames(d, filter, 10, ef)
+}
+
+/// `FT.SEARCH` frames for `KNN k`, one per query, asking for the k ids only.
+fn knn_k_frames(d: &Data, filter: &str, k: usize, ef: usize) -> Vec<Vec<u8>> {
+    let q = format!("{filter}=>[KNN {k} @v $q EF_RUNTIME $ef AS s]");
+    let (ef, k) = (ef.to_string(), k.to_string());
     d.queries
         .chunks_exact(d.dim)
         .map(|v| {
@@ -389,7 +438,7 @@ fn knn_frames(d: &Data, filter: &str, ef: usize) -> Vec<Vec<u8>> {
                 b"NOCONTENT",
                 b"LIMIT",
                 b"0",
-                b"10",
+                k.as_bytes(),
                 b"DIALECT",
                 b"2",
             ])
@@ -403,6 +452,8 @@ struct Target<'a> {
     what: &'a str,
     prefix: &'a [u8],
     truth: &'a [Vec<u32>],
+    /// Recall is scored at this k.
+    k: usize,
 }
 
 /// Runs one sweep point and scores it; failures are noted and give `None`.
@@ -420,7 +471,7 @@ fn point(
             note(r, &format!("{what} ef {ef}"), &o);
             Some(Point {
                 ef,
-                recall: recall_at(&answers, truth, 10),
+                recall: recall_at(&answers, truth, t.k),
                 qps: o.replies as f64 / o.secs,
             })
         }
@@ -523,6 +574,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
         what,
         prefix: b"d:",
         truth,
+        k: 10,
     };
     for &ef in &a.efs {
         let frames = knn_frames(d, "*", ef);
@@ -530,11 +582,26 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
             r.knn.push(p);
         }
     }
+    if d.knn.first().is_some_and(|t| t.len() >= KNN_WIDE) {
+        for &ef in &a.efs100 {
+            let frames = knn_k_frames(d, "*", KNN_WIDE, ef);
+            let t = Target {
+                k: KNN_WIDE,
+                ..target("KNN 100", &d.knn)
+            };
+            if let Some(p) = point(&mut r, a, port, &t, ef, &frames) {
+                r.knn100.push(p);
+            }
+        }
+    }
     for (f, truth) in FILTERS.iter().zip(&d.filtered) {
-        let frames = knn_frames(d, f.query, a.filter_ef);
         let t = target("filtered KNN", truth);
-        let p = point(&mut r, a, port, &t, a.filter_ef, &frames);
-        r.filtered.push(p);
+        let mut sweep = Vec::new();
+        for &ef in &a.filter_efs {
+            let frames = knn_frames(d, f.query, ef);
+            sweep.extend(point(&mut r, a, port, &t, ef, &frames));
+        }
+        r.filtered.push(sweep);
     }
 
     // 3. Vector set.
@@ -571,6 +638,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
             what: "VSIM",
             prefix: b"e",
             truth: &d.vset,
+            k: 10,
         };
         if let Some(p) = point(&mut r, a, port, &t, ef, &frames) {
             r.vsim.push(p);
@@ -583,12 +651,16 @@ fn main() -> Result<(), String> {
     let a = args()?;
     let d = load_data(&a)?;
     // One server at a time, so neither competes with the other's background work.
-    let o = measure(Engine::Oracle, &a, &d)?;
-    let p = measure(Engine::Pion, &a, &d)?;
+    let run = |e: Engine| match a.only {
+        Some(only) if only != e => Ok(Report::skipped()),
+        _ => measure(e, &a, &d),
+    };
+    let o = run(Engine::Oracle)?;
+    let p = run(Engine::Pion)?;
     if a.json {
         println!(
             "{{\"cpu\":{:?},\"n\":{},\"dim\":{},\"vset_n\":{},\"conns\":{},\"depth\":{},\"threads\":{},\
-             \"filter_ef\":{},\"oracle\":{},\"pion\":{}}}",
+             \"filter_efs\":{:?},\"oracle\":{},\"pion\":{}}}",
             pion_benches::cpu_summary(),
             a.n,
             d.dim,
@@ -596,7 +668,7 @@ fn main() -> Result<(), String> {
             a.conns,
             a.depth,
             a.threads,
-            a.filter_ef,
+            a.filter_efs,
             json_report(&o),
             json_report(&p)
         );

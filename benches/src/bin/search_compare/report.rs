@@ -13,11 +13,12 @@ fn ratio(p: f64, o: f64) -> String {
     }
 }
 
-fn sweep_table(title: &str, o: &[Point], p: &[Point]) {
+fn sweep_table(title: &str, at: usize, o: &[Point], p: &[Point]) {
     println!("\n{title}");
+    let (ro, rp) = (format!("oracle R@{at}"), format!("pion R@{at}"));
     println!(
-        "{:>5} {:>11} {:>10} {:>11} {:>10} {:>9}",
-        "ef", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
+        "{:>5} {ro:>12} {:>10} {rp:>12} {:>10} {:>9}",
+        "ef", "oracle QPS", "pion QPS", "QPS ratio"
     );
     let efs: Vec<usize> = {
         let mut v: Vec<usize> = o.iter().chain(p).map(|x| x.ef).collect();
@@ -39,9 +40,9 @@ fn sweep_table(title: &str, o: &[Point], p: &[Point]) {
             (Some(x), Some(y)) => ratio(y.qps, x.qps),
             _ => "-".into(),
         };
-        println!("{ef:>5} {or:>11} {oq:>10} {pr:>11} {pq:>10} {ra:>9}");
+        println!("{ef:>5} {or:>12} {oq:>10} {pr:>12} {pq:>10} {ra:>9}");
     }
-    println!("at matched recall (oracle points with R@10 >= {RECALL_FLOOR}):");
+    println!("at matched recall (oracle points with R@{at} >= {RECALL_FLOOR}):");
     let m = matched(o, p, RECALL_FLOOR);
     if m.is_empty() {
         println!("  none: the oracle never reached {RECALL_FLOOR}");
@@ -49,7 +50,7 @@ fn sweep_table(title: &str, o: &[Point], p: &[Point]) {
     for (x, y) in m {
         match y {
             Some(y) => println!(
-                "  oracle ef {} R@10 {:.4} {:.0} QPS ~ pion ef {} R@10 {:.4} {:.0} QPS: ratio {}",
+                "  oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion ef {} R@{at} {:.4} {:.0} QPS: ratio {}",
                 x.ef,
                 x.recall,
                 x.qps,
@@ -59,7 +60,7 @@ fn sweep_table(title: &str, o: &[Point], p: &[Point]) {
                 ratio(y.qps, x.qps)
             ),
             None => println!(
-                "  oracle ef {} R@10 {:.4} {:.0} QPS ~ pion never reaches that recall",
+                "  oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion never reaches that recall",
                 x.ef, x.recall, x.qps
             ),
         }
@@ -116,36 +117,81 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     };
     sweep_table(
         &format!("KNN 10, EF_RUNTIME sweep (recall vs {truth})"),
+        10,
         &o.knn,
         &p.knn,
     );
+    if !o.knn100.is_empty() || !p.knn100.is_empty() {
+        sweep_table(
+            &format!("KNN 100, LIMIT 0 100, EF_RUNTIME sweep (recall vs {truth})"),
+            100,
+            &o.knn100,
+            &p.knn100,
+        );
+    }
     println!(
-        "\nFiltered KNN, EF_RUNTIME {} (recall vs brute force over the passing rows)",
-        a.filter_ef
+        "\nFiltered KNN, EF_RUNTIME {:?} (recall vs brute force over the passing rows)",
+        a.filter_efs
     );
     println!(
-        "{:>6} {:<24} {:>11} {:>10} {:>10} {:>10} {:>9}",
-        "docs", "filter", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
+        "{:>6} {:<24} {:>5} {:>11} {:>10} {:>10} {:>10} {:>9}",
+        "docs", "filter", "ef", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
     );
+    let none = Vec::new();
     for (i, f) in FILTERS.iter().enumerate() {
-        let cell = |x: Option<Point>| {
-            x.map_or(("failed".to_string(), "-".to_string()), |x| {
+        let (os, ps) = (
+            o.filtered.get(i).unwrap_or(&none),
+            p.filtered.get(i).unwrap_or(&none),
+        );
+        // A side that ran no filtered point at all was left out by `--only`.
+        let cell = |x: Option<&Point>, ran: bool| {
+            let missing = if ran { "failed" } else { "-" };
+            x.map_or((missing.to_string(), "-".to_string()), |x| {
                 (format!("{:.4}", x.recall), format!("{:.0}", x.qps))
             })
         };
-        let (x, y) = (
-            o.filtered.get(i).copied().flatten(),
-            p.filtered.get(i).copied().flatten(),
+        for &ef in &a.filter_efs {
+            let (x, y) = (
+                os.iter().find(|x| x.ef == ef),
+                ps.iter().find(|x| x.ef == ef),
+            );
+            let (xr, xq) = cell(x, !o.filtered.is_empty());
+            let (yr, yq) = cell(y, !p.filtered.is_empty());
+            let r = match (x, y) {
+                (Some(x), Some(y)) => ratio(y.qps, x.qps),
+                _ => "-".to_string(),
+            };
+            println!(
+                "{:>6} {:<24} {ef:>5} {xr:>11} {xq:>10} {yr:>10} {yq:>10} {r:>9}",
+                f.name, f.query
+            );
+        }
+    }
+    println!("at matched recall (each oracle point, the pion point of the lowest recall at or above it):");
+    for (i, f) in FILTERS.iter().enumerate() {
+        let (os, ps) = (
+            o.filtered.get(i).unwrap_or(&none),
+            p.filtered.get(i).unwrap_or(&none),
         );
-        let ((xr, xq), (yr, yq)) = (cell(x), cell(y));
-        let r = match (x, y) {
-            (Some(x), Some(y)) => ratio(y.qps, x.qps),
-            _ => "-".to_string(),
-        };
-        println!(
-            "{:>6} {:<24} {xr:>11} {xq:>10} {yr:>10} {yq:>10} {r:>9}",
-            f.name, f.query
-        );
+        for (x, y) in matched(os, ps, 0.0) {
+            match y {
+                Some(y) => println!(
+                    "  {:>4}: oracle ef {} R@10 {:.4} {:.0} QPS ~ pion ef {} R@10 {:.4} {:.0} QPS: ratio {}",
+                    f.name,
+                    x.ef,
+                    x.recall,
+                    x.qps,
+                    y.ef,
+                    y.recall,
+                    y.qps,
+                    ratio(y.qps, x.qps)
+                ),
+                None => println!(
+                    "  {:>4}: oracle ef {} R@10 {:.4} ~ pion never reaches that recall",
+                    f.name, x.ef, x.recall
+                ),
+            }
+        }
     }
     println!("\nVector set ({} x VADD FP32, Q8)", a.vset_n);
     println!(
@@ -157,6 +203,7 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     row("RSS delta MiB", o.vset_rss_mb, p.vset_rss_mb, 1);
     sweep_table(
         "VSIM COUNT 10, EF sweep (recall vs brute force over the set)",
+        10,
         &o.vsim,
         &p.vsim,
     );
@@ -167,12 +214,12 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     }
 }
 
-fn json_points(ps: &[Point]) -> String {
+fn json_points(ps: &[Point], at: usize) -> String {
     let v: Vec<String> = ps
         .iter()
         .map(|p| {
             format!(
-                "{{\"ef\":{},\"recall10\":{:.4},\"qps\":{:.1}}}",
+                "{{\"ef\":{},\"recall{at}\":{:.4},\"qps\":{:.1}}}",
                 p.ef, p.recall, p.qps
             )
         })
@@ -180,16 +227,16 @@ fn json_points(ps: &[Point]) -> String {
     format!("[{}]", v.join(","))
 }
 
-fn json_filtered(ps: &[Option<Point>]) -> String {
+fn json_filtered(ps: &[Vec<Point>]) -> String {
     let v: Vec<String> = FILTERS
         .iter()
         .zip(ps)
-        .map(|(f, p)| match p {
-            Some(p) => format!(
-                "{{\"docs\":{:?},\"recall10\":{:.4},\"qps\":{:.1}}}",
-                f.name, p.recall, p.qps
-            ),
-            None => format!("{{\"docs\":{:?},\"failed\":true}}", f.name),
+        .map(|(f, p)| {
+            format!(
+                "{{\"docs\":{:?},\"points\":{}}}",
+                f.name,
+                json_points(p, 10)
+            )
         })
         .collect();
     format!("[{}]", v.join(","))
@@ -207,7 +254,7 @@ pub(crate) fn json_report(r: &Report) -> String {
     let errors: Vec<String> = r.errors.iter().map(|e| format!("{e:?}")).collect();
     format!(
         "{{\"load_s\":{},\"searchable_s\":{},\"graph_built_s\":{},\"first_knn_ms\":{},\
-         \"used_memory_mb\":{},\"rss_start_mb\":{},\"rss_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"filtered\":{},\
+         \"used_memory_mb\":{},\"rss_start_mb\":{},\"rss_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"knn100\":{},\"filtered\":{},\
          \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"errors\":[{}]}}",
         json_num(r.load_s),
         json_num(r.searchable_s),
@@ -217,12 +264,13 @@ pub(crate) fn json_report(r: &Report) -> String {
         json_num(r.rss_start_mb),
         json_num(r.rss_mb),
         json_num(r.vector_index_mb),
-        json_points(&r.knn),
+        json_points(&r.knn, 10),
+        json_points(&r.knn100, 100),
         json_filtered(&r.filtered),
         json_num(r.vset_load_s),
         json_num(r.vset_mem_mb),
         json_num(r.vset_rss_mb),
-        json_points(&r.vsim),
+        json_points(&r.vsim, 10),
         errors.join(",")
     )
 }
