@@ -47,10 +47,16 @@ fn sweep_table(title: &str, at: usize, o: &[Point], p: &[Point]) {
     if m.is_empty() {
         println!("  none: the oracle never reached {RECALL_FLOOR}");
     }
-    for (x, y) in m {
+    matched_lines("", at, &m);
+}
+
+/// One line per matched pair: the oracle point, the Pion point paired with it and
+/// their QPS ratio; each line starts with `label`.
+fn matched_lines(label: &str, at: usize, pairs: &[(Point, Option<Point>)]) {
+    for (x, y) in pairs {
         match y {
             Some(y) => println!(
-                "  oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion ef {} R@{at} {:.4} {:.0} QPS: ratio {}",
+                "  {label}oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion ef {} R@{at} {:.4} {:.0} QPS: ratio {}",
                 x.ef,
                 x.recall,
                 x.qps,
@@ -60,7 +66,7 @@ fn sweep_table(title: &str, at: usize, o: &[Point], p: &[Point]) {
                 ratio(y.qps, x.qps)
             ),
             None => println!(
-                "  oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion never reaches that recall",
+                "  {label}oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion never reaches that recall",
                 x.ef, x.recall, x.qps
             ),
         }
@@ -173,25 +179,7 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
             o.filtered.get(i).unwrap_or(&none),
             p.filtered.get(i).unwrap_or(&none),
         );
-        for (x, y) in matched(os, ps, 0.0) {
-            match y {
-                Some(y) => println!(
-                    "  {:>4}: oracle ef {} R@10 {:.4} {:.0} QPS ~ pion ef {} R@10 {:.4} {:.0} QPS: ratio {}",
-                    f.name,
-                    x.ef,
-                    x.recall,
-                    x.qps,
-                    y.ef,
-                    y.recall,
-                    y.qps,
-                    ratio(y.qps, x.qps)
-                ),
-                None => println!(
-                    "  {:>4}: oracle ef {} R@10 {:.4} ~ pion never reaches that recall",
-                    f.name, x.ef, x.recall
-                ),
-            }
-        }
+        matched_lines(&format!("{:>4}: ", f.name), 10, &matched(os, ps, 0.0));
     }
     println!("\nVector set ({} x VADD FP32, Q8)", a.vset_n);
     println!(
