@@ -44,6 +44,12 @@ pub(crate) const IN_FLIGHT: u8 = 2;
 /// Slot flag: unused, on the free list.
 pub(crate) const FREE: u8 = 4;
 
+/// Whether a slot with these flags may be returned: linked, live and in use.
+#[inline]
+pub(crate) fn returnable_flags(flags: u8) -> bool {
+    flags & (DEAD | IN_FLIGHT | FREE) == 0
+}
+
 /// No entry point yet.
 pub(super) const NO_ENTRY: u64 = u64::MAX;
 
@@ -494,7 +500,7 @@ impl Graph {
     /// Whether slot `s` may be returned (and passes `accept`).
     #[inline]
     pub(crate) fn returnable(&self, s: u32) -> bool {
-        self.flags[s as usize].load(Relaxed) & (DEAD | IN_FLIGHT | FREE) == 0
+        returnable_flags(self.flags[s as usize].load(Relaxed))
     }
 
     /// The neighbour-selection heuristic (the paper's algorithm 4, without extending

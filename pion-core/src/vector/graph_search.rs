@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::graph::{Cand, Graph, Query, DEAD, FREE, IN_FLIGHT};
+use super::graph::{returnable_flags, Cand, Graph, Query};
 
 /// How many rows ahead a scan asks for.
 const SCAN_PREFETCH: usize = 8;
@@ -248,7 +248,7 @@ impl Graph {
         for (word, (flags, labels)) in flags.zip(self.labels.chunks(64)).enumerate() {
             let mut mask = 0u64;
             for (bit, (flag, &label)) in flags.iter().zip(labels).enumerate() {
-                let returnable = flag.load(Relaxed) & (DEAD | IN_FLIGHT | FREE) == 0;
+                let returnable = returnable_flags(flag.load(Relaxed));
                 mask |= u64::from(returnable & passes(label)) << bit;
             }
             let base = (word * 64) as u32;

@@ -299,7 +299,7 @@ impl Hnsw {
             && filter
                 .passes
                 .is_some_and(|n| n.saturating_mul(SCAN_BELOW) <= g.live.load(Relaxed));
-        let passes = |l: u64| filter.passes(l);
+        let passes = |label| filter.passes(label);
         let mut found = if few {
             g.scan(&query, keep, passes)
         } else if let Some(ep) = g.descend(&query, 0) {
