@@ -35,7 +35,7 @@ impl Presence {
     pub(crate) fn of(ks: &mut crate::keyspace::Locked<'_>, db: usize, key: &[u8]) -> Presence {
         let now = ks.now_ms();
         match ks.stored(db, key) {
-            Ok(Some(e)) if e.is_expired(now) => Presence::Stale,
+            Ok(Some((_, Some(at)))) if at <= now => Presence::Stale,
             Ok(Some(_)) => Presence::Live,
             _ => Presence::Absent,
         }

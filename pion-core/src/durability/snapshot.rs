@@ -379,16 +379,17 @@ impl SnapshotContents {
 mod tests {
     use super::*;
     use crate::keyspace::dump::encode_entry;
-    use crate::keyspace::Entry;
+    use crate::keyspace::{DetachedEntry, Entry};
     use crate::value::{HashValue, ListValue, SetValue, Value, ZSetValue};
 
-    fn entry(value: Value, deadline: Option<i64>) -> Entry {
-        let mut e = Entry::new(value, 0);
-        e.set_deadline(deadline);
-        e
+    fn entry(value: Value, deadline: Option<i64>) -> DetachedEntry {
+        DetachedEntry {
+            entry: Entry::new(value, 0),
+            deadline,
+        }
     }
 
-    fn sample() -> Vec<(usize, Vec<u8>, Entry)> {
+    fn sample() -> Vec<(usize, Vec<u8>, DetachedEntry)> {
         let limits = EncodingLimits::default();
         let mut h = HashValue::new();
         h.insert(b"f".to_vec(), b"v".to_vec(), &limits);
@@ -420,7 +421,7 @@ mod tests {
         let mut body = Vec::new();
         let keys = sample();
         for (db, k, e) in &keys {
-            encode_entry(*db, k, e, &mut body);
+            encode_entry(*db, k, &e.entry, e.deadline, &mut body);
         }
         w.section(5, keys.len(), &body).expect("section");
         w.section(6, 0, &[]).expect("section");
@@ -456,7 +457,7 @@ mod tests {
                 db,
                 key,
                 deadline: e.expire_at(),
-                value: e.value,
+                value: e.entry.value,
             })
             .collect();
         assert_eq!(got.len(), want.len());

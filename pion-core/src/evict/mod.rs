@@ -103,13 +103,13 @@ impl Evictor {
         }
         let to_free = used - limit;
         let params = ks.lfu_params();
-        let score = move |e: &Entry| -> u64 {
+        let score = move |e: &Entry, deadline: Option<i64>| -> u64 {
             match policy {
                 MaxmemoryPolicy::AllKeysLfu | MaxmemoryPolicy::VolatileLfu => {
                     255 - u64::from(e.lfu_counter(now, params))
                 }
                 MaxmemoryPolicy::VolatileTtl => {
-                    e.expire_at().map_or(0, |t| i64::MAX.wrapping_sub(t) as u64)
+                    deadline.map_or(0, |t| i64::MAX.wrapping_sub(t) as u64)
                 }
                 _ => e.idle_secs(now).saturating_mul(1000),
             }
@@ -150,7 +150,7 @@ fn pick_ranked(
     pool: &mut EvictionPool,
     volatile: bool,
     samples: usize,
-    score: &dyn Fn(&Entry) -> u64,
+    score: &dyn Fn(&Entry, Option<i64>) -> u64,
     rng: &mut impl Rng,
 ) -> Option<Candidate> {
     let start = rng.gen_range(0..SHARDS);
@@ -184,7 +184,7 @@ fn pick_random(
     let start = rng.gen_range(0..SHARDS);
     for i in 0..SHARDS {
         scratch.clear();
-        if ks.sample_shard((start + i) % SHARDS, volatile, 1, rng, &|_| 0, scratch) > 0 {
+        if ks.sample_shard((start + i) % SHARDS, volatile, 1, rng, &|_, _| 0, scratch) > 0 {
             let at = rng.gen_range(0..scratch.len());
             return Some(scratch.swap_remove(at));
         }

@@ -399,7 +399,7 @@ impl Indexes {
         };
         let mut cursor = 0;
         loop {
-            cursor = ks.scan(0, cursor, 256, now_ms, |key, entry| {
+            cursor = ks.scan(0, cursor, 256, now_ms, |key, entry, _| {
                 index.scanned.fetch_add(1, Ordering::Relaxed);
                 if Document::of(&entry.value, on).is_some() {
                     index.sync(key, Some(&entry.value));

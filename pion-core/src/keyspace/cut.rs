@@ -90,7 +90,7 @@ fn dump(shard: &Shard) -> (usize, Vec<u8>) {
         let Some(d) = d else { continue };
         for slot in d.slots.iter() {
             for (k, e) in slot {
-                crate::keyspace::dump::encode_entry(db, k.as_slice(), e, &mut body);
+                crate::keyspace::dump::encode_entry(db, k.as_slice(), e, k.deadline(), &mut body);
                 keys += 1;
             }
         }

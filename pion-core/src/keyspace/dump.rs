@@ -20,11 +20,17 @@ const TYPE_STREAM: u8 = 6;
 const TYPE_JSON: u8 = 7;
 const TYPE_SUGGESTIONS: u8 = 8;
 
-/// Appends one key to a section body.
-pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
+/// Appends one key, with its deadline, to a section body.
+pub fn encode_entry(
+    db: usize,
+    key: &[u8],
+    entry: &Entry,
+    deadline: Option<i64>,
+    out: &mut Vec<u8>,
+) {
     put_u32(out, db as u32);
     put_bytes(out, key);
-    put_i64(out, entry.expire_at().unwrap_or(NO_DEADLINE));
+    put_i64(out, deadline.unwrap_or(NO_DEADLINE));
     match &entry.value {
         Value::Str(s) => {
             out.push(TYPE_STRING);
@@ -81,7 +87,7 @@ pub fn encode_entry(db: usize, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
 #[cfg(test)]
 pub(crate) fn round_trip_for_tests(value: &Value) -> Value {
     let mut out = Vec::new();
-    encode_entry(0, b"k", &Entry::new(value.clone(), 0), &mut out);
+    encode_entry(0, b"k", &Entry::new(value.clone(), 0), None, &mut out);
     let mut r = Reader::new(&out);
     decode_entry(&mut r, &EncodingLimits::default())
         .expect("decodes")

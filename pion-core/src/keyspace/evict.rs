@@ -22,15 +22,15 @@ impl Keyspace {
     /// Samples up to `per_db` keys of every database in shard `idx` (only keys with a
     /// time to live when `volatile`), scoring each with `score`, into `out`. Keys are
     /// taken from consecutive slots starting at a random one, each slot entered at a
-    /// random position, as Redis takes a run of buckets from a random one. Returns how
-    /// many were sampled.
+    /// random position, as Redis takes a run of buckets from a random one. `score`
+    /// sees each key's entry and deadline. Returns how many were sampled.
     pub fn sample_shard(
         &self,
         idx: usize,
         volatile: bool,
         per_db: usize,
         rng: &mut impl Rng,
-        score: &dyn Fn(&Entry) -> u64,
+        score: &dyn Fn(&Entry, Option<i64>) -> u64,
         out: &mut Vec<Candidate>,
     ) -> usize {
         let shard = self.lock_shard(idx);
@@ -48,9 +48,16 @@ impl Keyspace {
                     let Some((_, key)) = d.expires.range((t, Vec::new())..).next() else {
                         continue;
                     };
-                    if let Some(e) = d.slots.get(locate(key).local, key.as_slice()) {
+                    let local = locate(key).local;
+                    let found = d.slots.position_of(local, key.as_slice()).and_then(|at| {
+                        Some((
+                            d.slots.at(local, at)?,
+                            d.slots.key_at(local, at)?.deadline(),
+                        ))
+                    });
+                    if let Some((e, deadline)) = found {
                         out.push(Candidate {
-                            score: score(e),
+                            score: score(e, deadline),
                             db,
                             key: key.clone(),
                         });
@@ -78,7 +85,7 @@ impl Keyspace {
                     .take(per_db - taken)
                 {
                     out.push(Candidate {
-                        score: score(e),
+                        score: score(e, k.deadline()),
                         db,
                         key: k.as_slice().to_vec(),
                     });
@@ -104,13 +111,13 @@ impl Keyspace {
     ) -> Option<usize> {
         let loc = locate(key);
         let mut shard = self.lock_shard(loc.shard);
-        let entry = shard.db(db)?.slots.get(loc.local, key)?;
-        if volatile && entry.expire_at().is_none() {
+        let deadline = shard.db(db)?.slots.deadline_of(loc.local, key)?;
+        if volatile && deadline.is_none() {
             return None;
         }
         let before = crate::util::alloc::thread_net();
         let removed = shard.remove(db, loc.local, key)?;
-        let estimate = removed.accounted as usize;
+        let estimate = removed.entry.accounted as usize;
         drop(removed);
         // What the removal itself freed, as Redis measures it around the deletion
         // only (and on this thread only, where the removal ran): what telling others
@@ -149,7 +156,7 @@ mod tests {
         let mut rng = rand::thread_rng();
         let mut out = Vec::new();
         for idx in 0..super::super::SHARDS {
-            ks.sample_shard(idx, false, 5, &mut rng, &|_| 0, &mut out);
+            ks.sample_shard(idx, false, 5, &mut rng, &|_, _| 0, &mut out);
         }
         // 2000 keys over 64 shards and 2 databases: about 15 per shard and database.
         assert!(out.len() >= 64 * 2 * 4, "sampled {}", out.len());
@@ -160,7 +167,7 @@ mod tests {
                 true,
                 5,
                 &mut rng,
-                &|e| e.expire_at().map_or(0, |t| t as u64),
+                &|_, deadline| deadline.map_or(0, |t| t as u64),
                 &mut out,
             );
         }

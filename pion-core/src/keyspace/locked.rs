@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use parking_lot::MutexGuard;
 
 use super::key::StoredKey;
-use super::shard::{lru_clock, Entry, Shard};
+use super::shard::{is_due, lru_clock, stored_deadline, DetachedEntry, Entry, Shard};
 use super::{locate, Keyspace, Location, LockSet, SHARDS};
 use crate::error::{OpError, OpResult};
 use crate::value::Value;
@@ -183,11 +183,11 @@ impl<'a> Locked<'a> {
         let Some(at) = d.slots.position_of(loc.local, key) else {
             return Ok(None);
         };
-        match d.slots.at(loc.local, at) {
+        match d.slots.key_at(loc.local, at).map(StoredKey::deadline) {
             None => Ok(None),
             // Under CLIENT PAUSE it reads as missing but stays (Redis's rule).
-            Some(e) if e.is_expired(now) && ks.expiry_held(now) => Ok(None),
-            Some(e) if e.is_expired(now) => {
+            Some(deadline) if is_due(deadline, now) && ks.expiry_held(now) => Ok(None),
+            Some(deadline) if is_due(deadline, now) => {
                 shard.remove(db, loc.local, key);
                 self.ks.stats.expired_keys.fetch_add(1, Ordering::Relaxed);
                 self.ks.expired(db, key);
@@ -232,13 +232,31 @@ impl<'a> Locked<'a> {
         Ok(shard.db(db).and_then(|d| d.slots.at(loc.local, at)))
     }
 
-    /// The entry stored under a key, even one past its time to live that nothing has
-    /// removed yet (`DEBUG OBJECT` looks at the dictionary itself, as in Redis).
-    pub fn stored(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&Entry>> {
+    /// The entry stored under a key and its deadline, even one past its time to live
+    /// that nothing has removed yet (`DEBUG OBJECT` looks at the dictionary itself, as
+    /// in Redis).
+    pub fn stored(&mut self, db: usize, key: &[u8]) -> OpResult<Option<(&Entry, Option<i64>)>> {
         self.check_db(db)?;
         let loc = self.locate(key);
         let shard = self.shard(loc.shard)?;
-        Ok(shard.db(db).and_then(|d| d.slots.get(loc.local, key)))
+        let Some(d) = shard.db(db) else {
+            return Ok(None);
+        };
+        let found = d.slots.position_of(loc.local, key).and_then(|at| {
+            let deadline = d.slots.key_at(loc.local, at)?.deadline();
+            Some((d.slots.at(loc.local, at)?, deadline))
+        });
+        Ok(found)
+    }
+
+    /// A copy of a live key's entry with its deadline, for putting back later
+    /// ([`put_entry`](Self::put_entry)) without touching its access time.
+    pub fn detached(&mut self, db: usize, key: &[u8]) -> OpResult<Option<DetachedEntry>> {
+        let deadline = self.expire_at(db, key)?;
+        let entry = self.peek(db, key)?.cloned();
+        Ok(entry
+            .zip(deadline)
+            .map(|(entry, deadline)| DetachedEntry { entry, deadline }))
     }
 
     /// The value of a live key, for reading. Counts a keyspace hit or miss.
@@ -309,17 +327,20 @@ impl<'a> Locked<'a> {
         }
         entry.set_accounted(entry.value.mem_usage() + key.len());
         let d = shard.db_or_create(db);
-        let old = d.slots.get_mut(loc.local, key);
+        let old = d.slots.position_of(loc.local, key);
         let mut stale_deadline = None;
         let mut created = false;
         match old {
-            Some(old) => {
-                let freed = old.accounted as usize;
-                if keep_ttl {
-                    entry.set_deadline(old.expire_at());
-                } else {
-                    stale_deadline = old.expire_at();
+            Some(at) => {
+                let deadline = d.slots.key_at(loc.local, at).and_then(StoredKey::deadline);
+                if !keep_ttl {
+                    stale_deadline = deadline;
+                    d.slots.set_deadline(loc.local, at, None);
                 }
+                let Some(old) = d.slots.at_mut(loc.local, at) else {
+                    return Err(not_locked());
+                };
+                let freed = old.accounted as usize;
                 if lfu {
                     // Redis keeps the old value's frequency when a key is overwritten.
                     entry.lru_secs = old.lru_secs;
@@ -355,11 +376,11 @@ impl<'a> Locked<'a> {
             return Ok(None);
         }
         let shard = self.shard(loc.shard)?;
-        Ok(shard.remove(db, loc.local, key).map(|e| e.value))
+        Ok(shard.remove(db, loc.local, key).map(|e| e.entry.value))
     }
 
     /// Removes a key with its metadata; returns the entry if it was live.
-    pub fn take_entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Entry>> {
+    pub fn take_entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<DetachedEntry>> {
         self.check_db(db)?;
         let loc = self.locate(key);
         if !self.expire_if_due(db, key, loc)? {
@@ -370,35 +391,40 @@ impl<'a> Locked<'a> {
     }
 
     /// Inserts a whole entry (value and deadline), replacing any old key.
-    pub fn put_entry(&mut self, db: usize, key: &[u8], entry: Entry) -> OpResult<()> {
-        let deadline = entry.expire_at();
-        self.set(db, key, entry.value)?;
-        self.set_expire_at(db, key, deadline)?;
+    pub fn put_entry(&mut self, db: usize, key: &[u8], detached: DetachedEntry) -> OpResult<()> {
+        self.set(db, key, detached.entry.value)?;
+        self.set_expire_at(db, key, detached.deadline)?;
         Ok(())
     }
 
     /// The absolute deadline of a live key: `None` if the key is missing,
     /// `Some(None)` if it has no time to live.
     pub fn expire_at(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Option<i64>>> {
-        Ok(self.peek(db, key)?.map(|e| e.expire_at()))
+        self.check_db(db)?;
+        let loc = self.locate(key);
+        let Some(at) = self.live_position(db, key, loc)? else {
+            return Ok(None);
+        };
+        let shard = self.shard(loc.shard)?;
+        Ok(shard
+            .db(db)
+            .and_then(|d| d.slots.key_at(loc.local, at))
+            .map(StoredKey::deadline))
     }
 
     /// Sets (or with `None` clears) a live key's deadline; returns false if the key is
     /// missing. A deadline in the past is stored as given: the caller decides whether
     /// to delete instead, as Redis's `EXPIRE` does.
     pub fn set_expire_at(&mut self, db: usize, key: &[u8], at: Option<i64>) -> OpResult<bool> {
-        if self.peek(db, key)?.is_none() {
-            return Ok(false);
-        }
+        self.check_db(db)?;
         let loc = self.locate(key);
-        let shard = self.shard(loc.shard)?;
-        let d = shard.db_or_create(db);
-        let Some(entry) = d.slots.get_mut(loc.local, key) else {
+        let Some(position) = self.live_position(db, key, loc)? else {
             return Ok(false);
         };
-        let old = entry.set_deadline(at);
-        // Index what the entry stored (it clamps the "none" marker value).
-        let stored = entry.expire_at();
+        let shard = self.shard(loc.shard)?;
+        let d = shard.db_or_create(db);
+        let stored = stored_deadline(at);
+        let old = d.slots.set_deadline(loc.local, position, stored);
         if let Some(old) = old {
             d.unindex_deadline(old, key);
         }
@@ -453,7 +479,7 @@ impl<'a> Locked<'a> {
                 for slot in d.slots.iter() {
                     out.extend(
                         slot.iter()
-                            .filter(|(_, e)| !e.is_expired(now))
+                            .filter(|(k, _)| !is_due(k.deadline(), now))
                             .map(|(k, _)| k.as_slice().to_vec()),
                     );
                 }
@@ -519,7 +545,7 @@ impl<'a> Locked<'a> {
                             found = slot
                                 .iter()
                                 .nth(pick)
-                                .map(|(k, e)| (k.as_slice().to_vec(), e.is_expired(now)));
+                                .map(|(k, _)| (k.as_slice().to_vec(), is_due(k.deadline(), now)));
                             break;
                         }
                         pick -= slot.len();

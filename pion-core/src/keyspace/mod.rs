@@ -23,7 +23,7 @@ pub use cut::DumpedShard;
 pub use evict::Candidate;
 pub use key::StoredKey;
 pub use locked::Locked;
-pub use shard::{Entry, LfuParams};
+pub use shard::{DetachedEntry, Entry, LfuParams};
 pub use slot::{crc16, key_slot, SLOTS};
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -305,14 +305,15 @@ impl Keyspace {
 
     /// One step of a `SCAN`-style walk over the slots of a database. `cursor` 0 starts;
     /// the returned cursor is 0 when the walk is complete. Visits whole slots until at
-    /// least `count` keys were seen, and calls `visit` for each live key.
+    /// least `count` keys were seen, and calls `visit` for each live key (with its
+    /// entry and deadline).
     pub fn scan(
         &self,
         db: usize,
         cursor: u64,
         count: usize,
         now_ms: i64,
-        mut visit: impl FnMut(&[u8], &shard::Entry),
+        mut visit: impl FnMut(&[u8], &shard::Entry, Option<i64>),
     ) -> u64 {
         let total = SLOTS as u64;
         let mut pos = cursor;

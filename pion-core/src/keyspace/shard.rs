@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::key::StoredKey;
-use super::table::SlotTable;
+use super::table::{Pair, SlotTable};
 use super::SLOTS_PER_SHARD;
 use crate::value::Value;
 
@@ -26,13 +26,11 @@ impl std::hash::BuildHasher for SlotHasher {
 
 /// A stored key's value and metadata, kept small: the slot tables hold entries
 /// beside their keys, so every byte here is paid per key and on each lookup's cache
-/// lines.
+/// lines. (A key's deadline is kept with the key: see [`StoredKey`].)
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The value.
     pub value: Value,
-    /// Absolute deadline in Unix ms, or [`NO_DEADLINE`].
-    deadline: i64,
     /// Bytes this entry adds to the shard's `used_memory` (an estimate, saturating).
     pub(crate) accounted: u32,
     /// Access data: under an LRU (or no) policy the last access in seconds; under an
@@ -66,30 +64,42 @@ fn lfu_minutes(now_ms: i64) -> u32 {
     ((now_ms / 60_000) as u32) & 0xFFFF
 }
 
-/// The `deadline` of a key without a time to live.
-const NO_DEADLINE: i64 = i64::MIN;
+/// A key's entry out of its table, with the deadline the table keeps with the key:
+/// what `RENAME`, `MOVE` and a script's rollback carry from one place to another.
+#[derive(Debug, Clone)]
+pub struct DetachedEntry {
+    /// The entry.
+    pub entry: Entry,
+    /// Its absolute deadline in Unix ms, if any.
+    pub deadline: Option<i64>,
+}
+
+impl DetachedEntry {
+    /// The absolute expiry time in Unix milliseconds, if any.
+    pub fn expire_at(&self) -> Option<i64> {
+        self.deadline
+    }
+}
+
+/// A deadline as stored: `i64::MIN` is the snapshot formats' "none" marker, and a
+/// deadline that far in the past means the same as the next one up.
+pub(crate) fn stored_deadline(at: Option<i64>) -> Option<i64> {
+    at.map(|t| t.max(i64::MIN + 1))
+}
+
+/// Whether a key with deadline `at` has expired at `now_ms`.
+#[inline]
+pub(crate) fn is_due(at: Option<i64>, now_ms: i64) -> bool {
+    at.is_some_and(|t| t <= now_ms)
+}
 
 impl Entry {
     pub(crate) fn new(value: Value, now_ms: i64) -> Entry {
         Entry {
             value,
-            deadline: NO_DEADLINE,
             accounted: 0,
             lru_secs: lru_clock(now_ms),
         }
-    }
-
-    /// The absolute expiry time in Unix milliseconds, if any.
-    pub fn expire_at(&self) -> Option<i64> {
-        (self.deadline != NO_DEADLINE).then_some(self.deadline)
-    }
-
-    /// Sets (or clears) the deadline; returns the previous one.
-    pub(crate) fn set_deadline(&mut self, at: Option<i64>) -> Option<i64> {
-        let old = self.expire_at();
-        // i64::MIN is the "none" marker; a deadline that far in the past is equivalent.
-        self.deadline = at.map_or(NO_DEADLINE, |t| t.max(NO_DEADLINE + 1));
-        old
     }
 
     /// Records the estimated size of this entry.
@@ -150,10 +160,6 @@ impl Entry {
     pub(crate) fn lfu_init(&mut self, now_ms: i64) {
         self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(LFU_INIT_VAL);
     }
-
-    pub(crate) fn is_expired(&self, now_ms: i64) -> bool {
-        self.deadline != NO_DEADLINE && self.deadline <= now_ms
-    }
 }
 
 pub(crate) fn lru_clock(now_ms: i64) -> u32 {
@@ -204,7 +210,7 @@ impl Slots {
     }
 
     /// The entry of `key` in slot `local`.
-    #[inline]
+    #[cfg(test)]
     pub fn get(&self, local: usize, key: &[u8]) -> Option<&Entry> {
         self.table(local)?.get(key)
     }
@@ -219,6 +225,26 @@ impl Slots {
     #[inline]
     pub fn at(&self, local: usize, position: usize) -> Option<&Entry> {
         self.table(local)?.at(position)
+    }
+
+    /// The key at a position [`Slots::position_of`] gave.
+    #[inline]
+    pub fn key_at(&self, local: usize, position: usize) -> Option<&StoredKey> {
+        self.table(local)?.key_at(position)
+    }
+
+    /// The deadline of `key` in slot `local`: `None` if the key is missing,
+    /// `Some(None)` if it has no time to live.
+    pub fn deadline_of(&self, local: usize, key: &[u8]) -> Option<Option<i64>> {
+        let table = self.table(local)?;
+        Some(table.key_at(table.position(key)?)?.deadline())
+    }
+
+    /// Sets (or clears) the deadline of the key at a position [`Slots::position_of`]
+    /// gave; returns the old one.
+    pub fn set_deadline(&mut self, local: usize, position: usize, at: Option<i64>) -> Option<i64> {
+        let table = self.position(local)?;
+        self.tables.get_mut(table)?.set_deadline(position, at)
     }
 
     /// The entry at a position [`Slots::position_of`] gave, for writing.
@@ -236,8 +262,8 @@ impl Slots {
     }
 
     /// Stores `entry` under `key` in slot `local`, making the slot's table if needed;
-    /// returns the entry it replaced.
-    pub fn insert(&mut self, local: usize, key: StoredKey, entry: Entry) -> Option<Entry> {
+    /// returns the pair it replaced.
+    pub fn insert(&mut self, local: usize, key: StoredKey, entry: Entry) -> Option<Pair> {
         let at = match self.position(local) {
             Some(at) => at,
             None => {
@@ -255,7 +281,7 @@ impl Slots {
 
     /// Removes `key` from slot `local`, dropping the slot's table once it is empty
     /// (the last table takes its place).
-    pub fn remove(&mut self, local: usize, key: &[u8]) -> Option<Entry> {
+    pub fn remove(&mut self, local: usize, key: &[u8]) -> Option<Pair> {
         let at = self.position(local)?;
         let table = self.tables.get_mut(at)?;
         let removed = table.remove(key);
@@ -353,15 +379,16 @@ impl Shard {
     }
 
     /// Removes a key outright (no expiry check), keeping counters and indexes right.
-    pub fn remove(&mut self, db: usize, local: usize, key: &[u8]) -> Option<Entry> {
+    pub fn remove(&mut self, db: usize, local: usize, key: &[u8]) -> Option<DetachedEntry> {
         let d = self.db_mut(db)?;
-        let entry = d.slots.remove(local, key)?;
+        let (stored, entry) = d.slots.remove(local, key)?;
         d.keys -= 1;
-        if let Some(at) = entry.expire_at() {
+        let deadline = stored.deadline();
+        if let Some(at) = deadline {
             d.unindex_deadline(at, key);
         }
         self.used_memory = self.used_memory.saturating_sub(entry.accounted as usize);
-        Some(entry)
+        Some(DetachedEntry { entry, deadline })
     }
 
     /// Calls `visit` for every live key of one slot; returns how many keys it holds.
@@ -370,14 +397,15 @@ impl Shard {
         db: usize,
         local: usize,
         now_ms: i64,
-        visit: &mut impl FnMut(&[u8], &Entry),
+        visit: &mut impl FnMut(&[u8], &Entry, Option<i64>),
     ) -> usize {
         let Some(slot) = self.db(db).and_then(|d| d.slots.table(local)) else {
             return 0;
         };
         for (k, e) in slot {
-            if !e.is_expired(now_ms) {
-                visit(k.as_slice(), e);
+            let deadline = k.deadline();
+            if !is_due(deadline, now_ms) {
+                visit(k.as_slice(), e, deadline);
             }
         }
         slot.len()
@@ -407,8 +435,8 @@ impl Shard {
                 // removal must never rest on the index alone.
                 let due_now = self
                     .db(db)
-                    .and_then(|d| d.slots.get(local, key.as_slice()))
-                    .is_some_and(|e| e.is_expired(now_ms));
+                    .and_then(|d| d.slots.deadline_of(local, key.as_slice()))
+                    .is_some_and(|at| is_due(at, now_ms));
                 if due_now && self.remove(db, local, &key).is_some() {
                     removed += 1;
                     on_expired(db, &key);
@@ -431,34 +459,33 @@ mod tests {
     #[test]
     fn entries_stay_small() {
         assert!(
-            std::mem::size_of::<Value>() <= 40,
+            std::mem::size_of::<Value>() <= 32,
             "Value grew to {}",
             std::mem::size_of::<Value>()
         );
         assert!(
-            std::mem::size_of::<Entry>() <= 56,
+            std::mem::size_of::<Entry>() <= 40,
             "Entry grew to {}",
             std::mem::size_of::<Entry>()
         );
-        // Small hashes, sets and sorted sets sit in the entry itself, with no box of
-        // their own: each is the size of a string value.
-        use crate::value::{HashValue, SetValue, StrValue, ZSetValue};
-        let string = std::mem::size_of::<StrValue>();
-        assert!(std::mem::size_of::<HashValue>() <= string);
-        assert!(std::mem::size_of::<SetValue>() <= string);
-        assert!(std::mem::size_of::<ZSetValue>() <= string);
+        // Small hashes, lists, sets and sorted sets sit in the entry itself, with no
+        // box of their own: each is one buffer, small enough to leave room for the
+        // value's tag beside a string's bytes.
+        use crate::value::{HashValue, ListValue, SetValue, StrValue, ZSetValue};
+        assert_eq!(std::mem::size_of::<StrValue>(), 32);
+        assert!(std::mem::size_of::<HashValue>() <= 24);
+        assert!(std::mem::size_of::<ListValue>() <= 24);
+        assert!(std::mem::size_of::<SetValue>() <= 24);
+        assert!(std::mem::size_of::<ZSetValue>() <= 24);
     }
 
     #[test]
-    fn deadlines_round_trip() {
-        let mut e = Entry::new(Value::string(b"v".to_vec()), 0);
-        assert_eq!(e.expire_at(), None);
-        assert_eq!(e.set_deadline(Some(1000)), None);
-        assert!(e.is_expired(1000) && !e.is_expired(999));
-        assert_eq!(e.set_deadline(Some(i64::MIN)), Some(1000));
-        assert_eq!(e.expire_at(), Some(i64::MIN + 1));
-        assert_eq!(e.set_deadline(None), Some(i64::MIN + 1));
-        assert!(!e.is_expired(i64::MAX));
+    fn deadlines_are_due_at_their_millisecond_and_keep_off_the_marker() {
+        assert!(is_due(Some(1000), 1000) && !is_due(Some(1000), 999));
+        assert!(!is_due(None, i64::MAX));
+        assert_eq!(stored_deadline(Some(i64::MIN)), Some(i64::MIN + 1));
+        assert_eq!(stored_deadline(Some(7)), Some(7));
+        assert_eq!(stored_deadline(None), None);
     }
 }
 
@@ -489,8 +516,14 @@ mod slot_tests {
         assert!(slots.get(3, b"k1").is_some() && slots.get(3, b"k5").is_some());
         assert!(slots.get(64, b"k2").is_some() && slots.get(130, b"k6").is_some());
         assert!(slots.get(4, b"k1").is_none() && slots.table(199).is_none());
-        slots.get_mut(255, b"k3").expect("k3").set_deadline(Some(7));
-        assert_eq!(slots.get(255, b"k3").and_then(|e| e.expire_at()), Some(7));
+        let at = slots.position_of(255, b"k3").expect("k3");
+        assert_eq!(slots.set_deadline(255, at, Some(7)), None);
+        assert_eq!(slots.deadline_of(255, b"k3"), Some(Some(7)));
+        assert_eq!(
+            slots.key_at(255, at).map(StoredKey::as_slice),
+            Some(&b"k3"[..])
+        );
+        assert_eq!(slots.deadline_of(255, b"k9"), None);
         // A replaced key keeps its table; the last key leaving drops it.
         assert!(slots
             .insert(0, StoredKey::from(&b"k4"[..]), entry(9))

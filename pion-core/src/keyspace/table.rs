@@ -1,10 +1,10 @@
 //! One slot's table of keys: the keys and their entries packed densely in small
 //! chunks of one size, found through a small index of positions.
 //!
-//! An open-addressing table that holds its 80-byte (key, entry) pairs in its buckets
+//! An open-addressing table that holds its 64-byte (key, entry) pairs in its buckets
 //! pays for every empty bucket too: it doubles when seven eighths full, so between
 //! growths a third of its memory on average is empty buckets. Here the buckets hold
-//! 4-byte positions and the pairs sit in fixed chunks of two (160 bytes, one of the
+//! 4-byte positions and the pairs sit in fixed chunks of two (128 bytes, one of the
 //! allocator's size classes), so a key costs its pair plus a few bytes.
 //!
 //! The chunks are all one size on purpose. A per-slot array that grows by
@@ -26,9 +26,9 @@ use super::key::StoredKey;
 use super::shard::{Entry, SlotHasher};
 
 /// A key and its entry.
-type Pair = (StoredKey, Entry);
+pub(crate) type Pair = (StoredKey, Entry);
 
-/// Pairs per chunk: 2 × 80 bytes is 160, a size class of its own in mimalloc (and in
+/// Pairs per chunk: 2 × 64 bytes is 128, a size class of its own in mimalloc (and in
 /// jemalloc), so a chunk wastes nothing to rounding. Two, not more, because a slot's
 /// last chunk is half empty on average: with 100,000 keys (six a slot) chunks of
 /// four cost 11 bytes a key more than chunks of two (measured with memory_compare),
@@ -101,7 +101,7 @@ impl SlotTable {
     }
 
     /// The entry of `key`.
-    #[inline]
+    #[cfg(test)]
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.at(self.position(key)?)
     }
@@ -110,6 +110,23 @@ impl SlotTable {
     #[inline]
     pub fn at(&self, position: usize) -> Option<&Entry> {
         self.pair(position).map(|(_, e)| e)
+    }
+
+    /// The key at a position [`SlotTable::position`] gave.
+    #[inline]
+    pub fn key_at(&self, position: usize) -> Option<&StoredKey> {
+        self.pair(position).map(|(k, _)| k)
+    }
+
+    /// Sets (or clears) the deadline of the key at `position`; returns the old one.
+    /// The key's bytes, and so its place in the index, stay as they are.
+    pub fn set_deadline(&mut self, position: usize, at: Option<i64>) -> Option<i64> {
+        let (key, _) = self.place_mut(position)?.as_mut()?;
+        let old = key.deadline();
+        if old != at {
+            *key = key.with_deadline(at);
+        }
+        old
     }
 
     /// The entry at a position [`SlotTable::position`] gave, for writing.
@@ -125,8 +142,9 @@ impl SlotTable {
         self.at_mut(at)
     }
 
-    /// Stores `entry` under `key`; returns the entry it replaced.
-    pub fn insert(&mut self, key: StoredKey, entry: Entry) -> Option<Entry> {
+    /// Stores `entry` under `key` (with the key's deadline); returns the pair it
+    /// replaced.
+    pub fn insert(&mut self, key: StoredKey, entry: Entry) -> Option<Pair> {
         let hash = hash_of(key.as_slice());
         let found = self.index.find(hash, |&at| {
             self.pair(at as usize)
@@ -134,8 +152,8 @@ impl SlotTable {
         });
         if let Some(&at) = found {
             return self
-                .at_mut(at as usize)
-                .map(|old| std::mem::replace(old, entry));
+                .place_mut(at as usize)
+                .and_then(|place| place.replace((key, entry)));
         }
         if self.len == self.chunks.len() * CHUNK {
             self.chunks.push(Box::new([const { None }; CHUNK]));
@@ -152,8 +170,8 @@ impl SlotTable {
         None
     }
 
-    /// Removes `key`; returns its entry.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+    /// Removes `key`; returns its pair.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Pair> {
         let SlotTable { chunks, index, len } = self;
         let found = index
             .find_entry(hash_of(key), |&at| {
@@ -182,7 +200,7 @@ impl SlotTable {
             self.chunks.pop();
         }
         self.shrink_if_sparse();
-        removed.map(|(_, e)| e)
+        removed
     }
 
     /// Gives memory back once deletes have left most of it unused.
@@ -299,7 +317,7 @@ mod tests {
         }
         assert_eq!(t.len(), 1000);
         let replaced = t.insert(StoredKey::from(&b"key:7"[..]), entry(7000));
-        assert_eq!(replaced.as_ref().and_then(number), Some(7));
+        assert_eq!(replaced.as_ref().and_then(|(_, e)| number(e)), Some(7));
         assert_eq!(t.get(b"key:7").and_then(number), Some(7000));
         assert_eq!(t.len(), 1000);
         for i in (0..1000).step_by(2) {
@@ -316,10 +334,13 @@ mod tests {
             };
             assert_eq!(t.get(key.as_bytes()).and_then(number), want, "{key}");
         }
-        if let Some(e) = t.get_mut(b"key:9") {
-            e.set_deadline(Some(5));
-        }
-        assert_eq!(t.get(b"key:9").and_then(|e| e.expire_at()), Some(5));
+        let at = t.position(b"key:9").expect("present");
+        assert_eq!(t.set_deadline(at, Some(5)), None);
+        assert_eq!(t.position(b"key:9"), Some(at));
+        assert_eq!(t.key_at(at).and_then(StoredKey::deadline), Some(5));
+        assert_eq!(t.get(b"key:9").and_then(number), Some(9));
+        assert_eq!(t.set_deadline(at, None), Some(5));
+        assert_eq!(t.key_at(at).and_then(StoredKey::deadline), None);
         let mut seen: Vec<usize> = t.iter().filter_map(|(_, e)| number(e)).collect();
         seen.sort_unstable();
         assert_eq!(seen.len(), 500);
@@ -327,12 +348,13 @@ mod tests {
 
     #[test]
     fn a_chunk_is_an_allocator_size_class() {
-        // `None` takes no room of its own, so two pairs fill 160 bytes exactly.
+        // `None` takes no room of its own, so two pairs fill 128 bytes exactly.
         assert_eq!(
             std::mem::size_of::<Option<Pair>>(),
             std::mem::size_of::<Pair>()
         );
-        assert_eq!(std::mem::size_of::<Chunk>(), 160);
+        assert_eq!(std::mem::size_of::<Pair>(), 64);
+        assert_eq!(std::mem::size_of::<Chunk>(), 128);
     }
 
     #[test]
@@ -370,10 +392,10 @@ mod tests {
                 let key = format!("key-{k}").into_bytes();
                 if insert {
                     let old = t.insert(StoredKey::from(key.as_slice()), entry(v));
-                    prop_assert_eq!(old.as_ref().and_then(number), model.insert(key, v));
+                    prop_assert_eq!(old.as_ref().and_then(|(_, e)| number(e)), model.insert(key, v));
                 } else {
                     let old = t.remove(&key);
-                    prop_assert_eq!(old.as_ref().and_then(number), model.remove(&key));
+                    prop_assert_eq!(old.as_ref().and_then(|(_, e)| number(e)), model.remove(&key));
                 }
                 prop_assert_eq!(t.len(), model.len());
                 prop_assert_eq!(t.iter().count(), model.len());

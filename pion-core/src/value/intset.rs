@@ -5,15 +5,22 @@
 //! vector's growth slack; most integer sets (ids, flags, counters) fit 2 or 4 bytes.
 //! Like Redis, the width only grows (on the insert of a member that needs it), the
 //! buffer grows by exactly what an insert needs, and lookups are binary searches.
+//! The width is the buffer's first byte, as Redis's intset header holds its encoding,
+//! so the set is a single `Vec` (24 bytes) inside the value that holds it.
 
 /// Sorted distinct integers at a shared width.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntSet {
-    /// `len * width` bytes, little-endian members in ascending order.
+    /// Empty, or the width (bytes per member: 2, 4 or 8) followed by `len * width`
+    /// bytes, little-endian members in ascending order.
     bytes: Vec<u8>,
-    /// Bytes per member: 2, 4 or 8.
-    width: u8,
 }
+
+/// Bytes before the members: the width.
+const HEADER: usize = 1;
+
+/// The width of a set that has never held a member.
+const NARROWEST: u8 = 2;
 
 impl Default for IntSet {
     fn default() -> Self {
@@ -57,25 +64,28 @@ fn encode(v: i64, width: u8) -> ([u8; 8], usize) {
 impl IntSet {
     /// No members, at the narrowest width.
     pub fn new() -> IntSet {
-        IntSet {
-            bytes: Vec::new(),
-            width: 2,
-        }
+        IntSet { bytes: Vec::new() }
+    }
+
+    /// The members' bytes.
+    #[inline]
+    fn members(&self) -> &[u8] {
+        self.bytes.get(HEADER..).unwrap_or(&[])
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.bytes.len() / usize::from(self.width)
+        self.members().len() / usize::from(self.width())
     }
 
     /// Whether there are no members.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.members().is_empty()
     }
 
     /// Bytes per member (2, 4 or 8), as Redis's `intset` encoding field says.
     pub fn width(&self) -> u8 {
-        self.width
+        self.bytes.first().copied().unwrap_or(NARROWEST)
     }
 
     /// Bytes held on the heap.
@@ -85,24 +95,26 @@ impl IntSet {
 
     /// The member at `index` (ascending order).
     pub fn get(&self, index: usize) -> Option<i64> {
-        (index < self.len()).then(|| read(&self.bytes, self.width, index))
+        (index < self.len()).then(|| read(self.members(), self.width(), index))
     }
 
     /// The members in ascending order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = i64> + '_ {
-        (0..self.len()).map(|i| read(&self.bytes, self.width, i))
+        let (members, width) = (self.members(), self.width());
+        (0..self.len()).map(move |i| read(members, width, i))
     }
 
     /// `Ok(index)` of `v`, or `Err(index)` where it would go.
     pub fn search(&self, v: i64) -> Result<usize, usize> {
-        if width_of(v) > self.width {
+        let (members, width) = (self.members(), self.width());
+        if width_of(v) > width {
             // Wider than every member: it sorts past one end.
             return Err(if v < 0 { 0 } else { self.len() });
         }
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match read(&self.bytes, self.width, mid).cmp(&v) {
+            match read(members, width, mid).cmp(&v) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),
@@ -122,13 +134,18 @@ impl IntSet {
         let Err(pos) = self.search(v) else {
             return false;
         };
-        let width = width_of(v);
-        if width > self.width {
-            self.widen(width);
+        if width_of(v) > self.width() {
+            self.widen(width_of(v));
         }
-        let (encoded, n) = encode(v, self.width);
-        let at = pos * usize::from(self.width);
-        self.bytes.reserve_exact(n);
+        let width = self.width();
+        let (encoded, n) = encode(v, width);
+        if self.bytes.is_empty() {
+            self.bytes.reserve_exact(HEADER + n);
+            self.bytes.push(width);
+        } else {
+            self.bytes.reserve_exact(n);
+        }
+        let at = HEADER + pos * usize::from(width);
         self.bytes.splice(at..at, encoded[..n].iter().copied());
         true
     }
@@ -138,8 +155,9 @@ impl IntSet {
         let Ok(pos) = self.search(v) else {
             return false;
         };
-        let w = usize::from(self.width);
-        self.bytes.drain(pos * w..pos * w + w);
+        let w = usize::from(self.width());
+        let at = HEADER + pos * w;
+        self.bytes.drain(at..at + w);
         if self.bytes.capacity() >= 2 * self.bytes.len() + 16 {
             self.bytes.shrink_to_fit();
         }
@@ -147,13 +165,13 @@ impl IntSet {
     }
 
     fn widen(&mut self, width: u8) {
-        let mut bytes = Vec::with_capacity(self.len() * usize::from(width));
+        let mut bytes = Vec::with_capacity(HEADER + self.len() * usize::from(width));
+        bytes.push(width);
         for v in self.iter() {
             let (encoded, n) = encode(v, width);
             bytes.extend_from_slice(&encoded[..n]);
         }
         self.bytes = bytes;
-        self.width = width;
     }
 }
 
@@ -169,7 +187,8 @@ mod tests {
             assert!(s.insert(v));
         }
         assert!(!s.insert(1002));
-        assert_eq!((s.width(), s.heap_bytes()), (2, 10));
+        assert_eq!((s.width(), s.heap_bytes()), (2, HEADER + 10));
+        assert_eq!(std::mem::size_of::<IntSet>(), 24);
         assert!(s.insert(-70_000));
         assert_eq!(s.width(), 4);
         assert!(s.insert(i64::MAX));

@@ -8,14 +8,18 @@
 //! grows by exactly what a write needs, so a field costs its bytes plus two. Lookups
 //! walk the buffer, as Redis's do; the owner keeps the pair count small
 //! (`hash-max-listpack-entries`).
+//!
+//! The pair count sits in the buffer's first bytes ([`COUNT_BYTES`]), as the
+//! listpack's header holds it, so the collection is a single `Vec`: 24 bytes, which
+//! keeps the value that holds it within 32 and a key's slot-table pair at 64.
 
 use std::fmt;
 
 /// Pairs of byte strings in insertion order, packed into one buffer.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct PackedPairs {
+    /// The count header, then the pairs; empty when there are none.
     buf: Vec<u8>,
-    len: u32,
 }
 
 /// Where a pair sits in the buffer, as [`PackedPairs::find`] reports it.
@@ -44,6 +48,39 @@ pub(crate) fn debug_pairs<'a>(
     f.debug_map()
         .entries(pairs.map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))))
         .finish()
+}
+
+/// Bytes at the front of a non-empty packed buffer that hold its item count (a
+/// little-endian `u32`).
+pub(crate) const COUNT_BYTES: usize = 4;
+
+/// The item count of a packed buffer (0 for an empty one).
+#[inline]
+pub(crate) fn buffer_count(buf: &[u8]) -> usize {
+    buf.first_chunk::<COUNT_BYTES>()
+        .map_or(0, |c| u32::from_le_bytes(*c) as usize)
+}
+
+/// Makes room for `extra` more bytes, writing a zero count first into an empty
+/// buffer (one allocation for both).
+pub(crate) fn reserve_counted(buf: &mut Vec<u8>, extra: usize) {
+    if buf.is_empty() {
+        buf.reserve_exact(COUNT_BYTES + extra);
+        buf.extend_from_slice(&[0; COUNT_BYTES]);
+    } else {
+        buf.reserve_exact(extra);
+    }
+}
+
+/// Stores the item count of a buffer [`reserve_counted`] opened; a buffer left
+/// with no items is given back whole.
+pub(crate) fn set_buffer_count(buf: &mut Vec<u8>, count: usize) {
+    if count == 0 {
+        *buf = Vec::new();
+    } else if let Some(header) = buf.first_chunk_mut::<COUNT_BYTES>() {
+        // The owners keep their counts far below u32::MAX (their listpack limits).
+        *header = (count as u32).to_le_bytes();
+    }
 }
 
 /// Bytes of `n`'s varint.
@@ -101,12 +138,12 @@ impl PackedPairs {
 
     /// Number of pairs.
     pub fn len(&self) -> usize {
-        self.len as usize
+        buffer_count(&self.buf)
     }
 
     /// Whether there are no pairs.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Bytes held on the heap (the buffer's capacity).
@@ -118,7 +155,7 @@ impl PackedPairs {
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             buf: &self.buf,
-            at: 0,
+            at: COUNT_BYTES,
         }
     }
 
@@ -129,7 +166,7 @@ impl PackedPairs {
 
     /// Where the pair whose field is `field` sits.
     pub fn find(&self, field: &[u8]) -> Option<PairAt> {
-        let mut at = 0;
+        let mut at = COUNT_BYTES;
         while at < self.buf.len() {
             let (f, value_header) = read_string(&self.buf, at);
             let (_, end) = read_string(&self.buf, value_header);
@@ -152,12 +189,13 @@ impl PackedPairs {
 
     /// Appends a pair (the caller has checked that `field` is not present).
     pub fn push(&mut self, field: &[u8], value: &[u8]) {
-        self.buf.reserve_exact(pair_len(field, value));
+        let count = self.len() + 1;
+        reserve_counted(&mut self.buf, pair_len(field, value));
         put_varint(&mut self.buf, field.len());
         self.buf.extend_from_slice(field);
         put_varint(&mut self.buf, value.len());
         self.buf.extend_from_slice(value);
-        self.len += 1;
+        set_buffer_count(&mut self.buf, count);
     }
 
     /// Replaces the value of the pair at `at`, keeping its position.
@@ -180,8 +218,9 @@ impl PackedPairs {
 
     /// Removes the pair at `at`.
     pub fn remove(&mut self, at: PairAt) {
+        let count = self.len() - 1;
         self.buf.drain(at.start..at.end);
-        self.len -= 1;
+        set_buffer_count(&mut self.buf, count);
         self.shrink_if_sparse();
     }
 
@@ -238,7 +277,8 @@ mod tests {
             );
         }
         assert_eq!(p.len(), 5);
-        assert_eq!(p.heap_bytes(), 5 * (2 + 6 + 6));
+        assert_eq!(p.heap_bytes(), COUNT_BYTES + 5 * (2 + 6 + 6));
+        assert_eq!(std::mem::size_of::<PackedPairs>(), 24);
     }
 
     #[test]
@@ -265,7 +305,10 @@ mod tests {
         assert_eq!(p.nth(2), None);
         assert!(p.find(b"a").is_none());
         assert_eq!(p.len(), 2);
-        assert!(p.heap_bytes() < 2 * (2 + 5 + 2 + 1) + 16);
+        assert!(p.heap_bytes() < COUNT_BYTES + 2 * (2 + 5 + 2 + 1) + 16);
+        p.remove(p.find(b"b").expect("present"));
+        p.remove(p.find(b"c").expect("present"));
+        assert_eq!((p.is_empty(), p.len(), p.heap_bytes()), (true, 0, 0));
     }
 
     proptest! {

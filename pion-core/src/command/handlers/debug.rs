@@ -281,11 +281,11 @@ fn object(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let key = &argv[2];
     let mut locked = ctx.keyspace().lock_keys(&[key], now);
     // What is stored, expired or not: Redis's DEBUG OBJECT reads the dictionary.
-    let Some(entry) = locked.stored(db, key)? else {
+    let Some((entry, deadline)) = locked.stored(db, key)? else {
         return Err(OpError::custom("ERR no such key"));
     };
     let mut record = Vec::new();
-    crate::keyspace::dump::encode_entry(db, key, entry, &mut record);
+    crate::keyspace::dump::encode_entry(db, key, entry, deadline, &mut record);
     let idle = entry.idle_secs(now);
     // Redis's LRU clock: seconds, 24 bits wide.
     let lru = ((now / 1000) as u64).wrapping_sub(idle) & 0xFF_FFFF;
@@ -381,12 +381,12 @@ fn digest(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> OpResult<Reply> {
     for db in 0..ks.databases() {
         let mut cursor = 0;
         loop {
-            cursor = ks.scan(db, cursor, usize::MAX, now, |key, entry| {
+            cursor = ks.scan(db, cursor, usize::MAX, now, |key, entry, deadline| {
                 let mut h = Sha1::new();
                 h.update(&(db as u64).to_le_bytes());
                 h.update(&sha1_of(key));
                 h.update(&value_digest(entry));
-                if let Some(at) = entry.expire_at() {
+                if let Some(at) = deadline {
                     h.update(b"!!expire!!");
                     h.update(&at.to_le_bytes());
                 }
@@ -479,7 +479,7 @@ fn value_digest(entry: &Entry) -> [u8; 20] {
         Value::VectorSet(_) | Value::Stream(_) | Value::Suggestions(_) => {
             h.update(entry.value.type_name().as_bytes());
             let mut record = Vec::new();
-            crate::keyspace::dump::encode_entry(0, b"", entry, &mut record);
+            crate::keyspace::dump::encode_entry(0, b"", entry, None, &mut record);
             h.update(&record);
         }
     }

@@ -9,7 +9,7 @@ mod run;
 use crate::clients::ClientState;
 use crate::engine::Engine;
 use crate::error::OpResult;
-use crate::keyspace::Entry;
+use crate::keyspace::DetachedEntry;
 use crate::reply::Reply;
 
 /// `EVAL`/`EVALSHA` (`by_sha`) and their `_RO` forms.
@@ -84,9 +84,9 @@ fn save_for_rollback(
         || matches!(spec.group, Group::Search | Group::PrefixCache));
     let positions = crate::command::key_indices(spec, argv).unwrap_or_default();
     let keys: Vec<&[u8]> = positions.iter().map(|&i| argv[i].as_slice()).collect();
-    let mut peek = |key: &[u8]| -> Option<Entry> {
+    let mut peek = |key: &[u8]| -> Option<DetachedEntry> {
         let mut ks = engine.keyspace().lock_keys(&[key], engine.now_ms());
-        ks.peek(db, key).ok().flatten().cloned()
+        ks.detached(db, key).ok().flatten()
     };
     crate::scripting::debugger::before_write(lua, db, undoable, &keys, &mut peek)
 }

@@ -67,7 +67,7 @@ pub(crate) struct Session {
 /// script wrote, as it was before the script first wrote it (`None`: absent).
 #[derive(Default)]
 pub(crate) struct Undo {
-    saved: Vec<(usize, Vec<u8>, Option<crate::keyspace::Entry>)>,
+    saved: Vec<(usize, Vec<u8>, Option<crate::keyspace::DetachedEntry>)>,
 }
 
 impl Session {
@@ -211,7 +211,7 @@ pub(crate) fn before_write(
     db: usize,
     undoable: bool,
     keys: &[&[u8]],
-    peek: &mut dyn FnMut(&[u8]) -> Option<crate::keyspace::Entry>,
+    peek: &mut dyn FnMut(&[u8]) -> Option<crate::keyspace::DetachedEntry>,
 ) -> Result<(), &'static str> {
     let Some(active) = lua.app_data_ref::<Active>().map(|a| a.clone()) else {
         return Ok(());
@@ -236,7 +236,9 @@ pub(crate) fn before_write(
 impl Undo {
     /// What a forked session's end puts back: each key the script wrote, with its
     /// entry before (`None`: it did not exist).
-    pub(crate) fn into_saved(self) -> Vec<(usize, Vec<u8>, Option<crate::keyspace::Entry>)> {
+    pub(crate) fn into_saved(
+        self,
+    ) -> Vec<(usize, Vec<u8>, Option<crate::keyspace::DetachedEntry>)> {
         self.saved
     }
 }

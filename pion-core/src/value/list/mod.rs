@@ -16,11 +16,12 @@ use node::{entry_len, Node, NodeIter};
 
 use super::sampled_size;
 
-/// The most bytes a node's packed elements take before a push starts a new node, as
-/// Redis's default `list-max-listpack-size` (-2) bounds them. An element larger than
-/// this gets a node of its own. (The setting itself shapes the nodes `DUMP` and the
-/// RDB writer emit; in memory every list uses this bound.)
-const NODE_BYTES: usize = 8192;
+/// The most bytes a node's packed elements take before a push starts a new node: the
+/// node's buffer, header included, stays within 8 KiB (an allocator size class), as
+/// Redis's default `list-max-listpack-size` (-2) bounds a listpack. An element larger
+/// than this gets a node of its own. (The setting itself shapes the nodes `DUMP` and
+/// the RDB writer emit; in memory every list uses this bound.)
+const NODE_BYTES: usize = 8192 - node::HEADER;
 
 /// One end of a list (`LEFT`/`RIGHT` in `LMOVE` and `LMPOP`; head and tail in Redis).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,17 +16,20 @@ use crate::value::packed::{put_varint, read_varint, varint_len};
 
 /// A run of list elements packed into one buffer.
 ///
-/// The elements are `buf[head..]`. The bytes before `head` are a gap that pushes at
-/// the front fill and pops from the front leave, so neither moves the node's bytes
-/// each time (a gap is opened an eighth of the node wide, and closed once it is
-/// larger than the elements).
+/// A node that holds elements starts with a header of two little-endian `u32`s:
+/// `head`, the offset of the first element, and the element count (in the buffer,
+/// so a node is one `Vec`, 24 bytes, and a small list stays inside its value). The
+/// elements are `buf[head..]`. The bytes between the header and `head` are a gap that
+/// pushes at the front fill and pops from the front leave, so neither moves the
+/// node's bytes each time (a gap is opened an eighth of the node wide, and closed
+/// once it is larger than the elements). An empty node has an empty buffer.
 #[derive(Clone, Default)]
 pub(super) struct Node {
     buf: Vec<u8>,
-    /// Start of the first element. Kept below `u32::MAX` by closing the gap.
-    head: u32,
-    count: u32,
 }
+
+/// Bytes of the header: `head`, then the count.
+pub(super) const HEADER: usize = 8;
 
 /// Spare capacity a node keeps after shrinking edits before it gives it back.
 const SLACK_BYTES: usize = 64;
@@ -72,25 +75,73 @@ fn read_back_varint(buf: &[u8], end: usize) -> (usize, usize) {
 impl Node {
     /// A node holding one element.
     pub(super) fn with(data: &[u8]) -> Node {
-        Node {
-            buf: encoded(data),
-            head: 0,
-            count: 1,
+        let mut buf = Vec::with_capacity(HEADER + entry_len(data.len()));
+        buf.extend_from_slice(&[0; HEADER]);
+        put_entry(&mut buf, data);
+        let mut node = Node { buf };
+        node.set_fields(HEADER, 1);
+        node
+    }
+
+    /// A node of `count` elements already encoded in `elements`.
+    fn from_encoded(elements: &[u8], count: usize) -> Node {
+        if count == 0 {
+            return Node::default();
         }
+        let mut buf = Vec::with_capacity(HEADER + elements.len());
+        buf.extend_from_slice(&[0; HEADER]);
+        buf.extend_from_slice(elements);
+        let mut node = Node { buf };
+        node.set_fields(HEADER, count);
+        node
+    }
+
+    /// The header field at `at` (0: head, 4: count) of a non-empty buffer.
+    #[inline]
+    fn field(&self, at: usize) -> Option<usize> {
+        let bytes = self.buf.get(at..at + 4)?;
+        Some(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize)
+    }
+
+    /// Writes the header (the buffer holds one). Both fit a `u32`: `head` is kept
+    /// below `u32::MAX` by closing the gap, and a node's count by its byte size.
+    fn set_fields(&mut self, head: usize, count: usize) {
+        if let Some(header) = self.buf.first_chunk_mut::<HEADER>() {
+            header[..4].copy_from_slice(&(head as u32).to_le_bytes());
+            header[4..].copy_from_slice(&(count as u32).to_le_bytes());
+        }
+    }
+
+    /// Writes a header into an empty buffer, before elements are added.
+    fn open(&mut self) {
+        if self.buf.is_empty() {
+            self.buf.extend_from_slice(&[0; HEADER]);
+            self.set_fields(HEADER, 0);
+        }
+    }
+
+    fn set_count(&mut self, count: usize) {
+        self.set_fields(self.head(), count);
     }
 
     /// Number of elements.
     pub(super) fn count(&self) -> usize {
-        self.count as usize
+        self.field(4).unwrap_or(0)
     }
 
+    /// Offset of the first element.
     fn head(&self) -> usize {
-        self.head as usize
+        self.field(0).unwrap_or(HEADER)
+    }
+
+    /// Bytes of the gap before the first element.
+    fn gap(&self) -> usize {
+        self.head() - HEADER
     }
 
     /// Bytes the elements take, encoded.
     pub(super) fn bytes(&self) -> usize {
-        self.buf.len() - self.head()
+        self.buf.len().saturating_sub(self.head())
     }
 
     /// Heap bytes this node holds.
@@ -102,14 +153,14 @@ impl Node {
     /// elements), closing the gap once it is wider than the elements (or than `head`
     /// can say), so the gap never costs more than the elements it fronts.
     fn set_head(&mut self, at: usize) {
-        if self.count == 0 {
+        let count = self.count();
+        if count == 0 {
             self.buf.clear();
-            self.head = 0;
-        } else if at > self.buf.len() - at || at > u32::MAX as usize {
-            self.buf.drain(..at);
-            self.head = 0;
+        } else if at - HEADER > self.buf.len() - at || at > u32::MAX as usize {
+            self.buf.drain(HEADER..at);
+            self.set_fields(HEADER, count);
         } else {
-            self.head = at as u32;
+            self.set_fields(at, count);
         }
         // Give back what pops and edits freed once it is most of the buffer (a node
         // drained by RPOP kept its peak size).
@@ -166,26 +217,29 @@ impl Node {
         let entry = encoded(data);
         self.buf.reserve_exact(entry.len());
         self.buf.splice(at..at, entry);
-        self.count += 1;
+        self.set_count(self.count() + 1);
     }
 
     /// Inserts `data` as the first element, into the gap (opened first if too small).
     fn push_front(&mut self, data: &[u8]) {
         let entry = encoded(data);
-        if self.head() < entry.len() {
+        if self.buf.is_empty() {
+            self.buf.reserve_exact(HEADER + entry.len());
+            self.open();
+        }
+        if self.gap() < entry.len() {
             let gap = entry.len() + self.bytes() / 8;
-            let add = gap - self.head();
+            let add = gap - self.gap();
             self.buf.reserve_exact(add);
-            self.buf.splice(0..0, std::iter::repeat_n(0, add));
+            self.buf.splice(HEADER..HEADER, std::iter::repeat_n(0, add));
             // `gap` is at most an eighth of a bounded node past one element, and a
             // node taking a push at its front is bounded (the list checks).
-            self.head = gap as u32;
+            self.set_fields(HEADER + gap, self.count());
         }
         let head = self.head();
         let at = head - entry.len();
         self.buf[at..head].copy_from_slice(&entry);
-        self.head = at as u32;
-        self.count += 1;
+        self.set_fields(at, self.count() + 1);
     }
 
     /// Adds `data` at one end.
@@ -214,9 +268,15 @@ impl Node {
 
     /// Appends `data` as the last element.
     pub(super) fn push_back(&mut self, data: &[u8]) {
-        self.buf.reserve_exact(entry_len(data.len()));
+        let extra = entry_len(data.len());
+        if self.buf.is_empty() {
+            self.buf.reserve_exact(HEADER + extra);
+            self.open();
+        } else {
+            self.buf.reserve_exact(extra);
+        }
         put_entry(&mut self.buf, data);
-        self.count += 1;
+        self.set_count(self.count() + 1);
     }
 
     /// Removes element `idx` (< count) and returns it.
@@ -224,7 +284,7 @@ impl Node {
         let at = self.offset_of(idx);
         let (range, end) = self.entry_at(at);
         let data = self.buf[range].to_vec();
-        self.count -= 1;
+        self.set_count(self.count() - 1);
         if idx == 0 {
             self.set_head(end);
         } else {
@@ -240,7 +300,7 @@ impl Node {
         let (range, _) = self.entry_at(at);
         let data = self.buf[range].to_vec();
         self.buf.truncate(at);
-        self.count -= 1;
+        self.set_count(self.count() - 1);
         self.set_head(self.head());
         data
     }
@@ -261,37 +321,32 @@ impl Node {
     pub(super) fn truncate(&mut self, keep: usize) {
         let at = self.offset_of(keep);
         self.buf.truncate(at);
-        self.count = keep as u32;
+        self.set_count(keep);
         self.set_head(self.head());
     }
 
     /// Drops the first `n` elements (`n <= count`).
     pub(super) fn drop_front(&mut self, n: usize) {
         let at = self.offset_of(n);
-        self.count -= n as u32;
+        self.set_count(self.count() - n);
         self.set_head(at);
     }
 
     /// Moves elements `idx..` into a new node.
     pub(super) fn split_off(&mut self, idx: usize) -> Node {
         let at = self.offset_of(idx);
-        let tail = self.buf[at..].to_vec();
-        let moved = self.count() - idx;
+        let tail = Node::from_encoded(self.buf.get(at..).unwrap_or(&[]), self.count() - idx);
         self.buf.truncate(at);
         self.buf.shrink_to_fit();
-        self.count = idx as u32;
+        self.set_count(idx);
         self.set_head(self.head());
-        Node {
-            buf: tail,
-            head: 0,
-            count: moved as u32,
-        }
+        tail
     }
 
     /// Keeps the elements for which `keep` is true, in order; returns how many went.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) -> usize {
         let mut out = Vec::new();
-        let mut kept = 0u32;
+        let mut kept = 0;
         let mut at = self.head();
         while at < self.buf.len() {
             let (range, end) = self.entry_at(at);
@@ -301,14 +356,11 @@ impl Node {
             }
             at = end;
         }
-        let removed = self.count - kept;
+        let removed = self.count() - kept;
         if removed > 0 {
-            out.shrink_to_fit();
-            self.buf = out;
-            self.head = 0;
-            self.count = kept;
+            *self = Node::from_encoded(&out, kept);
         }
-        removed as usize
+        removed
     }
 
     /// The elements, from either end.
@@ -385,6 +437,7 @@ mod tests {
         );
         assert_eq!(n.pop_back(), vec![7u8; 70_000]);
         assert_eq!(n.count(), lens.len());
+        assert_eq!(std::mem::size_of::<Node>(), 24);
     }
 
     /// One node operation with indices reduced modulo the node's size.
@@ -491,11 +544,12 @@ mod tests {
                 prop_assert_eq!(n.bytes(), m.iter().map(|e| entry_len(e.len())).sum::<usize>());
                 // The gap before the elements never outgrows them, nor the capacity
                 // the buffer.
-                prop_assert!(n.head() <= n.bytes(), "gap {} for {} bytes", n.head(), n.bytes());
+                prop_assert!(n.gap() <= n.bytes(), "gap {} for {} bytes", n.gap(), n.bytes());
                 prop_assert!(
-                    n.heap_bytes() <= 2 * (n.head() + n.bytes()) + SLACK_BYTES,
-                    "capacity {} for {} bytes", n.heap_bytes(), n.head() + n.bytes()
+                    n.heap_bytes() <= 2 * n.buf.len() + SLACK_BYTES,
+                    "capacity {} for {} bytes", n.heap_bytes(), n.buf.len()
                 );
+                prop_assert_eq!(n.buf.is_empty(), m.is_empty());
             }
         }
     }

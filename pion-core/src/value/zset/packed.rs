@@ -5,18 +5,22 @@
 //! the member, so a member costs its bytes plus nine, where a score map and an order
 //! index cost two heap blocks and about 70 bytes of headers per member. Every
 //! operation walks the buffer, as Redis's listpack does; the owner keeps the set at
-//! most `zset-max-listpack-entries` long.
+//! most `zset-max-listpack-entries` long. The entry count leads the buffer, as in
+//! the hash's packed pairs, so the whole encoding is one `Vec`.
 
 use std::cmp::Ordering;
 
 use super::{ScoredMember, ZEntry};
-use crate::value::packed::{put_varint, read_varint, varint_len};
+use crate::value::packed::{
+    buffer_count, put_varint, read_varint, reserve_counted, set_buffer_count, varint_len,
+    COUNT_BYTES,
+};
 
 /// Sorted (score, member) entries packed into one buffer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PackedScores {
+    /// The count header, then the entries; empty when there are none.
     buf: Vec<u8>,
-    len: u32,
 }
 
 /// A member found in a [`PackedScores`]: its rank, score and bytes' extent.
@@ -52,12 +56,12 @@ impl PackedScores {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.len as usize
+        buffer_count(&self.buf)
     }
 
     /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Bytes held on the heap (the buffer's capacity).
@@ -67,7 +71,7 @@ impl PackedScores {
 
     /// Entries in ascending order, each with the offset it starts at.
     fn entries(&self) -> impl Iterator<Item = (usize, ZEntry<'_>)> + '_ {
-        let mut at = 0;
+        let mut at = COUNT_BYTES;
         std::iter::from_fn(move || {
             if at >= self.buf.len() {
                 return None;
@@ -86,7 +90,7 @@ impl PackedScores {
 
     /// The entry of `member`.
     pub fn find(&self, member: &[u8]) -> Option<Found> {
-        let mut at = 0;
+        let mut at = COUNT_BYTES;
         let mut rank = 0;
         while at < self.buf.len() {
             let (entry, end) = read_entry(&self.buf, at);
@@ -110,20 +114,22 @@ impl PackedScores {
         let at = self
             .entries()
             .find(|(_, e)| e.cmp_key(score, member) != Ordering::Less)
-            .map_or(self.buf.len(), |(at, _)| at);
+            .map_or(self.buf.len().max(COUNT_BYTES), |(at, _)| at);
         let mut encoded = Vec::with_capacity(8 + varint_len(member.len()) + member.len());
         encoded.extend_from_slice(&score.to_le_bytes());
         put_varint(&mut encoded, member.len());
         encoded.extend_from_slice(member);
-        self.buf.reserve_exact(encoded.len());
+        let count = self.len() + 1;
+        reserve_counted(&mut self.buf, encoded.len());
         self.buf.splice(at..at, encoded);
-        self.len += 1;
+        set_buffer_count(&mut self.buf, count);
     }
 
     /// Removes the entry found by [`find`](Self::find).
     pub fn remove(&mut self, found: Found) {
+        let count = self.len() - 1;
         self.buf.drain(found.start..found.end);
-        self.len -= 1;
+        set_buffer_count(&mut self.buf, count);
         self.shrink_if_sparse();
     }
 
@@ -148,8 +154,9 @@ impl PackedScores {
             .take(end - start)
             .map(ZEntry::to_owned)
             .collect();
+        let count = self.len() - removed.len();
         self.buf.drain(from..to);
-        self.len -= removed.len() as u32;
+        set_buffer_count(&mut self.buf, count);
         self.shrink_if_sparse();
         removed
     }
@@ -172,7 +179,8 @@ mod tests {
         for i in (0..5).rev() {
             p.insert(f64::from(i), format!("member{i}").as_bytes());
         }
-        assert_eq!(p.heap_bytes(), 5 * (8 + 1 + 7));
+        assert_eq!(p.heap_bytes(), COUNT_BYTES + 5 * (8 + 1 + 7));
+        assert_eq!(std::mem::size_of::<PackedScores>(), 24);
         let order: Vec<_> = p.iter().map(|e| e.score).collect();
         assert_eq!(order, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
     }
@@ -207,5 +215,9 @@ mod tests {
             vec![&b"first"[..], b"c"]
         );
         assert!(p.remove_range(2, 9).is_empty());
+        assert_eq!(p.remove_range(0, 2).len(), 2);
+        assert!(p.is_empty() && p.heap_bytes() == 0);
+        p.insert(2.0, b"again");
+        assert_eq!((p.len(), p.find(b"again").map(|f| f.rank)), (1, Some(0)));
     }
 }

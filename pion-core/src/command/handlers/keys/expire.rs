@@ -4,7 +4,6 @@
 //! One handler serves each group; the command name in `argv[0]` selects the unit and
 //! whether the time is relative, exactly as Redis shares one generic implementation.
 
-use super::peek_counted;
 use crate::command::ctx::Ctx;
 use crate::command::handlers::util::{int, is_kw, text};
 use crate::error::{OpError, OpResult};
@@ -88,10 +87,11 @@ pub(super) fn expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let key = &argv[1];
     // A write lookup: refreshes the access time, counts no hit or miss.
-    let Some(entry) = ctx.ks.entry(db, key)? else {
+    if ctx.ks.entry(db, key)?.is_none() {
         return Ok(Reply::Integer(0));
-    };
-    if !cond.allow(entry.expire_at(), when) {
+    }
+    let current = ctx.ks.expire_at(db, key)?.flatten();
+    if !cond.allow(current, when) {
         return Ok(Reply::Integer(0));
     }
     if when <= now {
@@ -112,10 +112,14 @@ pub(super) fn ttl(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let absolute = name.ends_with(b"expiretime");
     let db = ctx.db();
     let now = ctx.now_ms();
-    let Some(entry) = peek_counted(ctx, db, &argv[1])? else {
+    // A read lookup without touching the access time, counted as a hit or miss.
+    let stats = ctx.ks.keyspace().stats();
+    let found = ctx.ks.expire_at(db, &argv[1])?;
+    stats.count_lookup(found.is_some());
+    let Some(deadline) = found else {
         return Ok(Reply::Integer(-2));
     };
-    let Some(at) = entry.expire_at() else {
+    let Some(at) = deadline else {
         return Ok(Reply::Integer(-1));
     };
     let ms = if absolute {
@@ -136,10 +140,8 @@ pub(super) fn ttl(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 pub(super) fn persist(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let key = &argv[1];
-    let had_ttl = ctx
-        .ks
-        .entry(db, key)?
-        .is_some_and(|e| e.expire_at().is_some());
+    let had_ttl =
+        ctx.ks.entry(db, key)?.is_some() && ctx.ks.expire_at(db, key)?.flatten().is_some();
     if had_ttl {
         ctx.ks.set_expire_at(db, key, None)?;
         ctx.notify(notify::GENERIC, "persist", key);

@@ -50,7 +50,7 @@ pub(super) fn scan(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let mut found = Vec::new();
     let next = ctx
         .keyspace()
-        .scan(db, cursor, count, ctx.now_ms(), |key, entry| {
+        .scan(db, cursor, count, ctx.now_ms(), |key, entry, _| {
             let type_ok = type_name
                 .is_none_or(|t| t.eq_ignore_ascii_case(entry.value.type_name().as_bytes()));
             if type_ok && pattern.is_none_or(|p| glob_match(p, key, false)) {
