@@ -52,6 +52,13 @@ fn shapes() -> Vec<Shape> {
             command: |i| words(&["SET", &format!("key:{i:010}"), "abc"]),
         },
         Shape {
+            // A key with a time to live: Redis adds an `expires` dictionary entry,
+            // Pion a heap block for the key and an entry in the deadline index.
+            name: "string, 3 B value, with a TTL",
+            keys: 400_000,
+            command: |i| words(&["SET", &format!("key:{i:010}"), "abc", "EX", "100000"]),
+        },
+        Shape {
             name: "string, 100 B value",
             keys: 300_000,
             command: |i| words(&["SET", &format!("key:{i:010}"), &format!("{i:0>100}")]),

@@ -4,6 +4,7 @@
 
 use rand::Rng;
 
+use super::key::StoredKey;
 use super::shard::Entry;
 use super::{locate, Keyspace, SLOTS_PER_SHARD};
 
@@ -45,11 +46,13 @@ impl Keyspace {
                 // it: a random volatile key without walking the index.
                 for _ in 0..per_db {
                     let t = rng.gen_range(first.0..=last.0);
-                    let Some((_, key)) = d.expires.range((t, Vec::new())..).next() else {
+                    let from = (t, StoredKey::from(&[][..]));
+                    let Some((_, key)) = d.expires.range(from..).next() else {
                         continue;
                     };
+                    let key = key.as_slice();
                     let local = locate(key).local;
-                    let found = d.slots.position_of(local, key.as_slice()).and_then(|at| {
+                    let found = d.slots.position_of(local, key).and_then(|at| {
                         Some((
                             d.slots.at(local, at)?,
                             d.slots.key_at(local, at)?.deadline(),
@@ -59,7 +62,7 @@ impl Keyspace {
                         out.push(Candidate {
                             score: score(e, deadline),
                             db,
-                            key: key.clone(),
+                            key: key.to_vec(),
                         });
                     }
                 }

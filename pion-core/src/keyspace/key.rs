@@ -58,6 +58,17 @@ impl StoredKey {
         }
     }
 
+    /// Sets (or clears) the deadline: in place when the key has one already.
+    pub fn set_deadline(&mut self, at: Option<i64>) {
+        if let (StoredKey::Timed(block), Some(at)) = (&mut *self, at) {
+            if let Some(deadline) = block.first_chunk_mut::<DEADLINE_BYTES>() {
+                *deadline = at.to_le_bytes();
+                return;
+            }
+        }
+        *self = self.with_deadline(at);
+    }
+
     /// The same key with deadline `at` (or none).
     pub fn with_deadline(&self, at: Option<i64>) -> StoredKey {
         let key = self.as_slice();
@@ -146,6 +157,20 @@ impl PartialEq for StoredKey {
 
 impl Eq for StoredKey {}
 
+impl Ord for StoredKey {
+    /// Byte order of the keys (deadlines play no part), as the expiry index sorts
+    /// them.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl PartialOrd for StoredKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 impl std::fmt::Debug for StoredKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:?}", String::from_utf8_lossy(self.as_slice()))
@@ -207,6 +232,11 @@ mod tests {
             assert!(timed == plain && timed.is(key));
             m.insert(timed.clone(), i as u32);
             assert_eq!(m.get(key), Some(&(i as u32)));
+            let mut moved = timed.clone();
+            moved.set_deadline(Some(42));
+            assert_eq!((moved.as_slice(), moved.deadline()), (key, Some(42)));
+            moved.set_deadline(None);
+            assert_eq!((moved.as_slice(), moved.deadline()), (key, None));
             let cleared = timed.with_deadline(None);
             assert_eq!((cleared.as_slice(), cleared.deadline()), (key, None));
             assert_eq!(

@@ -301,7 +301,8 @@ impl Slots {
 #[derive(Debug)]
 pub(crate) struct DbShard {
     pub slots: Slots,
-    pub expires: BTreeSet<(i64, Vec<u8>)>,
+    /// The volatile keys by deadline (short keys inline: no heap block each).
+    pub expires: BTreeSet<(i64, StoredKey)>,
     pub keys: usize,
     /// Sum of the indexed deadlines, for `INFO keyspace`'s `avg_ttl`.
     pub deadline_sum: i128,
@@ -321,14 +322,14 @@ impl DbShard {
 impl DbShard {
     /// Adds a key's deadline to the expiry index.
     pub fn index_deadline(&mut self, at: i64, key: &[u8]) {
-        if self.expires.insert((at, key.to_vec())) {
+        if self.expires.insert((at, StoredKey::from(key))) {
             self.deadline_sum += i128::from(at);
         }
     }
 
     /// Removes a key's deadline from the expiry index.
     pub fn unindex_deadline(&mut self, at: i64, key: &[u8]) {
-        if self.expires.remove(&(at, key.to_vec())) {
+        if self.expires.remove(&(at, StoredKey::from(key))) {
             self.deadline_sum -= i128::from(at);
         }
     }
@@ -426,7 +427,7 @@ impl Shard {
                     if *at > now_ms || due.len() >= budget {
                         break;
                     }
-                    due.push((*at, key.clone()));
+                    due.push((*at, key.as_slice().to_vec()));
                 }
             }
             for (at, key) in due {

@@ -124,7 +124,7 @@ impl SlotTable {
         let (key, _) = self.place_mut(position)?.as_mut()?;
         let old = key.deadline();
         if old != at {
-            *key = key.with_deadline(at);
+            key.set_deadline(at);
         }
         old
     }
