@@ -15,6 +15,7 @@ mod dump_stream;
 mod evict;
 mod key;
 mod locked;
+mod positions;
 mod shard;
 mod slot;
 mod table;

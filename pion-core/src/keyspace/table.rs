@@ -4,7 +4,7 @@
 //! An open-addressing table that holds its 64-byte (key, entry) pairs in its buckets
 //! pays for every empty bucket too: it doubles when seven eighths full, so between
 //! growths a third of its memory on average is empty buckets. Here the buckets hold
-//! 4-byte positions and the pairs sit in fixed chunks of two (128 bytes, one of the
+//! positions (2 bytes in all but huge slots: `positions.rs`) and the pairs sit in fixed chunks of two (128 bytes, one of the
 //! allocator's size classes), so a key costs its pair plus a few bytes.
 //!
 //! The chunks are all one size on purpose. A per-slot array that grows by
@@ -20,9 +20,8 @@
 
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
-
 use super::key::StoredKey;
+use super::positions::Positions;
 use super::shard::{Entry, SlotHasher};
 
 /// A key and its entry.
@@ -50,7 +49,7 @@ pub(crate) struct SlotTable {
     /// Number of pairs.
     len: usize,
     /// Positions of the pairs, hashed by their key.
-    index: HashTable<u32>,
+    index: Positions,
 }
 
 #[inline]
@@ -93,11 +92,9 @@ impl SlotTable {
         if let Some(first) = self.chunks.first() {
             kernels::prefetch_line(first);
         }
-        self.index
-            .find(hash_of(key), |&at| {
-                self.pair(at as usize).is_some_and(|(k, _)| k.is(key))
-            })
-            .map(|&at| at as usize)
+        self.index.find(hash_of(key), |at| {
+            self.pair(at).is_some_and(|(k, _)| k.is(key))
+        })
     }
 
     /// The entry of `key`.
@@ -146,13 +143,12 @@ impl SlotTable {
     /// replaced.
     pub fn insert(&mut self, key: StoredKey, entry: Entry) -> Option<Pair> {
         let hash = hash_of(key.as_slice());
-        let found = self.index.find(hash, |&at| {
-            self.pair(at as usize)
-                .is_some_and(|(k, _)| k.is(key.as_slice()))
+        let found = self.index.find(hash, |at| {
+            self.pair(at).is_some_and(|(k, _)| k.is(key.as_slice()))
         });
-        if let Some(&at) = found {
+        if let Some(at) = found {
             return self
-                .place_mut(at as usize)
+                .place_mut(at)
                 .and_then(|place| place.replace((key, entry)));
         }
         if self.len == self.chunks.len() * CHUNK {
@@ -164,29 +160,20 @@ impl SlotTable {
         }
         self.len += 1;
         let SlotTable { chunks, index, .. } = self;
-        // A slot never holds 2^32 keys (the whole keyspace would be 300 GiB of keys).
-        let at = u32::try_from(at).unwrap_or(u32::MAX);
-        index.insert_unique(hash, at, |&p| rehash(chunks, p));
+        index.insert(hash, at, |p| rehash(chunks, p));
         None
     }
 
     /// Removes `key`; returns its pair.
     pub fn remove(&mut self, key: &[u8]) -> Option<Pair> {
         let SlotTable { chunks, index, len } = self;
-        let found = index
-            .find_entry(hash_of(key), |&at| {
-                pair_in(chunks, at as usize).is_some_and(|(k, _)| k.is(key))
-            })
-            .ok()?;
-        let (at, _) = found.remove();
-        let at = at as usize;
+        let at = index.remove(hash_of(key), |at| {
+            pair_in(chunks, at).is_some_and(|(k, _)| k.is(key))
+        })?;
         let last = *len - 1;
         if at != last {
             // The last pair moves into the hole: its position in the index follows.
-            let moved = rehash(chunks, last as u32);
-            if let Some(p) = index.find_mut(moved, |&p| p as usize == last) {
-                *p = at as u32;
-            }
+            index.moved(rehash(chunks, last), last, at);
         }
         let tail = self.place_mut(last).and_then(Option::take);
         let removed = if at == last {
@@ -211,7 +198,7 @@ impl SlotTable {
         }
         if self.index.capacity() > 4 * len + 16 {
             let SlotTable { chunks, index, .. } = self;
-            index.shrink_to(len, |&p| rehash(chunks, p));
+            index.shrink_to(len, |p| rehash(chunks, p));
         }
     }
 
@@ -236,7 +223,7 @@ impl SlotTable {
     fn footprint(&self) -> usize {
         self.chunks.len() * std::mem::size_of::<Chunk>()
             + self.chunks.capacity() * std::mem::size_of::<Box<Chunk>>()
-            + self.index.capacity() * 5
+            + self.index.bytes()
     }
 }
 
@@ -247,8 +234,8 @@ fn pair_in(chunks: &[Box<Chunk>], position: usize) -> Option<&Pair> {
 }
 
 /// The hash of the key at `position`, as the index needs it when it grows.
-fn rehash(chunks: &[Box<Chunk>], position: u32) -> u64 {
-    pair_in(chunks, position as usize).map_or(0, |(k, _)| hash_of(k.as_slice()))
+fn rehash(chunks: &[Box<Chunk>], position: usize) -> u64 {
+    pair_in(chunks, position).map_or(0, |(k, _)| hash_of(k.as_slice()))
 }
 
 /// The iterator over a table's keys and entries.
@@ -344,6 +331,32 @@ mod tests {
         let mut seen: Vec<usize> = t.iter().filter_map(|(_, e)| number(e)).collect();
         seen.sort_unstable();
         assert_eq!(seen.len(), 500);
+    }
+
+    #[test]
+    fn a_slot_past_65536_keys_widens_its_positions() {
+        let mut t = SlotTable::default();
+        let n = 70_000;
+        let key = |i: usize| format!("k{i}");
+        for i in 0..n {
+            t.insert(StoredKey::from(key(i).as_bytes()), entry(i));
+            if i == 65_535 {
+                assert!(matches!(t.index, Positions::Narrow(_)), "at {i}");
+            }
+        }
+        assert!(matches!(t.index, Positions::Wide(_)));
+        for i in (0..n).step_by(7) {
+            assert_eq!(t.get(key(i).as_bytes()).and_then(number), Some(i), "{i}");
+        }
+        // Removing from the front moves pairs from past 65,536 into low positions.
+        for i in 0..n / 2 {
+            assert!(t.remove(key(i).as_bytes()).is_some(), "{i}");
+        }
+        assert_eq!(t.len(), n - n / 2);
+        for i in 0..n {
+            let want = (i >= n / 2).then_some(i);
+            assert_eq!(t.get(key(i).as_bytes()).and_then(number), want, "{i}");
+        }
     }
 
     #[test]
