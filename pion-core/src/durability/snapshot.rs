@@ -456,7 +456,7 @@ mod tests {
             .map(|(db, key, e)| LoadedKey {
                 db,
                 key,
-                deadline: e.expire_at(),
+                deadline: e.deadline,
                 value: e.entry.value,
             })
             .collect();

@@ -199,6 +199,30 @@ impl<'a> Locked<'a> {
 
     /// The entry of a live key, touching its access time.
     pub fn entry(&mut self, db: usize, key: &[u8]) -> OpResult<Option<&mut Entry>> {
+        let Some((loc, at)) = self.touch(db, key)? else {
+            return Ok(None);
+        };
+        let shard = self.shard(loc.shard)?;
+        Ok(shard.db_mut(db).and_then(|d| d.slots.at_mut(loc.local, at)))
+    }
+
+    /// The deadline of a live key, touching its access time as [`entry`](Self::entry)
+    /// does (`EXPIRE`, `PERSIST`): `None` if the key is missing, `Some(None)` if it
+    /// has no time to live.
+    pub fn touched_deadline(&mut self, db: usize, key: &[u8]) -> OpResult<Option<Option<i64>>> {
+        let Some((loc, at)) = self.touch(db, key)? else {
+            return Ok(None);
+        };
+        let shard = self.shard(loc.shard)?;
+        Ok(shard
+            .db(db)
+            .and_then(|d| d.slots.key_at(loc.local, at))
+            .map(StoredKey::deadline))
+    }
+
+    /// Finds a live key and records the access (unless `no_touch`); returns where
+    /// it is.
+    fn touch(&mut self, db: usize, key: &[u8]) -> OpResult<Option<(Location, usize)>> {
         self.check_db(db)?;
         let loc = self.locate(key);
         let Some(at) = self.live_position(db, key, loc)? else {
@@ -209,16 +233,15 @@ impl<'a> Locked<'a> {
         let (lfu, now) = (self.lfu, self.now_ms);
         let params = self.ks.lfu_params();
         let shard = self.shard(loc.shard)?;
-        let entry = shard.db_mut(db).and_then(|d| d.slots.at_mut(loc.local, at));
-        if let Some(e) = entry {
-            if touch && lfu {
-                e.lfu_touch(now, rand::random::<f64>(), params);
-            } else if touch {
-                e.lru_secs = lru;
-            }
-            return Ok(Some(e));
+        let Some(e) = shard.db_mut(db).and_then(|d| d.slots.at_mut(loc.local, at)) else {
+            return Ok(None);
+        };
+        if touch && lfu {
+            e.lfu_touch(now, rand::random::<f64>(), params);
+        } else if touch {
+            e.lru_secs = lru;
         }
-        Ok(None)
+        Ok(Some((loc, at)))
     }
 
     /// The entry of a live key without touching its access time (`OBJECT`, `TTL`).
@@ -252,11 +275,18 @@ impl<'a> Locked<'a> {
     /// A copy of a live key's entry with its deadline, for putting back later
     /// ([`put_entry`](Self::put_entry)) without touching its access time.
     pub fn detached(&mut self, db: usize, key: &[u8]) -> OpResult<Option<DetachedEntry>> {
-        let deadline = self.expire_at(db, key)?;
-        let entry = self.peek(db, key)?.cloned();
-        Ok(entry
-            .zip(deadline)
-            .map(|(entry, deadline)| DetachedEntry { entry, deadline }))
+        self.check_db(db)?;
+        let loc = self.locate(key);
+        let Some(at) = self.live_position(db, key, loc)? else {
+            return Ok(None);
+        };
+        let shard = self.shard(loc.shard)?;
+        Ok(shard.db(db).and_then(|d| {
+            Some(DetachedEntry {
+                entry: d.slots.at(loc.local, at)?.clone(),
+                deadline: d.slots.key_at(loc.local, at)?.deadline(),
+            })
+        }))
     }
 
     /// The value of a live key, for reading. Counts a keyspace hit or miss.

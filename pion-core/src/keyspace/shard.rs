@@ -74,13 +74,6 @@ pub struct DetachedEntry {
     pub deadline: Option<i64>,
 }
 
-impl DetachedEntry {
-    /// The absolute expiry time in Unix milliseconds, if any.
-    pub fn expire_at(&self) -> Option<i64> {
-        self.deadline
-    }
-}
-
 /// A deadline as stored: `i64::MIN` is the snapshot formats' "none" marker, and a
 /// deadline that far in the past means the same as the next one up.
 pub(crate) fn stored_deadline(at: Option<i64>) -> Option<i64> {

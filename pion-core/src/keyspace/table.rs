@@ -4,8 +4,9 @@
 //! An open-addressing table that holds its 64-byte (key, entry) pairs in its buckets
 //! pays for every empty bucket too: it doubles when seven eighths full, so between
 //! growths a third of its memory on average is empty buckets. Here the buckets hold
-//! positions (2 bytes in all but huge slots: `positions.rs`) and the pairs sit in fixed chunks of two (128 bytes, one of the
-//! allocator's size classes), so a key costs its pair plus a few bytes.
+//! positions (2 bytes in all but huge slots: `positions.rs`) and the pairs sit in
+//! fixed chunks of two (128 bytes, one of the allocator's size classes), so a key
+//! costs its pair plus a few bytes.
 //!
 //! The chunks are all one size on purpose. A per-slot array that grows by
 //! reallocation moves every slot through the same run of size classes at about the

@@ -87,10 +87,9 @@ pub(super) fn expire(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let key = &argv[1];
     // A write lookup: refreshes the access time, counts no hit or miss.
-    if ctx.ks.entry(db, key)?.is_none() {
+    let Some(current) = ctx.ks.touched_deadline(db, key)? else {
         return Ok(Reply::Integer(0));
-    }
-    let current = ctx.ks.expire_at(db, key)?.flatten();
+    };
     if !cond.allow(current, when) {
         return Ok(Reply::Integer(0));
     }
@@ -140,8 +139,7 @@ pub(super) fn ttl(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
 pub(super) fn persist(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let db = ctx.db();
     let key = &argv[1];
-    let had_ttl =
-        ctx.ks.entry(db, key)?.is_some() && ctx.ks.expire_at(db, key)?.flatten().is_some();
+    let had_ttl = ctx.ks.touched_deadline(db, key)?.flatten().is_some();
     if had_ttl {
         ctx.ks.set_expire_at(db, key, None)?;
         ctx.notify(notify::GENERIC, "persist", key);
