@@ -213,6 +213,17 @@ impl<'a> Locked<'a> {
         let Some((loc, at)) = self.touch(db, key)? else {
             return Ok(None);
         };
+        self.deadline_at(db, loc, at)
+    }
+
+    /// The deadline of the key at a position [`live_position`](Self::live_position)
+    /// gave.
+    fn deadline_at(
+        &mut self,
+        db: usize,
+        loc: Location,
+        at: usize,
+    ) -> OpResult<Option<Option<i64>>> {
         let shard = self.shard(loc.shard)?;
         Ok(shard
             .db(db)
@@ -435,11 +446,7 @@ impl<'a> Locked<'a> {
         let Some(at) = self.live_position(db, key, loc)? else {
             return Ok(None);
         };
-        let shard = self.shard(loc.shard)?;
-        Ok(shard
-            .db(db)
-            .and_then(|d| d.slots.key_at(loc.local, at))
-            .map(StoredKey::deadline))
+        self.deadline_at(db, loc, at)
     }
 
     /// Sets (or with `None` clears) a live key's deadline; returns false if the key is
