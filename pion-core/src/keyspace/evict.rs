@@ -4,7 +4,6 @@
 
 use rand::Rng;
 
-use super::key::StoredKey;
 use super::shard::Entry;
 use super::{locate, Keyspace, SLOTS_PER_SHARD};
 
@@ -38,37 +37,8 @@ impl Keyspace {
         let before = out.len();
         for (db, d) in shard.dbs.iter().enumerate() {
             let Some(d) = d.as_deref() else { continue };
-            if volatile {
-                let (Some(first), Some(last)) = (d.expires.first(), d.expires.last()) else {
-                    continue;
-                };
-                // A random deadline in the range, then the first key due at or after
-                // it: a random volatile key without walking the index.
-                for _ in 0..per_db {
-                    let t = rng.gen_range(first.0..=last.0);
-                    let from = (t, StoredKey::from(&[][..]));
-                    let Some((_, key)) = d.expires.range(from..).next() else {
-                        continue;
-                    };
-                    let key = key.as_slice();
-                    let local = locate(key).local;
-                    let found = d.slots.position_of(local, key).and_then(|at| {
-                        Some((
-                            d.slots.at(local, at)?,
-                            d.slots.key_at(local, at)?.deadline(),
-                        ))
-                    });
-                    if let Some((e, deadline)) = found {
-                        out.push(Candidate {
-                            score: score(e, deadline),
-                            db,
-                            key: key.to_vec(),
-                        });
-                    }
-                }
-                continue;
-            }
-            if d.keys == 0 {
+            let candidates = if volatile { d.slots.volatile() } else { d.keys };
+            if candidates == 0 {
                 continue;
             }
             let start = rng.gen_range(0..SLOTS_PER_SHARD);
@@ -80,15 +50,20 @@ impl Keyspace {
                 let Some(slot) = d.slots.table((start + step) % SLOTS_PER_SHARD) else {
                     continue;
                 };
+                if volatile && slot.volatile() == 0 {
+                    continue;
+                }
                 let skip = rng.gen_range(0..slot.len());
-                for (k, e) in slot
-                    .iter()
-                    .skip(skip)
-                    .chain(slot.iter().take(skip))
-                    .take(per_db - taken)
-                {
+                for (k, e) in slot.iter().skip(skip).chain(slot.iter().take(skip)) {
+                    if taken >= per_db {
+                        break;
+                    }
+                    let deadline = k.deadline();
+                    if volatile && deadline.is_none() {
+                        continue;
+                    }
                     out.push(Candidate {
-                        score: score(e, k.deadline()),
+                        score: score(e, deadline),
                         db,
                         key: k.as_slice().to_vec(),
                     });

@@ -157,20 +157,6 @@ impl PartialEq for StoredKey {
 
 impl Eq for StoredKey {}
 
-impl Ord for StoredKey {
-    /// Byte order of the keys (deadlines play no part), as the expiry index sorts
-    /// them.
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_slice().cmp(other.as_slice())
-    }
-}
-
-impl PartialOrd for StoredKey {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 impl std::fmt::Debug for StoredKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:?}", String::from_utf8_lossy(self.as_slice()))

@@ -1,5 +1,5 @@
 //! The view a running command has of the keyspace: the shards it locked, and the key
-//! operations (with lazy expiry, memory accounting and the expiry index kept right).
+//! operations (with lazy expiry, memory accounting and the deadline counts kept right).
 
 use std::sync::atomic::Ordering;
 
@@ -369,13 +369,10 @@ impl<'a> Locked<'a> {
         entry.set_accounted(entry.value.mem_usage() + key.len());
         let d = shard.db_or_create(db);
         let old = d.slots.position_of(loc.local, key);
-        let mut stale_deadline = None;
         let mut created = false;
         match old {
             Some(at) => {
-                let deadline = d.slots.key_at(loc.local, at).and_then(StoredKey::deadline);
                 if !keep_ttl {
-                    stale_deadline = deadline;
                     d.slots.set_deadline(loc.local, at, None);
                 }
                 let Some(old) = d.slots.at_mut(loc.local, at) else {
@@ -396,11 +393,6 @@ impl<'a> Locked<'a> {
                 d.keys += 1;
                 shard.used_memory += added;
                 created = true;
-            }
-        }
-        if let Some(at) = stale_deadline {
-            if let Some(d) = shard.db_mut(db) {
-                d.unindex_deadline(at, key);
             }
         }
         if created {
@@ -460,14 +452,8 @@ impl<'a> Locked<'a> {
         };
         let shard = self.shard(loc.shard)?;
         let d = shard.db_or_create(db);
-        let stored = stored_deadline(at);
-        let old = d.slots.set_deadline(loc.local, position, stored);
-        if let Some(old) = old {
-            d.unindex_deadline(old, key);
-        }
-        if let Some(at) = stored {
-            d.index_deadline(at, key);
-        }
+        d.slots
+            .set_deadline(loc.local, position, stored_deadline(at));
         Ok(true)
     }
 

@@ -13,6 +13,7 @@ mod cut;
 pub mod dump;
 mod dump_stream;
 mod evict;
+mod expiry;
 mod key;
 mod locked;
 mod positions;

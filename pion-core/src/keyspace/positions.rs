@@ -1,5 +1,15 @@
 //! A slot table's index: the positions of its pairs, hashed by their keys.
 //!
+//! A slot of up to [`TAGS_MAX`] keys (every slot until the keyspace passes about a
+//! million keys) needs no hash table: it keeps one byte of each key's hash, in the
+//! pairs' own order, and a lookup compares the bytes eight at a time and the keys
+//! whose byte matches (a wrong match is one in 256). That is one byte a key where a
+//! hash table costs three to seven with its empty buckets, and no table block
+//! (40–112 bytes a slot) at all: at 100,000 keys, six a slot, about six bytes a key.
+//! Removal mirrors the pairs' own (the last moves into the hole). A slot that grows
+//! past [`TAGS_MAX`] keys moves to a hash table, and back once it shrinks to a
+//! quarter of that.
+//!
 //! Nearly every slot holds far fewer than 65,536 keys (a billion keys spread over
 //! the 16,384 slots is 61,000 a slot), so positions are kept as `u16`: a bucket is
 //! then three bytes (the position and hashbrown's control byte) instead of five,
@@ -13,16 +23,65 @@ use hashbrown::HashTable;
 /// (`is_key`) when it looks one up.
 #[derive(Debug)]
 pub(crate) enum Positions {
+    /// At most [`TAGS_MAX`] positions: the tag of position `i`'s key at `i`.
+    Tags(Vec<u8>),
     /// Every position is below 65,536.
     Narrow(HashTable<u16>),
     /// Some position was not.
     Wide(HashTable<u32>),
 }
 
+/// Most keys a slot indexes by tags alone. At 64 a lookup reads eight words of tags
+/// and, for a missing key, finds a wrong match one time in four.
+pub(crate) const TAGS_MAX: usize = 64;
+
 impl Default for Positions {
     fn default() -> Self {
-        Positions::Narrow(HashTable::new())
+        Positions::Tags(Vec::new())
     }
+}
+
+/// The byte of a key's hash kept as its tag (the top byte: hashbrown uses the low
+/// bits for the bucket, so the two stay independent after a move to a table).
+#[inline]
+fn tag_of(hash: u64) -> u8 {
+    (hash >> 56) as u8
+}
+
+/// Calls `found` with each position whose tag is `tag`, lowest first, until it
+/// returns true; returns that position.
+#[inline]
+fn find_tag(tags: &[u8], tag: u8, found: impl Fn(usize) -> bool) -> Option<usize> {
+    let pattern = u64::from(tag) * 0x0101_0101_0101_0101;
+    let words = tags.chunks_exact(8);
+    let tail = words.remainder();
+    for (word_at, bytes) in words.enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes);
+        let mut hits = zero_bytes(u64::from_le_bytes(word) ^ pattern);
+        while hits != 0 {
+            let at = word_at * 8 + (hits.trailing_zeros() / 8) as usize;
+            if found(at) {
+                return Some(at);
+            }
+            hits &= hits - 1;
+        }
+    }
+    let base = tags.len() - tail.len();
+    for (i, &t) in tail.iter().enumerate() {
+        if t == tag && found(base + i) {
+            return Some(base + i);
+        }
+    }
+    None
+}
+
+/// The top bit of each byte of `x` that is zero, exactly: no carry crosses a byte,
+/// since (x & 0x7f) + 0x7f ≤ 0xfe.
+#[inline]
+fn zero_bytes(x: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
 }
 
 impl Positions {
@@ -30,6 +89,7 @@ impl Positions {
     #[inline]
     pub fn find(&self, hash: u64, is_key: impl Fn(usize) -> bool) -> Option<usize> {
         match self {
+            Positions::Tags(tags) => find_tag(tags, tag_of(hash), is_key),
             Positions::Narrow(t) => t
                 .find(hash, |&p| is_key(usize::from(p)))
                 .map(|&p| usize::from(p)),
@@ -37,8 +97,22 @@ impl Positions {
         }
     }
 
-    /// Adds `position` (not present) for a key with `hash`.
+    /// Adds `position` (not present) for a key with `hash`. Positions are added in
+    /// order: `position` is the number already held.
     pub fn insert(&mut self, hash: u64, position: usize, rehash: impl Fn(usize) -> u64) {
+        if let Positions::Tags(tags) = self {
+            debug_assert_eq!(position, tags.len(), "positions arrive in order");
+            if tags.len() < TAGS_MAX {
+                tags.push(tag_of(hash));
+                return;
+            }
+            let mut table = HashTable::with_capacity(2 * TAGS_MAX);
+            for p in 0..tags.len() {
+                // Below TAGS_MAX: fits a u16.
+                table.insert_unique(rehash(p), p as u16, |&q| rehash(usize::from(q)));
+            }
+            *self = Positions::Narrow(table);
+        }
         if let Positions::Narrow(t) = self {
             match u16::try_from(position) {
                 Ok(p) => {
@@ -69,8 +143,15 @@ impl Positions {
     }
 
     /// Removes the position whose key has `hash` and passes `is_key`; returns it.
+    /// Under tags, the last position takes the removed one's place, as the pairs do
+    /// (so the [`Positions::moved`] that follows finds it there already).
     pub fn remove(&mut self, hash: u64, is_key: impl Fn(usize) -> bool) -> Option<usize> {
         match self {
+            Positions::Tags(tags) => {
+                let at = find_tag(tags, tag_of(hash), is_key)?;
+                tags.swap_remove(at);
+                Some(at)
+            }
             Positions::Narrow(t) => {
                 let found = t.find_entry(hash, |&p| is_key(usize::from(p))).ok()?;
                 Some(usize::from(found.remove().0))
@@ -86,6 +167,10 @@ impl Positions {
     /// position.
     pub fn moved(&mut self, hash: u64, from: usize, to: usize) {
         match self {
+            // `remove` moved the tag with the pair.
+            Positions::Tags(tags) => {
+                debug_assert_eq!(tags.get(to), Some(&tag_of(hash)), "{from} → {to}");
+            }
             Positions::Narrow(t) => {
                 if let (Some(p), Ok(to)) = (
                     t.find_mut(hash, |&p| usize::from(p) == from),
@@ -104,17 +189,34 @@ impl Positions {
         }
     }
 
+    /// Number of positions held.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Positions::Tags(tags) => tags.len(),
+            Positions::Narrow(t) => t.len(),
+            Positions::Wide(t) => t.len(),
+        }
+    }
+
     /// Number of buckets.
     pub fn capacity(&self) -> usize {
         match self {
+            Positions::Tags(tags) => tags.capacity(),
             Positions::Narrow(t) => t.capacity(),
             Positions::Wide(t) => t.capacity(),
         }
     }
 
-    /// Shrinks the buckets to what `len` positions need.
+    /// Shrinks the buckets to what `len` positions (`0..len`) need: back to tags
+    /// once they are few.
     pub fn shrink_to(&mut self, len: usize, rehash: impl Fn(usize) -> u64) {
+        if len <= TAGS_MAX / 4 && !matches!(self, Positions::Tags(_)) {
+            *self = Positions::Tags((0..len).map(|p| tag_of(rehash(p))).collect());
+            return;
+        }
         match self {
+            Positions::Tags(tags) => tags.shrink_to(len),
             Positions::Narrow(t) => t.shrink_to(len, |&p| rehash(usize::from(p))),
             Positions::Wide(t) => t.shrink_to(len, |&p| rehash(p as usize)),
         }
@@ -124,8 +226,63 @@ impl Positions {
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
         match self {
+            Positions::Tags(tags) => tags.capacity(),
             Positions::Narrow(t) => t.capacity() * 3,
             Positions::Wide(t) => t.capacity() * 5,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The word-at-a-time search finds what a byte-by-byte one finds, first
+        /// match first, whatever the bytes around it.
+        #[test]
+        fn tag_search_matches_a_plain_one(
+            // Few distinct bytes, the edges of the bit trick among them, so that
+            // matches are common and sit next to near misses.
+            tags in proptest::collection::vec(prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff]), 0..80),
+            tag in prop::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff]),
+            skip in 0usize..4,
+        ) {
+            let seen = std::cell::Cell::new(0);
+            // Accept the `skip`-th match, to see every match visited in order.
+            let found = find_tag(&tags, tag, |_| {
+                seen.set(seen.get() + 1);
+                seen.get() > skip
+            });
+            let want = tags.iter().enumerate().filter(|(_, t)| **t == tag).nth(skip).map(|(i, _)| i);
+            prop_assert_eq!(found, want);
+        }
+    }
+
+    #[test]
+    fn a_slot_moves_to_a_table_past_the_tags_and_back() {
+        let hash = |p: usize| (p as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut index = Positions::default();
+        for p in 0..=TAGS_MAX {
+            assert!(matches!(index, Positions::Tags(_)), "at {p}");
+            index.insert(hash(p), p, hash);
+        }
+        assert!(matches!(index, Positions::Narrow(_)));
+        for p in 0..=TAGS_MAX {
+            assert_eq!(index.find(hash(p), |at| at == p), Some(p));
+        }
+        index.shrink_to(TAGS_MAX / 4 + 1, hash);
+        assert!(matches!(index, Positions::Narrow(_)));
+        index.shrink_to(TAGS_MAX / 4, hash);
+        assert!(matches!(index, Positions::Tags(ref t) if t.len() == TAGS_MAX / 4));
+        for p in 0..TAGS_MAX / 4 {
+            assert_eq!(index.find(hash(p), |at| at == p), Some(p));
+        }
+        // Removing under tags moves the last into the hole, as the pairs move.
+        let last = TAGS_MAX / 4 - 1;
+        assert_eq!(index.remove(hash(3), |at| at == 3), Some(3));
+        index.moved(hash(last), last, 3);
+        assert_eq!(index.find(hash(last), |at| at == 3), Some(3));
     }
 }

@@ -1,8 +1,7 @@
-//! One lock shard: for each database, the shard's slots (small hash tables) and an
-//! index of deadlines for active expiry.
+//! One lock shard: for each database, the shard's slots (small hash tables), each
+//! with a summary of its deadlines for active expiry (`expiry.rs`).
 
-use std::collections::BTreeSet;
-
+use super::expiry::ExpiryBudget;
 use super::key::StoredKey;
 use super::table::{Pair, SlotTable};
 use super::SLOTS_PER_SHARD;
@@ -171,6 +170,12 @@ pub(crate) struct Slots {
     tables: Vec<SlotTable>,
     /// The slot of each table, by position (to fix the index when a table moves).
     owners: Vec<u16>,
+    /// Keys with a deadline, and the sum of their deadlines (`INFO keyspace`).
+    volatile: usize,
+    deadline_sum: i128,
+    /// The table the next expiry pass starts at, so that passes cut short by their
+    /// budget take turns.
+    expiry_cursor: usize,
 }
 
 impl Slots {
@@ -179,7 +184,32 @@ impl Slots {
             index: [0; SLOTS_PER_SHARD],
             tables: Vec::new(),
             owners: Vec::new(),
+            volatile: 0,
+            deadline_sum: 0,
+            expiry_cursor: 0,
         }
+    }
+
+    /// Records a key's deadline going from `old` to `new` in the counters.
+    fn count_deadline(&mut self, old: Option<i64>, new: Option<i64>) {
+        if let Some(at) = old {
+            self.volatile -= 1;
+            self.deadline_sum -= i128::from(at);
+        }
+        if let Some(at) = new {
+            self.volatile += 1;
+            self.deadline_sum += i128::from(at);
+        }
+    }
+
+    /// Number of keys with a deadline.
+    pub fn volatile(&self) -> usize {
+        self.volatile
+    }
+
+    /// Sum of the deadlines of the keys that have one.
+    pub fn deadline_sum(&self) -> i128 {
+        self.deadline_sum
     }
 
     /// Where slot `local`'s table is, if it has one.
@@ -237,7 +267,14 @@ impl Slots {
     /// gave; returns the old one.
     pub fn set_deadline(&mut self, local: usize, position: usize, at: Option<i64>) -> Option<i64> {
         let table = self.position(local)?;
-        self.tables.get_mut(table)?.set_deadline(position, at)
+        let table = self.tables.get_mut(table)?;
+        // Only a key that is there changes (a missing one returns `None` below too).
+        let present = table.key_at(position).is_some();
+        let old = table.set_deadline(position, at);
+        if present {
+            self.count_deadline(old, at);
+        }
+        old
     }
 
     /// The entry at a position [`Slots::position_of`] gave, for writing.
@@ -268,8 +305,11 @@ impl Slots {
                 self.tables.len() - 1
             }
         };
+        let deadline = key.deadline();
         // `at` is a table's position: the index only holds positions of tables.
-        self.tables[at].insert(key, entry)
+        let replaced = self.tables[at].insert(key, entry);
+        self.count_deadline(replaced.as_ref().and_then(|(k, _)| k.deadline()), deadline);
+        replaced
     }
 
     /// Removes `key` from slot `local`, dropping the slot's table once it is empty
@@ -277,16 +317,60 @@ impl Slots {
     pub fn remove(&mut self, local: usize, key: &[u8]) -> Option<Pair> {
         let at = self.position(local)?;
         let table = self.tables.get_mut(at)?;
-        let removed = table.remove(key);
+        let removed = table.remove(key)?;
         if table.is_empty() {
-            self.tables.swap_remove(at);
-            self.owners.swap_remove(at);
-            self.index[local] = 0;
-            if let Some(&moved) = self.owners.get(at) {
-                self.index[usize::from(moved)] = at as u16 + 1;
-            }
+            self.drop_table(at);
         }
-        removed
+        self.count_deadline(removed.0.deadline(), None);
+        Some(removed)
+    }
+
+    /// Drops the (empty) table at position `at`; the last table takes its place.
+    fn drop_table(&mut self, at: usize) {
+        let Some(&local) = self.owners.get(at) else {
+            return;
+        };
+        self.tables.swap_remove(at);
+        self.owners.swap_remove(at);
+        self.index[usize::from(local)] = 0;
+        if let Some(&moved) = self.owners.get(at) {
+            // At most SLOTS_PER_SHARD (256) tables: positions fit a u16.
+            self.index[usize::from(moved)] = at as u16 + 1;
+        }
+    }
+
+    /// Moves the pairs whose deadline is at or before `now_ms` into `out`, walking
+    /// the tables whose bound has passed while `budget` lasts, from where the last
+    /// pass stopped.
+    pub fn take_due(&mut self, now_ms: i64, budget: &mut ExpiryBudget, out: &mut Vec<Pair>) {
+        let from = out.len();
+        let tables = self.tables.len();
+        let mut at = self.expiry_cursor.min(tables);
+        let mut emptied = Vec::new();
+        for _ in 0..tables {
+            if at >= tables {
+                at = 0;
+            }
+            if self.tables[at].may_expire(now_ms) {
+                let whole = self.tables[at].take_due(now_ms, budget, out);
+                if self.tables[at].is_empty() {
+                    emptied.push(at);
+                }
+                if !whole {
+                    break;
+                }
+            }
+            at += 1;
+        }
+        self.expiry_cursor = at;
+        // Highest first: dropping a table moves only the last one.
+        emptied.sort_unstable_by(|a, b| b.cmp(a));
+        for at in emptied {
+            self.drop_table(at);
+        }
+        for (key, _) in &out[from..] {
+            self.count_deadline(key.deadline(), None);
+        }
     }
 }
 
@@ -294,36 +378,14 @@ impl Slots {
 #[derive(Debug)]
 pub(crate) struct DbShard {
     pub slots: Slots,
-    /// The volatile keys by deadline (short keys inline: no heap block each).
-    pub expires: BTreeSet<(i64, StoredKey)>,
     pub keys: usize,
-    /// Sum of the indexed deadlines, for `INFO keyspace`'s `avg_ttl`.
-    pub deadline_sum: i128,
 }
 
 impl DbShard {
     fn new() -> DbShard {
         DbShard {
             slots: Slots::new(),
-            expires: BTreeSet::new(),
             keys: 0,
-            deadline_sum: 0,
-        }
-    }
-}
-
-impl DbShard {
-    /// Adds a key's deadline to the expiry index.
-    pub fn index_deadline(&mut self, at: i64, key: &[u8]) {
-        if self.expires.insert((at, StoredKey::from(key))) {
-            self.deadline_sum += i128::from(at);
-        }
-    }
-
-    /// Removes a key's deadline from the expiry index.
-    pub fn unindex_deadline(&mut self, at: i64, key: &[u8]) {
-        if self.expires.remove(&(at, StoredKey::from(key))) {
-            self.deadline_sum -= i128::from(at);
         }
     }
 }
@@ -360,12 +422,12 @@ impl Shard {
     }
 
     pub fn db_expires(&self, db: usize) -> usize {
-        self.db(db).map_or(0, |d| d.expires.len())
+        self.db(db).map_or(0, |d| d.slots.volatile())
     }
 
     /// Sum of the deadlines of a database's volatile keys in this shard.
     pub fn db_deadline_sum(&self, db: usize) -> i128 {
-        self.db(db).map_or(0, |d| d.deadline_sum)
+        self.db(db).map_or(0, |d| d.slots.deadline_sum())
     }
 
     pub fn used_memory(&self) -> usize {
@@ -378,9 +440,6 @@ impl Shard {
         let (stored, entry) = d.slots.remove(local, key)?;
         d.keys -= 1;
         let deadline = stored.deadline();
-        if let Some(at) = deadline {
-            d.unindex_deadline(at, key);
-        }
         self.used_memory = self.used_memory.saturating_sub(entry.accounted as usize);
         Some(DetachedEntry { entry, deadline })
     }
@@ -405,7 +464,8 @@ impl Shard {
         slot.len()
     }
 
-    /// Removes keys whose deadline passed, at most `budget` per database.
+    /// Removes keys whose deadline passed, at most `budget` per database (looking at
+    /// no more than sixteen times as many); calls `on_expired` for each.
     pub fn expire_due(
         &mut self,
         now_ms: i64,
@@ -413,31 +473,20 @@ impl Shard {
         on_expired: &mut dyn FnMut(usize, &[u8]),
     ) -> usize {
         let mut removed = 0;
+        let mut due = Vec::new();
         for db in 0..self.dbs.len() {
-            let mut due = Vec::new();
-            if let Some(d) = self.db(db) {
-                for (at, key) in d.expires.iter() {
-                    if *at > now_ms || due.len() >= budget {
-                        break;
-                    }
-                    due.push((*at, key.as_slice().to_vec()));
-                }
+            let Some(d) = self.db_mut(db) else { continue };
+            if d.slots.volatile() == 0 {
+                continue;
             }
-            for (at, key) in due {
-                let local = super::locate(&key).local;
-                // Only a key that is really due: the index and the entry agree, but a
-                // removal must never rest on the index alone.
-                let due_now = self
-                    .db(db)
-                    .and_then(|d| d.slots.deadline_of(local, key.as_slice()))
-                    .is_some_and(|at| is_due(at, now_ms));
-                if due_now && self.remove(db, local, &key).is_some() {
-                    removed += 1;
-                    on_expired(db, &key);
-                } else if let Some(d) = self.db_mut(db) {
-                    // A stale index entry (the key changed): drop it.
-                    d.unindex_deadline(at, &key);
-                }
+            d.slots
+                .take_due(now_ms, &mut ExpiryBudget::removing(budget), &mut due);
+            d.keys -= due.len();
+            let freed: usize = due.iter().map(|(_, e)| e.accounted as usize).sum();
+            self.used_memory = self.used_memory.saturating_sub(freed);
+            removed += due.len();
+            for (key, _) in due.drain(..) {
+                on_expired(db, key.as_slice());
             }
         }
         removed
@@ -487,20 +536,114 @@ mod tests {
 mod slot_tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Whatever deadlines keys are given, changed, cleared and removed with, a
+        /// pass takes exactly the keys due, and the counters agree with what is left.
+        #[test]
+        fn expiry_takes_exactly_the_due_keys(
+            ops in proptest::collection::vec((0u8..4, 0usize..300, 0i64..1000), 1..600),
+            now in 0i64..1000,
+        ) {
+            let mut shard = Shard::new(1);
+            let mut model: std::collections::HashMap<Vec<u8>, Option<i64>> = Default::default();
+            for (op, k, at) in ops {
+                let key = format!("key:{k}").into_bytes();
+                let local = super::super::locate(&key).local;
+                let d = shard.db_or_create(0);
+                match op {
+                    0 => {
+                        if d.slots.insert(local, StoredKey::from(key.as_slice()), entry(k)).is_none() {
+                            d.keys += 1;
+                        }
+                        model.insert(key, None);
+                    }
+                    1 | 2 => {
+                        if let Some(p) = d.slots.position_of(local, &key) {
+                            let at = (op == 1).then_some(at);
+                            d.slots.set_deadline(local, p, at);
+                            model.insert(key, at);
+                        }
+                    }
+                    _ => {
+                        shard.remove(0, local, &key);
+                        model.remove(&key);
+                    }
+                }
+            }
+            let mut expired = Vec::new();
+            shard.expire_due(now, usize::MAX / 16, &mut |_, key| expired.push(key.to_vec()));
+            expired.sort();
+            let mut want: Vec<Vec<u8>> = model
+                .iter()
+                .filter(|(_, at)| at.is_some_and(|at| at <= now))
+                .map(|(k, _)| k.clone())
+                .collect();
+            want.sort();
+            proptest::prop_assert_eq!(expired, want);
+            model.retain(|_, at| !at.is_some_and(|at| at <= now));
+            let volatile: Vec<i64> = model.values().filter_map(|at| *at).collect();
+            proptest::prop_assert_eq!(shard.db_len(0), model.len());
+            proptest::prop_assert_eq!(shard.db_expires(0), volatile.len());
+            proptest::prop_assert_eq!(
+                shard.db_deadline_sum(0),
+                volatile.iter().map(|&at| i128::from(at)).sum::<i128>()
+            );
+            // Nothing is left due, and the next pass finds nothing.
+            proptest::prop_assert_eq!(shard.expire_due(now, usize::MAX / 16, &mut |_, _| {}), 0);
+        }
+    }
+
+    #[test]
+    fn passes_cut_short_take_turns_over_the_slots() {
+        let mut shard = Shard::new(1);
+        let mut n = 0;
+        for k in 0..5000 {
+            let key = format!("key:{k}").into_bytes();
+            let loc = super::super::locate(&key);
+            if loc.shard != 0 {
+                continue;
+            }
+            let d = shard.db_or_create(0);
+            d.slots
+                .insert(loc.local, StoredKey::from(key.as_slice()), entry(k));
+            d.keys += 1;
+            let p = d.slots.position_of(loc.local, &key).expect("just put");
+            d.slots.set_deadline(loc.local, p, Some(10));
+            n += 1;
+        }
+        assert!(n > 50, "{n} keys in shard 0");
+        // Ten keys a pass: every key goes in n / 10 passes, none twice.
+        let mut seen = std::collections::HashSet::new();
+        let mut passes = 0;
+        while shard.db_len(0) > 0 {
+            let removed = shard.expire_due(10, 10, &mut |_, key| {
+                assert!(seen.insert(key.to_vec()), "{key:?} twice");
+            });
+            assert!(removed <= 10);
+            passes += 1;
+            assert!(passes <= n, "no progress");
+        }
+        assert_eq!(seen.len(), n);
+        assert_eq!(passes, n.div_ceil(10));
+        assert_eq!(shard.db_expires(0), 0);
+        assert!(shard.db(0).is_some_and(|d| d.slots.tables.is_empty()));
+    }
+
+    fn entry(n: usize) -> Entry {
+        Entry::new(
+            Value::Str(crate::value::StrValue::new(n.to_string().into_bytes())),
+            0,
+        )
+    }
+
     #[test]
     fn slot_tables_come_and_go_with_their_keys() {
         let mut slots = Slots::new();
-        let entry = |n: i64| {
-            Entry::new(
-                Value::Str(crate::value::StrValue::new(n.to_string().into_bytes())),
-                0,
-            )
-        };
         // Slots out of order, across the bitmap's words, one twice.
         for (i, local) in [200usize, 3, 64, 255, 0, 3, 130].iter().enumerate() {
             let key = format!("k{i}");
             assert!(slots
-                .insert(*local, StoredKey::from(key.as_bytes()), entry(i as i64))
+                .insert(*local, StoredKey::from(key.as_bytes()), entry(i))
                 .is_none());
         }
         assert_eq!(slots.tables.len(), 6);

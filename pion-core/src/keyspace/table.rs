@@ -21,6 +21,7 @@
 
 use std::hash::BuildHasher;
 
+use super::expiry::{DeadlineSummary, ExpiryBudget};
 use super::key::StoredKey;
 use super::positions::Positions;
 use super::shard::{Entry, SlotHasher};
@@ -43,14 +44,15 @@ type Chunk = [Option<Pair>; CHUNK];
 #[derive(Debug, Default)]
 pub(crate) struct SlotTable {
     /// The pairs, in no particular order, with no holes: pair `i` is in chunk
-    /// `i / CHUNK` at `i % CHUNK`, for every `i < len`. Each chunk is a block of its
+    /// `i / CHUNK` at `i % CHUNK`, for every `i` below the index's length. Each chunk is a block of its
     /// own on purpose (the point of the layout above), hence the box in the vector.
     #[allow(clippy::vec_box)]
     chunks: Vec<Box<Chunk>>,
-    /// Number of pairs.
-    len: usize,
-    /// Positions of the pairs, hashed by their key.
+    /// Positions of the pairs, hashed by their key; its length is the number of
+    /// pairs.
     index: Positions,
+    /// The keys' deadlines, summarised for active expiry.
+    deadlines: DeadlineSummary,
 }
 
 #[inline]
@@ -62,13 +64,13 @@ impl SlotTable {
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.index.len()
     }
 
     /// Whether the table holds no key.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The pair at `position`.
@@ -123,8 +125,15 @@ impl SlotTable {
         let old = key.deadline();
         if old != at {
             key.set_deadline(at);
+            self.deadlines.changed(old, at);
         }
         old
+    }
+
+    /// How many keys have a deadline.
+    #[inline]
+    pub fn volatile(&self) -> usize {
+        self.deadlines.volatile()
     }
 
     /// The entry at a position [`SlotTable::position`] gave, for writing.
@@ -147,19 +156,23 @@ impl SlotTable {
         let found = self.index.find(hash, |at| {
             self.pair(at).is_some_and(|(k, _)| k.is(key.as_slice()))
         });
+        let deadline = key.deadline();
         if let Some(at) = found {
-            return self
+            let replaced = self
                 .place_mut(at)
                 .and_then(|place| place.replace((key, entry)));
+            let old = replaced.as_ref().and_then(|(k, _)| k.deadline());
+            self.deadlines.changed(old, deadline);
+            return replaced;
         }
-        if self.len == self.chunks.len() * CHUNK {
+        self.deadlines.changed(None, deadline);
+        let at = self.len();
+        if at == self.chunks.len() * CHUNK {
             self.chunks.push(Box::new([const { None }; CHUNK]));
         }
-        let at = self.len;
         if let Some(place) = self.place_mut(at) {
             *place = Some((key, entry));
         }
-        self.len += 1;
         let SlotTable { chunks, index, .. } = self;
         index.insert(hash, at, |p| rehash(chunks, p));
         None
@@ -167,11 +180,26 @@ impl SlotTable {
 
     /// Removes `key`; returns its pair.
     pub fn remove(&mut self, key: &[u8]) -> Option<Pair> {
-        let SlotTable { chunks, index, len } = self;
+        let SlotTable { chunks, index, .. } = self;
         let at = index.remove(hash_of(key), |at| {
             pair_in(chunks, at).is_some_and(|(k, _)| k.is(key))
         })?;
-        let last = *len - 1;
+        self.detach(at)
+    }
+
+    /// Removes the pair at `position`.
+    fn remove_at(&mut self, position: usize) -> Option<Pair> {
+        let SlotTable { chunks, index, .. } = self;
+        let at = index.remove(rehash(chunks, position), |at| at == position)?;
+        self.detach(at)
+    }
+
+    /// Takes the pair at `at`, whose position has just left the index, out of the
+    /// chunks: the last pair moves into its place.
+    fn detach(&mut self, at: usize) -> Option<Pair> {
+        let SlotTable { chunks, index, .. } = self;
+        // The index holds one position fewer already: the last pair's.
+        let last = index.len();
         if at != last {
             // The last pair moves into the hole: its position in the index follows.
             index.moved(rehash(chunks, last), last, at);
@@ -183,17 +211,59 @@ impl SlotTable {
             self.place_mut(at)
                 .and_then(|place| std::mem::replace(place, tail))
         };
-        self.len = last;
-        if self.len <= (self.chunks.len() - 1) * CHUNK {
+        if last <= (self.chunks.len() - 1) * CHUNK {
             self.chunks.pop();
         }
         self.shrink_if_sparse();
+        if let Some((key, _)) = &removed {
+            self.deadlines.changed(key.deadline(), None);
+        }
         removed
+    }
+
+    /// Whether a key may be due at `now_ms` (a walk with [`SlotTable::take_due`]
+    /// finds out).
+    #[inline]
+    pub fn may_expire(&self, now_ms: i64) -> bool {
+        self.deadlines.may_be_due(now_ms)
+    }
+
+    /// Moves the pairs whose deadline is at or before `now_ms` into `out`, looking at
+    /// keys from the last one down while `budget` lasts. Returns whether it looked at
+    /// every key (then the slot's bound is the earliest deadline left).
+    pub fn take_due(
+        &mut self,
+        now_ms: i64,
+        budget: &mut ExpiryBudget,
+        out: &mut Vec<Pair>,
+    ) -> bool {
+        let mut earliest = i64::MAX;
+        let mut at = self.len();
+        while at > 0 {
+            if budget.spent() {
+                return false;
+            }
+            at -= 1;
+            budget.look -= 1;
+            match self.key_at(at).and_then(StoredKey::deadline) {
+                Some(deadline) if deadline <= now_ms => {
+                    // The last pair moves into `at`: it was looked at already.
+                    if let Some(pair) = self.remove_at(at) {
+                        out.push(pair);
+                        budget.remove -= 1;
+                    }
+                }
+                Some(deadline) => earliest = earliest.min(deadline),
+                None => {}
+            }
+        }
+        self.deadlines.walked(earliest);
+        true
     }
 
     /// Gives memory back once deletes have left most of it unused.
     fn shrink_if_sparse(&mut self) {
-        let len = self.len;
+        let len = self.len();
         if self.chunks.capacity() > 2 * self.chunks.len() + 4 {
             self.chunks.shrink_to_fit();
         }
@@ -209,7 +279,7 @@ impl SlotTable {
         Pairs {
             chunks: &self.chunks,
             next: 0,
-            len: self.len,
+            len: self.len(),
         }
     }
 
@@ -369,6 +439,9 @@ mod tests {
         );
         assert_eq!(std::mem::size_of::<Pair>(), 64);
         assert_eq!(std::mem::size_of::<Chunk>(), 128);
+        // Every slot that holds a key has a table: with 16,384 of them a byte here is
+        // a byte a key at 16,384 keys, and 0.16 of one at 100,000.
+        assert!(std::mem::size_of::<SlotTable>() <= 80);
     }
 
     #[test]
@@ -395,11 +468,55 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_walk_takes_the_due_keys_and_tightens_the_bound() {
+        let mut t = SlotTable::default();
+        for i in 0..40 {
+            t.insert(StoredKey::from(format!("k{i}").as_bytes()), entry(i));
+            // Every third key has a deadline: 0, 30, 60, …
+            if i % 3 == 0 {
+                let at = t.position(format!("k{i}").as_bytes()).expect("just put");
+                t.set_deadline(at, Some(i as i64 * 10));
+            }
+        }
+        assert_eq!(t.volatile(), 14);
+        assert!(t.may_expire(0) && !t.may_expire(-1));
+        // A budget too small to look at every key stops early and keeps the bound.
+        let mut out = Vec::new();
+        let mut short = ExpiryBudget {
+            look: 10,
+            remove: 100,
+        };
+        assert!(!t.take_due(150, &mut short, &mut out));
+        assert_eq!(short.look, 0);
+        let mut budget = ExpiryBudget::removing(100);
+        assert!(t.take_due(150, &mut budget, &mut out));
+        let mut taken: Vec<usize> = out.iter().filter_map(|(_, e)| number(e)).collect();
+        taken.sort_unstable();
+        assert_eq!(taken, [0, 3, 6, 9, 12, 15]);
+        assert_eq!(t.len(), 34);
+        assert_eq!(t.volatile(), 8);
+        // The bound is now the earliest deadline left, 180.
+        assert!(!t.may_expire(179) && t.may_expire(180));
+        for (k, e) in &t {
+            assert_eq!(t.get(k.as_slice()).and_then(number), number(e), "{k:?}");
+        }
+        // The removal budget stops a walk too.
+        out.clear();
+        let mut two = ExpiryBudget {
+            look: 1000,
+            remove: 2,
+        };
+        assert!(!t.take_due(i64::MAX, &mut two, &mut out));
+        assert_eq!(out.len(), 2);
+        assert_eq!(t.volatile(), 6);
+    }
+
     proptest! {
         /// Any sequence of inserts and removes leaves the table holding exactly what a
         /// map given the same sequence holds.
         #[test]
-        fn matches_a_map(ops in proptest::collection::vec((any::<bool>(), 0u8..64, 0usize..1000), 1..400)) {
+        fn matches_a_map(ops in proptest::collection::vec((any::<bool>(), 0u8..160, 0usize..1000), 1..800)) {
             let mut t = SlotTable::default();
             let mut model: HashMap<Vec<u8>, usize> = HashMap::new();
             for (insert, k, v) in ops {
