@@ -9,9 +9,10 @@
 //! walk the buffer, as Redis's do; the owner keeps the pair count small
 //! (`hash-max-listpack-entries`).
 //!
-//! The pair count sits in the buffer's first bytes ([`COUNT_BYTES`]), as the
-//! listpack's header holds it, so the collection is a single `Vec`: 24 bytes, which
-//! keeps the value that holds it within 32 and a key's slot-table pair at 64.
+//! The pair count leads the buffer as a varint (one byte below 128 pairs: see
+//! [`buffer_count`]), as the listpack's header holds it, so the collection is a
+//! single `Vec`: 24 bytes, which keeps the value that holds it within 32 and a key's
+//! slot-table pair at 64.
 
 use std::fmt;
 
@@ -50,36 +51,63 @@ pub(crate) fn debug_pairs<'a>(
         .finish()
 }
 
-/// Bytes at the front of a non-empty packed buffer that hold its item count (a
-/// little-endian `u32`).
-pub(crate) const COUNT_BYTES: usize = 4;
-
-/// The item count of a packed buffer (0 for an empty one).
+/// The item count of a packed buffer (0 for an empty one). A non-empty buffer
+/// starts with its count as a varint: one byte below 128 items, two below 16,384
+/// (a fixed `u32` would cost three bytes more on every small collection, and at
+/// five members it tipped a sorted set's buffer into the next size class).
 #[inline]
 pub(crate) fn buffer_count(buf: &[u8]) -> usize {
-    buf.first_chunk::<COUNT_BYTES>()
-        .map_or(0, |c| u32::from_le_bytes(*c) as usize)
+    if buf.is_empty() {
+        0
+    } else {
+        read_varint(buf, 0).0
+    }
+}
+
+/// Where a packed buffer's items start: after the count (0 for an empty buffer).
+#[inline]
+pub(crate) fn items_start(buf: &[u8]) -> usize {
+    if buf.is_empty() {
+        0
+    } else {
+        read_varint(buf, 0).1
+    }
 }
 
 /// Makes room for `extra` more bytes, writing a zero count first into an empty
 /// buffer (one allocation for both).
 pub(crate) fn reserve_counted(buf: &mut Vec<u8>, extra: usize) {
     if buf.is_empty() {
-        buf.reserve_exact(COUNT_BYTES + extra);
-        buf.extend_from_slice(&[0; COUNT_BYTES]);
+        buf.reserve_exact(1 + extra);
+        buf.push(0);
     } else {
         buf.reserve_exact(extra);
     }
 }
 
 /// Stores the item count of a buffer [`reserve_counted`] opened; a buffer left
-/// with no items is given back whole.
+/// with no items is given back whole. A count that needs a longer (or shorter)
+/// varint than the old one moves the items, once at 128 items and once at 16,384.
 pub(crate) fn set_buffer_count(buf: &mut Vec<u8>, count: usize) {
     if count == 0 {
         *buf = Vec::new();
-    } else if let Some(header) = buf.first_chunk_mut::<COUNT_BYTES>() {
-        // The owners keep their counts far below u32::MAX (their listpack limits).
-        *header = (count as u32).to_le_bytes();
+        return;
+    }
+    let old = items_start(buf);
+    let mut header = [0u8; 10];
+    let mut len = 0;
+    let mut n = count;
+    while n >= 0x80 {
+        header[len] = (n as u8 & 0x7f) | 0x80;
+        n >>= 7;
+        len += 1;
+    }
+    header[len] = n as u8;
+    len += 1;
+    if len == old {
+        buf[..len].copy_from_slice(&header[..len]);
+    } else {
+        buf.splice(..old, header[..len].iter().copied());
     }
 }
 
@@ -155,7 +183,7 @@ impl PackedPairs {
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             buf: &self.buf,
-            at: COUNT_BYTES,
+            at: items_start(&self.buf),
         }
     }
 
@@ -166,7 +194,7 @@ impl PackedPairs {
 
     /// Where the pair whose field is `field` sits.
     pub fn find(&self, field: &[u8]) -> Option<PairAt> {
-        let mut at = COUNT_BYTES;
+        let mut at = items_start(&self.buf);
         while at < self.buf.len() {
             let (f, value_header) = read_string(&self.buf, at);
             let (_, end) = read_string(&self.buf, value_header);
@@ -277,8 +305,32 @@ mod tests {
             );
         }
         assert_eq!(p.len(), 5);
-        assert_eq!(p.heap_bytes(), COUNT_BYTES + 5 * (2 + 6 + 6));
+        assert_eq!(p.heap_bytes(), 1 + 5 * (2 + 6 + 6));
         assert_eq!(std::mem::size_of::<PackedPairs>(), 24);
+    }
+
+    #[test]
+    fn the_count_takes_a_second_byte_at_128_pairs_and_gives_it_back() {
+        let mut p = PackedPairs::new();
+        let field = |i: usize| format!("f{i}").into_bytes();
+        for i in 0..300 {
+            p.push(&field(i), b"v");
+            assert_eq!(p.len(), i + 1);
+            assert_eq!(items_start(&p.buf), varint_len(i + 1));
+        }
+        assert_eq!(p.nth(299).map(|(f, _)| f.to_vec()), Some(field(299)));
+        for i in (0..300).rev() {
+            let at = p.find(&field(i)).expect("present");
+            p.remove(at);
+            assert_eq!(p.len(), i);
+            // Every pair left is still read whole from the new start.
+            assert_eq!(p.iter().count(), i);
+            assert_eq!(p.nth(0).map(|(f, _)| f.to_vec()), (i > 0).then(|| field(0)));
+        }
+        assert!(p.is_empty());
+        let mut big = vec![0u8];
+        set_buffer_count(&mut big, 20_000);
+        assert_eq!((buffer_count(&big), items_start(&big)), (20_000, 3));
     }
 
     #[test]
@@ -305,7 +357,7 @@ mod tests {
         assert_eq!(p.nth(2), None);
         assert!(p.find(b"a").is_none());
         assert_eq!(p.len(), 2);
-        assert!(p.heap_bytes() < COUNT_BYTES + 2 * (2 + 5 + 2 + 1) + 16);
+        assert!(p.heap_bytes() < 1 + 2 * (2 + 5 + 2 + 1) + 16);
         p.remove(p.find(b"b").expect("present"));
         p.remove(p.find(b"c").expect("present"));
         assert_eq!((p.is_empty(), p.len(), p.heap_bytes()), (true, 0, 0));

@@ -16,8 +16,8 @@ use std::cmp::Ordering;
 
 use super::{ScoredMember, ZEntry};
 use crate::value::packed::{
-    buffer_count, put_varint, read_varint, reserve_counted, set_buffer_count, varint_len,
-    COUNT_BYTES,
+    buffer_count, items_start, put_varint, read_varint, reserve_counted, set_buffer_count,
+    varint_len,
 };
 
 /// Sorted (score, member) entries packed into one buffer.
@@ -128,7 +128,7 @@ impl PackedScores {
 
     /// Entries in ascending order, each with the offset it starts at.
     fn entries(&self) -> impl Iterator<Item = (usize, ZEntry<'_>)> + '_ {
-        let mut at = COUNT_BYTES;
+        let mut at = items_start(&self.buf);
         std::iter::from_fn(move || {
             if at >= self.buf.len() {
                 return None;
@@ -147,7 +147,7 @@ impl PackedScores {
 
     /// The entry of `member`.
     pub fn find(&self, member: &[u8]) -> Option<Found> {
-        let mut at = COUNT_BYTES;
+        let mut at = items_start(&self.buf);
         let mut rank = 0;
         while at < self.buf.len() {
             let (entry, end) = read_entry(&self.buf, at);
@@ -168,17 +168,18 @@ impl PackedScores {
     /// Inserts an entry at its place in the order (the caller has checked that
     /// `member` is not present).
     pub fn insert(&mut self, score: f64, member: &[u8]) {
-        let at = self
-            .entries()
-            .find(|(_, e)| e.cmp_key(score, member) != Ordering::Less)
-            .map_or(self.buf.len().max(COUNT_BYTES), |(at, _)| at);
         let mut encoded =
             Vec::with_capacity(MAX_SCORE_BYTES + varint_len(member.len()) + member.len());
         put_score(&mut encoded, score);
         put_varint(&mut encoded, member.len());
         encoded.extend_from_slice(member);
         let count = self.len() + 1;
+        // An empty buffer gets its count first, so the place is found after.
         reserve_counted(&mut self.buf, encoded.len());
+        let at = self
+            .entries()
+            .find(|(_, e)| e.cmp_key(score, member) != Ordering::Less)
+            .map_or(self.buf.len(), |(at, _)| at);
         self.buf.splice(at..at, encoded);
         set_buffer_count(&mut self.buf, count);
     }
@@ -284,7 +285,7 @@ mod tests {
         for i in (0..5).rev() {
             p.insert(f64::from(i), format!("member{i}").as_bytes());
         }
-        assert_eq!(p.heap_bytes(), COUNT_BYTES + 5 * (1 + 1 + 7));
+        assert_eq!(p.heap_bytes(), 1 + 5 * (1 + 1 + 7));
         assert_eq!(std::mem::size_of::<PackedScores>(), 24);
         let order: Vec<_> = p.iter().map(|e| e.score).collect();
         assert_eq!(order, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
@@ -294,7 +295,8 @@ mod tests {
 
     proptest! {
         /// Whole and fractional scores of every magnitude come back in order and
-        /// exact, whichever way each was stored.
+        /// exact, whichever way each was stored, past 128 members (where the count
+        /// takes a second byte) and back.
         #[test]
         fn mixed_scores_keep_their_order_and_bits(scores in proptest::collection::vec(
             prop_oneof![
@@ -302,7 +304,7 @@ mod tests {
                 proptest::num::i64::ANY.prop_map(|n| n as f64),
                 proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::INFINITE,
             ],
-            0..60,
+            0..200,
         )) {
             let mut p = PackedScores::new();
             let mut model: Vec<(f64, Vec<u8>)> = Vec::new();
@@ -324,6 +326,12 @@ mod tests {
             g.sort();
             w.sort();
             prop_assert_eq!(g, w);
+            // Removing all but the first 100 (from the top) leaves them whole.
+            let removed = p.remove_range(100, usize::MAX);
+            prop_assert_eq!(removed.len(), got.len().saturating_sub(100));
+            prop_assert_eq!(p.len(), got.len().min(100));
+            let left: Vec<(u64, Vec<u8>)> = p.iter().map(|e| (e.score.to_bits(), e.member.to_vec())).collect();
+            prop_assert_eq!(&left[..], &got[..got.len().min(100)]);
         }
     }
 
