@@ -107,6 +107,9 @@ pub(crate) fn set_buffer_count(buf: &mut Vec<u8>, count: usize) {
     if len == old {
         buf[..len].copy_from_slice(&header[..len]);
     } else {
+        // Exactly the room the count needs: `splice` alone would grow the buffer
+        // the way a vector grows (doubling it).
+        buf.reserve_exact(len.saturating_sub(old));
         buf.splice(..old, header[..len].iter().copied());
     }
 }
@@ -317,6 +320,8 @@ mod tests {
             p.push(&field(i), b"v");
             assert_eq!(p.len(), i + 1);
             assert_eq!(items_start(&p.buf), varint_len(i + 1));
+            // The buffer grows by what each write needs, the count's byte included.
+            assert_eq!(p.heap_bytes(), p.buf.len(), "after {} pairs", i + 1);
         }
         assert_eq!(p.nth(299).map(|(f, _)| f.to_vec()), Some(field(299)));
         for i in (0..300).rev() {
