@@ -16,6 +16,7 @@ mod evict;
 mod expiry;
 mod key;
 mod locked;
+mod pairs;
 mod positions;
 mod shard;
 mod slot;

@@ -5,10 +5,11 @@
 //! pairs' own order, and a lookup compares the bytes eight at a time and the keys
 //! whose byte matches (a wrong match is one in 256). That is one byte a key where a
 //! hash table costs three to seven with its empty buckets, and no table block
-//! (40–112 bytes a slot) at all: at 100,000 keys, six a slot, about six bytes a key.
-//! Removal mirrors the pairs' own (the last moves into the hole). A slot that grows
-//! past [`TAGS_MAX`] keys moves to a hash table, and back once it shrinks to a
-//! quarter of that.
+//! (40–112 bytes a slot): at 100,000 keys, six a slot, about six bytes a key. Up to
+//! [`INLINE_TAGS`] tags sit in the index itself, in the room a hash table's header
+//! takes, so a small slot's index has no block at all. Removal mirrors the pairs'
+//! own (the last moves into the hole). A slot that grows past [`TAGS_MAX`] keys
+//! moves to a hash table, and back to tags in place once it shrinks to 19.
 //!
 //! Nearly every slot holds far fewer than 65,536 keys (a billion keys spread over
 //! the 16,384 slots is 61,000 a slot), so positions are kept as `u16`: a bucket is
@@ -23,6 +24,14 @@ use hashbrown::HashTable;
 /// (`is_key`) when it looks one up.
 #[derive(Debug)]
 pub(crate) enum Positions {
+    /// At most [`INLINE_TAGS`] positions, their tags held in place: a lookup in a
+    /// small slot reads no block for its index at all.
+    Inline {
+        /// Number of positions.
+        len: u8,
+        /// The tag of position `i`'s key at `i`, for `i < len`.
+        tags: [u8; INLINE_TAGS],
+    },
     /// At most [`TAGS_MAX`] positions: the tag of position `i`'s key at `i`.
     Tags(Vec<u8>),
     /// Every position is below 65,536.
@@ -35,9 +44,27 @@ pub(crate) enum Positions {
 /// and, for a missing key, finds a wrong match one time in four.
 pub(crate) const TAGS_MAX: usize = 64;
 
+/// Most tags held in place: as many as fit beside the count in the room the hash
+/// tables need anyway (the index stays 40 bytes).
+pub(crate) const INLINE_TAGS: usize = 38;
+
 impl Default for Positions {
     fn default() -> Self {
-        Positions::Tags(Vec::new())
+        Positions::Inline {
+            len: 0,
+            tags: [0; INLINE_TAGS],
+        }
+    }
+}
+
+/// Tags held in place for the first `len` positions (`len` ≤ [`INLINE_TAGS`]).
+fn inline_tags(tags: &[u8]) -> Positions {
+    let mut inline = [0; INLINE_TAGS];
+    let len = tags.len().min(INLINE_TAGS);
+    inline[..len].copy_from_slice(&tags[..len]);
+    Positions::Inline {
+        len: len as u8,
+        tags: inline,
     }
 }
 
@@ -89,6 +116,9 @@ impl Positions {
     #[inline]
     pub fn find(&self, hash: u64, is_key: impl Fn(usize) -> bool) -> Option<usize> {
         match self {
+            Positions::Inline { len, tags } => {
+                find_tag(&tags[..usize::from(*len)], tag_of(hash), is_key)
+            }
             Positions::Tags(tags) => find_tag(tags, tag_of(hash), is_key),
             Positions::Narrow(t) => t
                 .find(hash, |&p| is_key(usize::from(p)))
@@ -100,6 +130,19 @@ impl Positions {
     /// Adds `position` (not present) for a key with `hash`. Positions are added in
     /// order: `position` is the number already held.
     pub fn insert(&mut self, hash: u64, position: usize, rehash: impl Fn(usize) -> u64) {
+        if let Positions::Inline { len, tags } = self {
+            let n = usize::from(*len);
+            debug_assert_eq!(position, n, "positions arrive in order");
+            if n < INLINE_TAGS {
+                tags[n] = tag_of(hash);
+                *len += 1;
+                return;
+            }
+            // Room for every tag up to a table, in one block.
+            let mut heap = Vec::with_capacity(TAGS_MAX);
+            heap.extend_from_slice(&tags[..n]);
+            *self = Positions::Tags(heap);
+        }
         if let Positions::Tags(tags) = self {
             debug_assert_eq!(position, tags.len(), "positions arrive in order");
             if tags.len() < TAGS_MAX {
@@ -147,6 +190,13 @@ impl Positions {
     /// (so the [`Positions::moved`] that follows finds it there already).
     pub fn remove(&mut self, hash: u64, is_key: impl Fn(usize) -> bool) -> Option<usize> {
         match self {
+            Positions::Inline { len, tags } => {
+                let n = usize::from(*len);
+                let at = find_tag(&tags[..n], tag_of(hash), is_key)?;
+                tags[at] = tags[n - 1];
+                *len -= 1;
+                Some(at)
+            }
             Positions::Tags(tags) => {
                 let at = find_tag(tags, tag_of(hash), is_key)?;
                 tags.swap_remove(at);
@@ -168,6 +218,9 @@ impl Positions {
     pub fn moved(&mut self, hash: u64, from: usize, to: usize) {
         match self {
             // `remove` moved the tag with the pair.
+            Positions::Inline { tags, .. } => {
+                debug_assert_eq!(tags.get(to), Some(&tag_of(hash)), "{from} → {to}");
+            }
             Positions::Tags(tags) => {
                 debug_assert_eq!(tags.get(to), Some(&tag_of(hash)), "{from} → {to}");
             }
@@ -193,6 +246,7 @@ impl Positions {
     #[inline]
     pub fn len(&self) -> usize {
         match self {
+            Positions::Inline { len, .. } => usize::from(*len),
             Positions::Tags(tags) => tags.len(),
             Positions::Narrow(t) => t.len(),
             Positions::Wide(t) => t.len(),
@@ -202,21 +256,24 @@ impl Positions {
     /// Number of buckets.
     pub fn capacity(&self) -> usize {
         match self {
+            Positions::Inline { .. } => INLINE_TAGS,
             Positions::Tags(tags) => tags.capacity(),
             Positions::Narrow(t) => t.capacity(),
             Positions::Wide(t) => t.capacity(),
         }
     }
 
-    /// Shrinks the buckets to what `len` positions (`0..len`) need: back to tags
-    /// once they are few.
+    /// Shrinks the buckets to what `len` positions (`0..len`) need: back to tags in
+    /// place once they fit with room to spare (half of [`INLINE_TAGS`]).
     pub fn shrink_to(&mut self, len: usize, rehash: impl Fn(usize) -> u64) {
-        if len <= TAGS_MAX / 4 && !matches!(self, Positions::Tags(_)) {
-            *self = Positions::Tags((0..len).map(|p| tag_of(rehash(p))).collect());
-            return;
-        }
         match self {
+            Positions::Inline { .. } => {}
+            Positions::Tags(tags) if len <= INLINE_TAGS / 2 => *self = inline_tags(tags),
             Positions::Tags(tags) => tags.shrink_to(len),
+            _ if len <= INLINE_TAGS / 2 => {
+                let tags: Vec<u8> = (0..len).map(|p| tag_of(rehash(p))).collect();
+                *self = inline_tags(&tags);
+            }
             Positions::Narrow(t) => t.shrink_to(len, |&p| rehash(usize::from(p))),
             Positions::Wide(t) => t.shrink_to(len, |&p| rehash(p as usize)),
         }
@@ -226,6 +283,7 @@ impl Positions {
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
         match self {
+            Positions::Inline { .. } => 0,
             Positions::Tags(tags) => tags.capacity(),
             Positions::Narrow(t) => t.capacity() * 3,
             Positions::Wide(t) => t.capacity() * 5,
@@ -261,28 +319,46 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_moves_to_a_table_past_the_tags_and_back() {
+    fn a_slot_moves_from_tags_in_place_to_a_table_and_back() {
+        assert_eq!(std::mem::size_of::<Positions>(), 40);
         let hash = |p: usize| (p as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let mut index = Positions::default();
         for p in 0..=TAGS_MAX {
-            assert!(matches!(index, Positions::Tags(_)), "at {p}");
+            let want_inline = p <= INLINE_TAGS;
+            assert_eq!(
+                matches!(index, Positions::Inline { .. }),
+                want_inline,
+                "at {p}"
+            );
+            assert_eq!(matches!(index, Positions::Tags(_)), !want_inline, "at {p}");
             index.insert(hash(p), p, hash);
+            assert_eq!(index.len(), p + 1);
         }
         assert!(matches!(index, Positions::Narrow(_)));
         for p in 0..=TAGS_MAX {
             assert_eq!(index.find(hash(p), |at| at == p), Some(p));
         }
-        index.shrink_to(TAGS_MAX / 4 + 1, hash);
+        // (A table shrinks to what its positions below `len` need.)
+        index.shrink_to(INLINE_TAGS / 2 + 1, hash);
         assert!(matches!(index, Positions::Narrow(_)));
-        index.shrink_to(TAGS_MAX / 4, hash);
-        assert!(matches!(index, Positions::Tags(ref t) if t.len() == TAGS_MAX / 4));
-        for p in 0..TAGS_MAX / 4 {
+        index.shrink_to(INLINE_TAGS / 2, hash);
+        assert!(matches!(index, Positions::Inline { len: 19, .. }));
+        for p in 0..INLINE_TAGS / 2 {
             assert_eq!(index.find(hash(p), |at| at == p), Some(p));
         }
         // Removing under tags moves the last into the hole, as the pairs move.
-        let last = TAGS_MAX / 4 - 1;
+        let last = INLINE_TAGS / 2 - 1;
         assert_eq!(index.remove(hash(3), |at| at == 3), Some(3));
         index.moved(hash(last), last, 3);
         assert_eq!(index.find(hash(last), |at| at == 3), Some(3));
+        assert_eq!(index.len(), last);
+        // Tags on the heap come back in place once they fit with room to spare.
+        let mut heap = Positions::Tags((0..20).map(|p| tag_of(hash(p))).collect());
+        heap.shrink_to(20, hash);
+        assert!(matches!(heap, Positions::Tags(_)));
+        heap.remove(hash(19), |at| at == 19);
+        heap.shrink_to(19, hash);
+        assert!(matches!(heap, Positions::Inline { len: 19, .. }));
+        assert_eq!(heap.find(hash(7), |at| at == 7), Some(7));
     }
 }

@@ -1,53 +1,34 @@
-//! One slot's table of keys: the keys and their entries packed densely in small
-//! chunks of one size, found through a small index of positions.
+//! One slot's table of keys: the keys and their entries packed densely in blocks of
+//! fixed sizes (`pairs.rs`), found through a small index of positions.
 //!
 //! An open-addressing table that holds its 64-byte (key, entry) pairs in its buckets
 //! pays for every empty bucket too: it doubles when seven eighths full, so between
-//! growths a third of its memory on average is empty buckets. Here the buckets hold
-//! positions (2 bytes in all but huge slots: `positions.rs`) and the pairs sit in
-//! fixed chunks of two (128 bytes, one of the allocator's size classes), so a key
-//! costs its pair plus a few bytes.
-//!
-//! The chunks are all one size on purpose. A per-slot array that grows by
-//! reallocation moves every slot through the same run of size classes at about the
-//! same time (keys hash evenly over the 16,384 slots), and the blocks each slot leaves
-//! behind are scattered through pages that its neighbours still use: loading 400,000
-//! small keys left RSS at 1.5 times what the arrays held. Blocks of a single size
-//! class are reused by whichever slot next needs one, so RSS stays close to the data.
+//! growths a third of its memory on average is empty buckets. Here the index holds
+//! positions (a tag byte in small slots, 2 bytes in all but huge ones:
+//! `positions.rs`) and the pairs sit in chunks of two, so a key costs its pair plus
+//! a few bytes.
 //!
 //! A lookup reads one more cache line (the position) than an inline table. Removal
-//! moves the last pair into the hole, so the chunks stay full and a slot's keys are
+//! moves the last pair into the hole, so the pairs stay dense and a slot's keys are
 //! visited (by `SCAN`, `KEYS`, eviction sampling) in one walk.
 
 use std::hash::BuildHasher;
 
 use super::expiry::{DeadlineSummary, ExpiryBudget};
 use super::key::StoredKey;
+use super::pairs::PairStore;
 use super::positions::Positions;
 use super::shard::{Entry, SlotHasher};
 
 /// A key and its entry.
 pub(crate) type Pair = (StoredKey, Entry);
 
-/// Pairs per chunk: 2 × 64 bytes is 128, a size class of its own in mimalloc (and in
-/// jemalloc), so a chunk wastes nothing to rounding. Two, not more, because a slot's
-/// last chunk is half empty on average: with 100,000 keys (six a slot) chunks of
-/// four cost 11 bytes a key more than chunks of two (measured with memory_compare),
-/// and at 400,000 keys the two are level.
-const CHUNK: usize = 2;
-
-/// A run of [`CHUNK`] pairs; every chunk but the last is full. (`Option` costs no
-/// space: the key's tag has room for `None`.)
-type Chunk = [Option<Pair>; CHUNK];
-
 /// A slot's keys and entries.
 #[derive(Debug, Default)]
 pub(crate) struct SlotTable {
-    /// The pairs, in no particular order, with no holes: pair `i` is in chunk
-    /// `i / CHUNK` at `i % CHUNK`, for every `i` below the index's length. Each chunk is a block of its
-    /// own on purpose (the point of the layout above), hence the box in the vector.
-    #[allow(clippy::vec_box)]
-    chunks: Vec<Box<Chunk>>,
+    /// The pairs, in no particular order, with no holes: one at every position
+    /// below the index's length.
+    pairs: PairStore,
     /// Positions of the pairs, hashed by their key; its length is the number of
     /// pairs.
     index: Positions,
@@ -76,25 +57,23 @@ impl SlotTable {
     /// The pair at `position`.
     #[inline]
     fn pair(&self, position: usize) -> Option<&Pair> {
-        pair_in(&self.chunks, position)
+        self.pairs.get(self.len(), position)
     }
 
-    /// The place of pair `position`, for writing.
+    /// The pair at `position`, for writing.
     #[inline]
-    fn place_mut(&mut self, position: usize) -> Option<&mut Option<Pair>> {
-        Some(&mut self.chunks.get_mut(position / CHUNK)?[position % CHUNK])
+    fn pair_mut(&mut self, position: usize) -> Option<&mut Pair> {
+        let count = self.len();
+        self.pairs.get_mut(count, position)
     }
 
     /// Where `key`'s pair is: a position [`SlotTable::at`] and [`SlotTable::at_mut`]
     /// take, valid until the table next changes.
     #[inline]
     pub fn position(&self, key: &[u8]) -> Option<usize> {
-        // The chunks' pointers are read right after the index: ask for their first line
-        // now, so that its miss overlaps the index's instead of following it (in most
-        // slots one line holds them all).
-        if let Some(first) = self.chunks.first() {
-            kernels::prefetch_line(first);
-        }
+        // The pairs' first line is read right after the index: ask for it now, so that
+        // its miss overlaps the index's instead of following it.
+        self.pairs.prefetch();
         self.index.find(hash_of(key), |at| {
             self.pair(at).is_some_and(|(k, _)| k.is(key))
         })
@@ -121,7 +100,7 @@ impl SlotTable {
     /// Sets (or clears) the deadline of the key at `position`; returns the old one.
     /// The key's bytes, and so its place in the index, stay as they are.
     pub fn set_deadline(&mut self, position: usize, at: Option<i64>) -> Option<i64> {
-        let (key, _) = self.place_mut(position)?.as_mut()?;
+        let (key, _) = self.pair_mut(position)?;
         let old = key.deadline();
         if old != at {
             key.set_deadline(at);
@@ -139,7 +118,7 @@ impl SlotTable {
     /// The entry at a position [`SlotTable::position`] gave, for writing.
     #[inline]
     pub fn at_mut(&mut self, position: usize) -> Option<&mut Entry> {
-        self.place_mut(position)?.as_mut().map(|(_, e)| e)
+        self.pair_mut(position).map(|(_, e)| e)
     }
 
     /// The entry of `key`, for writing.
@@ -159,61 +138,50 @@ impl SlotTable {
         let deadline = key.deadline();
         if let Some(at) = found {
             let replaced = self
-                .place_mut(at)
-                .and_then(|place| place.replace((key, entry)));
+                .pair_mut(at)
+                .map(|place| std::mem::replace(place, (key, entry)));
             let old = replaced.as_ref().and_then(|(k, _)| k.deadline());
             self.deadlines.changed(old, deadline);
             return replaced;
         }
         self.deadlines.changed(None, deadline);
         let at = self.len();
-        if at == self.chunks.len() * CHUNK {
-            self.chunks.push(Box::new([const { None }; CHUNK]));
-        }
-        if let Some(place) = self.place_mut(at) {
-            *place = Some((key, entry));
-        }
-        let SlotTable { chunks, index, .. } = self;
-        index.insert(hash, at, |p| rehash(chunks, p));
+        let SlotTable { pairs, index, .. } = self;
+        pairs.push(at, (key, entry));
+        // The index grows with the pair in place: `at + 1` pairs.
+        index.insert(hash, at, |p| rehash(pairs, at + 1, p));
         None
     }
 
     /// Removes `key`; returns its pair.
     pub fn remove(&mut self, key: &[u8]) -> Option<Pair> {
-        let SlotTable { chunks, index, .. } = self;
+        let count = self.len();
+        let SlotTable { pairs, index, .. } = self;
         let at = index.remove(hash_of(key), |at| {
-            pair_in(chunks, at).is_some_and(|(k, _)| k.is(key))
+            pairs.get(count, at).is_some_and(|(k, _)| k.is(key))
         })?;
         self.detach(at)
     }
 
     /// Removes the pair at `position`.
     fn remove_at(&mut self, position: usize) -> Option<Pair> {
-        let SlotTable { chunks, index, .. } = self;
-        let at = index.remove(rehash(chunks, position), |at| at == position)?;
+        let count = self.len();
+        let SlotTable { pairs, index, .. } = self;
+        let at = index.remove(rehash(pairs, count, position), |at| at == position)?;
         self.detach(at)
     }
 
     /// Takes the pair at `at`, whose position has just left the index, out of the
-    /// chunks: the last pair moves into its place.
+    /// store: the last pair moves into its place.
     fn detach(&mut self, at: usize) -> Option<Pair> {
-        let SlotTable { chunks, index, .. } = self;
+        let SlotTable { pairs, index, .. } = self;
         // The index holds one position fewer already: the last pair's.
         let last = index.len();
         if at != last {
             // The last pair moves into the hole: its position in the index follows.
-            index.moved(rehash(chunks, last), last, at);
+            index.moved(rehash(pairs, last + 1, last), last, at);
         }
-        let tail = self.place_mut(last).and_then(Option::take);
-        let removed = if at == last {
-            tail
-        } else {
-            self.place_mut(at)
-                .and_then(|place| std::mem::replace(place, tail))
-        };
-        if last <= (self.chunks.len() - 1) * CHUNK {
-            self.chunks.pop();
-        }
+        let removed = pairs.swap_remove(last + 1, at);
         self.shrink_if_sparse();
         if let Some((key, _)) = &removed {
             self.deadlines.changed(key.deadline(), None);
@@ -264,12 +232,9 @@ impl SlotTable {
     /// Gives memory back once deletes have left most of it unused.
     fn shrink_if_sparse(&mut self) {
         let len = self.len();
-        if self.chunks.capacity() > 2 * self.chunks.len() + 4 {
-            self.chunks.shrink_to_fit();
-        }
         if self.index.capacity() > 4 * len + 16 {
-            let SlotTable { chunks, index, .. } = self;
-            index.shrink_to(len, |p| rehash(chunks, p));
+            let SlotTable { pairs, index, .. } = self;
+            index.shrink_to(len, |p| rehash(pairs, len, p));
         }
     }
 
@@ -277,7 +242,7 @@ impl SlotTable {
     #[inline]
     pub fn iter(&self) -> Pairs<'_> {
         Pairs {
-            chunks: &self.chunks,
+            pairs: &self.pairs,
             next: 0,
             len: self.len(),
         }
@@ -292,26 +257,21 @@ impl SlotTable {
     /// Bytes the table holds beyond its keys' and entries' own heap parts.
     #[cfg(test)]
     fn footprint(&self) -> usize {
-        self.chunks.len() * std::mem::size_of::<Chunk>()
-            + self.chunks.capacity() * std::mem::size_of::<Box<Chunk>>()
-            + self.index.bytes()
+        self.pairs.footprint() + self.index.bytes()
     }
 }
 
-/// The pair at `position` of `chunks`.
-#[inline]
-fn pair_in(chunks: &[Box<Chunk>], position: usize) -> Option<&Pair> {
-    chunks.get(position / CHUNK)?[position % CHUNK].as_ref()
-}
-
-/// The hash of the key at `position`, as the index needs it when it grows.
-fn rehash(chunks: &[Box<Chunk>], position: usize) -> u64 {
-    pair_in(chunks, position).map_or(0, |(k, _)| hash_of(k.as_slice()))
+/// The hash of the key at `position` of `count` pairs, as the index needs it when
+/// it grows.
+fn rehash(pairs: &PairStore, count: usize, position: usize) -> u64 {
+    pairs
+        .get(count, position)
+        .map_or(0, |(k, _)| hash_of(k.as_slice()))
 }
 
 /// The iterator over a table's keys and entries.
 pub(crate) struct Pairs<'a> {
-    chunks: &'a [Box<Chunk>],
+    pairs: &'a PairStore,
     next: usize,
     len: usize,
 }
@@ -324,7 +284,7 @@ impl<'a> Iterator for Pairs<'a> {
         if self.next >= self.len {
             return None;
         }
-        let pair = pair_in(self.chunks, self.next)?;
+        let pair = self.pairs.get(self.len, self.next)?;
         self.next += 1;
         Some((&pair.0, &pair.1))
     }
@@ -431,35 +391,27 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_is_an_allocator_size_class() {
-        // `None` takes no room of its own, so two pairs fill 128 bytes exactly.
-        assert_eq!(
-            std::mem::size_of::<Option<Pair>>(),
-            std::mem::size_of::<Pair>()
-        );
+    fn a_pair_is_a_size_class_and_a_table_stays_small() {
+        // One pair is 64 bytes, two 128: both size classes of their own.
         assert_eq!(std::mem::size_of::<Pair>(), 64);
-        assert_eq!(std::mem::size_of::<Chunk>(), 128);
         // Every slot that holds a key has a table: with 16,384 of them a byte here is
         // a byte a key at 16,384 keys, and 0.16 of one at 100,000.
         assert!(std::mem::size_of::<SlotTable>() <= 80);
     }
 
     #[test]
-    fn the_chunks_stay_close_to_their_keys() {
+    fn the_blocks_stay_close_to_their_keys() {
         let mut t = SlotTable::default();
         let pair = std::mem::size_of::<Pair>();
         for i in 0..10_000 {
             t.insert(StoredKey::from(format!("k{i}").as_bytes()), entry(i));
-            // Only the last chunk has room, and never a whole chunk's worth.
-            assert_eq!(t.chunks.len(), t.len().div_ceil(CHUNK));
-            if i > 100 {
-                // The chunks, their pointers (doubling) and the index (doubling).
-                assert!(t.footprint() <= t.len() * (pair + 24) + 1024);
-            }
+            // No pair's room is empty: the pairs, their chunks' pointers (doubling)
+            // and the index (doubling), or tags for the first 64.
+            assert!(t.footprint() <= t.len() * (pair + 24) + 64, "{i}");
         }
         for i in 0..9_990 {
             t.remove(format!("k{i}").as_bytes());
-            assert_eq!(t.chunks.len(), t.len().div_ceil(CHUNK));
+            assert!(t.footprint() <= t.len() * (pair + 48) + 1024, "{i}");
         }
         assert_eq!(t.len(), 10);
         assert!(t.footprint() < 16 * pair, "{} bytes left", t.footprint());
