@@ -126,6 +126,11 @@ impl Graph {
                 if c.d > bound {
                     break;
                 }
+                // The next candidate's list, asked for while this one's neighbours
+                // are measured (unless a nearer one turns up, it is read next).
+                if let Some(Reverse(next)) = cands.peek() {
+                    self.prefetch_list(next.s, l);
+                }
                 let list = self.list(c.s, l);
                 let n = (list[0].load(Relaxed) as usize).min(list.len() - 1);
                 fresh.clear();
