@@ -38,11 +38,23 @@ const RERANK_FLOOR: usize = 8;
 /// answers 18 % more queries a second.
 const RERANK_CEILING: usize = 25;
 
-/// A filter passing at most one vector in this many is answered by a scan of the
-/// graph's codes instead of a walk (minilm384, 100K vectors, FT.SEARCH at ef 80: at
-/// 10 % the scan gives 1,369 queries a second, at 20 % 982 where the walk gives
-/// about twice that).
-const SCAN_BELOW: usize = 8;
+/// Where a filtered query scans the vectors its filter passes instead of walking.
+/// A walk that must find `ef` passing slots, under a filter passing `passes` of
+/// `live`, visits about `ef · live / passes` slots; a scan reads `passes` rows. On
+/// minilm384 (100K vectors, FT.SEARCH, one thread) a walk's time grew by 0.5 µs per
+/// unit of `ef · live / passes` at 10 % and 30 % filters, and a scan's by 0.039 µs a
+/// row between the 1 % and 10 % filters: a visit costs about this many scanned rows.
+/// So a query scans when `passes² ≤ WALK_VISIT_IN_ROWS · ef · live`: at 10 % of 100K
+/// it walks at ef 20 and 40 (6,200 and 4,100 queries a second against the scan's
+/// 2,500) and scans at ef 80 (2,500 against 2,300); 1 % always scans, 30 % walks up
+/// to ef 690. A fixed share (one in eight) scanned 10 % at every ef.
+const WALK_VISIT_IN_ROWS: usize = 13;
+
+/// Whether a filter passing `passes` of `live` vectors is answered faster by a scan
+/// than by a walk keeping `ef` candidates (see [`WALK_VISIT_IN_ROWS`]).
+fn scan_is_cheaper(passes: usize, ef: usize, live: usize) -> bool {
+    passes.saturating_mul(passes) <= WALK_VISIT_IN_ROWS.saturating_mul(ef).saturating_mul(live)
+}
 
 /// Graph plus pending tail.
 pub(crate) struct Hnsw {
@@ -298,7 +310,7 @@ impl Hnsw {
         let few = filter.filters()
             && filter
                 .passes
-                .is_some_and(|n| n.saturating_mul(SCAN_BELOW) <= g.live.load(Relaxed));
+                .is_some_and(|n| scan_is_cheaper(n, ef, g.live.load(Relaxed)));
         let passes = |label| filter.passes(label);
         let mut found = if few {
             g.scan(&query, keep, passes)
@@ -444,6 +456,22 @@ mod tests {
     use crate::vector::graph::FREE;
     use crate::vector::tests::{hnsw_params, random_vectors};
     use crate::vector::{Metric, Quantization};
+
+    #[test]
+    fn a_filter_scans_where_the_walk_would_visit_more_than_it_passes() {
+        let live = 100_000;
+        // 10 %: walked at a small ef, scanned once the walk's visits cost more.
+        assert!(!scan_is_cheaper(10_000, 20, live));
+        assert!(!scan_is_cheaper(10_000, 40, live));
+        assert!(scan_is_cheaper(10_000, 80, live));
+        // 1 % is always scanned, 30 % walked at any usual ef.
+        assert!(scan_is_cheaper(1_000, 10, live));
+        assert!(!scan_is_cheaper(30_000, 640, live));
+        assert!(scan_is_cheaper(30_000, 700, live));
+        // No overflow at the extremes.
+        assert!(!scan_is_cheaper(usize::MAX, 1, 1));
+        assert!(scan_is_cheaper(1, usize::MAX, usize::MAX));
+    }
 
     #[test]
     fn a_repair_leaves_the_slots_a_batch_is_linking_to_their_linker() {
