@@ -179,7 +179,7 @@ impl SlotTable {
         let last = index.len();
         if at != last {
             // The last pair moves into the hole: its position in the index follows.
-            index.moved(rehash(pairs, last + 1, last), last, at);
+            index.moved(|| rehash(pairs, last + 1, last), last, at);
         }
         let removed = pairs.swap_remove(last + 1, at);
         self.shrink_if_sparse();
