@@ -217,6 +217,24 @@ fn simsimd_int8_kernel_matches_scalar() {
     }
 }
 
+/// A vector with a NaN or an infinite component codes to zeros at scale 0, wherever
+/// the bad component sits, as the all-zero vector does.
+#[test]
+fn int8_codes_of_a_non_finite_vector_are_zero() {
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        for at in [0, 5, 9] {
+            let mut v = vec![0.25f32; 10];
+            v[at] = bad;
+            let mut codes = vec![1i8; 10];
+            assert_eq!(quant::quantize_i8(&v, &mut codes), 0.0);
+            assert!(codes.iter().all(|&c| c == 0));
+        }
+    }
+    let mut codes = vec![1i8; 4];
+    assert_eq!(quant::quantize_i8(&[0.0, -0.0, 0.0, 0.0], &mut codes), 0.0);
+    assert!(codes.iter().all(|&c| c == 0));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -230,6 +248,26 @@ proptest! {
         prop_assert!((scale - max / 127.0).abs() <= 1e-6 * max.max(1.0));
         for (x, y) in v.iter().zip(&back) {
             prop_assert!((x - y).abs() <= scale * 0.5 + 1e-4 * max, "{} vs {}", x, y);
+        }
+    }
+
+    /// Each code is the nearest integer to `x / scale`, ties to even, as the plain
+    /// rounding function gives it, and the largest magnitude codes to ±127.
+    #[test]
+    fn int8_codes_round_to_nearest(v in prop::collection::vec(-1.0e6f32..1.0e6, 1..300)) {
+        let mut codes = vec![0i8; v.len()];
+        let scale = quant::quantize_i8(&v, &mut codes);
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        if max == 0.0 {
+            prop_assert_eq!(scale, 0.0);
+            prop_assert!(codes.iter().all(|&c| c == 0));
+        } else {
+            let inv = 1.0 / scale;
+            for (x, &c) in v.iter().zip(&codes) {
+                let want = (x * inv).clamp(-127.0, 127.0).round_ties_even() as i8;
+                prop_assert_eq!(c, want, "{} at scale {}", x, scale);
+            }
+            prop_assert!(codes.iter().any(|&c| c.unsigned_abs() == 127));
         }
     }
 
