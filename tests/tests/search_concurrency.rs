@@ -182,3 +182,91 @@ fn concurrent_writes_and_queries_at_four_threads() {
     let r = recall(&mut admin, &|i| i % 3 != 0, 200);
     assert!(r >= 0.95, "recall@10 {r} after FT.OPTIMIZE");
 }
+
+/// `VSIM` walks a set's graph with the key unlocked. While a writer keeps putting a
+/// new generation of the same vectors at the key (built elsewhere in another order,
+/// then `RENAME`d over it), readers on other threads ask each element's own vector:
+/// the nearest element must be that element, from whichever generation answered. A
+/// walk that started on the set being replaced must not hand its labels to the new
+/// one (where they name other elements).
+#[test]
+fn vsim_walks_while_the_set_is_replaced() {
+    let seed = 20261207;
+    println!("seed {seed}");
+    let n = 120;
+    let server = PionServer::start(4);
+    let mut writer = Client::connect(server.port).expect("connect");
+    let build = |c: &mut Client, generation: usize| {
+        let mut order: Vec<usize> = (0..n).collect();
+        let mut rng = SmallRng::seed_from_u64(seed ^ generation as u64);
+        for i in (1..n).rev() {
+            order.swap(i, rng.gen_range(0..=i));
+        }
+        let mut pipeline = Vec::with_capacity(n);
+        for &i in &order {
+            let name = format!("g{generation}:e{i}");
+            let v = blob(&vector(seed, i));
+            pipeline.push(vec![
+                b"VADD".to_vec(),
+                b"next".to_vec(),
+                b"FP32".to_vec(),
+                v,
+                name.into_bytes(),
+            ]);
+        }
+        for reply in pion_tests::dump::pipeline(c, &pipeline) {
+            assert_eq!(reply.render(), ":1");
+        }
+        assert_eq!(c.cmd(&["RENAME", "next", "vs"]).render(), "+OK");
+    };
+    build(&mut writer, 0);
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|r| {
+            let (port, done) = (server.port, done.clone());
+            std::thread::spawn(move || {
+                let mut c = Client::connect(port).expect("connect");
+                let mut rounds = 0;
+                while !done.load(Ordering::Relaxed) || rounds < 20 {
+                    let i = (r * 7919 + rounds * 31) % n;
+                    let reply = c.cmd(&[
+                        b"VSIM".as_slice(),
+                        b"vs",
+                        b"FP32",
+                        &blob(&vector(seed, i)),
+                        b"WITHSCORES",
+                        b"COUNT",
+                        b"3",
+                        b"EF",
+                        b"200",
+                    ]);
+                    let RespValue::Agg(_, Some(items)) = &reply else {
+                        panic!("VSIM: {}", reply.render());
+                    };
+                    let (RespValue::Bulk(_, Some(name)), RespValue::Bulk(_, Some(score))) =
+                        (&items[0], &items[1])
+                    else {
+                        panic!("VSIM: {}", reply.render());
+                    };
+                    let name = String::from_utf8_lossy(name);
+                    assert!(
+                        name.ends_with(&format!(":e{i}")),
+                        "element {i}'s own vector found {name} first: {}",
+                        reply.render()
+                    );
+                    let score: f64 = String::from_utf8_lossy(score).parse().expect("score");
+                    assert!(score > 0.995, "{name} scored {score}");
+                    rounds += 1;
+                }
+                rounds
+            })
+        })
+        .collect();
+    for generation in 1..40 {
+        build(&mut writer, generation);
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().expect("reader") >= 20);
+    }
+}

@@ -375,7 +375,13 @@ fn lookup(ctx: &mut Ctx<'_>, key: &[u8], opts: &Options, vector: &[f32]) -> OpRe
     let accept = |e: &Element| {
         entry(e).is_some_and(|en| en.scope == scope && en.expires.is_none_or(|at| at > now))
     };
-    let hits = set.search(vector, CANDIDATES, Some(CANDIDATES * 8), false, &accept);
+    let hits = set.search(
+        vector,
+        CANDIDATES,
+        Some(CANDIDATES * 8),
+        false,
+        Some(&accept),
+    );
     let threshold = opts.threshold.unwrap_or(DEFAULT_THRESHOLD);
     let best = hits.first().and_then(|h| {
         let e = set.element(h.label)?;

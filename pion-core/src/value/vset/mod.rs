@@ -22,6 +22,7 @@ pub use stored::{normalize, Element, Hit, Projection, Stored, VQuant, MAX_PROJEC
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use ahash::AHashMap;
 
@@ -44,7 +45,41 @@ pub struct VectorSetValue {
     slot_of: AHashMap<u64, usize>,
     next_label: u64,
     attributes: usize,
-    index: VectorIndex,
+    /// Shared with [`SharedWalk`]s, which search it with the set's key unlocked; the
+    /// index takes its own locks, so a walk and a write to the set may overlap.
+    index: Arc<VectorIndex>,
+}
+
+/// A vector set's graph, detached from the set so that a `VSIM` walk runs with the
+/// set's key unlocked: two server threads searching one set do not queue on its
+/// shard, as Redis 8 runs `VSIM` on its own threads. The walk only proposes labels;
+/// [`VectorSetValue::rank`] scores them under the lock again, against the elements as
+/// they are then (an element removed meanwhile drops out).
+#[derive(Clone)]
+pub struct SharedWalk {
+    index: Arc<VectorIndex>,
+    uid: u64,
+}
+
+impl SharedWalk {
+    /// The labels of up to `count` elements most similar to a unit query, by the
+    /// index's own (approximate) distance; `ef`: its candidate list.
+    pub fn candidates(&self, unit_query: &[f32], count: usize, ef: Option<usize>) -> Vec<u64> {
+        let opts = SearchOptions {
+            ef,
+            filter: None,
+            filter_passes: None,
+            filter_bits: None,
+        };
+        let hits = self.index.search(unit_query, count, &opts);
+        hits.into_iter().map(|n| n.label).collect()
+    }
+
+    /// The `vset-uid` of the set it came from: labels mean the same elements only in
+    /// that set.
+    pub fn uid(&self) -> u64 {
+        self.uid
+    }
 }
 
 impl VectorSetValue {
@@ -65,7 +100,7 @@ impl VectorSetValue {
             slot_of: AHashMap::new(),
             next_label: 0,
             attributes: 0,
-            index: VectorIndex::new(params),
+            index: Arc::new(VectorIndex::new(params)),
         }
     }
 
@@ -248,7 +283,7 @@ impl VectorSetValue {
                 && self.slots.iter().all(|(l, _)| g.contains(*l))
         });
         if let Some(g) = fits {
-            self.index = g;
+            self.index = Arc::new(g);
             return true;
         }
         for (label, e) in &self.slots {
@@ -335,55 +370,82 @@ impl VectorSetValue {
         }
     }
 
-    /// The `count` most similar elements to a unit query vector that `accept` lets
-    /// through, most similar first. `exact` scans every element (`TRUTH`); otherwise
-    /// the index proposes candidates (`ef`: its candidate list) and they are ranked
-    /// by Redis's distance on the stored vectors.
+    /// The `count` most similar elements to a unit query vector that `accept` (when
+    /// given) lets through, most similar first. `exact` scans every element
+    /// (`TRUTH`); otherwise the index proposes candidates (`ef`: its candidate list)
+    /// and they are ranked by the stored vectors' own similarity, as Redis ranks them.
     pub fn search(
         &self,
         unit_query: &[f32],
         count: usize,
         ef: Option<usize>,
         exact: bool,
-        accept: &(dyn Fn(&Element) -> bool + Sync),
+        accept: Option<&(dyn Fn(&Element) -> bool + Sync)>,
     ) -> Vec<Hit> {
-        let q = Stored::quantize(unit_query, self.quant);
-        let mut hits: Vec<Hit> = if exact {
-            self.slots
+        if exact {
+            let q = Stored::quantize(unit_query, self.quant);
+            let hits = self
+                .slots
                 .iter()
-                .filter(|(_, e)| accept(e))
+                .filter(|(_, e)| accept.is_none_or(|f| f(e)))
                 .map(|(label, e)| Hit {
                     label: *label,
                     distance: q.distance(&e.vector, self.dim),
                 })
-                .collect()
-        } else {
-            let filter = |label: u64| self.element(label).is_some_and(accept);
-            let opts = SearchOptions {
-                ef,
-                filter: Some(&filter),
-                filter_bits: None,
-                filter_passes: None,
-            };
-            self.index
-                .search(unit_query, count, &opts)
-                .into_iter()
-                .filter_map(|n| {
-                    let e = self.element(n.label)?;
-                    Some(Hit {
-                        label: n.label,
-                        distance: q.distance(&e.vector, self.dim),
-                    })
-                })
-                .collect()
+                .collect();
+            return best(hits, count);
+        }
+        let Some(accept) = accept else {
+            return self.rank(
+                unit_query,
+                self.shared_walk().candidates(unit_query, count, ef),
+                count,
+            );
         };
-        hits.sort_by(|a, b| {
-            a.distance
-                .total_cmp(&b.distance)
-                .then(a.label.cmp(&b.label))
-        });
-        hits.truncate(count);
-        hits
+        let filter = |label: u64| self.element(label).is_some_and(accept);
+        let opts = SearchOptions {
+            ef,
+            filter: Some(&filter),
+            filter_bits: None,
+            filter_passes: None,
+        };
+        let labels = self
+            .index
+            .search(unit_query, count, &opts)
+            .into_iter()
+            .map(|n| n.label);
+        self.rank(unit_query, labels, count)
+    }
+
+    /// The graph, detached for a walk with the key unlocked.
+    pub fn shared_walk(&self) -> SharedWalk {
+        SharedWalk {
+            index: Arc::clone(&self.index),
+            uid: self.uid,
+        }
+    }
+
+    /// Scores candidate labels against a unit query by the stored vectors (labels no
+    /// longer in the set are skipped) and keeps the `count` most similar, most similar
+    /// first.
+    pub fn rank(
+        &self,
+        unit_query: &[f32],
+        labels: impl IntoIterator<Item = u64>,
+        count: usize,
+    ) -> Vec<Hit> {
+        let q = Stored::quantize(unit_query, self.quant);
+        let hits = labels
+            .into_iter()
+            .filter_map(|label| {
+                let e = self.element(label)?;
+                Some(Hit {
+                    label,
+                    distance: q.distance(&e.vector, self.dim),
+                })
+            })
+            .collect();
+        best(hits, count)
     }
 
     /// The graph neighbours of an element, top layer first, with their distances (as
@@ -469,6 +531,18 @@ impl VectorSetValue {
             + self.index.stats().memory_bytes
             + self.projection.as_ref().map_or(0, |p| p.matrix.len() * 4)
     }
+}
+
+/// The `count` hits of least distance, nearest first (ties by label, so equal scores
+/// come in a stable order).
+fn best(mut hits: Vec<Hit>, count: usize) -> Vec<Hit> {
+    hits.sort_by(|a, b| {
+        a.distance
+            .total_cmp(&b.distance)
+            .then(a.label.cmp(&b.label))
+    });
+    hits.truncate(count);
+    hits
 }
 
 impl Clone for VectorSetValue {

@@ -3,19 +3,26 @@
 //!
 //! Scores are Redis's similarity, `1 - distance/2` with `distance = 1 - cos` computed
 //! on the stored (quantised) vectors, so `(1 + cos)/2`. `TRUTH` ranks every element
-//! exactly; otherwise the set's index proposes the candidates. `NOTHREAD` is accepted
-//! (searches always run on the calling thread) and `FILTER-EF` is validated (the
-//! index applies the filter during its own search).
+//! exactly; otherwise the set's index proposes the candidates. `FILTER-EF` is
+//! validated (the index applies the filter during its own search).
+//!
+//! Where Redis runs a `VSIM` on a thread of its own, an unfiltered search here walks
+//! the graph with the key's shard unlocked (a detour, see [`Ctx::detour`]) and scores
+//! what it found under the lock again, so server threads searching one set run side
+//! by side instead of queueing on its shard. `NOTHREAD` keeps the whole search under
+//! the lock, as it keeps Redis's on the main thread; so do `TRUTH` and `FILTER`
+//! (whose test reads each candidate's attributes from the set).
 
 use super::add::{dim_mismatch, parse_vector};
 use super::filter::Filter;
 use super::{arity, read_vset};
-use crate::command::ctx::Ctx;
+use crate::command::ctx::{Ctx, Resume};
 use crate::command::handlers::util::is_kw;
+use crate::engine::Engine;
 use crate::error::{OpError, OpResult};
 use crate::reply::Reply;
 use crate::util::num::{parse_f64, parse_i64};
-use crate::value::vset::Element;
+use crate::value::vset::{Element, Hit, VectorSetValue};
 
 struct SimArgs {
     /// The unit query vector.
@@ -27,6 +34,8 @@ struct SimArgs {
     ef: Option<usize>,
     filter: Option<Filter>,
     truth: bool,
+    /// `NOTHREAD`: search with the key locked throughout.
+    no_thread: bool,
 }
 
 fn positive(arg: Option<&Vec<u8>>, err: &'static str) -> OpResult<usize> {
@@ -48,6 +57,7 @@ fn parse(argv: &[Vec<u8>], mut i: usize, unit: Vec<f32>) -> OpResult<SimArgs> {
         ef: None,
         filter: None,
         truth: false,
+        no_thread: false,
     };
     while i < argv.len() {
         let opt = &argv[i];
@@ -63,6 +73,7 @@ fn parse(argv: &[Vec<u8>], mut i: usize, unit: Vec<f32>) -> OpResult<SimArgs> {
             args.truth = true;
             step = 1;
         } else if is_kw(opt, "NOTHREAD") {
+            args.no_thread = true;
             step = 1;
         } else if is_kw(opt, "COUNT") {
             args.count = positive(value, "ERR invalid COUNT")?;
@@ -123,9 +134,44 @@ pub(crate) fn vsim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         (unit, next)
     };
     let args = parse(argv, next, unit)?;
-    let filter = args.filter.as_ref();
-    let accept = |e: &Element| filter.is_none_or(|f| f.matches(e.attr.as_deref()));
-    let mut hits = set.search(&args.unit, args.count, args.ef, args.truth, &accept);
+    if args.filter.is_none() && !args.truth && !args.no_thread {
+        let walk = set.shared_walk();
+        ctx.detour = Some(Box::new(move |_: &Engine| -> Resume {
+            let labels = walk.candidates(&args.unit, args.count, args.ef);
+            Box::new(move |ctx: &mut Ctx<'_>, argv: &[Vec<u8>]| {
+                let Some(set) = read_vset(ctx, &argv[1])? else {
+                    return Ok(Reply::Array(Vec::new()));
+                };
+                // Labels name elements only in the set they came from: a set put at
+                // the key meanwhile (a new `vset-uid`) is searched afresh.
+                let hits = if set.uid() == walk.uid() {
+                    set.rank(&args.unit, labels, args.count)
+                } else {
+                    search_locked(set, &args)
+                };
+                Ok(reply(set, hits, &args, resp3))
+            })
+        }));
+        return Ok(Reply::ok());
+    }
+    let hits = search_locked(set, &args);
+    Ok(reply(set, hits, &args, resp3))
+}
+
+/// The search, start to end, with the key locked.
+fn search_locked(set: &VectorSetValue, args: &SimArgs) -> Vec<Hit> {
+    let accept = args
+        .filter
+        .as_ref()
+        .map(|f| move |e: &Element| f.matches(e.attr.as_deref()));
+    let accept = accept
+        .as_ref()
+        .map(|f| f as &(dyn Fn(&Element) -> bool + Sync));
+    set.search(&args.unit, args.count, args.ef, args.truth, accept)
+}
+
+/// The reply for the hits, as the options ask (`EPSILON` drops the far ones).
+fn reply(set: &VectorSetValue, mut hits: Vec<Hit>, args: &SimArgs, resp3: bool) -> Reply {
     if let Some(eps) = args.epsilon {
         hits.retain(|h| f64::from(h.distance) / 2.0 <= eps);
     }
@@ -134,7 +180,7 @@ pub(crate) fn vsim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         let attr = || Reply::bulk_or_null(e.attr.as_ref());
         Some((Reply::bulk(&e.name), Reply::ShortDouble(h.score()), attr))
     });
-    Ok(match (args.with_scores, args.with_attribs) {
+    match (args.with_scores, args.with_attribs) {
         (false, false) => Reply::Array(rows.map(|(n, _, _)| n).collect()),
         (true, false) => Reply::Map(rows.map(|(n, s, _)| (n, s)).collect()),
         (false, true) => Reply::Map(rows.map(|(n, _, a)| (n, a())).collect()),
@@ -143,5 +189,5 @@ pub(crate) fn vsim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
                 .collect(),
         ),
         (true, true) => Reply::Array(rows.flat_map(|(n, s, a)| [n, s, a()]).collect()),
-    })
+    }
 }
