@@ -509,6 +509,15 @@ impl Graph {
         }
     }
 
+    /// Slot `s`'s INT8 codes, where the graph keeps INT8 codes.
+    pub(crate) fn i8_row(&self, s: u32) -> Option<&[i8]> {
+        let d = self.dim;
+        match &self.codes {
+            Codes::I8 { codes, .. } => codes.get(s as usize * d..(s as usize + 1) * d),
+            Codes::F32(_) | Codes::Bin(_) => None,
+        }
+    }
+
     /// Whether slot `s` may be returned (and passes `accept`).
     #[inline]
     pub(crate) fn returnable(&self, s: u32) -> bool {

@@ -149,6 +149,17 @@ impl Hnsw {
         g.returnable(s).then(|| g.vector(s))
     }
 
+    /// The INT8 codes the graph holds for a linked label (`None` for a pending one, or
+    /// where the graph keeps other codes).
+    pub(crate) fn i8_codes(&self, label: u64) -> Option<Vec<i8>> {
+        let g = self.graph.read();
+        let &s = g.map.get(&label)?;
+        if !g.returnable(s) {
+            return None;
+        }
+        g.i8_row(s).map(<[i8]>::to_vec)
+    }
+
     /// Step 1: claims up to `max` unclaimed pending rows (or only `only`).
     fn claim(&self, max: usize, only: Option<u64>) -> Batch {
         let mut p = self.pending.write();

@@ -402,6 +402,16 @@ impl VectorIndex {
         }
     }
 
+    /// The INT8 codes an HNSW index over INT8 holds for a linked label: its unit
+    /// vector's codes at the index's own scale. `None` for a FLAT index, another
+    /// quantisation, an absent label or one not linked yet.
+    pub fn i8_codes(&self, label: u64) -> Option<Vec<i8>> {
+        match &self.inner {
+            Inner::Flat(_) => None,
+            Inner::Hnsw(h) => h.i8_codes(label),
+        }
+    }
+
     /// The `k` nearest labels to `query`, nearest first.
     ///
     /// For HNSW the graph is searched with `opts.ef` (default `ef_runtime`, at least `k`)

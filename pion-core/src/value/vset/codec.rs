@@ -27,7 +27,7 @@ pub fn encode(v: &VectorSetValue, out: &mut Vec<u8>) {
             }
             None => out.push(0),
         }
-        match &e.vector {
+        match &*v.vector(label, e) {
             Stored::F32(x) => x.iter().for_each(|c| put_u32(out, c.to_bits())),
             Stored::Q8 { codes, range } => {
                 put_u32(out, range.to_bits());

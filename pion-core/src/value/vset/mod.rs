@@ -6,9 +6,12 @@
 //! stores it: 8-bit codes with a per-vector range (`Q8`, the default), full f32
 //! (`NOQUANT`) or one sign bit per dimension (`BIN`). Similarity scores are computed
 //! from that representation with Redis's formulas, so scores match Redis's to the last
-//! digit; the [`VectorIndex`] (holding the dequantised unit vectors) finds the
-//! candidates. Keeping both costs memory twice; the index could later hand out its own
-//! codes instead.
+//! digit; the [`VectorIndex`] finds the candidates. A `Q8` element's codes live in
+//! the index alone: the index codes the dequantised unit vector, which gives back
+//! exactly Redis's codes (each is `c·range/127` scaled by `127/range` again, an error
+//! far below half a step), so the set keeps only the range and reads the codes from
+//! the index (see [`VectorSetValue::vector`]). Before that, a `Q8` set of 1,536-d
+//! vectors held each vector twice, 1.6× Redis's memory.
 //!
 //! `REDUCE` projects input vectors to fewer (or more) dimensions with a random
 //! Gaussian matrix. The matrix is drawn from a generator seeded by the two dimensions
@@ -20,6 +23,7 @@ mod stored;
 
 pub use stored::{normalize, Element, Hit, Projection, Stored, VQuant, MAX_PROJECTION_CELLS};
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -232,6 +236,7 @@ impl VectorSetValue {
                 e.attr = Some(a);
             }
             self.upsert_index(label, &searchable);
+            self.hand_codes_to_index(slot);
             return false;
         }
         let label = self.next_label;
@@ -240,7 +245,8 @@ impl VectorSetValue {
             self.attributes += 1;
         }
         self.by_name.insert(name.to_vec(), label);
-        self.slot_of.insert(label, self.slots.len());
+        let slot = self.slots.len();
+        self.slot_of.insert(label, slot);
         self.slots.push((
             label,
             Element {
@@ -251,7 +257,40 @@ impl VectorSetValue {
             },
         ));
         self.upsert_index(label, &searchable);
+        self.hand_codes_to_index(slot);
         true
+    }
+
+    /// Drops the `Q8` codes of the element at `slot` where the index holds the same
+    /// codes (always, for a linked element with a non-zero range; the check keeps the
+    /// set right should the two ever differ).
+    fn hand_codes_to_index(&mut self, slot: usize) {
+        let (label, e) = &mut self.slots[slot];
+        if let Stored::Q8 { codes, range } = &mut e.vector {
+            if *range != 0.0
+                && !codes.is_empty()
+                && self.index.i8_codes(*label).as_ref() == Some(codes)
+            {
+                *codes = Vec::new();
+            }
+        }
+    }
+
+    /// An element's vector as stored, its `Q8` codes read back from the index where
+    /// the set handed them over (an empty code list stands for that: a set's
+    /// dimension is never 0).
+    pub fn vector<'a>(&self, label: u64, e: &'a Element) -> Cow<'a, Stored> {
+        match &e.vector {
+            Stored::Q8 { codes, range } if codes.is_empty() => {
+                let codes = self.index.i8_codes(label);
+                debug_assert!(codes.is_some(), "handed-over codes are in the index");
+                Cow::Owned(Stored::Q8 {
+                    codes: codes.unwrap_or_else(|| vec![0; self.dim]),
+                    range: *range,
+                })
+            }
+            stored => Cow::Borrowed(stored),
+        }
     }
 
     /// Adds a stored element under its saved label without linking it (snapshot
@@ -282,15 +321,20 @@ impl VectorSetValue {
                 && g.len() == self.slots.len()
                 && self.slots.iter().all(|(l, _)| g.contains(*l))
         });
-        if let Some(g) = fits {
+        let used = if let Some(g) = fits {
             self.index = Arc::new(g);
-            return true;
+            true
+        } else {
+            for (label, e) in &self.slots {
+                let v = self.vector(*label, e).dequantize(self.dim);
+                let _ = self.index.upsert_linked(*label, &v);
+            }
+            false
+        };
+        for slot in 0..self.slots.len() {
+            self.hand_codes_to_index(slot);
         }
-        for (label, e) in &self.slots {
-            let v = e.vector.dequantize(self.dim);
-            let _ = self.index.upsert_linked(*label, &v);
-        }
-        false
+        used
     }
 
     /// The graph, serialised (for a snapshot).
@@ -349,19 +393,20 @@ impl VectorSetValue {
     /// range by an ulp and shows in the last digits of scores).
     pub fn element_query(&self, label: u64) -> Option<Vec<f32>> {
         self.element(label).map(|e| {
-            let mut v = e.vector.dequantize(self.dim);
-            if !matches!(e.vector, Stored::F32(_)) {
+            let stored = self.vector(label, e);
+            let mut v = stored.dequantize(self.dim);
+            if !matches!(*stored, Stored::F32(_)) {
                 normalize(&mut v);
             }
             v
         })
     }
 
-    /// The vector `VEMB` returns: the stored vector scaled back to its length (`BIN`:
-    /// the signs only).
-    pub fn embedding(&self, e: &Element) -> Vec<f32> {
-        match &e.vector {
-            Stored::Bin(_) => e.vector.dequantize(self.dim),
+    /// The vector `VEMB` returns for the element under `label`: the stored vector
+    /// scaled back to its length (`BIN`: the signs only).
+    pub fn embedding(&self, label: u64, e: &Element) -> Vec<f32> {
+        match &*self.vector(label, e) {
+            stored @ Stored::Bin(_) => stored.dequantize(self.dim),
             Stored::F32(v) => v.iter().map(|x| x * e.norm).collect(),
             Stored::Q8 { codes, range } => codes
                 .iter()
@@ -390,7 +435,7 @@ impl VectorSetValue {
                 .filter(|(_, e)| accept.is_none_or(|f| f(e)))
                 .map(|(label, e)| Hit {
                     label: *label,
-                    distance: q.distance(&e.vector, self.dim),
+                    distance: q.distance(&self.vector(*label, e), self.dim),
                 })
                 .collect();
             return best(hits, count);
@@ -441,7 +486,7 @@ impl VectorSetValue {
                 let e = self.element(label)?;
                 Some(Hit {
                     label,
-                    distance: q.distance(&e.vector, self.dim),
+                    distance: q.distance(&self.vector(label, e), self.dim),
                 })
             })
             .collect();
@@ -452,7 +497,7 @@ impl VectorSetValue {
     /// `VLINKS` reports them). An element still waiting to be linked has one empty
     /// layer.
     pub fn links(&self, label: u64) -> Option<Vec<Vec<Hit>>> {
-        let e = self.element(label)?;
+        let e = self.vector(label, self.element(label)?);
         let layers = self.index.neighbors(label)?;
         Some(
             layers
@@ -464,7 +509,7 @@ impl VectorSetValue {
                         .filter_map(|n| {
                             self.element(n).map(|other| Hit {
                                 label: n,
-                                distance: e.vector.distance(&other.vector, self.dim),
+                                distance: e.distance(&self.vector(n, other), self.dim),
                             })
                         })
                         .collect()
@@ -516,7 +561,8 @@ impl VectorSetValue {
     pub fn mem_usage(&self) -> usize {
         let per_vector = match self.quant {
             VQuant::NoQuant => self.dim * 4,
-            VQuant::Q8 => self.dim + 4,
+            // The codes are the index's (counted with it); the set keeps the range.
+            VQuant::Q8 => 4,
             VQuant::Bin => self.dim.div_ceil(64) * 8,
         };
         let names: usize = self
@@ -549,8 +595,9 @@ impl Clone for VectorSetValue {
     /// A copy with its own index, rebuilt from the stored vectors (a new `vset-uid`).
     fn clone(&self) -> Self {
         let mut copy = VectorSetValue::new(self.dim, self.quant, self.m, self.projection.clone());
-        for (_, e) in &self.slots {
-            copy.insert_stored(&e.name, e.vector.clone(), e.norm, e.attr.clone());
+        for (label, e) in &self.slots {
+            let vector = self.vector(*label, e).into_owned();
+            copy.insert_stored(&e.name, vector, e.norm, e.attr.clone());
         }
         copy.node_uids = self.node_uids;
         copy
@@ -566,10 +613,16 @@ impl PartialEq for VectorSetValue {
             && self.projection.as_ref().map(|p| p.input)
                 == other.projection.as_ref().map(|p| p.input)
             && self.len() == other.len()
-            && self
-                .slots
-                .iter()
-                .all(|(_, e)| other.get(&e.name).is_some_and(|o| o == e))
+            && self.slots.iter().all(|(label, e)| {
+                other.label(&e.name).is_some_and(|ol| {
+                    other.element(ol).is_some_and(|o| {
+                        o.name == e.name
+                            && o.norm == e.norm
+                            && o.attr == e.attr
+                            && other.vector(ol, o) == self.vector(*label, e)
+                    })
+                })
+            })
     }
 }
 
@@ -625,6 +678,53 @@ mod tests {
         assert_eq!(s.at(0).map(|e| e.name.as_slice()), Some(&b"b"[..]));
         let c = s.clone();
         assert_eq!(c, s);
+    }
+
+    /// A Q8 set keeps no codes of its own once the index holds them, and reads back
+    /// exactly the codes Redis's quantisation gives each unit vector: after inserts,
+    /// an update, a zero vector, a copy and a snapshot round trip.
+    #[test]
+    fn q8_codes_live_in_the_index_and_read_back_exactly() {
+        let dim = 48;
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let mut s = VectorSetValue::new(dim, VQuant::Q8, 16, None);
+        let mut want = Vec::new();
+        for i in 0..300 {
+            let v: Vec<f32> = (0..dim).map(|_| next() * (1.0 + i as f32)).collect();
+            let (unit, _) = s.prepare(&v);
+            s.insert(format!("e{i}").as_bytes(), &v, None);
+            want.push((format!("e{i}"), Stored::quantize(&unit, VQuant::Q8)));
+        }
+        let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+        let (unit, _) = s.prepare(&v);
+        s.insert(b"e3", &v, None);
+        want[3].1 = Stored::quantize(&unit, VQuant::Q8);
+        s.insert(b"zero", &vec![0.0; dim], None);
+        want.push(("zero".into(), Stored::quantize(&vec![0.0; dim], VQuant::Q8)));
+        let check = |s: &VectorSetValue| {
+            for (name, stored) in &want {
+                let label = s.label(name.as_bytes()).expect("member");
+                let e = s.element(label).expect("member");
+                assert_eq!(&*s.vector(label, e), stored, "{name}");
+                let handed = matches!(&e.vector, Stored::Q8 { codes, .. } if codes.is_empty());
+                assert_eq!(handed, name != "zero", "{name}: codes handed to the index");
+            }
+        };
+        check(&s);
+        let copy = s.clone();
+        check(&copy);
+        assert_eq!(copy, s);
+        let mut bytes = Vec::new();
+        codec::encode(&s, &mut bytes);
+        let back = codec::decode(&mut crate::util::codec::Reader::new(&bytes)).expect("decodes");
+        check(&back);
+        assert_eq!(back, s);
     }
 
     #[test]

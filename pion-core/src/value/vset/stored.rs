@@ -230,12 +230,26 @@ impl Projection {
 pub struct Element {
     /// Its name.
     pub name: Vec<u8>,
-    /// Its unit vector as stored.
-    pub vector: Stored,
+    /// Its unit vector as stored. Inside a set, a `Q8` element's codes may be held by
+    /// the set's index instead (an empty list here), so it is read through
+    /// [`super::VectorSetValue::vector`].
+    pub(super) vector: Stored,
     /// The length of the vector it was added with (after projection).
     pub norm: f32,
     /// JSON attributes, as sent.
     pub attr: Option<Vec<u8>>,
+}
+
+impl Element {
+    /// An element with its unit vector as stored.
+    pub fn new(name: Vec<u8>, vector: Stored, norm: f32, attr: Option<Vec<u8>>) -> Element {
+        Element {
+            name,
+            vector,
+            norm,
+            attr,
+        }
+    }
 }
 
 /// One similarity result.

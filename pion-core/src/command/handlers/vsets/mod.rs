@@ -184,23 +184,24 @@ fn vemb(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
     let Some(set) = read_vset(ctx, &argv[1])? else {
         return Ok(Reply::Null);
     };
-    let Some(e) = set.get(&argv[2]) else {
+    let Some((label, e)) = set.label(&argv[2]).and_then(|l| Some((l, set.element(l)?))) else {
         return Ok(Reply::Null);
     };
     if !raw {
-        let v = set.embedding(e);
+        let v = set.embedding(label, e);
         return Ok(Reply::Array(
             v.into_iter()
                 .map(|x| Reply::ShortDouble(f64::from(x)))
                 .collect(),
         ));
     }
+    let stored = set.vector(label, e);
     let mut out = vec![
         Reply::status(set.quant().name()),
-        Reply::Bulk(e.vector.raw_bytes()),
+        Reply::Bulk(stored.raw_bytes()),
         Reply::ShortDouble(f64::from(e.norm)),
     ];
-    if let Stored::Q8 { range, .. } = &e.vector {
+    if let Stored::Q8 { range, .. } = &*stored {
         out.push(Reply::ShortDouble(f64::from(*range)));
     }
     Ok(Reply::Array(out))

@@ -101,7 +101,8 @@ fn links_are_the_graph_neighbours() {
         for hit in layers.iter().flatten() {
             let other = set.element(hit.label).expect("a neighbour is a member");
             let me = set.element(label).expect("member");
-            assert_eq!(hit.distance, me.vector.distance(&other.vector, dim));
+            let (me, other) = (set.vector(label, me), set.vector(hit.label, other));
+            assert_eq!(hit.distance, me.distance(&other, dim));
         }
     }
 }
@@ -125,7 +126,10 @@ fn saved_graph_is_reused() {
     let rebuild = |graph: &[u8]| {
         let mut copy = VectorSetValue::restore(dim, VQuant::Q8, 8, None);
         for (label, e) in set.elements() {
-            assert!(copy.restore_element_at(label, e.clone()));
+            let stored = set.vector(label, e).into_owned();
+            let whole =
+                crate::value::vset::Element::new(e.name.clone(), stored, e.norm, e.attr.clone());
+            assert!(copy.restore_element_at(label, whole));
         }
         let reused = copy.restore_graph(graph);
         (copy, reused)
