@@ -313,4 +313,8 @@ fn the_breakdown_names_clients_scripts_prompt_cache_and_indexes() {
         .collect();
     assert!(!c.cmd(&[b"HSET".as_slice(), b"doc", b"e", &blob]).is_error());
     assert!(number(&mut c, "mem_vector_indexes") > 0);
+    // Each purge is counted (the cron may add its own meanwhile).
+    let purges = number(&mut c, "mem_purges");
+    ok(&mut c, &["MEMORY", "PURGE"]);
+    assert!(number(&mut c, "mem_purges") > purges);
 }

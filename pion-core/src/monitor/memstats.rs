@@ -85,7 +85,7 @@ impl MemoryReport {
             dataset,
             startup: startup.min(used),
             peak: peak.note(used),
-            rss: rss_bytes(),
+            rss: crate::util::alloc::resident_bytes(),
             keys,
             system: system_bytes(),
             not_counted: parts.not_counted.min(used),
@@ -172,25 +172,14 @@ impl MemoryReport {
             ("mem_allocator", self.allocator.clone()),
             ("lazyfree_pending_objects", "0".into()),
             ("lazyfreed_objects", "0".into()),
-            // Pion's own: the prompt cache's layers and the search indexes' vectors.
+            // Pion's own: the prompt cache's layers, the search indexes' vectors and
+            // how often free pages went back to the system.
             ("mem_prompt_cache", self.parts.prompt_cache.to_string()),
             ("mem_prompt_cache_mapped", self.parts.mapped.to_string()),
             ("mem_vector_indexes", self.parts.vector_indexes.to_string()),
+            ("mem_purges", crate::util::alloc::purges().to_string()),
         ]
     }
-}
-
-/// The process's resident set size, from `/proc/self/statm` (0 elsewhere).
-fn rss_bytes() -> u64 {
-    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
-        return 0;
-    };
-    let pages: u64 = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 /// Physical memory, from `/proc/meminfo` (0 elsewhere).

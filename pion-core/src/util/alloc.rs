@@ -275,6 +275,12 @@ pub fn purge() -> bool {
     true
 }
 
+/// How many times free pages were given back to the system (`MEMORY PURGE` and the
+/// cron's purges), for `INFO`'s `mem_purges`.
+pub fn purges() -> u64 {
+    PURGES.load(Ordering::Relaxed)
+}
+
 /// Collects the calling thread's heap when that is due: at once after each [`purge`]
 /// made elsewhere, and otherwise every [`COLLECT_EVERY`] while the thread allocates.
 /// A thread's empty pages stay in its own heap until it collects, and blocks another
@@ -339,19 +345,105 @@ pub const PURGE_AFTER_FALL: u64 = 8 << 20;
 
 /// Gives free pages back to the system when allocated memory has fallen well below
 /// the most it reached since the last purge (a `FLUSHALL`, deletes, expiry or eviction
-/// freed much of it). mimalloc returns pages on its own only while it is busy
-/// allocating, so an idle server would otherwise keep its peak resident. The engine's
-/// cron calls this every tick; it costs an atomic read unless it purges. Returns
-/// whether it purged.
+/// freed much of it), or when the process holds far more resident memory than is
+/// allocated (see [`purge_if_resident_excess`]). mimalloc returns pages on its own
+/// only while it is busy allocating, so an idle server would otherwise keep its peak
+/// resident. The engine's cron calls this every tick; it costs an atomic read (and
+/// once a second a read of `/proc/self/statm`) unless it purges. Returns whether it
+/// purged.
 pub fn purge_if_shrunk() -> bool {
     let Some(now) = allocated() else {
         return false;
     };
     let high = HIGH_WATER.fetch_max(now, Ordering::Relaxed).max(now);
-    if high - now < PURGE_AFTER_FALL.max(high / 8) {
+    if high - now >= PURGE_AFTER_FALL.max(high / 8) {
+        return purge();
+    }
+    purge_if_resident_excess(now)
+}
+
+/// Resident memory the allocated bytes do not explain that is tolerated without a
+/// purge: the binary's and libraries' pages, thread stacks and the allocator's own
+/// metadata (an empty server is about 15 MiB resident), plus a sixteenth of what is
+/// allocated (free space inside pages still in use, which no purge returns).
+pub const RESIDENT_SLACK: u64 = 32 << 20;
+
+/// The longest wait between purges that find resident memory still in excess.
+const RESIDENT_BACKOFF_MAX_MS: u64 = 64_000;
+
+/// When resident memory is next compared with allocated memory, and how long to wait
+/// after a purge that leaves it in excess (doubling up to [`RESIDENT_BACKOFF_MAX_MS`]).
+static NEXT_RESIDENT_CHECK_MS: AtomicU64 = AtomicU64::new(0);
+static RESIDENT_BACKOFF_MS: AtomicU64 = AtomicU64::new(RESIDENT_CHECK_EVERY_MS);
+
+/// How often resident memory is compared with allocated memory.
+const RESIDENT_CHECK_EVERY_MS: u64 = 1000;
+
+/// Purges when the resident set exceeds `allocated` by more than [`RESIDENT_SLACK`]
+/// and a sixteenth. The fall from the high-water mark misses memory freed in steps
+/// smaller than an eighth: a vector index's build frees its pending rows and the
+/// buffers its arrays outgrew (on 50,000 × 1,536 vectors, 739 MiB allocated stayed at
+/// 885 MiB resident until a `MEMORY PURGE` brought it to 765). A purge that leaves
+/// the excess (fragmentation inside pages in use, which only new allocations fill)
+/// doubles the wait before the next, up to a minute, so a steady fragmented heap is
+/// not collected over and over.
+fn purge_if_resident_excess(allocated: u64) -> bool {
+    let now = coarse_ms();
+    if now < NEXT_RESIDENT_CHECK_MS.load(Ordering::Relaxed) {
         return false;
     }
-    purge()
+    let step = resident_step(
+        now,
+        RESIDENT_BACKOFF_MS.load(Ordering::Relaxed),
+        resident_bytes(),
+        allocated,
+    );
+    RESIDENT_BACKOFF_MS.store(step.backoff_ms, Ordering::Relaxed);
+    NEXT_RESIDENT_CHECK_MS.store(step.next_check_ms, Ordering::Relaxed);
+    step.purge && purge()
+}
+
+/// What one comparison of resident with allocated memory decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ResidentStep {
+    /// Purge now.
+    purge: bool,
+    /// When to compare again.
+    next_check_ms: u64,
+    /// The wait after the next purge that finds an excess.
+    backoff_ms: u64,
+}
+
+/// The decision at `now_ms` for `rss` resident and `allocated` bytes, `backoff_ms`
+/// being the wait the last purge set: within the slack, check again in a second and
+/// forget the backoff; over it, purge and wait the backoff, doubled for the next time.
+fn resident_step(now_ms: u64, backoff_ms: u64, rss: u64, allocated: u64) -> ResidentStep {
+    let excess = rss.saturating_sub(allocated);
+    if excess <= RESIDENT_SLACK + allocated / 16 {
+        return ResidentStep {
+            purge: false,
+            next_check_ms: now_ms + RESIDENT_CHECK_EVERY_MS,
+            backoff_ms: RESIDENT_CHECK_EVERY_MS,
+        };
+    }
+    ResidentStep {
+        purge: true,
+        next_check_ms: now_ms + backoff_ms,
+        backoff_ms: (backoff_ms * 2).min(RESIDENT_BACKOFF_MAX_MS),
+    }
+}
+
+/// The process's resident set size, from `/proc/self/statm` (0 elsewhere).
+pub fn resident_bytes() -> u64 {
+    let Ok(text) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
 }
 
 /// The allocator's own statistics as JSON text (`MEMORY MALLOC-STATS`); `None` when
@@ -378,6 +470,42 @@ pub fn stats_json() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Resident memory within the slack (32 MiB and a sixteenth of what is
+    /// allocated) is left alone and looked at again a second later; past it, a purge,
+    /// and each further purge that still finds an excess waits twice as long, up to a
+    /// minute, until a check finds the excess gone.
+    #[test]
+    fn resident_excess_purges_with_a_doubling_wait() {
+        const MIB: u64 = 1 << 20;
+        let allocated = 739 * MIB;
+        let slack = RESIDENT_SLACK + allocated / 16;
+        let calm = resident_step(5_000, 8_000, allocated + slack, allocated);
+        assert_eq!(
+            calm,
+            ResidentStep {
+                purge: false,
+                next_check_ms: 6_000,
+                backoff_ms: 1_000
+            }
+        );
+        let (mut now, mut backoff, mut waits) = (0, 1_000, Vec::new());
+        for _ in 0..9 {
+            let step = resident_step(now, backoff, allocated + slack + 1, allocated);
+            assert!(step.purge);
+            waits.push(step.next_check_ms - now);
+            (now, backoff) = (step.next_check_ms, step.backoff_ms);
+        }
+        assert_eq!(
+            waits,
+            [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 64_000, 64_000]
+        );
+        let healed = resident_step(now, backoff, allocated, allocated);
+        assert!(!healed.purge);
+        assert_eq!(healed.backoff_ms, 1_000);
+        // An empty server's own pages (about 15 MiB) are no excess.
+        assert!(!resident_step(0, 1_000, 15 * MIB, MIB / 2).purge);
+    }
 
     // The unit tests run under the system allocator; these drive CountingAlloc
     // directly (tests/tests/memory.rs checks it as pion-server's global allocator).
