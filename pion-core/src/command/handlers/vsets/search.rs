@@ -139,9 +139,13 @@ pub(crate) fn vsim(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> OpResult<Reply> {
         ctx.detour = Some(Box::new(move |_: &Engine| -> Resume {
             let labels = walk.candidates(&args.unit, args.count, args.ef);
             Box::new(move |ctx: &mut Ctx<'_>, argv: &[Vec<u8>]| {
-                let Some(set) = read_vset(ctx, &argv[1])? else {
+                // Looked up again without a second access or keyspace hit: the command
+                // read the key once, before the walk.
+                let db = ctx.db();
+                let Some(entry) = ctx.ks.peek(db, &argv[1])? else {
                     return Ok(Reply::Array(Vec::new()));
                 };
+                let set = entry.value.as_vset()?;
                 // Labels name elements only in the set they came from: a set put at
                 // the key meanwhile (a new `vset-uid`) is searched afresh.
                 let hits = if set.uid() == walk.uid() {

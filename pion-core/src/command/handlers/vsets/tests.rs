@@ -177,3 +177,39 @@ fn oversized_projection_is_refused() {
     );
     assert!(!matches!(ok, crate::Reply::Error(_)), "{ok:?}");
 }
+
+/// A `VSIM` that walks the graph with the key unlocked answers as one that keeps it
+/// locked (`NOTHREAD`), and each counts one keyspace hit: the lookup after the walk
+/// is not a second access.
+#[test]
+fn unlocked_walk_answers_as_the_locked_search() {
+    let engine = crate::Engine::in_memory(crate::EngineOptions::default());
+    let mut rng = SmallRng::seed_from_u64(20261207);
+    for i in 0..200 {
+        let v = random_vector(&mut rng, 8);
+        let mut args = vec!["VADD".to_string(), "vs".into(), "VALUES".into(), "8".into()];
+        args.extend(v.iter().map(|x| x.to_string()));
+        args.push(format!("e{i}"));
+        assert_eq!(engine.execute(0, &args), crate::Reply::Bool(true));
+    }
+    let q = random_vector(&mut rng, 8);
+    let mut base = vec!["VSIM".to_string(), "vs".into(), "VALUES".into(), "8".into()];
+    base.extend(q.iter().map(|x| x.to_string()));
+    base.extend(["WITHSCORES".into(), "COUNT".into(), "5".into()]);
+    let hits = || engine.keyspace().stats().keyspace_hits();
+    let before = hits();
+    let unlocked = engine.execute(0, &base);
+    assert_eq!(hits(), before + 1);
+    let mut no_thread = base.clone();
+    no_thread.push("NOTHREAD".into());
+    let locked = engine.execute(0, &no_thread);
+    assert_eq!(hits(), before + 2);
+    assert_eq!(unlocked, locked);
+    assert!(
+        matches!(&unlocked, crate::Reply::Map(m) if m.len() == 5),
+        "{unlocked:?}"
+    );
+    let mut missing = base.clone();
+    missing[1] = "nokey".into();
+    assert_eq!(engine.execute(0, &missing), crate::Reply::Array(Vec::new()));
+}
