@@ -130,6 +130,9 @@ pub(crate) struct Graph {
     pub(crate) live: AtomicUsize,
     /// The vectors as given, when the index keeps them (see `exact_rows`).
     pub(crate) exact: Option<ExactRows>,
+    /// COSINE vectors are stored as given, not divided by their norm again
+    /// (`IndexParams::unit_inputs`).
+    pub(crate) unit_inputs: bool,
 }
 
 impl Graph {
@@ -174,6 +177,7 @@ impl Graph {
             dead: AtomicUsize::new(0),
             live: AtomicUsize::new(0),
             exact: (exact_rows && quant != Quantization::None).then(|| ExactRows::new(dim)),
+            unit_inputs: false,
         };
         g.reserve(cap);
         g
@@ -242,7 +246,7 @@ impl Graph {
         let (dim, words) = (self.dim, quant::binary_words(self.dim));
         let n = quant::norm(v);
         let unit: Vec<f32>;
-        let src = if self.metric == Metric::Cosine && n > 0.0 {
+        let src = if self.metric == Metric::Cosine && n > 0.0 && !self.unit_inputs {
             unit = v.iter().map(|x| x / n).collect();
             &unit[..]
         } else {
@@ -492,7 +496,7 @@ impl Graph {
         }
         let i = s as usize;
         let d = self.dim;
-        let factor = if self.metric == Metric::Cosine && self.norms[i] > 0.0 {
+        let factor = if self.metric == Metric::Cosine && self.norms[i] > 0.0 && !self.unit_inputs {
             self.norms[i]
         } else {
             1.0
@@ -515,6 +519,15 @@ impl Graph {
         match &self.codes {
             Codes::I8 { codes, .. } => codes.get(s as usize * d..(s as usize + 1) * d),
             Codes::F32(_) | Codes::Bin(_) => None,
+        }
+    }
+
+    /// Slot `s`'s f32 row, where the graph keeps f32 rows.
+    pub(crate) fn f32_row(&self, s: u32) -> Option<&[f32]> {
+        let d = self.dim;
+        match &self.codes {
+            Codes::F32(rows) => rows.get(s as usize * d..(s as usize + 1) * d),
+            Codes::I8 { .. } | Codes::Bin(_) => None,
         }
     }
 

@@ -75,6 +75,8 @@ impl Hnsw {
             params.initial_cap,
             params.exact_rows,
         );
+        let mut graph = graph;
+        graph.unit_inputs = params.unit_inputs;
         let pending = Pending::new(params.quantization == Quantization::Int8, params.metric);
         Hnsw::from_parts(params, pending, graph)
     }
@@ -158,6 +160,17 @@ impl Hnsw {
             return None;
         }
         g.i8_row(s).map(<[i8]>::to_vec)
+    }
+
+    /// The f32 row the graph holds for a linked label (`None` for a pending one, or
+    /// where the graph keeps codes).
+    pub(crate) fn f32_row(&self, label: u64) -> Option<Vec<f32>> {
+        let g = self.graph.read();
+        let &s = g.map.get(&label)?;
+        if !g.returnable(s) {
+            return None;
+        }
+        g.f32_row(s).map(<[f32]>::to_vec)
     }
 
     /// Step 1: claims up to `max` unclaimed pending rows (or only `only`).

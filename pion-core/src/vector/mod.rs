@@ -166,6 +166,11 @@ pub struct IndexParams {
     /// search re-ranks the walk's candidates exactly and returns exact distances
     /// (4 bytes a dimension more per vector; the walk still reads the codes).
     pub exact_rows: bool,
+    /// COSINE vectors arrive at unit length already (a vector set normalises its
+    /// own): the graph stores each as given instead of dividing it by its norm again,
+    /// which can move the last bit of a component, so the row is bit for bit what
+    /// the caller holds and can stand in for it.
+    pub unit_inputs: bool,
 }
 
 impl IndexParams {
@@ -185,6 +190,7 @@ impl IndexParams {
             epsilon: 0.01,
             initial_cap: 0,
             exact_rows: false,
+            unit_inputs: false,
         }
     }
 }
@@ -409,6 +415,16 @@ impl VectorIndex {
         match &self.inner {
             Inner::Flat(_) => None,
             Inner::Hnsw(h) => h.i8_codes(label),
+        }
+    }
+
+    /// The f32 row an HNSW index without quantisation holds for a linked label (for
+    /// COSINE the unit vector; as given with [`IndexParams::unit_inputs`]). `None`
+    /// for a FLAT index, another quantisation, an absent label or one not linked yet.
+    pub fn f32_row(&self, label: u64) -> Option<Vec<f32>> {
+        match &self.inner {
+            Inner::Flat(_) => None,
+            Inner::Hnsw(h) => h.f32_row(label),
         }
     }
 

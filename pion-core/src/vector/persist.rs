@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! magic "PIONVIX1" | u32 version (2)
-//! params: u32 dim | u8 metric | u8 algorithm | u8 quantization | u8 exact rows (0/1)
+//! params: u32 dim | u8 metric | u8 algorithm | u8 quantization | u8 flags (bit 0 exact
+//!         rows, bit 1 unit inputs)
 //!         u32 M | u32 ef_construction | u32 ef_runtime | f32 epsilon | u64 initial_cap
 //! u64 n | n × (u64 label, dim × f32)          -- FLAT vectors, or the HNSW pending tail
 //! HNSW only:
@@ -85,7 +86,8 @@ pub(crate) fn write(idx: &VectorIndex, out: &mut Vec<u8>) {
         Quantization::Int8 => 1,
         Quantization::Binary => 2,
     });
-    out.push(u8::from(exact_rows(idx)));
+    // Bit 0: exact rows; bit 1: unit inputs (version 2 wrote only bit 0).
+    out.push(u8::from(exact_rows(idx)) | u8::from(p.unit_inputs) << 1);
     put_u32(out, p.m as u32);
     put_u32(out, p.ef_construction as u32);
     put_u32(out, p.ef_runtime as u32);
@@ -262,14 +264,18 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
         2 => Quantization::Binary,
         _ => return Err(bad("bad quantization")),
     };
-    let exact_rows = match version {
-        1 => false,
-        _ => match r.u8()? {
-            0 => false,
-            1 if algorithm == Algorithm::Hnsw && quantization != Quantization::None => true,
-            _ => return Err(bad("bad exact rows flag")),
-        },
+    let flags = match version {
+        1 => 0,
+        _ => r.u8()?,
     };
+    if flags > 3 {
+        return Err(bad("bad exact rows flag"));
+    }
+    let exact_rows = flags & 1 == 1;
+    if exact_rows && (algorithm != Algorithm::Hnsw || quantization == Quantization::None) {
+        return Err(bad("bad exact rows flag"));
+    }
+    let unit_inputs = flags & 2 == 2;
     let m = r.u32()? as usize;
     if !(2..=255).contains(&m) {
         return Err(bad("bad M"));
@@ -285,6 +291,7 @@ pub(crate) fn read(bytes: &[u8]) -> Result<VectorIndex, DecodeError> {
         epsilon: r.f32()?,
         initial_cap: 0,
         exact_rows,
+        unit_inputs,
     };
     let _initial_cap = r.u64()?;
     let n = r.count(8 + 4 * dim)?;
@@ -343,6 +350,7 @@ fn read_graph(r: &mut Reader<'_>, p: &IndexParams) -> Result<Graph, DecodeError>
         slots,
         p.exact_rows,
     );
+    g.unit_inputs = p.unit_inputs;
     let (m, m0) = (g.m, g.m0);
     struct Slot {
         label: u64,

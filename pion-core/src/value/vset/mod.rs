@@ -92,6 +92,9 @@ impl VectorSetValue {
         let mut params = IndexParams::new(dim, Metric::Cosine, Algorithm::Hnsw);
         params.quantization = quant.index_quantization();
         params.m = m;
+        // A NOQUANT set's unit vectors go in as they are, so the index's rows are the
+        // set's vectors bit for bit and stand in for them.
+        params.unit_inputs = quant == VQuant::NoQuant;
         VectorSetValue {
             dim,
             quant,
@@ -261,26 +264,45 @@ impl VectorSetValue {
         true
     }
 
-    /// Drops the `Q8` codes of the element at `slot` where the index holds the same
-    /// codes (always, for a linked element with a non-zero range; the check keeps the
-    /// set right should the two ever differ).
+    /// Drops the `Q8` codes or `NOQUANT` vector of the element at `slot` where the
+    /// index holds the same (always, for a linked element with a non-zero `Q8` range
+    /// or any `NOQUANT` vector; the check keeps the set right should the two ever
+    /// differ, as a graph saved before `unit_inputs` existed would).
     fn hand_codes_to_index(&mut self, slot: usize) {
         let (label, e) = &mut self.slots[slot];
-        if let Stored::Q8 { codes, range } = &mut e.vector {
-            if *range != 0.0
-                && !codes.is_empty()
-                && self.index.i8_codes(*label).as_ref() == Some(codes)
-            {
-                *codes = Vec::new();
+        match &mut e.vector {
+            Stored::Q8 { codes, range } => {
+                if *range != 0.0
+                    && !codes.is_empty()
+                    && self.index.i8_codes(*label).as_ref() == Some(codes)
+                {
+                    *codes = Vec::new();
+                }
             }
+            Stored::F32(v) => {
+                let bits = |x: &f32| x.to_bits();
+                let same = self
+                    .index
+                    .f32_row(*label)
+                    .is_some_and(|row| row.iter().map(bits).eq(v.iter().map(bits)));
+                if !v.is_empty() && same {
+                    *v = Vec::new();
+                }
+            }
+            Stored::Bin(_) => {}
         }
     }
 
-    /// An element's vector as stored, its `Q8` codes read back from the index where
-    /// the set handed them over (an empty code list stands for that: a set's
-    /// dimension is never 0).
+    /// An element's vector as stored, its `Q8` codes or `NOQUANT` vector read back
+    /// from the index where the set handed them over (an empty list stands for that:
+    /// a set's dimension is never 0).
     pub fn vector<'a>(&self, label: u64, e: &'a Element) -> Cow<'a, Stored> {
         match &e.vector {
+            Stored::F32(v) if v.is_empty() => {
+                let row = self.index.f32_row(label);
+                debug_assert!(row.is_some(), "handed-over vectors are in the index");
+                Cow::Owned(Stored::F32(row.unwrap_or_else(|| vec![0.0; self.dim])))
+            }
             Stored::Q8 { codes, range } if codes.is_empty() => {
                 let codes = self.index.i8_codes(label);
                 debug_assert!(codes.is_some(), "handed-over codes are in the index");
@@ -560,8 +582,9 @@ impl VectorSetValue {
     /// Approximate bytes held.
     pub fn mem_usage(&self) -> usize {
         let per_vector = match self.quant {
-            VQuant::NoQuant => self.dim * 4,
-            // The codes are the index's (counted with it); the set keeps the range.
+            // The vectors and codes are the index's (counted with it); a Q8 element
+            // keeps its range.
+            VQuant::NoQuant => 0,
             VQuant::Q8 => 4,
             VQuant::Bin => self.dim.div_ceil(64) * 8,
         };
@@ -680,11 +703,11 @@ mod tests {
         assert_eq!(c, s);
     }
 
-    /// A Q8 set keeps no codes of its own once the index holds them, and reads back
-    /// exactly the codes Redis's quantisation gives each unit vector: after inserts,
-    /// an update, a zero vector, a copy and a snapshot round trip.
-    #[test]
-    fn q8_codes_live_in_the_index_and_read_back_exactly() {
+    /// A Q8 set keeps no codes of its own once the index holds them, nor a NOQUANT
+    /// set its vectors, and each reads back exactly what Redis's storage gives the
+    /// unit vector: after inserts, an update, a zero vector, a copy and a snapshot
+    /// round trip.
+    fn vectors_live_in_the_index_and_read_back_exactly(quant: VQuant) {
         let dim = 48;
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = move || {
@@ -693,27 +716,33 @@ mod tests {
             state ^= state << 17;
             (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
         };
-        let mut s = VectorSetValue::new(dim, VQuant::Q8, 16, None);
+        let mut s = VectorSetValue::new(dim, quant, 16, None);
         let mut want = Vec::new();
         for i in 0..300 {
             let v: Vec<f32> = (0..dim).map(|_| next() * (1.0 + i as f32)).collect();
             let (unit, _) = s.prepare(&v);
             s.insert(format!("e{i}").as_bytes(), &v, None);
-            want.push((format!("e{i}"), Stored::quantize(&unit, VQuant::Q8)));
+            want.push((format!("e{i}"), Stored::quantize(&unit, quant)));
         }
         let v: Vec<f32> = (0..dim).map(|_| next()).collect();
         let (unit, _) = s.prepare(&v);
         s.insert(b"e3", &v, None);
-        want[3].1 = Stored::quantize(&unit, VQuant::Q8);
+        want[3].1 = Stored::quantize(&unit, quant);
         s.insert(b"zero", &vec![0.0; dim], None);
-        want.push(("zero".into(), Stored::quantize(&vec![0.0; dim], VQuant::Q8)));
+        want.push(("zero".into(), Stored::quantize(&vec![0.0; dim], quant)));
         let check = |s: &VectorSetValue| {
             for (name, stored) in &want {
                 let label = s.label(name.as_bytes()).expect("member");
                 let e = s.element(label).expect("member");
                 assert_eq!(&*s.vector(label, e), stored, "{name}");
-                let handed = matches!(&e.vector, Stored::Q8 { codes, .. } if codes.is_empty());
-                assert_eq!(handed, name != "zero", "{name}: codes handed to the index");
+                let handed = match &e.vector {
+                    Stored::Q8 { codes, .. } => codes.is_empty(),
+                    Stored::F32(v) => v.is_empty(),
+                    Stored::Bin(_) => false,
+                };
+                // A Q8 zero vector (range 0) keeps its own all-zero codes.
+                let kept = quant == VQuant::Q8 && name == "zero";
+                assert_eq!(handed, !kept, "{name}: handed to the index");
             }
         };
         check(&s);
@@ -725,6 +754,16 @@ mod tests {
         let back = codec::decode(&mut crate::util::codec::Reader::new(&bytes)).expect("decodes");
         check(&back);
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn q8_codes_live_in_the_index_and_read_back_exactly() {
+        vectors_live_in_the_index_and_read_back_exactly(VQuant::Q8);
+    }
+
+    #[test]
+    fn noquant_vectors_live_in_the_index_and_read_back_exactly() {
+        vectors_live_in_the_index_and_read_back_exactly(VQuant::NoQuant);
     }
 
     #[test]
