@@ -364,16 +364,19 @@ pub fn purge_if_shrunk() -> bool {
 
 /// Resident memory the allocated bytes do not explain that is tolerated without a
 /// purge: the binary's and libraries' pages, thread stacks and the allocator's own
-/// metadata (an empty server is about 15 MiB resident), plus a sixteenth of what is
-/// allocated (free space inside pages still in use, which no purge returns).
-pub const RESIDENT_SLACK: u64 = 32 << 20;
+/// metadata (an empty server is about 15 MiB resident). A sixteenth of what is
+/// allocated is tolerated on top (free space inside pages still in use, which no
+/// purge returns).
+const RESIDENT_SLACK: u64 = 32 << 20;
 
 /// The longest wait between purges that find resident memory still in excess.
 const RESIDENT_BACKOFF_MAX_MS: u64 = 64_000;
 
-/// When resident memory is next compared with allocated memory, and how long to wait
-/// after a purge that leaves it in excess (doubling up to [`RESIDENT_BACKOFF_MAX_MS`]).
+/// When resident memory is next compared with allocated memory.
 static NEXT_RESIDENT_CHECK_MS: AtomicU64 = AtomicU64::new(0);
+
+/// How long to wait after a purge that leaves resident memory in excess (doubling up
+/// to [`RESIDENT_BACKOFF_MAX_MS`]).
 static RESIDENT_BACKOFF_MS: AtomicU64 = AtomicU64::new(RESIDENT_CHECK_EVERY_MS);
 
 /// How often resident memory is compared with allocated memory.

@@ -154,23 +154,23 @@ impl Hnsw {
     /// The INT8 codes the graph holds for a linked label (`None` for a pending one, or
     /// where the graph keeps other codes).
     pub(crate) fn i8_codes(&self, label: u64) -> Option<Vec<i8>> {
-        let g = self.graph.read();
-        let &s = g.map.get(&label)?;
-        if !g.returnable(s) {
-            return None;
-        }
-        g.i8_row(s).map(<[i8]>::to_vec)
+        self.read_linked(label, |g, s| g.i8_row(s).map(<[i8]>::to_vec))
     }
 
     /// The f32 row the graph holds for a linked label (`None` for a pending one, or
     /// where the graph keeps codes).
     pub(crate) fn f32_row(&self, label: u64) -> Option<Vec<f32>> {
+        self.read_linked(label, |g, s| g.f32_row(s).map(<[f32]>::to_vec))
+    }
+
+    /// `read` of a linked, returnable label's slot, under the graph's read lock.
+    fn read_linked<R>(&self, label: u64, read: impl FnOnce(&Graph, u32) -> Option<R>) -> Option<R> {
         let g = self.graph.read();
         let &s = g.map.get(&label)?;
         if !g.returnable(s) {
             return None;
         }
-        g.f32_row(s).map(<[f32]>::to_vec)
+        read(&g, s)
     }
 
     /// Step 1: claims up to `max` unclaimed pending rows (or only `only`).

@@ -6,12 +6,13 @@
 //! stores it: 8-bit codes with a per-vector range (`Q8`, the default), full f32
 //! (`NOQUANT`) or one sign bit per dimension (`BIN`). Similarity scores are computed
 //! from that representation with Redis's formulas, so scores match Redis's to the last
-//! digit; the [`VectorIndex`] finds the candidates. A `Q8` element's codes live in
-//! the index alone: the index codes the dequantised unit vector, which gives back
-//! exactly Redis's codes (each is `c·range/127` scaled by `127/range` again, an error
-//! far below half a step), so the set keeps only the range and reads the codes from
-//! the index (see [`VectorSetValue::vector`]). Before that, a `Q8` set of 1,536-d
-//! vectors held each vector twice, 1.6× Redis's memory.
+//! digit; the [`VectorIndex`] finds the candidates. A `Q8` element's codes and a
+//! `NOQUANT` element's vector live in the index alone: the index codes the dequantised
+//! unit vector, which gives back exactly Redis's codes (each is `c·range/127` scaled
+//! by `127/range` again, an error far below half a step), and stores a `NOQUANT`
+//! set's unit vectors as given (`IndexParams::unit_inputs`), so the set keeps only
+//! the range and reads the rest from the index (see [`VectorSetValue::vector`]).
+//! Before that, a set held each vector twice, 1.6× Redis's memory.
 //!
 //! `REDUCE` projects input vectors to fewer (or more) dimensions with a random
 //! Gaussian matrix. The matrix is drawn from a generator seeded by the two dimensions
@@ -239,7 +240,7 @@ impl VectorSetValue {
                 e.attr = Some(a);
             }
             self.upsert_index(label, &searchable);
-            self.hand_codes_to_index(slot);
+            self.hand_vector_to_index(slot);
             return false;
         }
         let label = self.next_label;
@@ -260,7 +261,7 @@ impl VectorSetValue {
             },
         ));
         self.upsert_index(label, &searchable);
-        self.hand_codes_to_index(slot);
+        self.hand_vector_to_index(slot);
         true
     }
 
@@ -268,7 +269,7 @@ impl VectorSetValue {
     /// index holds the same (always, for a linked element with a non-zero `Q8` range
     /// or any `NOQUANT` vector; the check keeps the set right should the two ever
     /// differ, as a graph saved before `unit_inputs` existed would).
-    fn hand_codes_to_index(&mut self, slot: usize) {
+    fn hand_vector_to_index(&mut self, slot: usize) {
         let (label, e) = &mut self.slots[slot];
         match &mut e.vector {
             Stored::Q8 { codes, range } => {
@@ -354,7 +355,7 @@ impl VectorSetValue {
             false
         };
         for slot in 0..self.slots.len() {
-            self.hand_codes_to_index(slot);
+            self.hand_vector_to_index(slot);
         }
         used
     }
