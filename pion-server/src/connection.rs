@@ -84,6 +84,8 @@ pub struct Connection {
     /// wrote the layers to its block files and keeps views of those), which spares
     /// a fresh allocation and its zeroing per frame.
     lent_input: Option<Arc<Vec<u8>>>,
+    /// The most reply bytes waiting at once since the connection last idled.
+    output_peak: usize,
 }
 
 impl Connection {
@@ -112,6 +114,7 @@ impl Connection {
             request_bytes: 0,
             large_request: false,
             lent_input: None,
+            output_peak: 0,
         }
     }
 
@@ -187,10 +190,13 @@ impl Connection {
         Some(whole.slice(start..start + len))
     }
 
-    /// Gives back a large input buffer that holds no request (the connection has been
-    /// idle; the event loop's sweep asks).
-    pub fn release_idle_input(&mut self) {
-        if self.consumed == self.filled && self.input.len() > KEEP_INPUT_BYTES {
+    /// Gives back the input buffer of a connection that holds no request (it has
+    /// been idle; the event loop's sweep asks), whatever its size: a pipeline burst
+    /// grows it to hundreds of KiB, and an idle client keeps no buffer, as Redis frees
+    /// the query buffers of idle clients. The next read makes a fresh one. The
+    /// reply peak (`rbp`) starts over.
+    pub fn release_idle_buffers(&mut self) {
+        if self.consumed == self.filled && !self.input.is_empty() {
             self.input = Vec::new();
             self.consumed = 0;
             self.filled = 0;
@@ -199,6 +205,7 @@ impl Connection {
         if self.consumed == self.filled {
             self.lent_input = None;
         }
+        self.output_peak = self.output.len();
     }
 
     /// Declares that `n` bytes were read into the last [`read_buf`](Self::read_buf).
@@ -531,6 +538,12 @@ impl Connection {
         b.output.store(self.output.len(), Ordering::Relaxed);
         b.output_capacity
             .store(self.output.capacity(), Ordering::Relaxed);
+        b.output_peak.store(self.output_peak, Ordering::Relaxed);
+    }
+
+    /// Notes the reply bytes waiting now toward `CLIENT LIST`'s `rbp`.
+    pub fn note_output_peak(&mut self) {
+        self.output_peak = self.output_peak.max(self.output.len());
     }
 }
 
@@ -630,8 +643,19 @@ mod tests {
             feed(&mut conn, &engine, chunk);
         }
         assert!(conn.input.len() > KEEP_INPUT_BYTES);
-        conn.release_idle_input();
+        conn.release_idle_buffers();
         assert!(conn.input.is_empty());
+        // A small buffer goes too, and one that holds part of a request stays.
+        assert_eq!(feed(&mut conn, &engine, b"PING\r\n"), "+PONG\r\n");
+        assert!(!conn.input.is_empty());
+        conn.release_idle_buffers();
+        assert!(conn.input.is_empty());
+        assert_eq!(feed(&mut conn, &engine, b"*1\r\n$4\r\nPI"), "");
+        let pending = conn.pending_input();
+        conn.release_idle_buffers();
+        assert!(!conn.input.is_empty());
+        assert_eq!(conn.pending_input(), pending);
+        assert_eq!(feed(&mut conn, &engine, b"NG\r\n"), "+PONG\r\n");
         assert_eq!(
             engine.execute(0, &["STRLEN", "k"]),
             pion_core::Reply::Integer(value.len() as i64)

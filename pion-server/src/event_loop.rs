@@ -645,9 +645,9 @@ impl Worker {
     }
 
     /// Closes connections killed by `CLIENT KILL` and, when `timeout` is set, those
-    /// idle for longer than it (as Redis's client cron does); gives back the large
-    /// input buffers of connections idle for a second (Redis shrinks query buffers in
-    /// the same cron).
+    /// idle for longer than it (as Redis's client cron does); gives back the input
+    /// buffers of connections idle for a second (Redis frees idle clients' query
+    /// buffers in the same cron).
     fn reap(&mut self, engine: &Engine) {
         let timeout_ms = engine.config().with(|c| c.timeout).saturating_mul(1000) as i64;
         let now = engine.now_ms();
@@ -660,7 +660,8 @@ impl Worker {
                     .last_interaction_ms
                     .load(Ordering::Relaxed);
             if idle >= IDLE_INPUT_RELEASE_MS {
-                entry.1.release_idle_input();
+                entry.1.release_idle_buffers();
+                entry.1.publish_buffers();
             }
         }
         let doomed: Vec<Token> = self
@@ -740,6 +741,7 @@ pub(crate) fn flush(
     conn: &mut Connection,
     engine: &Engine,
 ) -> io::Result<bool> {
+    conn.note_output_peak();
     while !conn.output.is_empty() {
         let written = match conn.output.plain() {
             Some(bytes) => stream.write(bytes),

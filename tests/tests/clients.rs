@@ -279,3 +279,91 @@ fn a_running_command_counts_in_its_query_buffer() {
         c.read_reply().expect("pong");
     }
 }
+
+/// The `CLIENT LIST` line of the client named `name`, as seen by `observer`.
+fn client_line(observer: &mut Client, name: &str) -> String {
+    let list = match observer.cmd(&["CLIENT", "LIST"]) {
+        pion_tests::RespValue::Bulk(_, Some(text)) => String::from_utf8_lossy(&text).into_owned(),
+        other => panic!("CLIENT LIST: {}", other.render()),
+    };
+    list.lines()
+        .find(|l| l.contains(&format!(" name={name} ")))
+        .unwrap_or_else(|| panic!("no client {name} in {list}"))
+        .to_string()
+}
+
+/// A numeric field of a `CLIENT LIST` line.
+fn client_field(line: &str, field: &str) -> usize {
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(field)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {line}"))
+}
+
+/// A pipeline burst grows a client's query buffer to hundreds of KiB; once the client
+/// idles, the buffer goes back (`qbuf` and `qbuf-free` both 0), on both servers, so
+/// that idle connections do not hold what their last burst needed.
+#[test]
+fn an_idle_clients_query_buffer_goes_back() {
+    let redis = RedisServer::start();
+    let pion = PionServer::start(1);
+    for port in [redis.port, pion.port] {
+        let mut burst = Client::connect(port).expect("connect");
+        let mut observer = Client::connect(port).expect("connect");
+        burst.cmd(&["CLIENT", "SETNAME", "burst"]);
+        let value = "v".repeat(400);
+        let mut pipeline = Vec::new();
+        for i in 0..1000 {
+            pipeline.extend_from_slice(&Client::encode(&["SET", &format!("k{i}"), &value]));
+        }
+        burst.send_raw(&pipeline).expect("send");
+        for _ in 0..1000 {
+            assert_eq!(burst.read_reply().expect("reply").1, b"+OK\r\n");
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let line = client_line(&mut observer, "burst");
+            if client_field(&line, "qbuf") == 0 && client_field(&line, "qbuf-free") == 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{port}: the idle client keeps its query buffer: {line}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // The connection still works, with a fresh buffer.
+        assert_eq!(burst.cmd(&["GET", "k999"]).render(), format!("\"{value}\""));
+    }
+}
+
+/// `rbs` is the reply buffer's size and `rbp` the most reply bytes that waited at
+/// once, which starts over when the client idles.
+#[test]
+fn client_list_reports_the_reply_buffer_and_its_peak() {
+    let pion = PionServer::start(1);
+    let mut c = Client::connect(pion.port).expect("connect");
+    let mut observer = Client::connect(pion.port).expect("connect");
+    c.cmd(&["CLIENT", "SETNAME", "reader"]);
+    let value = "x".repeat(100_000);
+    c.cmd(&["SET", "big", &value]);
+    let mut pipeline = Vec::new();
+    for _ in 0..4 {
+        pipeline.extend_from_slice(&Client::encode(&["GET", "big"]));
+    }
+    c.send_raw(&pipeline).expect("send");
+    for _ in 0..4 {
+        c.read_reply().expect("reply");
+    }
+    let line = client_line(&mut observer, "reader");
+    assert!(client_field(&line, "rbs") >= 16 * 1024, "{line}");
+    assert!(client_field(&line, "rbp") >= value.len(), "{line}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while client_field(&client_line(&mut observer, "reader"), "rbp") != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rbp never starts over"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

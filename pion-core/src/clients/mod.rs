@@ -68,8 +68,10 @@ pub struct ClientBuffers {
     pub query_free: AtomicUsize,
     /// Reply bytes not yet written (`omem`).
     pub output: AtomicUsize,
-    /// Allocated reply buffer (`tot-mem` adds it to the query buffer).
+    /// Allocated reply buffer (`rbs`; `tot-mem` adds it to the query buffer).
     pub output_capacity: AtomicUsize,
+    /// The most reply bytes waiting at once since the connection last idled (`rbp`).
+    pub output_peak: AtomicUsize,
 }
 
 /// Text fields of a client, under one lock.
@@ -484,8 +486,8 @@ pub fn client_line(c: &ClientShared, now_ms: i64) -> String {
         c.multi.load(Ordering::Relaxed),
         qbuf,
         qbuf_free,
-        qbuf + qbuf_free,
-        qbuf + qbuf_free,
+        b.output_capacity.load(Ordering::Relaxed),
+        b.output_peak.load(Ordering::Relaxed),
         omem,
         c.buffer_bytes(),
         if omem > 0 { "rw" } else { "r" },
