@@ -2,17 +2,21 @@
 //! pion-server (`--threads 1`, both in memory only) in one run, and the harness prints
 //! what each key costs in resident memory (RSS) and in `used_memory`, the Pion/Redis
 //! ratios, and how much of Pion's RSS growth its `used_memory` accounts for; after the
-//! last shape it flushes both and prints how much RSS each gives back.
+//! last shape it flushes both and prints how much RSS each gives back. Each shape runs
+//! on a freshly started pair of servers, so no shape reuses pages an earlier one freed.
 //!
 //! ```text
 //! cargo build --release -p pion-server
-//! cargo run --release -p pion-benches --bin memory_compare -- [--scale F]
+//! cargo run --release -p pion-benches --bin memory_compare -- [--scale F] [--only TEXT]
 //! ```
 //!
 //! The shapes are the sizes where Redis 7 uses its compact encodings (embstr and int
 //! strings, listpack hashes, lists and sorted sets, intsets) and the sizes past its
 //! switch points (hashtable, quicklist, skiplist). `--scale` multiplies every key
-//! count (default 1: about two million commands per server).
+//! count (default 1: about two million commands per server); `--only` runs the shapes
+//! whose name contains TEXT. Every shape holds tens of MiB, so that costs paid once
+//! (an allocator's first page of each size class, a table's first block) do not read
+//! as costs per key.
 
 use pion_benches::resp::{encode, Conn, Value};
 use pion_benches::{free_port, wait_port, Proc};
@@ -81,7 +85,7 @@ fn shapes() -> Vec<Shape> {
         Shape {
             // Under `hash-max-listpack-entries` (512): still a listpack in both.
             name: "hash, 200 fields (listpack)",
-            keys: 2_000,
+            keys: 10_000,
             command: |i| {
                 collection("HSET", format!("big-hash:{i:06}"), 200, |f| {
                     vec![format!("field{f}"), format!("value{f}")]
@@ -90,7 +94,7 @@ fn shapes() -> Vec<Shape> {
         },
         Shape {
             name: "hash, 1000 fields (hashtable)",
-            keys: 400,
+            keys: 2_000,
             command: |i| {
                 collection("HSET", format!("huge-hash:{i:06}"), 1000, |f| {
                     vec![format!("field{f}"), format!("value{f}")]
@@ -108,7 +112,7 @@ fn shapes() -> Vec<Shape> {
         },
         Shape {
             name: "list, 1000 items (quicklist)",
-            keys: 400,
+            keys: 4_000,
             command: |i| {
                 collection("RPUSH", format!("big-list:{i:06}"), 1000, |e| {
                     vec![format!("item{e}")]
@@ -126,7 +130,7 @@ fn shapes() -> Vec<Shape> {
         },
         Shape {
             name: "set, 200 strings (hashtable)",
-            keys: 2_000,
+            keys: 10_000,
             command: |i| {
                 collection("SADD", format!("big-set:{i:06}"), 200, |e| {
                     vec![format!("member{e}")]
@@ -144,7 +148,7 @@ fn shapes() -> Vec<Shape> {
         },
         Shape {
             name: "sorted set, 200 members (skiplist)",
-            keys: 2_000,
+            keys: 10_000,
             command: |i| {
                 collection("ZADD", format!("big-zset:{i:06}"), 200, |e| {
                     vec![e.to_string(), format!("member{e}")]
@@ -199,13 +203,92 @@ fn per_key(c: &mut Conn, shape: &Shape, keys: usize) -> (f64, f64) {
     empty(c);
     let (used0, rss0) = memory(c);
     load(c, shape, keys);
-    std::thread::sleep(Duration::from_millis(300));
+    // Past a second idle, so that neither side still holds the input buffer the
+    // pipelined load grew (Pion gives an idle client's back after a second).
+    std::thread::sleep(Duration::from_millis(3000));
     let (used1, rss1) = memory(c);
     let n = keys as f64;
     (
         (rss1 as f64 - rss0 as f64) / n,
         (used1 as f64 - used0 as f64) / n,
     )
+}
+
+/// A redis-server and a pion-server started fresh, with a connection to each.
+struct Servers {
+    redis: Conn,
+    pion: Conn,
+    /// RSS of each right after it started and was emptied.
+    redis_empty: u64,
+    pion_empty: u64,
+    dir: std::path::PathBuf,
+    // Dropped last: the servers outlive the connections.
+    _redis_proc: Proc,
+    _pion_proc: Proc,
+}
+
+impl Servers {
+    fn start(pion_bin: &std::path::Path, run: usize) -> Servers {
+        let redis_port = free_port();
+        let redis_proc = Proc(
+            Command::new("redis-server")
+                .args([
+                    "--port",
+                    &redis_port.to_string(),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("redis-server must be installed"),
+        );
+        let pion_port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("pion-memory-bench-{}-{run}", std::process::id()));
+        let pion_proc = Proc(
+            Command::new(pion_bin)
+                .args([
+                    "--port",
+                    &pion_port.to_string(),
+                    "--threads",
+                    "1",
+                    "--wal",
+                    "off",
+                ])
+                .args(["--kvcache", "off", "--dir"])
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start pion-server"),
+        );
+        wait_port(redis_port);
+        wait_port(pion_port);
+        let timeout = Duration::from_secs(120);
+        let mut redis = Conn::connect(redis_port, timeout).expect("connect to redis-server");
+        let mut pion = Conn::connect(pion_port, timeout).expect("connect to pion-server");
+        empty(&mut redis);
+        empty(&mut pion);
+        let (_, redis_empty) = memory(&mut redis);
+        let (_, pion_empty) = memory(&mut pion);
+        Servers {
+            redis,
+            pion,
+            redis_empty,
+            pion_empty,
+            dir,
+            _redis_proc: redis_proc,
+            _pion_proc: pion_proc,
+        }
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 fn main() {
@@ -216,66 +299,39 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(1.0);
+    let only: Option<String> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
     let pion_bin = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("pion-server")))
         .filter(|p| p.exists())
         .expect("build pion-server in the same profile first");
-    let redis_port = free_port();
-    let _redis = Proc(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &redis_port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed"),
-    );
-    let pion_port = free_port();
-    let dir = std::env::temp_dir().join(format!("pion-memory-bench-{}", std::process::id()));
-    let _pion = Proc(
-        Command::new(&pion_bin)
-            .args([
-                "--port",
-                &pion_port.to_string(),
-                "--threads",
-                "1",
-                "--wal",
-                "off",
-            ])
-            .args(["--kvcache", "off", "--dir"])
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start pion-server"),
-    );
-    wait_port(redis_port);
-    wait_port(pion_port);
-    let timeout = Duration::from_secs(120);
-    let mut redis = Conn::connect(redis_port, timeout).expect("connect to redis-server");
-    let mut pion = Conn::connect(pion_port, timeout).expect("connect to pion-server");
-    empty(&mut redis);
-    empty(&mut pion);
-    let (_, redis_empty) = memory(&mut redis);
-    let (_, pion_empty) = memory(&mut pion);
 
     println!(
-        "memory per key, {}; pion-server --threads 1 --wal off vs redis-server --save ''",
+        "memory per key, {}; pion-server --threads 1 --wal off vs redis-server --save '', \
+         both started fresh for each shape",
         pion_benches::cpu_summary()
     );
     println!(
         "| shape | keys | Redis RSS/key | Pion RSS/key | RSS ratio | Redis used/key | Pion used/key | used ratio | Pion used/RSS growth |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for shape in shapes() {
+    let mut last = None;
+    let chosen = shapes()
+        .into_iter()
+        .filter(|s| only.as_ref().is_none_or(|o| s.name.contains(o.as_str())));
+    for (run, shape) in chosen.enumerate() {
+        // Fresh servers for every shape: pages one shape freed and the allocator kept
+        // would otherwise absorb the next shape's growth, on either side, and the
+        // ratio would read that reuse rather than the shape's cost.
+        drop(last.take());
+        let mut s = Servers::start(&pion_bin, run);
         let keys = ((shape.keys as f64 * scale) as usize).max(1);
-        let (r_rss, r_used) = per_key(&mut redis, &shape, keys);
-        let (p_rss, p_used) = per_key(&mut pion, &shape, keys);
+        let (r_rss, r_used) = per_key(&mut s.redis, &shape, keys);
+        let (p_rss, p_used) = per_key(&mut s.pion, &shape, keys);
         println!(
             "| {} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {:.2} |",
             shape.name,
@@ -288,25 +344,26 @@ fn main() {
             p_used / r_used.max(1.0),
             p_used / p_rss.max(1.0)
         );
+        last = Some(s);
     }
     // What each gives back: the last shape's data flushed, then a few seconds idle.
-    let (_, redis_full) = memory(&mut redis);
-    let (_, pion_full) = memory(&mut pion);
-    for c in [&mut redis, &mut pion] {
+    let Some(mut s) = last else { return };
+    let (_, redis_full) = memory(&mut s.redis);
+    let (_, pion_full) = memory(&mut s.pion);
+    for c in [&mut s.redis, &mut s.pion] {
         c.call_str(&["FLUSHALL"]).expect("FLUSHALL");
     }
     std::thread::sleep(Duration::from_secs(3));
-    let (_, redis_after) = memory(&mut redis);
-    let (_, pion_after) = memory(&mut pion);
+    let (_, redis_after) = memory(&mut s.redis);
+    let (_, pion_after) = memory(&mut s.pion);
     let mb = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
         "RSS empty / loaded / 3 s after FLUSHALL (no MEMORY PURGE): Redis {:.1} / {:.1} / {:.1} MiB, Pion {:.1} / {:.1} / {:.1} MiB",
-        mb(redis_empty),
+        mb(s.redis_empty),
         mb(redis_full),
         mb(redis_after),
-        mb(pion_empty),
+        mb(s.pion_empty),
         mb(pion_full),
         mb(pion_after)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
