@@ -280,3 +280,68 @@ fn random_suggestion_commands_match_oracle() {
         }
     }
 }
+
+/// `FILTER-EF` bounds a filtered `VSIM` as Redis bounds it: the walk explores at most
+/// that many nodes (the entry the first), `COUNT` × 100 by default, and answers with
+/// the matches met by then. With one element in two hundred matching, both servers
+/// answer nothing at an effort of one, fewer than `COUNT` at a few dozen, and `COUNT`
+/// at the default and beyond (their graphs differ, so the elements may too).
+#[test]
+fn filter_effort_bounds_vsim_as_redis_does() {
+    let oracle = RedisServer::start_search_oracle();
+    let pion = PionServer::start(2);
+    let dim = 16;
+    // A fixed pseudo-random sequence: both servers get the same set.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut adds = Vec::new();
+    for i in 0..3000 {
+        let mut args = vec![
+            "VADD".to_string(),
+            "fef".into(),
+            "VALUES".into(),
+            dim.to_string(),
+        ];
+        args.extend((0..dim).map(|_| format!("{:.6}", next())));
+        args.push(format!("e{i}"));
+        args.push("SETATTR".into());
+        args.push(format!("{{\"g\":{}}}", u8::from(i % 200 == 0)));
+        adds.push(args);
+    }
+    let queries: Vec<Vec<String>> = (0..8)
+        .map(|_| (0..dim).map(|_| format!("{:.6}", next())).collect())
+        .collect();
+    for port in [oracle.port, pion.port] {
+        let mut c = Client::connect(port).expect("connect");
+        c.cmd(&["DEL", "fef"]);
+        for args in &adds {
+            let reply = c.cmd(args);
+            assert!(!reply.is_error(), "{port}: {}", reply.render());
+        }
+        for q in &queries {
+            let found = |c: &mut Client, effort: Option<&str>| -> usize {
+                let mut args = vec!["VSIM", "fef", "VALUES", "16"];
+                args.extend(q.iter().map(String::as_str));
+                args.extend(["COUNT", "10", "FILTER", ".g == 1"]);
+                if let Some(e) = effort {
+                    args.extend(["FILTER-EF", e]);
+                }
+                match c.cmd(&args) {
+                    RespValue::Agg(_, Some(items)) => items.len(),
+                    other => panic!("{port}: {}", other.render()),
+                }
+            };
+            assert!(found(&mut c, Some("1")) <= 1, "{port}: effort 1");
+            assert!(found(&mut c, Some("20")) < 10, "{port}: effort 20");
+            assert_eq!(found(&mut c, None), 10, "{port}: default effort");
+            assert_eq!(found(&mut c, Some("100000")), 10, "{port}: effort 100000");
+        }
+        let zero = c.cmd(&["VSIM", "fef", "ELE", "e0", "FILTER", ".g", "FILTER-EF", "0"]);
+        assert_eq!(zero.render(), "-ERR invalid FILTER-EF", "{port}");
+    }
+}

@@ -170,6 +170,7 @@ impl FieldVectors {
                     filter,
                     filter_bits,
                     filter_passes,
+                    filter_effort: None,
                 },
             );
             let complete = found.len() < asked || asked >= self.index.len();

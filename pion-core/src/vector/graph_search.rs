@@ -99,6 +99,25 @@ impl Graph {
         reads_labels: bool,
         accept: impl Fn(u32) -> bool,
     ) -> Vec<Cand> {
+        self.search_layer_within(q, eps, ef, l, reads_labels, accept, usize::MAX)
+    }
+
+    /// [`search_layer`](Self::search_layer) that expands at most `effort` nodes,
+    /// counting the entry as the first (Redis's bound on a filtered walk:
+    /// `FILTER-EF` "candidates explored"), and answers with what passed by then.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn search_layer_within(
+        &self,
+        q: &Query,
+        eps: &[Cand],
+        ef: usize,
+        l: usize,
+        reads_labels: bool,
+        accept: impl Fn(u32) -> bool,
+        effort: usize,
+    ) -> Vec<Cand> {
+        // Redis counts the entry point as the first node explored.
+        let mut expanded = 1usize;
         VISITED.with(|v| {
             let mut visited = v.borrow_mut();
             visited.reset(self.slots());
@@ -122,7 +141,11 @@ impl Graph {
                 f32::INFINITY
             };
             let mut fresh: Vec<u32> = Vec::with_capacity(self.max_links(l));
-            while let Some(Reverse(c)) = cands.pop() {
+            while expanded < effort {
+                let Some(Reverse(c)) = cands.pop() else {
+                    break;
+                };
+                expanded += 1;
                 if c.d > bound {
                     break;
                 }

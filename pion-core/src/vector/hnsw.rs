@@ -331,13 +331,19 @@ impl Hnsw {
             Some(_) => k + k.clamp(RERANK_FLOOR, RERANK_CEILING),
             None => k,
         };
+        // A bounded effort (VSIM's FILTER-EF) is the walk's alone: no scan, no
+        // widening past it.
+        let effort = filter.effort.filter(|_| filters);
         let few = filter.filters()
+            && effort.is_none()
             && filter
                 .passes
                 .is_some_and(|n| scan_is_cheaper(n, ef, g.live.load(Relaxed)));
         let passes = |label| filter.passes(label);
         let mut found = if few {
             g.scan(&query, keep, passes)
+        } else if let (Some(ep), Some(effort)) = (g.descend(&query, 0), effort) {
+            g.search_layer_within(&query, &[ep], ef, 0, filters, accept, effort)
         } else if let Some(ep) = g.descend(&query, 0) {
             let mut found = g.search_layer(&query, &[ep], ef, 0, filters, accept);
             if found.len() < k && filter.filters() {

@@ -248,12 +248,14 @@ impl LabelBits<'_> {
 }
 
 /// Which labels a search may return: those both `by_fn` and `bits` pass (each when
-/// given), about `passes` of them when known.
+/// given), about `passes` of them when known, found testing at most `effort` nodes.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct LabelFilter<'a> {
     by_fn: Option<Filter<'a>>,
     bits: Option<LabelBits<'a>>,
     pub(crate) passes: Option<usize>,
+    /// The most nodes a walk tests against the filter ([`SearchOptions::filter_effort`]).
+    pub(crate) effort: Option<usize>,
 }
 
 impl<'a> LabelFilter<'a> {
@@ -263,6 +265,7 @@ impl<'a> LabelFilter<'a> {
             by_fn: opts.filter,
             bits: opts.filter_bits,
             passes: opts.filter_passes,
+            effort: opts.filter_effort,
         }
     }
 
@@ -294,6 +297,10 @@ pub struct SearchOptions<'a> {
     /// passes few of the index's vectors is answered by a scan of those instead of a
     /// walk, which would visit many times as many to find `ef` of them.
     pub filter_passes: Option<usize>,
+    /// With a filter: test at most this many of the walk's nodes against it, then
+    /// answer with those that passed (`VSIM`'s `FILTER-EF`), even if fewer than asked.
+    /// `None`: as many as it takes, the walk widened and at last the rows scanned.
+    pub filter_effort: Option<usize>,
 }
 
 /// Counters an index reports for `FT.INFO` / `VINFO` / `INFO`.

@@ -240,13 +240,60 @@ fn filtered_search_at_one_percent_is_exact() {
             &SearchOptions {
                 ef: Some(10),
                 filter: Some(&accepted),
-                filter_bits: None,
-                filter_passes: None,
+                ..SearchOptions::default()
             },
         );
         assert_eq!(got.iter().map(|n| n.label).collect::<Vec<_>>(), truth);
         let among = idx.search_among(&q, 10, &labels);
         assert_eq!(among.iter().map(|n| n.label).collect::<Vec<_>>(), truth);
+    }
+}
+
+/// A filter effort (`VSIM`'s `FILTER-EF`) caps how many nodes the walk expands: a
+/// small one answers with the few matches it met among their neighbours; one large
+/// enough finds the exact filtered nearest, as the unbounded search does.
+#[test]
+fn a_filter_effort_bounds_the_nodes_tested() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let seed = 63;
+    println!("seed {seed}");
+    let vs = random_vectors(seed, 3000, 16);
+    let idx = VectorIndex::new(hnsw_params(16, Metric::L2, Quantization::None));
+    for (i, v) in vs.iter().enumerate() {
+        idx.upsert(i as u64, v).expect("right dimension");
+    }
+    idx.optimize();
+    let tested = AtomicUsize::new(0);
+    let accepted = |l: u64| {
+        tested.fetch_add(1, Ordering::Relaxed);
+        l.is_multiple_of(100)
+    };
+    let allowed: Vec<(u64, Vec<f32>)> = (0..3000u64)
+        .filter(|l| l.is_multiple_of(100))
+        .map(|l| (l, vs[l as usize].clone()))
+        .collect();
+    let search = |q: &[f32], effort: usize| {
+        tested.store(0, Ordering::Relaxed);
+        let opts = SearchOptions {
+            ef: Some(10),
+            filter: Some(&accepted),
+            filter_effort: Some(effort),
+            ..SearchOptions::default()
+        };
+        let got: Vec<u64> = idx.search(q, 10, &opts).iter().map(|n| n.label).collect();
+        (got, tested.load(Ordering::Relaxed))
+    };
+    for q in random_vectors(seed + 1, 20, 16) {
+        // The entry counts as the first: an effort of one tests it alone.
+        let (_, alone) = search(&q, 1);
+        assert_eq!(alone, 1);
+        // Two more expansions test at most their neighbours (32 links each at
+        // layer 0): a few dozen nodes, where ten matches take a thousand.
+        let (few, calls) = search(&q, 3);
+        assert!(calls <= 1 + 2 * 32, "tested {calls} nodes expanding three");
+        assert!(few.len() < 10 && few.iter().all(|l| l.is_multiple_of(100)));
+        let (all, _) = search(&q, 1_000_000);
+        assert_eq!(all, brute(&allowed, &q, 10, Metric::L2));
     }
 }
 

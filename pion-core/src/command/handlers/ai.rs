@@ -381,6 +381,8 @@ fn lookup(ctx: &mut Ctx<'_>, key: &[u8], opts: &Options, vector: &[f32]) -> OpRe
         Some(CANDIDATES * 8),
         false,
         Some(&accept),
+        // A cache lookup finds its scope's nearest however rare the scope is.
+        None,
     );
     let threshold = opts.threshold.unwrap_or(DEFAULT_THRESHOLD);
     let best = hits.first().and_then(|h| {

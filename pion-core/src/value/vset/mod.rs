@@ -72,9 +72,7 @@ impl SharedWalk {
     pub fn candidates(&self, unit_query: &[f32], count: usize, ef: Option<usize>) -> Vec<u64> {
         let opts = SearchOptions {
             ef,
-            filter: None,
-            filter_passes: None,
-            filter_bits: None,
+            ..SearchOptions::default()
         };
         let hits = self.index.search(unit_query, count, &opts);
         hits.into_iter().map(|n| n.label).collect()
@@ -442,6 +440,8 @@ impl VectorSetValue {
     /// given) lets through, most similar first. `exact` scans every element
     /// (`TRUTH`); otherwise the index proposes candidates (`ef`: its candidate list)
     /// and they are ranked by the stored vectors' own similarity, as Redis ranks them.
+    /// With `accept`, the walk puts at most `filter_effort` elements to it
+    /// (`FILTER-EF`; `None`: as many as finding `count` takes).
     pub fn search(
         &self,
         unit_query: &[f32],
@@ -449,6 +449,7 @@ impl VectorSetValue {
         ef: Option<usize>,
         exact: bool,
         accept: Option<&(dyn Fn(&Element) -> bool + Sync)>,
+        filter_effort: Option<usize>,
     ) -> Vec<Hit> {
         if exact {
             let q = Stored::quantize(unit_query, self.quant);
@@ -474,8 +475,8 @@ impl VectorSetValue {
         let opts = SearchOptions {
             ef,
             filter: Some(&filter),
-            filter_bits: None,
-            filter_passes: None,
+            filter_effort,
+            ..SearchOptions::default()
         };
         let labels = self
             .index

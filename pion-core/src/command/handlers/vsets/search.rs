@@ -3,8 +3,10 @@
 //!
 //! Scores are Redis's similarity, `1 - distance/2` with `distance = 1 - cos` computed
 //! on the stored (quantised) vectors, so `(1 + cos)/2`. `TRUTH` ranks every element
-//! exactly; otherwise the set's index proposes the candidates. `FILTER-EF` is
-//! validated (the index applies the filter during its own search).
+//! exactly; otherwise the set's index proposes the candidates. With `FILTER` the walk
+//! tests each element it reaches against the filter, at most `FILTER-EF` of them
+//! (default `COUNT` × 100, as in Redis), and answers with those that passed by then,
+//! fewer than `COUNT` when matches are rare.
 //!
 //! Where Redis runs a `VSIM` on a thread of its own, an unfiltered search here walks
 //! the graph with the key's shard unlocked (a detour, see [`Ctx::detour`]) and scores
@@ -33,6 +35,8 @@ struct SimArgs {
     epsilon: Option<f64>,
     ef: Option<usize>,
     filter: Option<Filter>,
+    /// `FILTER-EF`: the most elements the walk tests against the filter.
+    filter_effort: Option<usize>,
     truth: bool,
     /// `NOTHREAD`: search with the key locked throughout.
     no_thread: bool,
@@ -56,6 +60,7 @@ fn parse(argv: &[Vec<u8>], mut i: usize, unit: Vec<f32>) -> OpResult<SimArgs> {
         epsilon: None,
         ef: None,
         filter: None,
+        filter_effort: None,
         truth: false,
         no_thread: false,
     };
@@ -80,7 +85,7 @@ fn parse(argv: &[Vec<u8>], mut i: usize, unit: Vec<f32>) -> OpResult<SimArgs> {
         } else if is_kw(opt, "EF") {
             args.ef = Some(positive(value, "ERR invalid EF")?);
         } else if is_kw(opt, "FILTER-EF") {
-            positive(value, "ERR invalid FILTER-EF")?;
+            args.filter_effort = Some(positive(value, "ERR invalid FILTER-EF")?);
         } else if is_kw(opt, "EPSILON") {
             let v = value.ok_or_else(|| OpError::custom("ERR syntax error in VSIM command"))?;
             let eps = parse_f64(v)
@@ -171,8 +176,23 @@ fn search_locked(set: &VectorSetValue, args: &SimArgs) -> Vec<Hit> {
     let accept = accept
         .as_ref()
         .map(|f| f as &(dyn Fn(&Element) -> bool + Sync));
-    set.search(&args.unit, args.count, args.ef, args.truth, accept)
+    // Redis's default effort: a hundred elements tested for each one asked for.
+    let effort = args
+        .filter_effort
+        .unwrap_or_else(|| args.count.saturating_mul(DEFAULT_FILTER_EFFORT_PER_RESULT));
+    set.search(
+        &args.unit,
+        args.count,
+        args.ef,
+        args.truth,
+        accept,
+        Some(effort),
+    )
 }
+
+/// Elements a filtered walk tests for each one `COUNT` asks for, unless `FILTER-EF`
+/// says otherwise (Redis's default).
+const DEFAULT_FILTER_EFFORT_PER_RESULT: usize = 100;
 
 /// The reply for the hits, as the options ask (`EPSILON` drops the far ones).
 fn reply(set: &VectorSetValue, mut hits: Vec<Hit>, args: &SimArgs, resp3: bool) -> Reply {

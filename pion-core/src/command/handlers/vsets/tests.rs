@@ -29,12 +29,12 @@ fn vsim_recall_against_truth() {
     for _ in 0..50 {
         let (q, _) = set.prepare(&random_vector(&mut rng, dim));
         let truth: Vec<u64> = set
-            .search(&q, 10, None, true, Some(&all))
+            .search(&q, 10, None, true, Some(&all), None)
             .iter()
             .map(|h| h.label)
             .collect();
         let approx: Vec<u64> = set
-            .search(&q, 10, Some(100), false, None)
+            .search(&q, 10, Some(100), false, None, None)
             .iter()
             .map(|h| h.label)
             .collect();
