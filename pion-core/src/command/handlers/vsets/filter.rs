@@ -31,6 +31,9 @@ use serde_json::Value as Json;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Filter {
     expr: Expr,
+    /// The fields the expression names, each once: all an evaluation reads of the
+    /// attributes.
+    fields: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -360,19 +363,59 @@ impl Filter {
         let toks = tokenize(src).map_err(err)?;
         let mut p = Parser { toks, pos: 0 };
         match p.expr(0) {
-            Some(expr) if p.pos == p.toks.len() => Ok(Filter { expr }),
+            Some(expr) if p.pos == p.toks.len() => {
+                let mut fields = Vec::new();
+                expr.collect_fields(&mut fields);
+                Ok(Filter { expr, fields })
+            }
             _ => Err(err(0)),
         }
     }
 
-    /// Whether an element with these attributes passes.
+    /// Whether an element with these attributes passes. Only the fields the
+    /// expression names are read out of them (an expression naming none does not
+    /// read them at all).
     pub fn matches(&self, attr: Option<&[u8]>) -> bool {
         let Some(attr) = attr else {
             return false;
         };
-        let json: Option<Json> = serde_json::from_slice(attr).ok();
-        let obj = json.as_ref().and_then(Json::as_object);
-        eval(&self.expr, obj).is_some_and(|v| v.truthy())
+        let doc = if self.fields.is_empty() {
+            None
+        } else {
+            super::attrs::read(attr, &self.fields).map(|values| Doc {
+                names: &self.fields,
+                values,
+            })
+        };
+        eval(&self.expr, doc.as_ref()).is_some_and(|v| v.truthy())
+    }
+}
+
+impl Expr {
+    /// Adds the fields this expression names to `out`, each once.
+    fn collect_fields(&self, out: &mut Vec<String>) {
+        match self {
+            Expr::Sel(name) if !out.contains(name) => out.push(name.clone()),
+            Expr::Not(inner) => inner.collect_fields(out),
+            Expr::Bin(_, l, r) => {
+                l.collect_fields(out);
+                r.collect_fields(out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The named fields of one element's attributes, when they are a JSON object.
+struct Doc<'a> {
+    names: &'a [String],
+    values: Vec<Option<Json>>,
+}
+
+impl Doc<'_> {
+    fn get(&self, name: &str) -> Option<&Json> {
+        let i = self.names.iter().position(|n| n == name)?;
+        self.values.get(i)?.as_ref()
     }
 }
 
@@ -449,8 +492,9 @@ fn bool_v(b: bool) -> V {
     V::Num(f64::from(u8::from(b)))
 }
 
-/// Evaluates; `None` when a field the expression names is missing.
-fn eval(e: &Expr, obj: Option<&serde_json::Map<String, Json>>) -> Option<V> {
+/// Evaluates; `None` when a field the expression names is missing (or the
+/// attributes are not a JSON object).
+fn eval(e: &Expr, obj: Option<&Doc<'_>>) -> Option<V> {
     Some(match e {
         Expr::Num(n) => V::Num(*n),
         Expr::Str(s) => V::Str(s.clone()),
