@@ -3,7 +3,8 @@
 //! and indexing a vector collection (`FT.CREATE` + `HSET`), KNN throughput and recall
 //! over an `EF_RUNTIME` sweep (plus tag-filtered points at 1, 10, 30 and 50 % of the
 //! documents, and recall@100 of `KNN 100` over a second sweep), and `VADD`/`VSIM` on a
-//! vector set; tables side by side with the Pion/oracle ratios. Method and figures:
+//! vector set (with the same four filters as `VSIM … FILTER` over the elements'
+//! attributes); tables side by side with the Pion/oracle ratios. Method and figures:
 //! doc/search-benchmarks.md.
 //!
 //! ```text
@@ -37,10 +38,12 @@ const TAGS: usize = 10;
 /// Distinct group values; document `row` gets `g{row % GROUPS}` (the 1 % filter).
 const GROUPS: usize = 100;
 
-/// A filtered KNN point: its name, the query's filter, and which rows pass it.
+/// A filtered point: its name, the KNN query's filter, the same filter as a `VSIM`
+/// `FILTER` over the vector set's attributes, and which rows pass it.
 struct FilterPoint {
     name: &'static str,
     query: &'static str,
+    vsim: &'static str,
     passes: fn(usize) -> bool,
 }
 
@@ -49,21 +52,25 @@ const FILTERS: [FilterPoint; 4] = [
     FilterPoint {
         name: "1 %",
         query: "(@grp:{g7})",
+        vsim: ".grp == \"g7\"",
         passes: |r| r % GROUPS == 7,
     },
     FilterPoint {
         name: "10 %",
         query: "(@tag:{t3})",
+        vsim: ".tag == \"t3\"",
         passes: |r| r % TAGS == 3,
     },
     FilterPoint {
         name: "30 %",
         query: "(@tag:{t3|t4|t5})",
+        vsim: ".tag in [\"t3\", \"t4\", \"t5\"]",
         passes: |r| (3..=5).contains(&(r % TAGS)),
     },
     FilterPoint {
         name: "50 %",
         query: "(@tag:{t1|t3|t5|t7|t9})",
+        vsim: ".tag in [\"t1\", \"t3\", \"t5\", \"t7\", \"t9\"]",
         passes: |r| r % 2 == 1,
     },
 ];
@@ -170,6 +177,8 @@ struct Data {
     filtered: Vec<Vec<Vec<u32>>>,
     /// Top-10 over rows `0..vset_n`.
     vset: Vec<Vec<u32>>,
+    /// Top-10 over the rows of `vset_n` each of `FILTERS` passes.
+    vset_filtered: Vec<Vec<Vec<u32>>>,
     /// Whether `knn` came from `gt.ivecs` (else brute force over the prefix).
     knn_from_gt: bool,
 }
@@ -192,15 +201,17 @@ fn load_data(a: &Args) -> Result<Data, String> {
     } else {
         exact_top_k(&base, dim, &prefix(a.n), &queries, KNN_WIDE, threads)
     };
-    let filtered = FILTERS
-        .iter()
-        .map(|f| {
-            let rows: Vec<u32> = (0..a.n as u32)
-                .filter(|&r| (f.passes)(r as usize))
-                .collect();
-            exact_top_k(&base, dim, &rows, &queries, 10, threads)
-        })
-        .collect();
+    let filtered_over = |n: usize| -> Vec<Vec<Vec<u32>>> {
+        FILTERS
+            .iter()
+            .map(|f| {
+                let rows: Vec<u32> = (0..n as u32).filter(|&r| (f.passes)(r as usize)).collect();
+                exact_top_k(&base, dim, &rows, &queries, 10, threads)
+            })
+            .collect()
+    };
+    let filtered = filtered_over(a.n);
+    let vset_filtered = filtered_over(a.vset_n);
     let vset = exact_top_k(&base, dim, &prefix(a.vset_n), &queries, 10, threads);
     Ok(Data {
         dim,
@@ -209,6 +220,7 @@ fn load_data(a: &Args) -> Result<Data, String> {
         knn,
         filtered,
         vset,
+        vset_filtered,
         knn_from_gt,
     })
 }
@@ -376,6 +388,8 @@ struct Report {
     vset_mem_mb: f64,
     vset_rss_mb: f64,
     vsim: Vec<Point>,
+    /// One per `FILTERS` entry: `VSIM … FILTER`.
+    vsim_filtered: Vec<Vec<Point>>,
     /// Error replies or failures, by section.
     errors: Vec<String>,
 }
@@ -606,34 +620,31 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
 
     // 3. Vector set.
     let (before, rss_before) = (used_memory(&mut c), rss_mb(pid));
+    // Each element carries the attributes the filtered points test, as each
+    // document carries its tags.
     let o = drive::load(port, a.conns, a.vset_n, BATCH, |i, buf| {
         let el = format!("e{i}");
         let v = blob(&d.base[i * d.dim..(i + 1) * d.dim]);
-        encode(buf, &[b"VADD", b"vs", b"FP32", &v, el.as_bytes()]);
+        let attr = format!("{{\"tag\":\"t{}\",\"grp\":\"g{}\"}}", i % TAGS, i % GROUPS);
+        encode(
+            buf,
+            &[
+                b"VADD",
+                b"vs",
+                b"FP32",
+                &v,
+                el.as_bytes(),
+                b"SETATTR",
+                attr.as_bytes(),
+            ],
+        );
     })?;
     r.vset_load_s = o.secs;
     note(&mut r, "VADD", &o);
     r.vset_mem_mb = used_memory(&mut c) - before;
     r.vset_rss_mb = rss_mb(pid) - rss_before;
     for &ef in &a.vset_efs {
-        let e = ef.to_string();
-        let frames: Vec<Vec<u8>> = d
-            .queries
-            .chunks_exact(d.dim)
-            .map(|v| {
-                let b = blob(v);
-                frame(&[
-                    b"VSIM",
-                    b"vs",
-                    b"FP32",
-                    &b,
-                    b"COUNT",
-                    b"10",
-                    b"EF",
-                    e.as_bytes(),
-                ])
-            })
-            .collect();
+        let frames = vsim_frames(d, ef, None);
         let t = Target {
             what: "VSIM",
             prefix: b"e",
@@ -644,7 +655,46 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
             r.vsim.push(p);
         }
     }
+    for (f, truth) in FILTERS.iter().zip(&d.vset_filtered) {
+        let t = Target {
+            what: "filtered VSIM",
+            prefix: b"e",
+            truth,
+            k: 10,
+        };
+        let mut sweep = Vec::new();
+        for &ef in &a.filter_efs {
+            let frames = vsim_frames(d, ef, Some(f.vsim));
+            sweep.extend(point(&mut r, a, port, &t, ef, &frames));
+        }
+        r.vsim_filtered.push(sweep);
+    }
     Ok(r)
+}
+
+/// One `VSIM vs FP32 … COUNT 10 EF ef [FILTER expr]` per query.
+fn vsim_frames(d: &Data, ef: usize, filter: Option<&str>) -> Vec<Vec<u8>> {
+    let e = ef.to_string();
+    d.queries
+        .chunks_exact(d.dim)
+        .map(|v| {
+            let b = blob(v);
+            let mut args: Vec<&[u8]> = vec![
+                b"VSIM",
+                b"vs",
+                b"FP32",
+                &b,
+                b"COUNT",
+                b"10",
+                b"EF",
+                e.as_bytes(),
+            ];
+            if let Some(expr) = filter {
+                args.extend([&b"FILTER"[..], expr.as_bytes()]);
+            }
+            frame(&args)
+        })
+        .collect()
 }
 
 fn main() -> Result<(), String> {

@@ -3,7 +3,7 @@
 
 use pion_benches::knn::{matched, Point};
 
-use super::{Args, Data, Report, BATCH, FILTERS, RECALL_FLOOR};
+use super::{Args, Data, FilterPoint, Report, BATCH, FILTERS, RECALL_FLOOR};
 
 fn ratio(p: f64, o: f64) -> String {
     if o > 0.0 && p.is_finite() && o.is_finite() {
@@ -135,52 +135,16 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
             &p.knn100,
         );
     }
-    println!(
-        "\nFiltered KNN, EF_RUNTIME {:?} (recall vs brute force over the passing rows)",
-        a.filter_efs
+    filtered_tables(
+        &format!(
+            "Filtered KNN, EF_RUNTIME {:?} (recall vs brute force over the passing rows)",
+            a.filter_efs
+        ),
+        a,
+        &o.filtered,
+        &p.filtered,
+        |f| f.query,
     );
-    println!(
-        "{:>6} {:<24} {:>5} {:>11} {:>10} {:>10} {:>10} {:>9}",
-        "docs", "filter", "ef", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
-    );
-    let none = Vec::new();
-    for (i, f) in FILTERS.iter().enumerate() {
-        let (os, ps) = (
-            o.filtered.get(i).unwrap_or(&none),
-            p.filtered.get(i).unwrap_or(&none),
-        );
-        // A side that ran no filtered point at all was left out by `--only`.
-        let cell = |x: Option<&Point>, ran: bool| {
-            let missing = if ran { "failed" } else { "-" };
-            x.map_or((missing.to_string(), "-".to_string()), |x| {
-                (format!("{:.4}", x.recall), format!("{:.0}", x.qps))
-            })
-        };
-        for &ef in &a.filter_efs {
-            let (x, y) = (
-                os.iter().find(|x| x.ef == ef),
-                ps.iter().find(|x| x.ef == ef),
-            );
-            let (xr, xq) = cell(x, !o.filtered.is_empty());
-            let (yr, yq) = cell(y, !p.filtered.is_empty());
-            let r = match (x, y) {
-                (Some(x), Some(y)) => ratio(y.qps, x.qps),
-                _ => "-".to_string(),
-            };
-            println!(
-                "{:>6} {:<24} {ef:>5} {xr:>11} {xq:>10} {yr:>10} {yq:>10} {r:>9}",
-                f.name, f.query
-            );
-        }
-    }
-    println!("at matched recall (each oracle point, the pion point of the lowest recall at or above it):");
-    for (i, f) in FILTERS.iter().enumerate() {
-        let (os, ps) = (
-            o.filtered.get(i).unwrap_or(&none),
-            p.filtered.get(i).unwrap_or(&none),
-        );
-        matched_lines(&format!("{:>4}: ", f.name), 10, &matched(os, ps, 0.0));
-    }
     println!("\nVector set ({} x VADD FP32, Q8)", a.vset_n);
     println!(
         "{:<26} {:>10} {:>10} {:>11}",
@@ -195,10 +159,69 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
         &o.vsim,
         &p.vsim,
     );
+    filtered_tables(
+        &format!(
+            "VSIM COUNT 10 FILTER, EF {:?} (recall vs brute force over the set's passing elements)",
+            a.filter_efs
+        ),
+        a,
+        &o.vsim_filtered,
+        &p.vsim_filtered,
+        |f| f.vsim,
+    );
     for (name, r) in [("oracle", o), ("pion", p)] {
         for e in &r.errors {
             println!("{name} error: {e}");
         }
+    }
+}
+
+/// One filtered sweep per `FILTERS` entry, side by side, then the ratios at matched
+/// recall; `expr` gives the filter as that sweep's queries wrote it.
+fn filtered_tables(
+    title: &str,
+    a: &Args,
+    o: &[Vec<Point>],
+    p: &[Vec<Point>],
+    expr: fn(&FilterPoint) -> &'static str,
+) {
+    println!("\n{title}");
+    println!(
+        "{:>6} {:<24} {:>5} {:>11} {:>10} {:>10} {:>10} {:>9}",
+        "docs", "filter", "ef", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
+    );
+    let none = Vec::new();
+    // A side that ran no filtered point at all was left out by `--only`.
+    let cell = |x: Option<&Point>, ran: bool| {
+        let missing = if ran { "failed" } else { "-" };
+        x.map_or((missing.to_string(), "-".to_string()), |x| {
+            (format!("{:.4}", x.recall), format!("{:.0}", x.qps))
+        })
+    };
+    for (i, f) in FILTERS.iter().enumerate() {
+        let (os, ps) = (o.get(i).unwrap_or(&none), p.get(i).unwrap_or(&none));
+        for &ef in &a.filter_efs {
+            let (x, y) = (
+                os.iter().find(|x| x.ef == ef),
+                ps.iter().find(|x| x.ef == ef),
+            );
+            let (xr, xq) = cell(x, !o.is_empty());
+            let (yr, yq) = cell(y, !p.is_empty());
+            let r = match (x, y) {
+                (Some(x), Some(y)) => ratio(y.qps, x.qps),
+                _ => "-".to_string(),
+            };
+            println!(
+                "{:>6} {:<24} {ef:>5} {xr:>11} {xq:>10} {yr:>10} {yq:>10} {r:>9}",
+                f.name,
+                expr(f)
+            );
+        }
+    }
+    println!("at matched recall (each oracle point, the pion point of the lowest recall at or above it):");
+    for (i, f) in FILTERS.iter().enumerate() {
+        let (os, ps) = (o.get(i).unwrap_or(&none), p.get(i).unwrap_or(&none));
+        matched_lines(&format!("{:>4}: ", f.name), 10, &matched(os, ps, 0.0));
     }
 }
 
@@ -243,7 +266,7 @@ pub(crate) fn json_report(r: &Report) -> String {
     format!(
         "{{\"load_s\":{},\"searchable_s\":{},\"graph_built_s\":{},\"first_knn_ms\":{},\
          \"used_memory_mb\":{},\"rss_start_mb\":{},\"rss_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"knn100\":{},\"filtered\":{},\
-         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"errors\":[{}]}}",
+         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"vsim_filtered\":{},\"errors\":[{}]}}",
         json_num(r.load_s),
         json_num(r.searchable_s),
         json_num(r.graph_s),
@@ -259,6 +282,7 @@ pub(crate) fn json_report(r: &Report) -> String {
         json_num(r.vset_mem_mb),
         json_num(r.vset_rss_mb),
         json_points(&r.vsim, 10),
+        json_filtered(&r.vsim_filtered),
         errors.join(",")
     )
 }
