@@ -8,7 +8,8 @@ pub mod knn;
 pub mod resp;
 
 use std::net::TcpListener;
-use std::process::Child;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 /// Deterministic pseudo-random values in [-1, 1) (xorshift), for benchmark inputs.
 pub fn values(seed: u64, n: usize) -> Vec<f32> {
@@ -52,6 +53,56 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// The `pion-server` built beside the running harness (same profile); panics with
+/// what to build when it is missing.
+pub fn pion_server_beside_exe() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("pion-server")))
+        .filter(|p| p.exists())
+        .expect("build pion-server in the same profile first")
+}
+
+/// `redis-server` on `port`, in memory only (no snapshots, no AOF), its log silenced.
+pub fn redis_in_memory(port: u16) -> Proc {
+    Proc(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed"),
+    )
+}
+
+/// `pion-server` (`bin`) on `port` with one worker thread, in memory only (no log,
+/// no prompt-cache files) with `dir` as its data directory, its log silenced.
+pub fn pion_in_memory(bin: &Path, port: u16, dir: &Path) -> Proc {
+    Proc(
+        Command::new(bin)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--threads",
+                "1",
+                "--wal",
+                "off",
+            ])
+            .args(["--kvcache", "off", "--dir"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start pion-server"),
+    )
 }
 
 /// The CPU model and the SIMD levels the kernels can use on it, for the header of

@@ -98,11 +98,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(7usize);
-    let bin = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("pion-server")))
-        .filter(|p| p.exists())
-        .expect("build pion-server in the same profile first");
+    let bin = pion_benches::pion_server_beside_exe();
     let port = free_port();
     let lane_port = free_port();
     let dir = std::env::temp_dir().join(format!("pion-kv-bench-{port}"));

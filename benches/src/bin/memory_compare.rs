@@ -19,8 +19,9 @@
 //! as costs per key.
 
 use pion_benches::resp::{encode, Conn, Value};
-use pion_benches::{free_port, wait_port, Proc};
-use std::process::{Command, Stdio};
+use pion_benches::{
+    free_port, pion_in_memory, pion_server_beside_exe, redis_in_memory, wait_port, Proc,
+};
 use std::time::Duration;
 
 /// One shape: its name, how many keys, and the command that writes key `i`.
@@ -230,40 +231,11 @@ struct Servers {
 impl Servers {
     fn start(pion_bin: &std::path::Path, run: usize) -> Servers {
         let redis_port = free_port();
-        let redis_proc = Proc(
-            Command::new("redis-server")
-                .args([
-                    "--port",
-                    &redis_port.to_string(),
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                ])
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("redis-server must be installed"),
-        );
+        let redis_proc = redis_in_memory(redis_port);
         let pion_port = free_port();
         let dir =
             std::env::temp_dir().join(format!("pion-memory-bench-{}-{run}", std::process::id()));
-        let pion_proc = Proc(
-            Command::new(pion_bin)
-                .args([
-                    "--port",
-                    &pion_port.to_string(),
-                    "--threads",
-                    "1",
-                    "--wal",
-                    "off",
-                ])
-                .args(["--kvcache", "off", "--dir"])
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start pion-server"),
-        );
+        let pion_proc = pion_in_memory(pion_bin, pion_port, &dir);
         wait_port(redis_port);
         wait_port(pion_port);
         let timeout = Duration::from_secs(120);
@@ -304,11 +276,7 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .cloned();
-    let pion_bin = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("pion-server")))
-        .filter(|p| p.exists())
-        .expect("build pion-server in the same profile first");
+    let pion_bin = pion_server_beside_exe();
 
     println!(
         "memory per key, {}; pion-server --threads 1 --wal off vs redis-server --save '', \

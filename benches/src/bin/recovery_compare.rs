@@ -164,11 +164,7 @@ fn main() {
     };
     let keys = arg("--keys", 1_000_000);
     let tail = arg("--tail", 200_000);
-    let bin = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("pion-server")))
-        .filter(|p| p.exists())
-        .expect("build pion-server in the same profile first");
+    let bin = pion_benches::pion_server_beside_exe();
     println!("{keys} keys of 32-byte values, snapshot (Redis: AOF rewrite) then {tail} more, SIGKILL, restart");
 
     // Pion: snapshot + log tail.

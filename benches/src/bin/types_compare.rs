@@ -12,7 +12,7 @@
 //! explicit ids `0-1 …` with a consumer group, so `XREADGROUP … >` always finds new
 //! entries and `XACK` acknowledges ids that exist.
 
-use pion_benches::{free_port, wait_port, Proc};
+use pion_benches::{free_port, pion_in_memory, pion_server_beside_exe, redis_in_memory, wait_port};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -108,44 +108,12 @@ fn main() {
     };
     let requests = arg("--requests", 100_000);
     let rounds = arg("--rounds", 3).max(1) as usize;
-    let pion_bin = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("pion-server")))
-        .filter(|p| p.exists())
-        .expect("build pion-server in the same profile first");
+    let pion_bin = pion_server_beside_exe();
     let redis_port = free_port();
-    let _redis = Proc(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &redis_port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed"),
-    );
+    let _redis = redis_in_memory(redis_port);
     let pion_port = free_port();
     let dir = std::env::temp_dir().join(format!("pion-types-bench-{}", std::process::id()));
-    let _pion = Proc(
-        Command::new(&pion_bin)
-            .args([
-                "--port",
-                &pion_port.to_string(),
-                "--threads",
-                "1",
-                "--wal",
-                "off",
-            ])
-            .args(["--kvcache", "off", "--dir"])
-            .arg(&dir)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start pion-server"),
-    );
+    let _pion = pion_in_memory(&pion_bin, pion_port, &dir);
     wait_port(redis_port);
     wait_port(pion_port);
     // Enough stream entries for every XREADGROUP request (a tenth of the requests,
