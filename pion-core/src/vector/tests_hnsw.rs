@@ -216,9 +216,9 @@ fn churn_keeps_recall() {
     assert!(idx.stats().memory_bytes > 0);
 }
 
-#[test]
-fn filtered_search_at_one_percent_is_exact() {
-    let seed = 51;
+/// 3,000 random 16-dimensional vectors, labelled by position and linked, and those of
+/// them a one-in-a-hundred filter (labels that are multiples of 100) passes.
+fn one_in_a_hundred(seed: u64) -> (VectorIndex, Vec<(u64, Vec<f32>)>) {
     println!("seed {seed}");
     let vs = random_vectors(seed, 3000, 16);
     let idx = VectorIndex::new(hnsw_params(16, Metric::L2, Quantization::None));
@@ -226,11 +226,18 @@ fn filtered_search_at_one_percent_is_exact() {
         idx.upsert(i as u64, v).expect("right dimension");
     }
     idx.optimize();
-    let accepted = |l: u64| l.is_multiple_of(100);
-    let allowed: Vec<(u64, Vec<f32>)> = (0..3000u64)
-        .filter(|&l| accepted(l))
+    let allowed = (0..3000u64)
+        .filter(|l| l.is_multiple_of(100))
         .map(|l| (l, vs[l as usize].clone()))
         .collect();
+    (idx, allowed)
+}
+
+#[test]
+fn filtered_search_at_one_percent_is_exact() {
+    let seed = 51;
+    let (idx, allowed) = one_in_a_hundred(seed);
+    let accepted = |l: u64| l.is_multiple_of(100);
     let labels: Vec<u64> = allowed.iter().map(|(l, _)| *l).collect();
     for q in random_vectors(seed + 1, 20, 16) {
         let truth = brute(&allowed, &q, 10, Metric::L2);
@@ -254,24 +261,14 @@ fn filtered_search_at_one_percent_is_exact() {
 /// enough finds the exact filtered nearest, as the unbounded search does.
 #[test]
 fn a_filter_effort_bounds_the_nodes_tested() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
     let seed = 63;
-    println!("seed {seed}");
-    let vs = random_vectors(seed, 3000, 16);
-    let idx = VectorIndex::new(hnsw_params(16, Metric::L2, Quantization::None));
-    for (i, v) in vs.iter().enumerate() {
-        idx.upsert(i as u64, v).expect("right dimension");
-    }
-    idx.optimize();
+    let (idx, allowed) = one_in_a_hundred(seed);
     let tested = AtomicUsize::new(0);
     let accepted = |l: u64| {
         tested.fetch_add(1, Ordering::Relaxed);
         l.is_multiple_of(100)
     };
-    let allowed: Vec<(u64, Vec<f32>)> = (0..3000u64)
-        .filter(|l| l.is_multiple_of(100))
-        .map(|l| (l, vs[l as usize].clone()))
-        .collect();
     let search = |q: &[f32], effort: usize| {
         tested.store(0, Ordering::Relaxed);
         let opts = SearchOptions {
