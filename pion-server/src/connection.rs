@@ -194,18 +194,25 @@ impl Connection {
     /// been idle; the event loop's sweep asks), whatever its size: a pipeline burst
     /// grows it to hundreds of KiB, and an idle client keeps no buffer, as Redis frees
     /// the query buffers of idle clients. The next read makes a fresh one. The
-    /// reply peak (`rbp`) starts over.
-    pub fn release_idle_buffers(&mut self) {
+    /// reply peak (`rbp`) starts over. Returns whether the sizes `CLIENT LIST` shows
+    /// changed (the sweep visits every idle connection each tick; most have nothing
+    /// left to give back).
+    pub fn release_idle_buffers(&mut self) -> bool {
+        let mut changed = false;
         if self.consumed == self.filled && !self.input.is_empty() {
             self.input = Vec::new();
             self.consumed = 0;
             self.filled = 0;
             self.large_request = false;
+            changed = true;
         }
         if self.consumed == self.filled {
             self.lent_input = None;
         }
-        self.output_peak = self.output.len();
+        let peak = self.output.len();
+        changed |= self.output_peak != peak;
+        self.output_peak = peak;
+        changed
     }
 
     /// Declares that `n` bytes were read into the last [`read_buf`](Self::read_buf).

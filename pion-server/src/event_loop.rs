@@ -659,8 +659,7 @@ impl Worker {
                     .shared
                     .last_interaction_ms
                     .load(Ordering::Relaxed);
-            if idle >= IDLE_INPUT_RELEASE_MS {
-                entry.1.release_idle_buffers();
+            if idle >= IDLE_INPUT_RELEASE_MS && entry.1.release_idle_buffers() {
                 entry.1.publish_buffers();
             }
         }
