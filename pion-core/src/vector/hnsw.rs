@@ -342,11 +342,10 @@ impl Hnsw {
         let passes = |label| filter.passes(label);
         let mut found = if few {
             g.scan(&query, keep, passes)
-        } else if let (Some(ep), Some(effort)) = (g.descend(&query, 0), effort) {
-            g.search_layer_within(&query, &[ep], ef, 0, filters, accept, effort)
         } else if let Some(ep) = g.descend(&query, 0) {
-            let mut found = g.search_layer(&query, &[ep], ef, 0, filters, accept);
-            if found.len() < k && filter.filters() {
+            let within = effort.unwrap_or(usize::MAX);
+            let mut found = g.search_layer_within(&query, &[ep], ef, 0, filters, accept, within);
+            if found.len() < k && filter.filters() && effort.is_none() {
                 // Too few accepted nodes reachable within ef: widen once, then scan.
                 found = g.search_layer(&query, &[ep], ef * 8, 0, filters, accept);
                 if found.len() < k {
