@@ -9,13 +9,23 @@
 //! UTF-8, so a document a full parse refuses is refused), and only the named ones are
 //! built.
 
-use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
-use serde_json::Value as Json;
+use std::borrow::Cow;
 
-/// The values of `names` in the JSON object `attr`, by position (`None` for a name it
-/// does not hold; the last of repeated keys wins, as a full parse keeps it). `None`
+use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+use smallvec::SmallVec;
+
+use super::filter::Field;
+
+/// The named fields of one document, by the names' positions (inline for the one or
+/// two fields most filters name).
+pub(super) type Values<'a> = SmallVec<[Option<Field<'a>>; 2]>;
+
+/// The values of `names` in the JSON object `attr`, by position: `None` for a name
+/// it does not hold or that holds a value the filter language has no use for (an
+/// object, an array of more than scalars); the last of repeated keys wins, as a
+/// full parse keeps it. Strings without escapes are borrowed from `attr`. `None`
 /// when `attr` is not one whole, well-formed JSON object.
-pub(super) fn read(attr: &[u8], names: &[String]) -> Option<Vec<Option<Json>>> {
+pub(super) fn read<'a>(attr: &'a [u8], names: &[String]) -> Option<Values<'a>> {
     let mut de = serde_json::Deserializer::from_slice(attr);
     let values = Pick { names }.deserialize(&mut de).ok()?;
     de.end().ok()?;
@@ -28,7 +38,7 @@ struct Pick<'a> {
 }
 
 impl<'de> DeserializeSeed<'de> for Pick<'_> {
-    type Value = Vec<Option<Json>>;
+    type Value = Values<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
@@ -36,21 +46,95 @@ impl<'de> DeserializeSeed<'de> for Pick<'_> {
 }
 
 impl<'de> Visitor<'de> for Pick<'_> {
-    type Value = Vec<Option<Json>>;
+    type Value = Values<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut values = vec![None; self.names.len()];
+        let mut values: Values<'de> = smallvec::smallvec![None; self.names.len()];
         while let Some(at) = map.next_key_seed(KeyOf(self.names))? {
             match at {
-                Some(i) => values[i] = Some(map.next_value::<Json>()?),
+                Some(i) => values[i] = map.next_value_seed(Read { nested: false })?,
                 None => map.next_value_seed(Skip)?,
             }
         }
         Ok(values)
+    }
+}
+
+/// A named field's value, built as the filter holds it: `None` for an object, or
+/// for an array holding one (or, `nested`, for any array: an array's items must be
+/// scalars). What is not kept is still read through, as a full parse reads it.
+struct Read {
+    nested: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Read {
+    type Value = Option<Field<'de>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Read {
+    type Value = Option<Field<'de>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: Error>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(Some(Field::Num(f64::from(u8::from(b)))))
+    }
+
+    fn visit_i64<E: Error>(self, n: i64) -> Result<Self::Value, E> {
+        // As JSON's own numbers read as f64: the nearest one.
+        Ok(Some(Field::Num(n as f64)))
+    }
+
+    fn visit_u64<E: Error>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(Some(Field::Num(n as f64)))
+    }
+
+    fn visit_f64<E: Error>(self, n: f64) -> Result<Self::Value, E> {
+        Ok(Some(Field::Num(n)))
+    }
+
+    fn visit_borrowed_str<E: Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(Field::Str(Cow::Borrowed(s.as_bytes()))))
+    }
+
+    fn visit_str<E: Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Some(Field::Str(Cow::Owned(s.as_bytes().to_vec()))))
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<Self::Value, E> {
+        Ok(Some(Field::Null))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        if self.nested {
+            while seq.next_element_seed(Skip)?.is_some() {}
+            return Ok(None);
+        }
+        let mut items = Some(Vec::new());
+        while let Some(item) = seq.next_element_seed(Read { nested: true })? {
+            // One item the language cannot hold spoils the tuple; the rest is
+            // still read.
+            match (item, &mut items) {
+                (Some(item), Some(items)) => items.push(item),
+                _ => items = None,
+            }
+        }
+        Ok(items.map(Field::Tuple))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Skip.visit_map(map)?;
+        Ok(None)
     }
 }
 
@@ -138,12 +222,47 @@ impl<'de> Visitor<'de> for KeyOf<'_> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::Value as Json;
 
-    /// What a full parse gives for the same names.
-    fn by_full_parse(attr: &[u8], names: &[String]) -> Option<Vec<Option<Json>>> {
+    /// What a full parse gives for the same names, held as the filter holds it.
+    fn by_full_parse(attr: &[u8], names: &[String]) -> Option<Vec<Option<Field<'static>>>> {
         let json: Json = serde_json::from_slice(attr).ok()?;
         let obj = json.as_object()?;
-        Some(names.iter().map(|n| obj.get(n).cloned()).collect())
+        Some(
+            names
+                .iter()
+                .map(|n| obj.get(n).and_then(|v| held(v, false)))
+                .collect(),
+        )
+    }
+
+    /// A parsed value as the filter holds it (`None` where it holds nothing).
+    fn held(v: &Json, nested: bool) -> Option<Field<'static>> {
+        Some(match v {
+            Json::Null => Field::Null,
+            Json::Bool(b) => Field::Num(f64::from(u8::from(*b))),
+            Json::Number(n) => Field::Num(n.as_f64()?),
+            Json::String(s) => Field::Str(Cow::Owned(s.as_bytes().to_vec())),
+            Json::Array(_) if nested => return None,
+            Json::Array(items) => {
+                Field::Tuple(items.iter().map(|i| held(i, true)).collect::<Option<_>>()?)
+            }
+            Json::Object(_) => return None,
+        })
+    }
+
+    /// What the reader gives, as a plain vector (a borrowed string equals an owned
+    /// one with the same bytes).
+    fn picked<'a>(attr: &'a [u8], names: &[String]) -> Option<Vec<Option<Field<'a>>>> {
+        read(attr, names).map(SmallVec::into_vec)
+    }
+
+    fn num(n: f64) -> Option<Field<'static>> {
+        Some(Field::Num(n))
+    }
+
+    fn text(s: &str) -> Option<Field<'static>> {
+        Some(Field::Str(Cow::Owned(s.as_bytes().to_vec())))
     }
 
     fn names(list: &[&str]) -> Vec<String> {
@@ -155,16 +274,33 @@ mod tests {
         let want = names(&["year", "genre", "missing"]);
         let doc = br#"{"title":"a \"b\" c","year":1990,"nested":{"year":1},"genre":"drama","tags":[1,[2]]}"#;
         assert_eq!(
-            read(doc, &want),
-            Some(vec![
-                Some(Json::from(1990)),
-                Some(Json::from("drama")),
-                None
-            ])
+            picked(doc, &want),
+            Some(vec![num(1990.0), text("drama"), None])
         );
-        // An escaped key is compared decoded; repeated keys: the last wins.
+        // Strings without escapes are borrowed; with them, decoded.
+        let doc = br#"{"year":"a\nb","genre":"drama"}"#;
+        let values = read(doc, &want).expect("an object");
+        assert!(matches!(&values[0], Some(Field::Str(Cow::Owned(s))) if s == b"a\nb"));
+        assert!(matches!(
+            &values[1],
+            Some(Field::Str(Cow::Borrowed(b"drama")))
+        ));
+        // Arrays of scalars are tuples; booleans numbers; objects and arrays in
+        // arrays nothing.
+        let doc = br#"{"year":[1,"x",null,true],"genre":[1,[2]],"missing":{"a":1}}"#;
+        let tuple = Field::Tuple(vec![
+            Field::Num(1.0),
+            Field::Str(Cow::Owned(b"x".to_vec())),
+            Field::Null,
+            Field::Num(1.0),
+        ]);
+        assert_eq!(picked(doc, &want), Some(vec![Some(tuple), None, None]));
+        // An escaped key is compared decoded; repeated keys: the last wins, even
+        // when it holds nothing the filter can use.
         let doc = br#"{"ye\u0061r":1,"year":2}"#;
-        assert_eq!(read(doc, &want[..1]), Some(vec![Some(Json::from(2))]));
+        assert_eq!(picked(doc, &want[..1]), Some(vec![num(2.0)]));
+        let doc = br#"{"year":1,"year":{}}"#;
+        assert_eq!(picked(doc, &want[..1]), Some(vec![None]));
         // Not an object, not whole, or malformed where nothing is named: none.
         for bad in [
             &b"[1,2]"[..],
@@ -176,7 +312,7 @@ mod tests {
             br#"{"other":[1,}"#,
             b"",
         ] {
-            assert_eq!(read(bad, &want), None, "{}", String::from_utf8_lossy(bad));
+            assert_eq!(picked(bad, &want), None, "{}", String::from_utf8_lossy(bad));
             assert_eq!(by_full_parse(bad, &want), None);
         }
     }
@@ -221,14 +357,14 @@ mod tests {
             doc.push('}');
             let mut bytes = doc.into_bytes();
             let want = names(&["a", "b", "ab", "k"]);
-            prop_assert_eq!(read(&bytes, &want), by_full_parse(&bytes, &want));
+            prop_assert_eq!(picked(&bytes, &want), by_full_parse(&bytes, &want));
             if let Some((at, byte)) = corrupt {
                 let i = at.index(bytes.len());
                 bytes[i] = byte;
             } else {
                 bytes.truncate(cut.index(bytes.len() + 1));
             }
-            prop_assert_eq!(read(&bytes, &want), by_full_parse(&bytes, &want));
+            prop_assert_eq!(picked(&bytes, &want), by_full_parse(&bytes, &want));
         }
     }
 }

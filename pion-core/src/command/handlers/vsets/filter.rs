@@ -25,7 +25,7 @@
 //! rest starts where the tokenizer stopped, or is the whole expression when the
 //! tokens do not form an expression (as Redis reports them).
 
-use serde_json::Value as Json;
+use std::borrow::Cow;
 
 /// A parsed filter.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,17 +57,11 @@ enum Op {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Lit {
-    Num(f64),
-    Str(Vec<u8>),
-}
-
-#[derive(Debug, Clone, PartialEq)]
 enum Tok {
     Num(f64),
     Str(Vec<u8>),
     Sel(String),
-    Tuple(Vec<Lit>),
+    Tuple(Vec<Field<'static>>),
     Null,
     Op(Op),
     Open,
@@ -88,7 +82,7 @@ enum Expr {
     Num(f64),
     Str(Vec<u8>),
     Sel(String),
-    Tuple(Vec<Lit>),
+    Tuple(Vec<Field<'static>>),
     Null,
     Not(Box<Expr>),
     Bin(Op, Box<Expr>, Box<Expr>),
@@ -247,7 +241,7 @@ fn tokenize(src: &[u8]) -> Result<Vec<Tok>, usize> {
 
 /// A tuple literal at `start` (`[`): numbers and strings, commas between, a trailing
 /// comma allowed.
-fn parse_tuple(src: &[u8], start: usize) -> Result<(Vec<Lit>, usize), usize> {
+fn parse_tuple(src: &[u8], start: usize) -> Result<(Vec<Field<'static>>, usize), usize> {
     let mut items = Vec::new();
     let mut i = start + 1;
     let skip = |i: &mut usize| {
@@ -262,12 +256,12 @@ fn parse_tuple(src: &[u8], start: usize) -> Result<(Vec<Lit>, usize), usize> {
             Some(b']') => return Ok((items, i + 1)),
             Some(b'"' | b'\'') => {
                 let (s, end) = parse_string(src, i)?;
-                items.push(Lit::Str(s));
+                items.push(Field::Str(Cow::Owned(s)));
                 i = end;
             }
             Some(_) if starts_number(src, i, false) => {
                 let (n, end) = parse_number(src, i)?;
-                items.push(Lit::Num(n));
+                items.push(Field::Num(n));
                 i = end;
             }
             Some(_) => return Err(i),
@@ -374,7 +368,7 @@ impl Filter {
 
     /// Whether an element with these attributes passes. Only the fields the
     /// expression names are read out of them (an expression naming none does not
-    /// read them at all).
+    /// read them at all), and strings are compared where they lie.
     pub fn matches(&self, attr: Option<&[u8]>) -> bool {
         let Some(attr) = attr else {
             return false;
@@ -406,28 +400,55 @@ impl Expr {
     }
 }
 
-/// The named fields of one element's attributes, when they are a JSON object.
+/// A value held: a tuple literal's item, or a field read out of an element's
+/// attributes (JSON booleans as 1 and 0; an array of scalars as a tuple; a string
+/// borrowed from the attributes unless it had escapes to decode).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Field<'a> {
+    Num(f64),
+    Str(Cow<'a, [u8]>),
+    Null,
+    Tuple(Vec<Field<'a>>),
+}
+
+impl Field<'_> {
+    /// The value, as the evaluation works on it.
+    fn view(&self) -> V<'_> {
+        match self {
+            Field::Num(n) => V::Num(*n),
+            Field::Str(s) => V::Str(s),
+            Field::Null => V::Null,
+            Field::Tuple(items) => V::Tuple(items),
+        }
+    }
+}
+
+/// The named fields of one element's attributes, when they are a JSON object: by
+/// the names' positions, `None` for one missing or holding a value the language
+/// has no use for (an object, an array holding more than scalars).
 struct Doc<'a> {
     names: &'a [String],
-    values: Vec<Option<Json>>,
+    values: super::attrs::Values<'a>,
 }
 
 impl Doc<'_> {
-    fn get(&self, name: &str) -> Option<&Json> {
+    fn get(&self, name: &str) -> Option<&Field<'_>> {
         let i = self.names.iter().position(|n| n == name)?;
         self.values.get(i)?.as_ref()
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum V {
+/// A value during evaluation: it borrows the expression's literals and the
+/// element's fields, so testing an element allocates nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum V<'a> {
     Num(f64),
-    Str(Vec<u8>),
+    Str(&'a [u8]),
     Null,
-    Tuple(Vec<V>),
+    Tuple(&'a [Field<'a>]),
 }
 
-impl V {
+impl V<'_> {
     fn truthy(&self) -> bool {
         match self {
             V::Num(n) => *n != 0.0,
@@ -451,35 +472,9 @@ impl V {
             V::Null | V::Tuple(_) => 0.0,
         }
     }
-
-    fn from_lit(l: &Lit) -> V {
-        match l {
-            Lit::Num(n) => V::Num(*n),
-            Lit::Str(s) => V::Str(s.clone()),
-        }
-    }
-
-    fn from_json(j: &Json) -> Option<V> {
-        Some(match j {
-            Json::Null => V::Null,
-            Json::Bool(b) => V::Num(f64::from(u8::from(*b))),
-            Json::Number(n) => V::Num(n.as_f64()?),
-            Json::String(s) => V::Str(s.as_bytes().to_vec()),
-            Json::Array(items) => V::Tuple(
-                items
-                    .iter()
-                    .map(|i| match i {
-                        Json::Array(_) | Json::Object(_) => None,
-                        other => V::from_json(other),
-                    })
-                    .collect::<Option<_>>()?,
-            ),
-            Json::Object(_) => return None,
-        })
-    }
 }
 
-fn equal(a: &V, b: &V) -> bool {
+fn equal(a: &V<'_>, b: &V<'_>) -> bool {
     match (a, b) {
         (V::Null, V::Null) => true,
         (V::Null, _) | (_, V::Null) => false,
@@ -488,19 +483,19 @@ fn equal(a: &V, b: &V) -> bool {
     }
 }
 
-fn bool_v(b: bool) -> V {
+fn bool_v(b: bool) -> V<'static> {
     V::Num(f64::from(u8::from(b)))
 }
 
 /// Evaluates; `None` when a field the expression names is missing (or the
 /// attributes are not a JSON object).
-fn eval(e: &Expr, obj: Option<&Doc<'_>>) -> Option<V> {
+fn eval<'a>(e: &'a Expr, obj: Option<&'a Doc<'_>>) -> Option<V<'a>> {
     Some(match e {
         Expr::Num(n) => V::Num(*n),
-        Expr::Str(s) => V::Str(s.clone()),
+        Expr::Str(s) => V::Str(s),
         Expr::Null => V::Null,
-        Expr::Tuple(t) => V::Tuple(t.iter().map(V::from_lit).collect()),
-        Expr::Sel(name) => V::from_json(obj?.get(name)?)?,
+        Expr::Tuple(t) => V::Tuple(t),
+        Expr::Sel(name) => obj?.get(name)?.view(),
         Expr::Not(inner) => bool_v(!eval(inner, obj)?.truthy()),
         Expr::Bin(op, l, r) => {
             let (a, b) = (eval(l, obj)?, eval(r, obj)?);
@@ -514,9 +509,9 @@ fn eval(e: &Expr, obj: Option<&Doc<'_>>) -> Option<V> {
                 Op::Lt => bool_v(a.num() < b.num()),
                 Op::Le => bool_v(a.num() <= b.num()),
                 Op::In => bool_v(match (&a, &b) {
-                    (_, V::Tuple(items)) => items.iter().any(|i| equal(&a, i)),
+                    (_, V::Tuple(items)) => items.iter().any(|i| equal(&a, &i.view())),
                     (V::Str(needle), V::Str(hay)) => {
-                        needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+                        needle.is_empty() || hay.windows(needle.len()).any(|w| w == *needle)
                     }
                     _ => false,
                 }),
