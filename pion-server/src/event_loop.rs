@@ -279,6 +279,8 @@ impl Worker {
         peers: Arc<Vec<Peer>>,
         engine: &Engine,
     ) -> io::Result<Worker> {
+        // Keys this thread writes carry its tag, for eviction to prefer.
+        pion_core::util::worker::enter(seed.index);
         let admission = Rc::new(Admission::new(
             seed.index,
             seed.poll.registry().try_clone()?,

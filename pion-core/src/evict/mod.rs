@@ -19,6 +19,7 @@ use rand::Rng;
 
 use crate::config::MaxmemoryPolicy;
 use crate::keyspace::{Candidate, Entry, Keyspace, SHARDS};
+use crate::util::worker;
 
 /// Redis's reply to a command refused for memory.
 pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -33,9 +34,10 @@ pub struct Evictor {
     policy: AtomicU8,
     samples: AtomicUsize,
     evicted: AtomicU64,
-    /// Also serialises eviction runs: one thread frees memory while the others wait,
+    /// One pool for each worker's own keys (by [`worker`] tag). The lock also
+    /// serialises eviction runs: one thread frees memory while the others wait,
     /// then find it freed. Taken before any shard lock, never while holding one.
-    pool: Mutex<EvictionPool>,
+    pools: Mutex<Vec<EvictionPool>>,
 }
 
 impl Default for Evictor {
@@ -44,7 +46,7 @@ impl Default for Evictor {
             policy: AtomicU8::new(MaxmemoryPolicy::NoEviction as u8),
             samples: AtomicUsize::new(5),
             evicted: AtomicU64::new(0),
-            pool: Mutex::new(EvictionPool::default()),
+            pools: Mutex::new(Vec::new()),
         }
     }
 }
@@ -55,7 +57,7 @@ impl Evictor {
         let old = self.policy.swap(policy as u8, Ordering::Relaxed);
         if old != policy as u8 {
             // Scores of another policy mean something else.
-            self.pool.lock().clear();
+            self.pools.lock().iter_mut().for_each(EvictionPool::clear);
         }
         self.samples.store(samples.max(1), Ordering::Relaxed);
     }
@@ -84,6 +86,10 @@ impl Evictor {
     /// eviction or nothing more can be evicted. `measured` reads used memory where it
     /// is measured (the counting allocator); `None` from it means the keyspace's
     /// estimate is the figure. Each key's removal counts what it freed.
+    ///
+    /// The calling worker evicts the keys it wrote first, by the policy's order
+    /// among them: their memory is its own allocator's, which reuses it at once
+    /// (see [`worker`]). Where it wrote none, it evicts among all keys.
     pub fn free_memory(
         &self,
         ks: &Keyspace,
@@ -96,14 +102,19 @@ impl Evictor {
         if policy == MaxmemoryPolicy::NoEviction {
             return false;
         }
-        let mut pool = self.pool.lock();
+        let mut pools = self.pools.lock();
+        let me = worker::current();
+        if pools.len() <= usize::from(me) {
+            pools.resize_with(usize::from(me) + 1, EvictionPool::default);
+        }
+        let pool = &mut pools[usize::from(me)];
         let used = measured().unwrap_or_else(|| ks.estimated_memory() as u64);
         if used <= limit {
             return true;
         }
         let to_free = used - limit;
         let params = ks.lfu_params();
-        let score = move |e: &Entry, deadline: Option<i64>| -> u64 {
+        let rank = move |e: &Entry, deadline: Option<i64>| -> u64 {
             match policy {
                 MaxmemoryPolicy::AllKeysLfu | MaxmemoryPolicy::VolatileLfu => {
                     255 - u64::from(e.lfu_counter(now, params))
@@ -114,17 +125,28 @@ impl Evictor {
                 _ => e.idle_secs(now).saturating_mul(1000),
             }
         };
+        let own =
+            move |e: &Entry, deadline: Option<i64>| (e.writer() == me).then(|| rank(e, deadline));
+        let any = move |e: &Entry, deadline: Option<i64>| Some(rank(e, deadline));
         let mut rng = rand::thread_rng();
         let samples = self.samples.load(Ordering::Relaxed);
         let volatile = policy.volatile();
         let mut scratch = Vec::new();
         let (mut freed, mut misses) = (0u64, 0usize);
+        let mut mine_left = true;
         while freed < to_free {
+            // Once no key of its own is found, the rest of the run takes any.
+            let take: &dyn Fn(&Entry, Option<i64>) -> Option<u64> =
+                if mine_left { &own } else { &any };
             let pick = if policy.ranked() {
-                pick_ranked(ks, &mut pool, volatile, samples, &score, &mut rng)
+                pick_ranked(ks, pool, volatile, samples, take, &mut rng)
             } else {
-                pick_random(ks, volatile, &mut scratch, &mut rng)
+                pick_random(ks, volatile, take, &mut scratch, &mut rng)
             };
+            if pick.is_none() && mine_left {
+                mine_left = false;
+                continue;
+            }
             let Some(c) = pick else { return false };
             match ks.evict(c.db, &c.key, volatile, on_removed) {
                 Some(bytes) => {
@@ -150,7 +172,7 @@ fn pick_ranked(
     pool: &mut EvictionPool,
     volatile: bool,
     samples: usize,
-    score: &dyn Fn(&Entry, Option<i64>) -> u64,
+    score: &dyn Fn(&Entry, Option<i64>) -> Option<u64>,
     rng: &mut impl Rng,
 ) -> Option<Candidate> {
     let start = rng.gen_range(0..SHARDS);
@@ -174,17 +196,19 @@ fn pick_ranked(
     pool.pop_best()
 }
 
-/// A random key (with a time to live when `volatile`) of a random database.
+/// A random key (with a time to live when `volatile`, and one `take` does not pass
+/// over) of a random database.
 fn pick_random(
     ks: &Keyspace,
     volatile: bool,
+    take: &dyn Fn(&Entry, Option<i64>) -> Option<u64>,
     scratch: &mut Vec<Candidate>,
     rng: &mut impl Rng,
 ) -> Option<Candidate> {
     let start = rng.gen_range(0..SHARDS);
     for i in 0..SHARDS {
         scratch.clear();
-        if ks.sample_shard((start + i) % SHARDS, volatile, 1, rng, &|_, _| 0, scratch) > 0 {
+        if ks.sample_shard((start + i) % SHARDS, volatile, 1, rng, take, scratch) > 0 {
             let at = rng.gen_range(0..scratch.len());
             return Some(scratch.swap_remove(at));
         }

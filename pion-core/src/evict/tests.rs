@@ -181,3 +181,56 @@ fn keys_expire_when_the_engine_clock_passes_their_deadline() {
         Reply::Array(vec![Reply::bulk("1700000010"), Reply::bulk("500000")])
     );
 }
+
+/// A worker evicts the keys it wrote while it has some (their memory is its own
+/// allocator's); one that wrote none evicts others'.
+#[test]
+fn a_worker_evicts_its_own_keys_first() {
+    let e = engine("allkeys-lru", 200_000);
+    let big = "x".repeat(500);
+    // Runs commands on a thread tagged as `worker`.
+    let as_worker = |worker: usize, commands: Vec<Vec<String>>| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::util::worker::enter(worker);
+                for c in &commands {
+                    let args: Vec<&str> = c.iter().map(String::as_str).collect();
+                    assert_eq!(e.execute(0, &args), Reply::ok(), "{c:?}");
+                }
+            });
+        });
+    };
+    let sets = |prefix: &str, n: usize| -> Vec<Vec<String>> {
+        (0..n)
+            .map(|i| vec!["SET".into(), format!("{prefix}{i}"), big.clone()])
+            .collect()
+    };
+    let limit = |bytes: &str| {
+        vec![
+            "CONFIG".into(),
+            "SET".into(),
+            "maxmemory".into(),
+            bytes.into(),
+        ]
+    };
+    let left = |prefix: &str, n: usize| {
+        (0..n)
+            .filter(|i| e.execute(0, &["EXISTS", &format!("{prefix}{i}")]) == Reply::Integer(1))
+            .count()
+    };
+    as_worker(1, sets("a", 150));
+    assert_eq!(e.operator().evictor.evicted_keys(), 0, "the first 150 fit");
+    // The limit is lifted by the same worker, so that the counting evicts nothing
+    // (a command over the limit evicts before it runs).
+    let mut commands = sets("b", 400);
+    commands.push(limit("0"));
+    as_worker(2, commands);
+    let evicted = e.operator().evictor.evicted_keys();
+    assert!(evicted > 100, "evicted {evicted}");
+    assert_eq!(left("a", 150), 150, "worker 2 evicted worker 1's keys");
+    assert_eq!(left("b", 400) as u64, 400 - evicted);
+    // Worker 3 wrote nothing: under a lower limit, its first command evicts others'.
+    as_worker(3, vec![limit("100000"), limit("0")]);
+    assert!(e.keyspace().estimated_memory() <= 100_000);
+    assert!(e.operator().evictor.evicted_keys() > evicted);
+}

@@ -7,6 +7,11 @@ use rand::Rng;
 use super::shard::Entry;
 use super::{locate, Keyspace, SLOTS_PER_SHARD};
 
+/// How many keys a sampling looks at for each one it wants, at most, when the
+/// scoring passes keys over (an evicting worker's own keys are about half of them
+/// with two workers; the rest are looked at and left).
+pub const LOOKS_PER_SAMPLE: usize = 4;
+
 /// A key that may be evicted, and how good a choice it is (higher: evict sooner).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
@@ -23,14 +28,16 @@ impl Keyspace {
     /// time to live when `volatile`), scoring each with `score`, into `out`. Keys are
     /// taken from consecutive slots starting at a random one, each slot entered at a
     /// random position, as Redis takes a run of buckets from a random one. `score`
-    /// sees each key's entry and deadline. Returns how many were sampled.
+    /// sees each key's entry and deadline, and may pass a key over (`None`): then
+    /// at most [`LOOKS_PER_SAMPLE`] times `per_db` keys of a database are looked
+    /// at. Returns how many were sampled.
     pub fn sample_shard(
         &self,
         idx: usize,
         volatile: bool,
         per_db: usize,
         rng: &mut impl Rng,
-        score: &dyn Fn(&Entry, Option<i64>) -> u64,
+        score: &dyn Fn(&Entry, Option<i64>) -> Option<u64>,
         out: &mut Vec<Candidate>,
     ) -> usize {
         let shard = self.lock_shard(idx);
@@ -42,9 +49,10 @@ impl Keyspace {
                 continue;
             }
             let start = rng.gen_range(0..SLOTS_PER_SHARD);
-            let mut taken = 0;
+            let (mut taken, mut looked) = (0, 0);
+            let most_looks = per_db.saturating_mul(LOOKS_PER_SAMPLE);
             for step in 0..SLOTS_PER_SHARD {
-                if taken >= per_db {
+                if taken >= per_db || looked >= most_looks {
                     break;
                 }
                 let Some(slot) = d.slots.table((start + step) % SLOTS_PER_SHARD) else {
@@ -55,15 +63,19 @@ impl Keyspace {
                 }
                 let skip = rng.gen_range(0..slot.len());
                 for (k, e) in slot.iter().skip(skip).chain(slot.iter().take(skip)) {
-                    if taken >= per_db {
+                    if taken >= per_db || looked >= most_looks {
                         break;
                     }
                     let deadline = k.deadline();
                     if volatile && deadline.is_none() {
                         continue;
                     }
+                    looked += 1;
+                    let Some(score) = score(e, deadline) else {
+                        continue;
+                    };
                     out.push(Candidate {
-                        score: score(e, deadline),
+                        score,
                         db,
                         key: k.as_slice().to_vec(),
                     });
@@ -134,7 +146,7 @@ mod tests {
         let mut rng = rand::thread_rng();
         let mut out = Vec::new();
         for idx in 0..super::super::SHARDS {
-            ks.sample_shard(idx, false, 5, &mut rng, &|_, _| 0, &mut out);
+            ks.sample_shard(idx, false, 5, &mut rng, &|_, _| Some(0), &mut out);
         }
         // 2000 keys over 64 shards and 2 databases: about 15 per shard and database.
         assert!(out.len() >= 64 * 2 * 4, "sampled {}", out.len());
@@ -145,11 +157,38 @@ mod tests {
                 true,
                 5,
                 &mut rng,
-                &|_, deadline| deadline.map_or(0, |t| t as u64),
+                &|_, deadline| Some(deadline.map_or(0, |t| t as u64)),
                 &mut out,
             );
         }
         assert!(!out.is_empty());
+        let volatile = out.clone();
+        // Keys the scoring passes over are looked at, not sampled, and no more than
+        // a few times the sample are looked at: here it passes over all but the keys
+        // with a time to live, one in ten.
+        out.clear();
+        let looked = std::sync::atomic::AtomicUsize::new(0);
+        let with_ttl = |_: &Entry, deadline: Option<i64>| {
+            looked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            deadline.map(|t| t as u64)
+        };
+        for idx in 0..super::super::SHARDS {
+            looked.store(0, std::sync::atomic::Ordering::Relaxed);
+            ks.sample_shard(idx, false, 2, &mut rng, &with_ttl, &mut out);
+            let per_db = looked.load(std::sync::atomic::Ordering::Relaxed);
+            assert!(per_db <= 2 * 2 * LOOKS_PER_SAMPLE, "looked at {per_db}");
+        }
+        assert!(!out.is_empty() && out.len() < volatile.len());
+        for c in &out {
+            assert_eq!(
+                c.score,
+                1_000_000
+                    + c.key[1..]
+                        .iter()
+                        .fold(0, |n, d| n * 10 + u64::from(d - b'0'))
+            );
+        }
+        let out = volatile;
         for c in &out {
             let i: usize = std::str::from_utf8(&c.key[1..])
                 .expect("utf8")

@@ -250,7 +250,7 @@ impl<'a> Locked<'a> {
         if touch && lfu {
             e.lfu_touch(now, rand::random::<f64>(), params);
         } else if touch {
-            e.lru_secs = lru;
+            e.set_access(lru);
         }
         Ok(Some((loc, at)))
     }
@@ -381,7 +381,7 @@ impl<'a> Locked<'a> {
                 let freed = old.accounted as usize;
                 if lfu {
                     // Redis keeps the old value's frequency when a key is overwritten.
-                    entry.lru_secs = old.lru_secs;
+                    entry.set_access(old.access());
                 }
                 let added = entry.accounted as usize;
                 *old = entry;

@@ -5,6 +5,7 @@ use super::expiry::ExpiryBudget;
 use super::key::StoredKey;
 use super::table::{Pair, SlotTable};
 use super::SLOTS_PER_SHARD;
+use crate::util::worker;
 use crate::value::Value;
 
 /// The hasher of every slot table: ahash under keys drawn once per process. It is
@@ -32,11 +33,16 @@ pub struct Entry {
     pub value: Value,
     /// Bytes this entry adds to the shard's `used_memory` (an estimate, saturating).
     pub(crate) accounted: u32,
-    /// Access data: under an LRU (or no) policy the last access in seconds; under an
-    /// LFU policy, as in Redis, `minutes << 8 | counter` (a logarithmic access
-    /// counter and the minute it was last decayed).
-    pub(crate) lru_secs: u32,
+    /// Access data in the low 24 bits, as Redis keeps it: under an LRU (or no)
+    /// policy the last access in seconds (a clock that wraps every 194 days); under
+    /// an LFU policy `minutes << 8 | counter` (a logarithmic access counter and the
+    /// minute it was last decayed). The high 8 bits: the worker that wrote the
+    /// value ([`crate::util::worker`]), whose eviction prefers it.
+    access: u32,
 }
+
+/// The bits of [`Entry::access`] that hold access data.
+const ACCESS_MASK: u32 = 0x00FF_FFFF;
 
 /// The counter a new key starts with under an LFU policy (Redis's `LFU_INIT_VAL`).
 pub const LFU_INIT_VAL: u8 = 5;
@@ -90,8 +96,23 @@ impl Entry {
         Entry {
             value,
             accounted: 0,
-            lru_secs: lru_clock(now_ms),
+            access: lru_clock(now_ms) | u32::from(worker::current()) << 24,
         }
+    }
+
+    /// The worker that wrote the value (its allocation is that thread's).
+    pub fn writer(&self) -> u8 {
+        (self.access >> 24) as u8
+    }
+
+    /// The access data, without the writer.
+    pub(crate) fn access(&self) -> u32 {
+        self.access & ACCESS_MASK
+    }
+
+    /// Replaces the access data, keeping the writer.
+    pub(crate) fn set_access(&mut self, access: u32) {
+        self.access = (self.access & !ACCESS_MASK) | (access & ACCESS_MASK);
     }
 
     /// Records the estimated size of this entry.
@@ -103,7 +124,7 @@ impl Entry {
 
     /// Seconds since the key was last accessed (`OBJECT IDLETIME`).
     pub fn idle_secs(&self, now_ms: i64) -> u64 {
-        u64::from(lru_clock(now_ms).wrapping_sub(self.lru_secs))
+        u64::from(lru_clock(now_ms).wrapping_sub(self.access()) & ACCESS_MASK)
     }
 
     /// The LFU counter after decay for the minutes since it was last touched
@@ -111,8 +132,8 @@ impl Entry {
     pub fn lfu_counter(&self, now_ms: i64, params: LfuParams) -> u8 {
         // After a policy switch the field may still hold an LRU time: the result is
         // then meaningless (as Redis warns) but never out of range.
-        let last = (self.lru_secs >> 8) & 0xFFFF;
-        let counter = (self.lru_secs & 0xFF) as u8;
+        let last = (self.access() >> 8) & 0xFFFF;
+        let counter = (self.access() & 0xFF) as u8;
         let now = lfu_minutes(now_ms);
         let elapsed = if now >= last {
             now - last
@@ -133,29 +154,30 @@ impl Entry {
                 counter += 1;
             }
         }
-        self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(counter);
+        self.set_access((lfu_minutes(now_ms) << 8) | u32::from(counter));
     }
 
     /// Sets the access data as if the key was last accessed `idle_secs` ago
     /// (`RESTORE … IDLETIME`, under an LRU or no policy).
     pub(crate) fn set_idle(&mut self, idle_secs: u64, now_ms: i64) {
-        let idle = u32::try_from(idle_secs).unwrap_or(u32::MAX);
-        self.lru_secs = lru_clock(now_ms).wrapping_sub(idle);
+        let idle = u32::try_from(idle_secs.min(u64::from(ACCESS_MASK))).unwrap_or(ACCESS_MASK);
+        self.set_access(lru_clock(now_ms).wrapping_sub(idle));
     }
 
     /// Sets the LFU counter (`RESTORE … FREQ`, under an LFU policy).
     pub(crate) fn set_lfu_counter(&mut self, counter: u8, now_ms: i64) {
-        self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(counter);
+        self.set_access((lfu_minutes(now_ms) << 8) | u32::from(counter));
     }
 
     /// Starts LFU tracking for a new key.
     pub(crate) fn lfu_init(&mut self, now_ms: i64) {
-        self.lru_secs = (lfu_minutes(now_ms) << 8) | u32::from(LFU_INIT_VAL);
+        self.set_access((lfu_minutes(now_ms) << 8) | u32::from(LFU_INIT_VAL));
     }
 }
 
+/// The LRU clock: seconds, in the 24 bits an entry keeps.
 pub(crate) fn lru_clock(now_ms: i64) -> u32 {
-    (now_ms / 1000) as u32
+    (now_ms / 1000) as u32 & ACCESS_MASK
 }
 
 /// A database's slot tables in one shard: only the slots that hold keys have one,
@@ -496,6 +518,27 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The access data takes 24 bits, as Redis's does, and wraps as Redis's clock
+    /// does; the writer's tag beside it survives every change to it.
+    #[test]
+    fn access_data_wraps_in_24_bits_beside_the_writer() {
+        let wrap_ms = (1i64 << 24) * 1000;
+        worker::enter(7);
+        let mut e = Entry::new(Value::string(b"v".to_vec()), wrap_ms - 5_000);
+        worker::enter(0);
+        assert_eq!(e.writer(), 7);
+        assert_eq!(e.idle_secs(wrap_ms + 10_000), 15);
+        e.set_idle(100, wrap_ms + 10_000);
+        assert_eq!(e.idle_secs(wrap_ms + 10_000), 100);
+        e.set_access(lru_clock(wrap_ms));
+        assert_eq!(e.idle_secs(wrap_ms + 3_000), 3);
+        e.lfu_init(0);
+        e.set_lfu_counter(200, 0);
+        assert_eq!(e.lfu_counter(0, LfuParams::default()), 200);
+        e.lfu_touch(0, 0.0, LfuParams::default());
+        assert_eq!(e.writer(), 7);
+    }
 
     /// Slot tables hold entries beside their keys: a bigger entry means more memory
     /// per key and more cache misses per lookup (measured: 160-byte entries made GET about twice as slow at 100K keys).

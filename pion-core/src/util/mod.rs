@@ -19,3 +19,4 @@ pub mod num;
 pub mod shared_copy;
 pub mod striped;
 pub(crate) mod strtod;
+pub mod worker;
