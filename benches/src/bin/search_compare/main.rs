@@ -11,9 +11,12 @@
 //! cargo build --release -p pion-server -p pion-benches
 //! target/release/search_compare [--n 100000] [--vset-n 20000] [--conns 4] [--depth 16]
 //!     [--threads 1] [--efs 10,20,40,80,160] [--efs100 100,200,400] [--vset-efs 20,40,80,160]
-//!     [--filter-efs 40,80] [--secs 3] [--optimize] [--only pion|oracle] [--data DIR]
-//!     [--oracle DIR] [--json]
+//!     [--filter-efs 40,80] [--secs 3] [--optimize] [--vsim-nothread] [--only pion|oracle]
+//!     [--data DIR] [--oracle DIR] [--json]
 //! ```
+//! The oracle runs `VSIM` on the vector-set module's own threads, whatever its
+//! `io-threads`; `--vsim-nothread` sends it `NOTHREAD`, so that its `VSIM`s run on its
+//! main thread as Pion's run on `--threads` workers (like for like at one thread).
 //! `--only` measures one side (to profile it, or to iterate on it); its tables show
 //! the other side as `NaN`.
 //! `--data` defaults to `$PION_VECTOR_DATA/minilm384` (TEXMEX `base.fvecs`,
@@ -95,6 +98,9 @@ struct Args {
     filter_efs: Vec<usize>,
     secs: f64,
     optimize: bool,
+    /// `NOTHREAD` on the oracle's `VSIM`s: they run on its main thread, as Pion's
+    /// run on its workers, instead of on the vector-set module's own threads.
+    vsim_nothread: bool,
     /// Measure only this engine.
     only: Option<Engine>,
     json: bool,
@@ -128,6 +134,7 @@ fn args() -> Result<Args, String> {
         filter_efs: vec![40, 80],
         secs: 3.0,
         optimize: false,
+        vsim_nothread: false,
         only: None,
         json: false,
     };
@@ -149,6 +156,7 @@ fn args() -> Result<Args, String> {
             "--filter-efs" => a.filter_efs = list(&val()?)?,
             "--secs" => a.secs = val()?.parse().map_err(|e| format!("--secs: {e}"))?,
             "--optimize" => a.optimize = true,
+            "--vsim-nothread" => a.vsim_nothread = true,
             "--only" => {
                 a.only = Some(match val()?.as_str() {
                     "pion" => Engine::Pion,
@@ -643,8 +651,9 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     note(&mut r, "VADD", &o);
     r.vset_mem_mb = used_memory(&mut c) - before;
     r.vset_rss_mb = rss_mb(pid) - rss_before;
+    let nothread = a.vsim_nothread && engine == Engine::Oracle;
     for &ef in &a.vset_efs {
-        let frames = vsim_frames(d, ef, None);
+        let frames = vsim_frames(d, ef, None, nothread);
         let t = Target {
             what: "VSIM",
             prefix: b"e",
@@ -664,7 +673,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
         };
         let mut sweep = Vec::new();
         for &ef in &a.filter_efs {
-            let frames = vsim_frames(d, ef, Some(f.vsim));
+            let frames = vsim_frames(d, ef, Some(f.vsim), nothread);
             sweep.extend(point(&mut r, a, port, &t, ef, &frames));
         }
         r.vsim_filtered.push(sweep);
@@ -672,8 +681,8 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     Ok(r)
 }
 
-/// One `VSIM vs FP32 … COUNT 10 EF ef [FILTER expr]` per query.
-fn vsim_frames(d: &Data, ef: usize, filter: Option<&str>) -> Vec<Vec<u8>> {
+/// One `VSIM vs FP32 … COUNT 10 EF ef [FILTER expr] [NOTHREAD]` per query.
+fn vsim_frames(d: &Data, ef: usize, filter: Option<&str>, nothread: bool) -> Vec<Vec<u8>> {
     let e = ef.to_string();
     d.queries
         .chunks_exact(d.dim)
@@ -691,6 +700,9 @@ fn vsim_frames(d: &Data, ef: usize, filter: Option<&str>) -> Vec<Vec<u8>> {
             ];
             if let Some(expr) = filter {
                 args.extend([&b"FILTER"[..], expr.as_bytes()]);
+            }
+            if nothread {
+                args.push(b"NOTHREAD");
             }
             frame(&args)
         })

@@ -77,13 +77,18 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
     println!(
         "search_compare: {} docs x {} dims (COSINE, HNSW M 16, EF_CONSTRUCTION 200), {} \
          queries; client: {} connections, load batches of {BATCH}, query depth {}, >= {} s \
-         per point; oracle: 1 thread, pion --threads {}{}\nCPU: {}",
+         per point; oracle: 1 thread{}, pion --threads {}{}\nCPU: {}",
         a.n,
         d.dim,
         d.queries.len() / d.dim,
         a.conns,
         a.depth,
         a.secs,
+        if a.vsim_nothread {
+            " (VSIM NOTHREAD)"
+        } else {
+            " (VSIM on the module's threads)"
+        },
         a.threads,
         if a.optimize {
             ", FT.OPTIMIZE after load"
