@@ -26,6 +26,11 @@ pub(super) type Values<'a> = SmallVec<[Option<Field<'a>>; 2]>;
 /// full parse keeps it. Strings without escapes are borrowed from `attr`. `None`
 /// when `attr` is not one whole, well-formed JSON object.
 pub(super) fn read<'a>(attr: &'a [u8], names: &[String]) -> Option<Values<'a>> {
+    super::plain_json::read(attr, names).or_else(|| read_any(attr, names))
+}
+
+/// [`read`] by serde's reader, for any document.
+fn read_any<'a>(attr: &'a [u8], names: &[String]) -> Option<Values<'a>> {
     let mut de = serde_json::Deserializer::from_slice(attr);
     let values = Pick { names }.deserialize(&mut de).ok()?;
     de.end().ok()?;
@@ -56,7 +61,7 @@ impl<'de> Visitor<'de> for Pick<'_> {
         let mut values: Values<'de> = smallvec::smallvec![None; self.names.len()];
         while let Some(at) = map.next_key_seed(KeyOf(self.names))? {
             match at {
-                Some(i) => values[i] = map.next_value_seed(Read { nested: false })?,
+                Some(i) => values[i] = map.next_value_seed(Read::top())?,
                 None => map.next_value_seed(Skip)?,
             }
         }
@@ -67,8 +72,15 @@ impl<'de> Visitor<'de> for Pick<'_> {
 /// A named field's value, built as the filter holds it: `None` for an object, or
 /// for an array holding one (or, `nested`, for any array: an array's items must be
 /// scalars). What is not kept is still read through, as a full parse reads it.
-struct Read {
+pub(super) struct Read {
     nested: bool,
+}
+
+impl Read {
+    /// A field's own value (not an array's item).
+    pub(super) fn top() -> Read {
+        Read { nested: false }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for Read {
@@ -333,6 +345,26 @@ mod tests {
                     .prop_map(|kv| { Json::Object(kv.into_iter().collect()) }),
             ]
         })
+    }
+
+    proptest! {
+        /// Numbers of every form JSON has, and some it has not, read under a named
+        /// key and passed over under another: as a full parse reads them.
+        #[test]
+        fn numbers_agree_with_a_full_parse(
+            named in "-?(0|[1-9][0-9]{0,20}|0[0-9])(\\.[0-9]{0,4})?([eE][+-]?[0-9]{0,3})?",
+            other in "-?(0|[1-9][0-9]{0,20})(\\.[0-9]{1,4})?([eE][+-]?[0-9]{1,3})?",
+        ) {
+            let want = names(&["a"]);
+            let doc = format!("{{\"b\":{other},\"a\":{named}}}");
+            let got = picked(doc.as_bytes(), &want);
+            prop_assert_eq!(&got, &by_full_parse(doc.as_bytes(), &want));
+            // Negative zero stays negative, as serde reads it.
+            if let Some([Some(Field::Num(n))]) = got.as_deref() {
+                let full: Json = serde_json::from_str(&named).expect("parsed above");
+                prop_assert_eq!(n.is_sign_negative(), full.as_f64().is_some_and(f64::is_sign_negative));
+            }
+        }
     }
 
     proptest! {

@@ -5,12 +5,14 @@
 //! `COMMAND INFO` lists the `module` flag and no ACL category, and doubles are replied
 //! in their shortest form. The table below reproduces that. Adding (`VADD`) and
 //! searching (`VSIM`) live in [`add`] and [`search`], the `FILTER` language in
-//! [`filter`] (the attribute fields it reads in `attrs`); the small readers and
+//! [`filter`] (the attribute fields it reads in `attrs`, plain documents by the
+//! scanner in `plain_json`); the small readers and
 //! writers are here.
 
 mod add;
 mod attrs;
 pub mod filter;
+mod plain_json;
 mod search;
 
 #[cfg(test)]
