@@ -11,9 +11,11 @@
 //! cargo build --release -p pion-server -p pion-benches
 //! target/release/search_compare [--n 100000] [--vset-n 20000] [--conns 4] [--depth 16]
 //!     [--threads 1] [--efs 10,20,40,80,160] [--efs100 100,200,400] [--vset-efs 20,40,80,160]
-//!     [--filter-efs 40,80] [--secs 3] [--optimize] [--vsim-nothread] [--only pion|oracle]
-//!     [--data DIR] [--oracle DIR] [--json]
+//!     [--filter-efs 40,80] [--filter-efforts 1000,2000] [--secs 3] [--optimize]
+//!     [--vsim-nothread] [--only pion|oracle] [--data DIR] [--oracle DIR] [--json]
 //! ```
+//! `--filter-efforts` adds a filtered `VSIM` sweep over `FILTER-EF` (at the first of
+//! `--filter-efs`): at 1 % both servers' recall stops at the default effort's.
 //! The oracle runs `VSIM` on the vector-set module's own threads, whatever its
 //! `io-threads`; `--vsim-nothread` sends it `NOTHREAD`, so that its `VSIM`s run on its
 //! main thread as Pion's run on `--threads` workers (like for like at one thread).
@@ -96,6 +98,10 @@ struct Args {
     vset_efs: Vec<usize>,
     /// The `EF_RUNTIME` values of the filtered points.
     filter_efs: Vec<usize>,
+    /// `FILTER-EF` values of a second filtered `VSIM` sweep at the first of
+    /// `filter_efs` (empty: none). A rare filter's recall is bounded by the nodes
+    /// expanded whatever `EF` says, so only this knob reaches matched recall there.
+    filter_efforts: Vec<usize>,
     secs: f64,
     optimize: bool,
     /// `NOTHREAD` on the oracle's `VSIM`s: they run on its main thread, as Pion's
@@ -132,6 +138,7 @@ fn args() -> Result<Args, String> {
         efs100: vec![100, 200, 400],
         vset_efs: vec![20, 40, 80, 160],
         filter_efs: vec![40, 80],
+        filter_efforts: Vec::new(),
         secs: 3.0,
         optimize: false,
         vsim_nothread: false,
@@ -154,6 +161,7 @@ fn args() -> Result<Args, String> {
             "--efs100" => a.efs100 = list(&val()?)?,
             "--vset-efs" => a.vset_efs = list(&val()?)?,
             "--filter-efs" => a.filter_efs = list(&val()?)?,
+            "--filter-efforts" => a.filter_efforts = list(&val()?)?,
             "--secs" => a.secs = val()?.parse().map_err(|e| format!("--secs: {e}"))?,
             "--optimize" => a.optimize = true,
             "--vsim-nothread" => a.vsim_nothread = true,
@@ -398,6 +406,9 @@ struct Report {
     vsim: Vec<Point>,
     /// One per `FILTERS` entry: `VSIM … FILTER`.
     vsim_filtered: Vec<Vec<Point>>,
+    /// One per `FILTERS` entry: `VSIM … FILTER … FILTER-EF`, each point's `ef`
+    /// the `FILTER-EF`.
+    vsim_effort: Vec<Vec<Point>>,
     /// Error replies or failures, by section.
     errors: Vec<String>,
 }
@@ -653,7 +664,7 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
     r.vset_rss_mb = rss_mb(pid) - rss_before;
     let nothread = a.vsim_nothread && engine == Engine::Oracle;
     for &ef in &a.vset_efs {
-        let frames = vsim_frames(d, ef, None, nothread);
+        let frames = vsim_frames(d, ef, None, None, nothread);
         let t = Target {
             what: "VSIM",
             prefix: b"e",
@@ -673,17 +684,32 @@ fn measure(engine: Engine, a: &Args, d: &Data) -> Result<Report, String> {
         };
         let mut sweep = Vec::new();
         for &ef in &a.filter_efs {
-            let frames = vsim_frames(d, ef, Some(f.vsim), nothread);
+            let frames = vsim_frames(d, ef, Some(f.vsim), None, nothread);
             sweep.extend(point(&mut r, a, port, &t, ef, &frames));
         }
         r.vsim_filtered.push(sweep);
+        let ef = a.filter_efs.first().copied().unwrap_or(40);
+        let mut sweep = Vec::new();
+        for &effort in &a.filter_efforts {
+            let frames = vsim_frames(d, ef, Some(f.vsim), Some(effort), nothread);
+            sweep.extend(point(&mut r, a, port, &t, effort, &frames));
+        }
+        r.vsim_effort.push(sweep);
     }
     Ok(r)
 }
 
-/// One `VSIM vs FP32 … COUNT 10 EF ef [FILTER expr] [NOTHREAD]` per query.
-fn vsim_frames(d: &Data, ef: usize, filter: Option<&str>, nothread: bool) -> Vec<Vec<u8>> {
+/// One `VSIM vs FP32 … COUNT 10 EF ef [FILTER expr [FILTER-EF effort]] [NOTHREAD]` per
+/// query.
+fn vsim_frames(
+    d: &Data,
+    ef: usize,
+    filter: Option<&str>,
+    effort: Option<usize>,
+    nothread: bool,
+) -> Vec<Vec<u8>> {
     let e = ef.to_string();
+    let effort = effort.map(|n| n.to_string());
     d.queries
         .chunks_exact(d.dim)
         .map(|v| {
@@ -700,6 +726,9 @@ fn vsim_frames(d: &Data, ef: usize, filter: Option<&str>, nothread: bool) -> Vec
             ];
             if let Some(expr) = filter {
                 args.extend([&b"FILTER"[..], expr.as_bytes()]);
+                if let Some(n) = &effort {
+                    args.extend([&b"FILTER-EF"[..], n.as_bytes()]);
+                }
             }
             if nothread {
                 args.push(b"NOTHREAD");
@@ -722,7 +751,7 @@ fn main() -> Result<(), String> {
     if a.json {
         println!(
             "{{\"cpu\":{:?},\"n\":{},\"dim\":{},\"vset_n\":{},\"conns\":{},\"depth\":{},\"threads\":{},\
-             \"filter_efs\":{:?},\"oracle\":{},\"pion\":{}}}",
+             \"filter_efs\":{:?},\"filter_efforts\":{:?},\"oracle\":{},\"pion\":{}}}",
             pion_benches::cpu_summary(),
             a.n,
             d.dim,
@@ -731,6 +760,7 @@ fn main() -> Result<(), String> {
             a.depth,
             a.threads,
             a.filter_efs,
+            a.filter_efforts,
             json_report(&o),
             json_report(&p)
         );

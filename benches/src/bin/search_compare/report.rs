@@ -47,16 +47,16 @@ fn sweep_table(title: &str, at: usize, o: &[Point], p: &[Point]) {
     if m.is_empty() {
         println!("  none: the oracle never reached {RECALL_FLOOR}");
     }
-    matched_lines("", at, &m);
+    matched_lines("", "ef", at, &m);
 }
 
 /// One line per matched pair: the oracle point, the Pion point paired with it and
 /// their QPS ratio; each line starts with `label`.
-fn matched_lines(label: &str, at: usize, pairs: &[(Point, Option<Point>)]) {
+fn matched_lines(label: &str, knob: &str, at: usize, pairs: &[(Point, Option<Point>)]) {
     for (x, y) in pairs {
         match y {
             Some(y) => println!(
-                "  {label}oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion ef {} R@{at} {:.4} {:.0} QPS: ratio {}",
+                "  {label}oracle {knob} {} R@{at} {:.4} {:.0} QPS ~ pion {knob} {} R@{at} {:.4} {:.0} QPS: ratio {}",
                 x.ef,
                 x.recall,
                 x.qps,
@@ -66,7 +66,7 @@ fn matched_lines(label: &str, at: usize, pairs: &[(Point, Option<Point>)]) {
                 ratio(y.qps, x.qps)
             ),
             None => println!(
-                "  {label}oracle ef {} R@{at} {:.4} {:.0} QPS ~ pion never reaches that recall",
+                "  {label}oracle {knob} {} R@{at} {:.4} {:.0} QPS ~ pion never reaches that recall",
                 x.ef, x.recall, x.qps
             ),
         }
@@ -145,7 +145,7 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
             "Filtered KNN, EF_RUNTIME {:?} (recall vs brute force over the passing rows)",
             a.filter_efs
         ),
-        a,
+        (&a.filter_efs, "ef"),
         &o.filtered,
         &p.filtered,
         |f| f.query,
@@ -169,11 +169,24 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
             "VSIM COUNT 10 FILTER, EF {:?} (recall vs brute force over the set's passing elements)",
             a.filter_efs
         ),
-        a,
+        (&a.filter_efs, "ef"),
         &o.vsim_filtered,
         &p.vsim_filtered,
         |f| f.vsim,
     );
+    if !a.filter_efforts.is_empty() {
+        filtered_tables(
+            &format!(
+                "VSIM COUNT 10 FILTER, EF {}, FILTER-EF {:?}",
+                a.filter_efs.first().copied().unwrap_or(40),
+                a.filter_efforts
+            ),
+            (&a.filter_efforts, "f-ef"),
+            &o.vsim_effort,
+            &p.vsim_effort,
+            |f| f.vsim,
+        );
+    }
     for (name, r) in [("oracle", o), ("pion", p)] {
         for e in &r.errors {
             println!("{name} error: {e}");
@@ -185,7 +198,7 @@ pub(crate) fn print_tables(a: &Args, d: &Data, o: &Report, p: &Report) {
 /// recall; `expr` gives the filter as that sweep's queries wrote it.
 fn filtered_tables(
     title: &str,
-    a: &Args,
+    (knobs, knob): (&[usize], &str),
     o: &[Vec<Point>],
     p: &[Vec<Point>],
     expr: fn(&FilterPoint) -> &'static str,
@@ -193,7 +206,7 @@ fn filtered_tables(
     println!("\n{title}");
     println!(
         "{:>6} {:<24} {:>5} {:>11} {:>10} {:>10} {:>10} {:>9}",
-        "docs", "filter", "ef", "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
+        "docs", "filter", knob, "oracle R@10", "oracle QPS", "pion R@10", "pion QPS", "QPS ratio"
     );
     let none = Vec::new();
     // A side that ran no filtered point at all was left out by `--only`.
@@ -205,7 +218,7 @@ fn filtered_tables(
     };
     for (i, f) in FILTERS.iter().enumerate() {
         let (os, ps) = (o.get(i).unwrap_or(&none), p.get(i).unwrap_or(&none));
-        for &ef in &a.filter_efs {
+        for &ef in knobs {
             let (x, y) = (
                 os.iter().find(|x| x.ef == ef),
                 ps.iter().find(|x| x.ef == ef),
@@ -226,7 +239,7 @@ fn filtered_tables(
     println!("at matched recall (each oracle point, the pion point of the lowest recall at or above it):");
     for (i, f) in FILTERS.iter().enumerate() {
         let (os, ps) = (o.get(i).unwrap_or(&none), p.get(i).unwrap_or(&none));
-        matched_lines(&format!("{:>4}: ", f.name), 10, &matched(os, ps, 0.0));
+        matched_lines(&format!("{:>4}: ", f.name), knob, 10, &matched(os, ps, 0.0));
     }
 }
 
@@ -271,7 +284,7 @@ pub(crate) fn json_report(r: &Report) -> String {
     format!(
         "{{\"load_s\":{},\"searchable_s\":{},\"graph_built_s\":{},\"first_knn_ms\":{},\
          \"used_memory_mb\":{},\"rss_start_mb\":{},\"rss_mb\":{},\"vector_index_sz_mb\":{},\"knn\":{},\"knn100\":{},\"filtered\":{},\
-         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"vsim_filtered\":{},\"errors\":[{}]}}",
+         \"vset_load_s\":{},\"vset_memory_mb\":{},\"vset_rss_mb\":{},\"vsim\":{},\"vsim_filtered\":{},\"vsim_filter_effort\":{},\"errors\":[{}]}}",
         json_num(r.load_s),
         json_num(r.searchable_s),
         json_num(r.graph_s),
@@ -288,6 +301,7 @@ pub(crate) fn json_report(r: &Report) -> String {
         json_num(r.vset_rss_mb),
         json_points(&r.vsim, 10),
         json_filtered(&r.vsim_filtered),
+        json_filtered(&r.vsim_effort),
         errors.join(",")
     )
 }

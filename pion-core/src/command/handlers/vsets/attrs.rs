@@ -7,7 +7,8 @@
 //! are compared where they lie, values under a key the expression does not name are
 //! skipped (still read as a full parse reads them: numbers in range, strings in
 //! UTF-8, so a document a full parse refuses is refused), and only the named ones are
-//! built.
+//! built. Plain documents are read first by the faster scanner in `plain_json`; this
+//! reader, serde's, reads what it declines.
 
 use std::borrow::Cow;
 
