@@ -189,13 +189,15 @@ fn a_long_pipeline_is_not_held_whole() {
 /// limit under `policy`, and the resident set within 10 % of what the limit allows
 /// (measured: 1.05-1.08; 1.08-1.11 while aligned allocations over-allocated).
 ///
-/// `writers` clients write at once, over as many worker threads: each worker
-/// evicts the keys it wrote, whose memory its own allocator reuses at once. Two
-/// writers get more headroom: a fixed cost per thread weighs less in it (measured
-/// over 64 MiB: 1.02-1.04; evicting each other's keys, up to 1.31).
+/// `writers` clients write at once, over two worker threads when there are more than
+/// one: each worker evicts the keys it wrote, whose memory its own allocator reuses at
+/// once. Several workers get more headroom and a looser bound, as a fixed cost per
+/// thread weighs in at this scale: eight writers over two workers read 1.04-1.09 in
+/// eighteen runs, where evicting each other's keys read 1.08-1.30 (the 10 % at scale,
+/// 200 MB under redis-benchmark, is in doc/benchmarks.md).
 fn bounded_under(policy: &str, extra: &[&str], writers: usize) {
     let dir = temp_dir("memory-maxmemory");
-    let threads = writers.to_string();
+    let threads = writers.min(2).to_string();
     let server = PionProcess::start(dir.path(), &["--wal", "off", "--threads", &threads]);
     let mut c = server.client();
     let headroom: u64 = if writers > 1 { 64 << 20 } else { 24 << 20 };
@@ -228,8 +230,9 @@ fn bounded_under(policy: &str, extra: &[&str], writers: usize) {
     );
     let rss = number(&mut c, "used_memory_rss");
     let grown = rss.saturating_sub(rss0) as f64;
+    let bound = if writers > 1 { 1.15 } else { 1.1 };
     assert!(
-        grown <= 1.1 * headroom as f64,
+        grown <= bound * headroom as f64,
         "{policy}: RSS grew by {grown} for {headroom} of headroom"
     );
 }
@@ -241,12 +244,17 @@ fn maxmemory_holds_under_a_sustained_write_load_allkeys_lru() {
 
 #[test]
 fn maxmemory_holds_under_a_sustained_write_load_from_two_workers() {
-    bounded_under("allkeys-lru", &[], 2);
+    bounded_under("allkeys-lru", &[], 8);
 }
 
 #[test]
 fn maxmemory_holds_under_a_sustained_write_load_volatile_ttl() {
     bounded_under("volatile-ttl", &["EX", "100000"], 1);
+}
+
+#[test]
+fn maxmemory_holds_under_a_sustained_write_load_from_two_workers_volatile_ttl() {
+    bounded_under("volatile-ttl", &["EX", "100000"], 8);
 }
 
 /// `MEMORY STATS`'s integer field `name`.
