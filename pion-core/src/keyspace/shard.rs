@@ -160,7 +160,8 @@ impl Entry {
     /// Sets the access data as if the key was last accessed `idle_secs` ago
     /// (`RESTORE … IDLETIME`, under an LRU or no policy).
     pub(crate) fn set_idle(&mut self, idle_secs: u64, now_ms: i64) {
-        let idle = u32::try_from(idle_secs.min(u64::from(ACCESS_MASK))).unwrap_or(ACCESS_MASK);
+        // At most the mask: fits a u32.
+        let idle = idle_secs.min(u64::from(ACCESS_MASK)) as u32;
         self.set_access(lru_clock(now_ms).wrapping_sub(idle));
     }
 

@@ -41,7 +41,7 @@ pub(super) fn read<'a>(attr: &'a [u8], names: &[String]) -> Option<Values<'a>> {
             c.expect(b':')?;
             c.space();
             match names.iter().position(|n| n.as_bytes() == key) {
-                Some(at) => values[at] = Some(c.named()?),
+                Some(at) => values[at] = Some(c.scalar()?),
                 None => c.skip(1)?,
             }
             c.space();
@@ -143,9 +143,10 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// A named field's value, as the full reader builds it. Containers are left to
-    /// the full reader, as they are rare in filters.
-    fn named(&mut self) -> Option<Field<'a>> {
+    /// A scalar value, as the full reader builds it; `None` for a container too
+    /// (under a named key one is left to the full reader, as they are rare in
+    /// filters).
+    fn scalar(&mut self) -> Option<Field<'a>> {
         Some(match self.peek()? {
             b'"' => Field::Str(Cow::Borrowed(self.string()?)),
             b't' => {
@@ -174,10 +175,6 @@ impl<'a> Cursor<'a> {
             return None;
         }
         match self.peek()? {
-            b'"' => self.string().map(drop),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
             b'[' => self.container(b']', |c| c.skip(depth + 1)),
             b'{' => self.container(b'}', |c| {
                 c.string()?;
@@ -186,11 +183,9 @@ impl<'a> Cursor<'a> {
                 c.space();
                 c.skip(depth + 1)
             }),
-            _ => {
-                let (text, integer) = self.number()?;
-                // A number's range is checked as the full parse checks it.
-                short_integer(text, integer).map_or_else(|| by_serde(text).map(drop), |_| Some(()))
-            }
+            // Read as a named one is: a number's range is checked as the full
+            // parse checks it.
+            _ => self.scalar().map(drop),
         }
     }
 
