@@ -100,13 +100,16 @@ enum Repr {
 /// The `skiplist` encoding: scores by member, and the order.
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Sorted {
-    scores: HashMap<Vec<u8>, f64, ahash::RandomState>,
+    /// Members are boxed slices, not vectors: 24-byte buckets instead of 32, so a
+    /// 200-member set's map is a 7 KiB block rather than a 10 KiB one (256 buckets
+    /// and their control bytes just pass 8 KiB at 32).
+    scores: HashMap<Box<[u8]>, f64, ahash::RandomState>,
     order: OrderIndex,
 }
 
 impl Sorted {
     fn insert(&mut self, member: &[u8], score: f64) -> Option<f64> {
-        let old = self.scores.insert(member.to_vec(), score);
+        let old = self.scores.insert(member.into(), score);
         if let Some(old) = old {
             if old == score && old.is_sign_negative() == score.is_sign_negative() {
                 return Some(old);
@@ -202,7 +205,11 @@ impl ZSetValue {
         if !listpack {
             let mut sorted = Sorted::default();
             for (member, score) in members {
-                if sorted.scores.insert(member.clone(), score).is_some() {
+                if sorted
+                    .scores
+                    .insert(member.as_slice().into(), score)
+                    .is_some()
+                {
                     return None;
                 }
                 sorted.order.insert(ScoredMember { score, member });
@@ -264,7 +271,7 @@ impl ZSetValue {
         if let Repr::Listpack(p) = &self.repr {
             let mut sorted = Sorted::default();
             for e in p.iter() {
-                sorted.scores.insert(e.member.to_vec(), e.score);
+                sorted.scores.insert(e.member.into(), e.score);
                 sorted.order.insert(e.to_owned());
             }
             self.repr = Repr::Skiplist(Box::new(sorted));
@@ -402,7 +409,7 @@ impl ZSetValue {
             Repr::Skiplist(s) => {
                 let removed = s.order.remove_range(start, end);
                 for e in &removed {
-                    s.scores.remove(&e.member);
+                    s.scores.remove(e.member.as_slice());
                 }
                 removed
             }
