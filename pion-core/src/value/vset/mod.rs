@@ -20,6 +20,7 @@
 //! it is not Redis's matrix, so projected vectors differ from Redis's.
 
 pub mod codec;
+mod label_slots;
 mod stored;
 
 pub use stored::{normalize, Element, Hit, Projection, Stored, VQuant, MAX_PROJECTION_CELLS};
@@ -30,6 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ahash::AHashMap;
+
+use label_slots::LabelSlots;
 
 use crate::vector::{Algorithm, IndexParams, Metric, SearchOptions, VectorIndex};
 
@@ -47,7 +50,7 @@ pub struct VectorSetValue {
     by_name: AHashMap<Vec<u8>, u64>,
     /// Dense element storage (for `VRANDMEMBER`); `slot_of` maps labels into it.
     slots: Vec<(u64, Element)>,
-    slot_of: AHashMap<u64, usize>,
+    slot_of: LabelSlots,
     next_label: u64,
     attributes: usize,
     /// Shared with [`SharedWalk`]s, which search it with the set's key unlocked; the
@@ -103,7 +106,7 @@ impl VectorSetValue {
             node_uids: 0,
             by_name: AHashMap::new(),
             slots: Vec::new(),
-            slot_of: AHashMap::new(),
+            slot_of: LabelSlots::default(),
             next_label: 0,
             attributes: 0,
             index: Arc::new(VectorIndex::new(params)),
@@ -167,7 +170,7 @@ impl VectorSetValue {
 
     /// An element by label.
     pub fn element(&self, label: u64) -> Option<&Element> {
-        self.slot_of.get(&label).map(|&s| &self.slots[s].1)
+        self.slot_of.get(label).map(|s| &self.slots[s].1)
     }
 
     /// An element by name.
@@ -227,7 +230,9 @@ impl VectorSetValue {
         let attr = attr.filter(|a| !a.is_empty());
         let searchable = vector.dequantize(self.dim);
         if let Some(label) = self.label(name) {
-            let slot = self.slot_of[&label];
+            let Some(slot) = self.slot_of.get(label) else {
+                return false;
+            };
             let e = &mut self.slots[slot].1;
             e.vector = vector;
             e.norm = norm;
@@ -318,7 +323,7 @@ impl VectorSetValue {
     /// loading: [`VectorSetValue::restore_graph`] comes after). False if the element
     /// does not fit the set or its name or label is taken.
     pub fn restore_element_at(&mut self, label: u64, e: Element) -> bool {
-        if !self.fits(&e) || self.slot_of.contains_key(&label) {
+        if !self.fits(&e) || self.slot_of.contains(label) {
             return false;
         }
         self.node_uids += 1;
@@ -379,7 +384,7 @@ impl VectorSetValue {
             return false;
         };
         self.index.remove(label);
-        let Some(slot) = self.slot_of.remove(&label) else {
+        let Some(slot) = self.slot_of.remove(label) else {
             return true;
         };
         let (_, removed) = self.slots.swap_remove(slot);
@@ -395,7 +400,7 @@ impl VectorSetValue {
     /// Sets (non-empty) or removes (empty) an element's attributes; false if the
     /// element is absent.
     pub fn set_attr(&mut self, name: &[u8], attr: &[u8]) -> bool {
-        let Some(&slot) = self.label(name).and_then(|l| self.slot_of.get(&l)) else {
+        let Some(slot) = self.label(name).and_then(|l| self.slot_of.get(l)) else {
             return false;
         };
         let e = &mut self.slots[slot].1;
