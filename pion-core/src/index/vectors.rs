@@ -168,6 +168,7 @@ impl FieldVectors {
                 &SearchOptions {
                     ef: Some(ef.max(asked)),
                     filter,
+                    filter_ahead: None,
                     filter_bits,
                     filter_passes,
                     filter_effort: None,

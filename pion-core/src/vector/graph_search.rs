@@ -99,12 +99,14 @@ impl Graph {
         reads_labels: bool,
         accept: impl Fn(u32) -> bool,
     ) -> Vec<Cand> {
-        self.search_layer_within(q, eps, ef, l, reads_labels, accept, usize::MAX)
+        self.search_layer_within(q, eps, ef, l, reads_labels, accept, |_| {}, usize::MAX)
     }
 
     /// [`search_layer`](Self::search_layer) that expands at most `effort` nodes,
     /// counting the entry as the first (Redis's bound on a filtered walk:
     /// `FILTER-EF` "candidates explored"), and answers with what passed by then.
+    /// `ahead` is told of each slot `accept` may soon be asked about, a few
+    /// distances before, so that it can ask memory for what it will read.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn search_layer_within(
         &self,
@@ -114,6 +116,7 @@ impl Graph {
         l: usize,
         reads_labels: bool,
         accept: impl Fn(u32) -> bool,
+        ahead: impl Fn(u32),
         effort: usize,
     ) -> Vec<Cand> {
         // Redis counts the entry point as the first node explored.
@@ -168,10 +171,12 @@ impl Graph {
                 // do not queue behind each other.
                 for &nb in fresh.iter().take(ROW_PREFETCH) {
                     self.prefetch_slot(nb, reads_labels);
+                    ahead(nb);
                 }
                 for (j, &nb) in fresh.iter().enumerate() {
-                    if let Some(&ahead) = fresh.get(j + ROW_PREFETCH) {
-                        self.prefetch_slot(ahead, reads_labels);
+                    if let Some(&next) = fresh.get(j + ROW_PREFETCH) {
+                        self.prefetch_slot(next, reads_labels);
+                        ahead(next);
                     }
                     let d = self.dist(q, nb);
                     if res.len() < ef || d < bound {

@@ -344,7 +344,16 @@ impl Hnsw {
             g.scan(&query, keep, passes)
         } else if let Some(ep) = g.descend(&query, 0) {
             let within = effort.unwrap_or(usize::MAX);
-            let mut found = g.search_layer_within(&query, &[ep], ef, 0, filters, accept, within);
+            // Only a filter that looks ahead has the slot's label read early (an
+            // unfiltered walk reads no labels at all).
+            let looks_ahead = filters && filter.looks_ahead();
+            let ahead = |s: u32| {
+                if let Some(&label) = g.labels.get(s as usize).filter(|_| looks_ahead) {
+                    filter.ahead(label);
+                }
+            };
+            let mut found =
+                g.search_layer_within(&query, &[ep], ef, 0, filters, accept, ahead, within);
             if found.len() < k && filter.filters() && effort.is_none() {
                 // Too few accepted nodes reachable within ef: widen once, then scan.
                 found = g.search_layer(&query, &[ep], ef * 8, 0, filters, accept);

@@ -234,6 +234,10 @@ pub struct Neighbor {
 /// A label filter: only labels for which it returns true are results.
 pub type Filter<'a> = &'a (dyn Fn(u64) -> bool + Sync);
 
+/// Told of a label a filter will soon be asked about, to ask memory for what the
+/// filter will read (it must not block, and it decides nothing).
+pub type FilterAhead<'a> = &'a (dyn Fn(u64) + Sync);
+
 /// A bitmap of labels: label `l` is in it when bit `l % 64` of word `l / 64` is set.
 #[derive(Clone, Copy, Debug)]
 pub struct LabelBits<'a>(pub &'a [u64]);
@@ -252,6 +256,7 @@ impl LabelBits<'_> {
 #[derive(Clone, Copy, Default)]
 pub(crate) struct LabelFilter<'a> {
     by_fn: Option<Filter<'a>>,
+    ahead: Option<FilterAhead<'a>>,
     bits: Option<LabelBits<'a>>,
     pub(crate) passes: Option<usize>,
     /// The most nodes a walk tests against the filter ([`SearchOptions::filter_effort`]).
@@ -263,6 +268,7 @@ impl<'a> LabelFilter<'a> {
     pub(crate) fn of(opts: &SearchOptions<'a>) -> LabelFilter<'a> {
         LabelFilter {
             by_fn: opts.filter,
+            ahead: opts.filter_ahead,
             bits: opts.filter_bits,
             passes: opts.filter_passes,
             effort: opts.filter_effort,
@@ -272,6 +278,19 @@ impl<'a> LabelFilter<'a> {
     /// Whether any label may be refused.
     pub(crate) fn filters(&self) -> bool {
         self.by_fn.is_some() || self.bits.is_some()
+    }
+
+    /// Whether the filter wants to hear of labels ahead of their tests.
+    pub(crate) fn looks_ahead(&self) -> bool {
+        self.ahead.is_some()
+    }
+
+    /// Tells `by_fn`'s companion that label `l` is a few tests away.
+    #[inline]
+    pub(crate) fn ahead(&self, l: u64) {
+        if let Some(ahead) = self.ahead {
+            ahead(l);
+        }
     }
 
     /// Whether label `l` may be returned.
@@ -290,6 +309,9 @@ pub struct SearchOptions<'a> {
     pub ef: Option<usize>,
     /// Only these labels may be returned.
     pub filter: Option<Filter<'a>>,
+    /// With `filter`: told of each label a walk will soon test, a few distances
+    /// before, so that the filter's data can be on their way from memory.
+    pub filter_ahead: Option<FilterAhead<'a>>,
     /// Only labels in this bitmap may be returned (checked without a call, so a
     /// filter that is a set of labels is best given here).
     pub filter_bits: Option<LabelBits<'a>>,

@@ -294,6 +294,64 @@ fn a_filter_effort_bounds_the_nodes_tested() {
     }
 }
 
+/// A filter that looks ahead hears of every label the walk tests, before the test,
+/// but the entry point (tested as the walk starts); and hearing of them changes no
+/// answer. A walk without a filter reads no labels for it.
+#[test]
+fn a_filter_hears_of_its_labels_before_their_tests() {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    let seed = 67;
+    let (idx, allowed) = one_in_a_hundred(seed);
+    let heard: Mutex<HashSet<u64>> = Mutex::new(HashSet::new());
+    let unheard = Mutex::new(0usize);
+    let tested = Mutex::new(0usize);
+    let accepted = |l: u64| {
+        *tested.lock().expect("lock") += 1;
+        if !heard.lock().expect("lock").contains(&l) {
+            *unheard.lock().expect("lock") += 1;
+        }
+        l.is_multiple_of(100)
+    };
+    let ahead = |l: u64| {
+        heard.lock().expect("lock").insert(l);
+    };
+    for q in random_vectors(seed + 1, 10, 16) {
+        heard.lock().expect("lock").clear();
+        *unheard.lock().expect("lock") = 0;
+        *tested.lock().expect("lock") = 0;
+        let opts = SearchOptions {
+            ef: Some(10),
+            filter: Some(&accepted),
+            filter_ahead: Some(&ahead),
+            filter_effort: Some(1_000),
+            ..SearchOptions::default()
+        };
+        let got: Vec<u64> = idx.search(&q, 10, &opts).iter().map(|n| n.label).collect();
+        let tests = *tested.lock().expect("lock");
+        assert!(tests > 100, "the walk tested {tests} labels");
+        assert!(
+            *unheard.lock().expect("lock") <= 1,
+            "tested before heard of"
+        );
+        let plain = SearchOptions {
+            filter_ahead: None,
+            ..opts
+        };
+        let without: Vec<u64> = idx.search(&q, 10, &plain).iter().map(|n| n.label).collect();
+        assert_eq!(got, without);
+        heard.lock().expect("lock").clear();
+        let unfiltered = SearchOptions {
+            filter: None,
+            filter_ahead: Some(&ahead),
+            ..opts
+        };
+        idx.search(&q, 10, &unfiltered);
+        assert!(heard.lock().expect("lock").is_empty());
+    }
+    let _ = allowed;
+}
+
 #[test]
 fn range_matches_brute_force() {
     let seed = 61;
