@@ -302,7 +302,7 @@ fn a_filter_hears_of_its_labels_before_their_tests() {
     use std::collections::HashSet;
     use std::sync::Mutex;
     let seed = 67;
-    let (idx, allowed) = one_in_a_hundred(seed);
+    let (idx, _) = one_in_a_hundred(seed);
     let heard: Mutex<HashSet<u64>> = Mutex::new(HashSet::new());
     let unheard = Mutex::new(0usize);
     let tested = Mutex::new(0usize);
@@ -349,7 +349,6 @@ fn a_filter_hears_of_its_labels_before_their_tests() {
         idx.search(&q, 10, &unfiltered);
         assert!(heard.lock().expect("lock").is_empty());
     }
-    let _ = allowed;
 }
 
 #[test]

@@ -230,6 +230,7 @@ impl VectorSetValue {
         let attr = attr.filter(|a| !a.is_empty());
         let searchable = vector.dequantize(self.dim);
         if let Some(label) = self.label(name) {
+            // Every named label has a slot (`by_name` and `slot_of` change together).
             let Some(slot) = self.slot_of.get(label) else {
                 return false;
             };
