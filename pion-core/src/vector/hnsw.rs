@@ -348,7 +348,10 @@ impl Hnsw {
             // unfiltered walk reads no labels at all).
             let looks_ahead = filters && filter.looks_ahead();
             let ahead = |s: u32| {
-                if let Some(&label) = g.labels.get(s as usize).filter(|_| looks_ahead) {
+                if !looks_ahead {
+                    return;
+                }
+                if let Some(&label) = g.labels.get(s as usize) {
                     filter.ahead(label);
                 }
             };

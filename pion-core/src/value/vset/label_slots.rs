@@ -77,9 +77,6 @@ impl LabelSlots {
             self.in_dense -= 1;
             return Some(std::mem::replace(cell, ABSENT) as usize);
         }
-        if self.sparse.is_empty() {
-            return None;
-        }
         self.sparse.remove(&label)
     }
 }
